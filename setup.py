@@ -1,0 +1,38 @@
+"""Packaging for pyterrier-svmmap."""
+import re
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+HERE = Path(__file__).parent
+VERSION = re.search(r'__version__ = "([^"]+)"', (HERE / "pyterrier_svmmap" / "_version.py").read_text()).group(1)
+
+setup(
+    name="pyterrier-svmmap",
+    version=VERSION,
+    description="SVM-map and structural-SVM learning to rank for IR measures, as PyTerrier transformers",
+    long_description=(HERE / "README.md").read_text(encoding="utf-8") if (HERE / "README.md").exists() else "",
+    long_description_content_type="text/markdown",
+    packages=find_packages(include=["pyterrier_svmmap", "pyterrier_svmmap.*"]),
+    python_requires=">=3.10",
+    install_requires=[
+        "python-terrier>=1.0",
+        "numpy>=1.24",
+        "scipy>=1.10",
+        "pandas>=1.5",
+        "ir-measures>=0.3",
+    ],
+    extras_require={
+        "pisa": ["pyterrier-pisa>=0.4"],
+        "plot": ["matplotlib>=3.6"],
+        "peers": ["lightgbm>=4.0"],
+        "test": ["pytest>=7", "hypothesis>=6", "pyterrier-pisa>=0.4"],
+    },
+    entry_points={
+        "console_scripts": ["svmmap=pyterrier_svmmap.cli:main"],
+    },
+    classifiers=[
+        "Programming Language :: Python :: 3",
+        "Topic :: Scientific/Engineering :: Information Analysis",
+    ],
+)
