@@ -1,0 +1,102 @@
+"""The contract every structural-SVM loss implements.
+
+A loss for the structural SVM of Yue et al. (SIGIR 2007, §3, OP 1) is three things:
+
+* Δ(y*, y): how bad ranking ``y`` is for one query (e.g. 1 − AP);
+* the joint feature map Ψ(x, y). Every map used here is linear in the per-document
+  feature vectors, Ψ(x, y) = Σ_d c_d(y) φ(x, d), so a loss only has to give the
+  per-document coefficients ``c(y)`` (:meth:`Loss.psi_coef`); the feature layer turns them
+  into a vector with one weighted histogram per base function;
+* the exact loss-augmented argmax ŷ = argmax_y H(y), H(y) = Δ(y) + wᵀΨ(x, y)
+  (Algorithm 1, line 6). With s = Φw the candidates' scores, wᵀΨ(x, y) = c(y)·s, so
+  the argmax only ever needs the scores.
+
+Rankings are arrays of candidate indices, best first. Labels > 0 are relevant.
+The numeric core works on one query at a time (:meth:`Loss.argmax`) or on all queries
+at once, concatenated, with ``offsets`` (length Q + 1) delimiting the queries
+(:meth:`Loss.batch_violation`, which the solver calls once per cutting-plane iteration).
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Tuple
+
+import numpy as np
+
+
+def ideal_ranking(labels: np.ndarray) -> np.ndarray:
+    """The correct ranking y*: candidates by decreasing label (stable, so ties keep input order)."""
+    return np.argsort(-np.asarray(labels, dtype=float), kind="stable")
+
+
+def positions(ranking: np.ndarray) -> np.ndarray:
+    """Inverse permutation: ``positions(r)[d]`` is the 0-based rank of candidate ``d``."""
+    pos = np.empty(len(ranking), dtype=np.int64)
+    pos[ranking] = np.arange(len(ranking))
+    return pos
+
+
+class Loss(ABC):
+    """A structural-SVM loss: Δ, the joint feature map's coefficients, and the exact argmax of H."""
+
+    #: name used in the registry and in model files (e.g. ``"map"``)
+    name: str = ""
+
+    def params(self) -> dict:
+        """Constructor parameters, for saving a model and for ``repr``."""
+        return {}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
+        return f"{type(self).__name__}({args})"
+
+    # -- the three parts of a loss -------------------------------------------------------------
+    @abstractmethod
+    def delta(self, ranking: np.ndarray, labels: np.ndarray) -> float:
+        """Δ(y*, y) for the ranking ``ranking`` (indices, best first) of one query."""
+
+    @abstractmethod
+    def psi_coef(self, ranking: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """Per-candidate coefficients c(y) with Ψ(x, y) = Σ_d c_d(y) φ(x, d)."""
+
+    @abstractmethod
+    def argmax(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """The ranking maximising H(y) = Δ(y) + c(y)·scores, exactly."""
+
+    # -- derived, shared by all losses ----------------------------------------------------------
+    def ideal(self, labels: np.ndarray) -> np.ndarray:
+        """The correct ranking y* of the training example (Δ(y*, y*) = 0)."""
+        return ideal_ranking(labels)
+
+    def objective(self, ranking: np.ndarray, scores: np.ndarray, labels: np.ndarray) -> float:
+        """H(y) = Δ(y) + wᵀΨ(x, y), with wᵀΨ(x, y) = c(y)·scores. Used by brute-force tests."""
+        return float(self.delta(ranking, labels) + self.psi_coef(ranking, labels) @ np.asarray(scores, float))
+
+    def violation(self, scores: np.ndarray, labels: np.ndarray) -> Tuple[float, np.ndarray]:
+        """Most violated constraint of one query.
+
+        Returns ``(Δ(ŷ), c(y*) − c(ŷ))``: the constraint of OP 1 reads
+        wᵀΦᵀ(c(y*) − c(ŷ)) ≥ Δ(ŷ) − ξ.
+        """
+        labels = np.asarray(labels)
+        y_hat = self.argmax(scores, labels)
+        return self.delta(y_hat, labels), self.psi_coef(self.ideal(labels), labels) - self.psi_coef(y_hat, labels)
+
+    def batch_violation(self, scores: np.ndarray, labels: np.ndarray,
+                        offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """:meth:`violation` for every query; returns (Δ per query, coefficients for all candidates).
+
+        Losses with a vectorised form override this; the default loops over queries.
+        """
+        n_queries = len(offsets) - 1
+        deltas = np.empty(n_queries)
+        coef = np.empty(len(scores))
+        for q in range(n_queries):
+            lo, hi = offsets[q], offsets[q + 1]
+            deltas[q], coef[lo:hi] = self.violation(scores[lo:hi], labels[lo:hi])
+        return deltas, coef
+
+    def check_query(self, labels: np.ndarray) -> bool:
+        """Whether a query can form constraints: it needs a relevant and a non-relevant candidate."""
+        rel = np.asarray(labels) > 0
+        return bool(rel.any() and (~rel).any())
