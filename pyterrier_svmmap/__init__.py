@@ -1,5 +1,9 @@
 """pyterrier-svmmap: SVM-map and its structural-SVM relatives as PyTerrier transformers."""
 from ._version import __version__
-from .losses import get_loss, most_violated
+from .estimator import DEFAULT_C_GRID, RankerEstimator, StructSVM, SVMMap
+from .features import FeatureEncoder
+from .losses import LOSSES, Loss, get_loss, most_violated
+from .run_features import RunFeatures
 
-__all__ = ["__version__", "get_loss", "most_violated"]
+__all__ = ["__version__", "SVMMap", "StructSVM", "RankerEstimator", "RunFeatures", "FeatureEncoder",
+           "DEFAULT_C_GRID", "most_violated", "get_loss", "Loss", "LOSSES"]

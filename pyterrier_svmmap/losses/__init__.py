@@ -5,7 +5,7 @@ line in :data:`LOSSES`.
 """
 from __future__ import annotations
 
-from typing import Callable, Dict
+from typing import Callable, Dict, List
 
 import numpy as np
 
@@ -30,6 +30,12 @@ def get_loss(loss, **params) -> Loss:
     return LOSSES[loss](**params)
 
 
+def make_slack_groups(loss, C: float, **params) -> List["SlackGroup"]:
+    """The solver's slack groups for an estimator's ``loss`` and ``C``: one group for a single loss."""
+    from ..solver import SlackGroup
+    return [SlackGroup(get_loss(loss, **params), float(C))]
+
+
 def most_violated(scores, labels, loss="map", **params) -> np.ndarray:
     """The ranking (candidate indices, best first) maximising H(y) = Δ(y) + wᵀΨ(x, y) for one query.
 
@@ -47,4 +53,4 @@ def most_violated(scores, labels, loss="map", **params) -> np.ndarray:
     return get_loss(loss, **params).argmax(scores, labels)
 
 
-__all__ = ["Loss", "LOSSES", "get_loss", "most_violated", "ideal_ranking", "positions", "MAPLoss"]
+__all__ = ["Loss", "LOSSES", "get_loss", "make_slack_groups", "most_violated", "ideal_ranking", "positions", "MAPLoss"]

@@ -1,0 +1,253 @@
+"""PyTerrier Estimators over the numeric core: StructSVM (any loss) and SVMMap (loss = 1 − AP).
+
+A thin layer, in the manner of ``pyterrier.ltr``: ``fit`` turns the frames into arrays
+(:mod:`~pyterrier_svmmap.frames`), learns thresholds and φ (:mod:`~pyterrier_svmmap.features`), trains
+with the cutting-plane solver (:mod:`~pyterrier_svmmap.solver`) for every C of the grid, and keeps the
+model with the best validation MAP (Yue et al. 2007 §5: "The model which performed best on the
+validation set was selected"). ``transform`` scores candidates by wᵀφ(x, d) and ranks them.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import warnings
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Union
+
+import numpy as np
+import pandas as pd
+import pyterrier as pt
+
+from ._version import __version__
+from .features import FeatureEncoder
+from .frames import Candidates, candidates_from_frame
+from .losses import make_slack_groups
+from .measures import average_precision
+from .solver import train_structural_svm
+
+log = logging.getLogger(__name__)
+
+#: the default grid of C (OP 1's constant: ½‖w‖² + C/n Σ ξ_i), searched on validation queries
+DEFAULT_C_GRID = (0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)
+
+
+class RankerEstimator(pt.Estimator):
+    """Shared PyTerrier plumbing of the learners: frames in, arrays to ``_fit_arrays``/``_score``.
+
+    Subclasses implement ``_fit_arrays(train, valid)`` (both :class:`Candidates`, ``valid`` may be None)
+    and ``_score(cands) -> np.ndarray``. Learned attributes end in ``_``; ``base_names_`` holds the base
+    functions' names when the frames carried them (``RunFeatures`` does).
+    """
+
+    #: skip training queries without a relevant or without a non-relevant candidate
+    needs_both_classes = True
+
+    def fit(self, train_res: pd.DataFrame, train_qrels: pd.DataFrame,
+            valid_res: Optional[pd.DataFrame] = None, valid_qrels: Optional[pd.DataFrame] = None):
+        """Train on ``train_res`` (candidates with ``features``) judged by ``train_qrels``; the optional
+        validation pair selects hyper-parameters. Returns self."""
+        if train_res is None or len(train_res) == 0:
+            raise ValueError("fit() got no training candidates; pass the result frame of the training topics "
+                             "(e.g. RunFeatures(...).transform(train_topics))")
+        if (valid_res is None) != (valid_qrels is None):
+            raise ValueError("give both valid_res and valid_qrels, or neither")
+        train = candidates_from_frame(train_res, train_qrels, context=self)
+        self.n_functions_ = train.raw.shape[1]
+        self.base_names_ = list(train_res.attrs.get("feature_names") or
+                                [f"f{i}" for i in range(self.n_functions_)])
+        if len(self.base_names_) != self.n_functions_:
+            self.base_names_ = [f"f{i}" for i in range(self.n_functions_)]
+        train = self._usable_training_queries(train)
+        valid = None
+        if valid_res is not None and len(valid_res):
+            valid = candidates_from_frame(valid_res, valid_qrels, n_functions=self.n_functions_, context=self)
+        self._fit_arrays(train, valid)
+        return self
+
+    def _usable_training_queries(self, train: Candidates) -> Candidates:
+        if not self.needs_both_classes:
+            return train
+        rel = train.labels > 0
+        n_rel = np.add.reduceat(rel, train.offsets[:-1]) if len(rel) else np.zeros(0)
+        sizes = np.diff(train.offsets)
+        ok = (n_rel > 0) & (n_rel < sizes)
+        if not ok.all():
+            warnings.warn(f"skipping {int((~ok).sum())} of {len(ok)} training queries that have no relevant "
+                          f"or no non-relevant candidate: they cannot form ranking constraints", stacklevel=3)
+        if not ok.any():
+            raise ValueError("no training query has both a relevant and a non-relevant candidate; check that "
+                             "the qrels match the topics (same qid and docno strings)")
+        return train.subset(ok)
+
+    def transform(self, res: pd.DataFrame) -> pd.DataFrame:
+        """Add ``score`` (the model's) and ``rank`` to every candidate."""
+        if not hasattr(self, "n_functions_"):
+            raise RuntimeError(f"{type(self).__name__} is not fitted: call fit() or load() before transform()")
+        if len(res) == 0:
+            pt.validate.result_frame(res, extra_columns=["features"], context=self)
+            out = res.copy()
+            out["score"] = pd.Series(dtype=float)
+            out["rank"] = pd.Series(dtype="int64")
+            return out
+        cands = candidates_from_frame(res, n_functions=self.n_functions_, context=self)
+        out = cands.frame.copy()
+        out["score"] = self._score(cands)
+        return pt.model.add_ranks(out)
+
+    def transform_outputs(self, inp_cols: List[str]) -> List[str]:
+        return list(inp_cols) + [c for c in ("score", "rank") if c not in inp_cols]
+
+    # -- to implement ---------------------------------------------------------------------------
+    def _fit_arrays(self, train: Candidates, valid: Optional[Candidates]) -> None:
+        raise NotImplementedError
+
+    def _score(self, cands: Candidates) -> np.ndarray:
+        raise NotImplementedError
+
+
+def validation_map(scores: np.ndarray, valid: Candidates) -> float:
+    """MAP of ``scores`` on the validation candidates, AP normalised by the qrels' relevant count."""
+    return float(average_precision(scores, valid.labels, valid.offsets, valid.n_relevant).mean())
+
+
+class StructSVM(RankerEstimator):
+    """A linear ranking function trained as a structural SVM for a ranking loss (1-slack cutting planes).
+
+    Args:
+        C: OP 1's regularisation constant (objective ½‖w‖² + C/n Σ_i ξ_i), or a list of them; with a list,
+            one model per C is trained and the one with the best validation MAP is kept (then validation
+            data is required).
+        loss: the structural loss: ``"map"`` (SVM-map), or any name of ``pyterrier_svmmap.losses.LOSSES``,
+            or a :class:`~pyterrier_svmmap.losses.Loss`.
+        loss_params: parameters of the loss (e.g. ``{"k": 10}``).
+        features: blocks of φ: ``"bins"`` (the paper's threshold indicators), ``"raw"`` (base scores as
+            they are), ``"minmax"`` (per-query min–max normalised), or a combination like
+            ``"bins+minmax"``.
+        n_bins: |K_f|, thresholds per base function (50 in the paper).
+        binning: how scores are scaled before the thresholds: ``"quantile"`` (thresholds at quantiles of
+            the training scores), ``"minmax"`` or ``"percentile"`` (per query; thresholds evenly spaced in
+            [0, 1]).
+        epsilon: cutting-plane tolerance (stop when no constraint is violated by more than ε).
+        max_iter: cap on cutting-plane iterations per C.
+        verbose: progress bar over the C grid.
+
+    Learned attributes: ``coef_`` (w), ``encoder_`` (thresholds), ``C_`` (chosen), ``validation_``
+    (C → validation MAP), ``history_`` (per-iteration objective, violation, working set of the kept
+    model), ``n_iter_``, ``converged_``, ``feature_names_``, ``base_names_``.
+    """
+
+    def __init__(self, C: Union[float, Sequence[float]] = DEFAULT_C_GRID, loss="map",
+                 loss_params: Optional[dict] = None, features: Union[str, Sequence[str]] = "bins",
+                 n_bins: int = 50, binning: str = "quantile", epsilon: float = 1e-3, max_iter: int = 1000,
+                 verbose: bool = False):
+        self.C = C
+        self.loss = loss
+        self.loss_params = loss_params
+        self.features = features
+        self.n_bins = n_bins
+        self.binning = binning
+        self.epsilon = epsilon
+        self.max_iter = max_iter
+        self.verbose = verbose
+        FeatureEncoder(features, n_bins, binning)   # fail early on bad feature options
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(C={self.C!r}, loss={self.loss!r}, features={self.features!r}, "
+                f"n_bins={self.n_bins})")
+
+    def _c_grid(self) -> List[float]:
+        grid = [float(c) for c in np.atleast_1d(np.asarray(self.C, dtype=float))]
+        if not grid or any(not np.isfinite(c) or c <= 0 for c in grid):
+            raise ValueError(f"C must be a positive number or a list of them, got {self.C!r}")
+        return grid
+
+    def _fit_arrays(self, train: Candidates, valid: Optional[Candidates]) -> None:
+        grid = self._c_grid()
+        if len(grid) > 1 and valid is None:
+            raise ValueError(f"C is a grid of {len(grid)} values but no validation data was given: pass "
+                             "valid_res and valid_qrels to fit() (pipe.fit(tr_topics, tr_qrels, va_topics, "
+                             "va_qrels)), or a single C")
+        encoder = FeatureEncoder(self.features, self.n_bins, self.binning).fit(train.raw, train.offsets)
+        X = encoder.transform(train.raw, train.offsets)
+        X_valid = encoder.transform(valid.raw, valid.offsets) if valid is not None else None
+        params = dict(self.loss_params or {})
+        best = None
+        self.validation_: Dict[float, float] = {}
+        for C in pt.tqdm(grid, desc=type(self).__name__, unit="C", disable=not self.verbose or len(grid) == 1):
+            result = train_structural_svm(X, train.labels, train.offsets, make_slack_groups(self.loss, C, **params),
+                                          epsilon=self.epsilon, max_iter=self.max_iter)
+            score = validation_map(X_valid.dot(result.w), valid) if X_valid is not None else np.nan
+            self.validation_[C] = score
+            log.info("C=%g: %d iterations, validation MAP %.4f", C, result.n_iter, score)
+            if best is None or score > best[0]:
+                best = (score, C, result)
+        _, self.C_, result = best
+        self.encoder_ = encoder
+        self.coef_ = result.w
+        self.history_ = result.history
+        self.n_iter_ = result.n_iter
+        self.converged_ = result.converged
+        self.feature_names_ = encoder.feature_names(self.base_names_)
+
+    def _score(self, cands: Candidates) -> np.ndarray:
+        return self.encoder_.transform(cands.raw, cands.offsets).dot(self.coef_)
+
+    def decision_function(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """Scores wᵀφ(x, d) for a score matrix (candidates × base functions, NaN = missing)."""
+        return self.encoder_.transform(np.asarray(raw, float), np.asarray(offsets)).dot(self.coef_)
+
+    # -- persistence ----------------------------------------------------------------------------
+    def save(self, path: Union[str, Path]) -> None:
+        """Write the trained model to directory ``path`` (``model.json`` + ``weights.npz``)."""
+        if not hasattr(self, "coef_"):
+            raise RuntimeError("save() needs a fitted model")
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        meta = dict(format="pyterrier-svmmap", format_version=1, package_version=__version__,
+                    estimator=type(self).__name__,
+                    params=dict(C=self.C_, loss=self.loss if isinstance(self.loss, str) else self.loss.name,
+                                loss_params=self.loss_params, features=self.features, n_bins=self.n_bins,
+                                binning=self.binning, epsilon=self.epsilon, max_iter=self.max_iter),
+                    base_names=self.base_names_, n_functions=self.n_functions_, dim=int(len(self.coef_)),
+                    validation={str(k): v for k, v in self.validation_.items()},
+                    training=dict(n_iter=self.n_iter_, converged=self.converged_,
+                                  final=self.history_[-1] if self.history_ else None))
+        (path / "model.json").write_text(json.dumps(meta, indent=2, default=float))
+        thresholds = self.encoder_.thresholds_ if self.encoder_.thresholds_ is not None else np.zeros((0, 0))
+        np.savez(path / "weights.npz", coef=self.coef_, thresholds=thresholds)
+
+    @classmethod
+    def load(cls, path: Union[str, Path]) -> "StructSVM":
+        """Read a model written by :meth:`save`."""
+        path = Path(path)
+        meta = json.loads((path / "model.json").read_text())
+        arrays = np.load(path / "weights.npz")
+        p = meta["params"]
+        model = cls(C=p["C"], loss=p["loss"], loss_params=p["loss_params"], features=p["features"],
+                    n_bins=p["n_bins"], binning=p["binning"], epsilon=p["epsilon"], max_iter=p["max_iter"])
+        model.C_ = p["C"]
+        model.coef_ = arrays["coef"]
+        model.n_functions_ = meta["n_functions"]
+        model.base_names_ = meta["base_names"]
+        model.encoder_ = FeatureEncoder(p["features"], p["n_bins"], p["binning"])
+        model.encoder_.n_functions_ = meta["n_functions"]
+        model.encoder_.thresholds_ = arrays["thresholds"] if arrays["thresholds"].size else None
+        model.validation_ = {float(k): v for k, v in meta["validation"].items()}
+        model.history_ = [meta["training"]["final"]] if meta["training"]["final"] else []
+        model.n_iter_ = meta["training"]["n_iter"]
+        model.converged_ = meta["training"]["converged"]
+        model.feature_names_ = model.encoder_.feature_names(model.base_names_)
+        return model
+
+
+class SVMMap(StructSVM):
+    """SVM-map (Yue, Finley, Radlinski & Joachims, SIGIR 2007): a StructSVM with Δ = 1 − AP.
+
+    ``SVMMap(C=[...])`` >> after ``RunFeatures([...])``; see :class:`StructSVM` for the parameters.
+    """
+
+    def __init__(self, C: Union[float, Sequence[float]] = DEFAULT_C_GRID, features: Union[str, Sequence[str]] = "bins",
+                 n_bins: int = 50, binning: str = "quantile", epsilon: float = 1e-3, max_iter: int = 1000,
+                 verbose: bool = False, loss="map", loss_params: Optional[dict] = None):
+        super().__init__(C=C, loss=loss, loss_params=loss_params, features=features, n_bins=n_bins,
+                         binning=binning, epsilon=epsilon, max_iter=max_iter, verbose=verbose)

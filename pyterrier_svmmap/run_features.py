@@ -1,0 +1,103 @@
+"""RunFeatures: the union of several base runs as one candidate set with a score per base function.
+
+Yue et al. (2007) §4.1 consider, per query, the union of the top documents of every base function and
+describe each candidate by the score each function gave it. Base functions are PyTerrier retrievers
+(any Transformer that returns qid/docno/score, Terrier's or PISA's) or precomputed runs (DataFrames with
+qid/docno/score, e.g. TREC run files read with ``pt.io.read_results`` — the paper's "TREC submissions").
+Retrievers such as PISA cannot re-score a given candidate set, so a candidate missing from a run gets
+NaN for that function rather than a computed score.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Mapping, Sequence, Union
+
+import numpy as np
+import pandas as pd
+import pyterrier as pt
+
+BaseItem = Union[pt.Transformer, pd.DataFrame]
+
+
+def _name_of(item: BaseItem, i: int) -> str:
+    if isinstance(item, pd.DataFrame):
+        return f"run{i}"
+    return repr(item)
+
+
+class RunFeatures(pt.Transformer):
+    """Union of base runs → one row per (qid, candidate) with ``features`` (one score per base function).
+
+    Args:
+        base: list of base functions, or dict name → base function. A base function is a PyTerrier
+            transformer that retrieves for the input topics, or a run DataFrame (qid, docno, score).
+        verbose: show a progress bar over the base functions.
+
+    Output columns: the input topics' columns (``qid``, ``query``, ...), ``docno``, ``features`` (a
+    float array, NaN where a base function did not retrieve the document). Rows are grouped by qid in
+    the topics' order, best first by the first base function. ``names`` lists the base functions; the
+    output frame also carries them in ``frame.attrs["feature_names"]``.
+    """
+
+    def __init__(self, base: Union[Sequence[BaseItem], Mapping[str, BaseItem]], verbose: bool = False):
+        if isinstance(base, Mapping):
+            self.names: List[str] = [str(k) for k in base.keys()]
+            self.base: List[BaseItem] = list(base.values())
+        else:
+            self.base = list(base)
+            self.names = [_name_of(b, i) for i, b in enumerate(self.base)]
+        if not self.base:
+            raise ValueError("RunFeatures needs at least one base function")
+        if len(set(self.names)) != len(self.names):
+            raise ValueError(f"base function names must be unique, got {self.names}; pass a dict name → base")
+        for name, b in zip(self.names, self.base):
+            if isinstance(b, pd.DataFrame):
+                missing = {"qid", "docno", "score"} - set(b.columns)
+                if missing:
+                    raise ValueError(f"base run {name!r} lacks column(s) {sorted(missing)}")
+            elif not isinstance(b, pt.Transformer):
+                raise TypeError(f"base function {name!r} must be a PyTerrier Transformer or a run DataFrame, "
+                                f"got {type(b).__name__}")
+        self.verbose = verbose
+
+    def __repr__(self) -> str:
+        return f"RunFeatures({self.names})"
+
+    def _run(self, item: BaseItem, name: str, topics: pd.DataFrame) -> pd.DataFrame:
+        if isinstance(item, pd.DataFrame):
+            run = item[item["qid"].astype(str).isin(set(topics["qid"].astype(str)))]
+        else:
+            run = item.transform(topics)
+        missing = {"qid", "docno", "score"} - set(run.columns)
+        if missing:
+            raise ValueError(f"base function {name!r} returned no {sorted(missing)} column(s)")
+        run = run[["qid", "docno", "score"]]
+        if run.duplicated(["qid", "docno"]).any():
+            raise ValueError(f"base function {name!r} returned the same (qid, docno) more than once")
+        scores = pd.to_numeric(run["score"], errors="coerce").to_numpy(dtype=float)
+        if not np.isfinite(scores).all():
+            raise ValueError(f"base function {name!r} returned NaN or infinite scores")
+        return pd.DataFrame({"qid": run["qid"].astype(str).to_numpy(), "docno": run["docno"].astype(str).to_numpy(),
+                             "score": scores})
+
+    def transform(self, topics: pd.DataFrame) -> pd.DataFrame:
+        pt.validate.query_frame(topics, context=self)
+        topics = topics.drop(columns=[c for c in ("docno", "score", "rank", "features") if c in topics.columns])
+        topics = topics.drop_duplicates("qid").assign(qid=lambda t: t["qid"].astype(str))
+        runs = []
+        for f, (name, item) in enumerate(pt.tqdm(list(zip(self.names, self.base)), desc="RunFeatures",
+                                                  unit="run", disable=not self.verbose)):
+            runs.append(self._run(item, name, topics).assign(f=f))
+        allruns = pd.concat(runs, ignore_index=True)
+        keys = pd.MultiIndex.from_frame(allruns[["qid", "docno"]])
+        codes, uniques = pd.factorize(keys)
+        raw = np.full((len(uniques), len(self.base)), np.nan)
+        raw[codes, allruns["f"].to_numpy()] = allruns["score"].to_numpy()
+        qid_order = {q: i for i, q in enumerate(topics["qid"])}
+        cand = pd.DataFrame({"qid": uniques.get_level_values(0), "docno": uniques.get_level_values(1)})
+        first = np.where(np.isnan(raw[:, 0]), -np.inf, raw[:, 0])
+        order = np.lexsort((cand["docno"].to_numpy(), -first, cand["qid"].map(qid_order).to_numpy()))
+        cand = cand.iloc[order].reset_index(drop=True)
+        cand["features"] = list(raw[order])
+        out = topics.merge(cand, on="qid", how="inner")
+        out.attrs["feature_names"] = list(self.names)
+        return out
