@@ -394,3 +394,25 @@ def test_classification_trains_with_bias():
             assert pred.sum() >= n_pos_acc
         else:
             n_pos_acc = pred.sum()
+
+
+@pytest.mark.parametrize("loss", [ROCLoss(), MRRLoss(None), MRRLoss(1), MRRLoss(3), ClassificationLoss(2.0),
+                                  get_loss("combo", losses=["roc", "mrr@2"])], ids=repr)
+def test_vectorised_batch_matches_query_loop(loss):
+    """The vectorised batch_violation overrides against the generic per-query loop, many queries."""
+    rng = np.random.default_rng(7)
+    sizes = rng.integers(1, 15, 300)
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    labels = (rng.random(offsets[-1]) < 0.3).astype(int)     # includes all-relevant / none-relevant queries
+    scores = rng.integers(-3, 4, offsets[-1]) * 0.5
+    deltas, coef = loss.batch_violation(scores, labels, offsets)
+    ref_d, ref_c = Loss.batch_violation(loss, scores, labels, offsets)
+    if isinstance(loss, ClassificationLoss):
+        n_bar = offsets[-1] / len(sizes)
+        ref_d, ref_c = ref_d * np.repeat(1, len(sizes)), ref_c
+        ref_d = ref_d * sizes / n_bar
+        ref_c = ref_c * np.repeat(sizes, sizes) / n_bar
+    np.testing.assert_allclose(deltas, ref_d, atol=1e-12, rtol=0)
+    qid = np.repeat(np.arange(len(sizes)), sizes)
+    np.testing.assert_allclose(deltas - np.bincount(qid, coef * scores, len(sizes)),
+                               ref_d - np.bincount(qid, ref_c * scores, len(sizes)), atol=1e-12, rtol=0)

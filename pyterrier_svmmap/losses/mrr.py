@@ -21,6 +21,7 @@ import numpy as np
 
 from .base import Loss
 from .map import sort_by_score
+from .roc import segment_exclusive_cumsum
 
 
 def reciprocal_rank(ranking: np.ndarray, labels: np.ndarray, k: Optional[int] = None) -> float:
@@ -104,3 +105,56 @@ class MRRLoss(Loss):
         coef[neg[:r]] = -1.0
         coef[pos[-1]] = float(r)
         return float(self._delta_by_r(len(neg))[r]), coef
+
+    def batch_violation(self, scores: np.ndarray, labels: np.ndarray,
+                        offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """:meth:`violation` for all queries at once.
+
+        One lexsort puts each query's bad candidates first, by decreasing score; bad candidate number t
+        (0-based) then stands for r = t + 1, with H(r) = Δ(r) + Σ_{l ≤ t} s_{b_l} − (t + 1)·s_{g_min};
+        r = 0 (H = 0) wins unless some H(r) is strictly larger, as in :meth:`_best_r`.
+        """
+        scores = np.asarray(scores, dtype=float)
+        rel_all = np.asarray(labels) > 0
+        offsets = np.asarray(offsets, dtype=np.int64)
+        n_q = len(offsets) - 1
+        sizes = np.diff(offsets)
+        qid = np.repeat(np.arange(n_q), sizes)
+        n_pos = np.bincount(qid, weights=rel_all, minlength=n_q).astype(np.int64)
+        ok = (n_pos > 0) & (n_pos < sizes)
+        g_min_score = np.full(n_q, np.inf)
+        np.minimum.at(g_min_score, qid[rel_all], scores[rel_all])
+        g_min = np.full(n_q, -1)
+        # the lowest-scoring relevant candidate (the last in stable decreasing-score order)
+        order_rel = np.lexsort((-np.arange(len(scores)), scores, ~rel_all, qid))
+        first_in_q = offsets[:-1]
+        g_min[ok] = order_rel[first_in_q[ok]]
+        g_min_score = np.where(ok, g_min_score, 0.0)
+        # bad candidates of each query, by decreasing score (stable)
+        order = np.lexsort((-scores, rel_all, qid))
+        bad = ~rel_all[order]
+        t = segment_exclusive_cumsum(bad.astype(float), offsets)            # index among the bad ones
+        pref = segment_exclusive_cumsum(np.where(bad, scores[order], 0.0), offsets) + scores[order]
+        r = t + 1
+        d = 1.0 - 1.0 / (1.0 + r)
+        if self.k is not None:
+            d[r >= self.k] = 1.0
+        h = np.where(bad & ok[qid], d + pref - r * g_min_score[qid], -np.inf)
+        best = np.full(n_q, -np.inf)
+        np.maximum.at(best, qid, h)
+        # the first position attaining the query's best H (ties: the smallest r, as np.argmax does)
+        hit = (h == best[qid]) & (best[qid] > 0.0)
+        pos_hit = np.where(hit, np.arange(len(h)), len(h))
+        first_hit = np.full(n_q, len(h))
+        np.minimum.at(first_hit, qid, pos_hit)
+        r_hat = np.where(first_hit < len(h), t[np.minimum(first_hit, len(h) - 1)] + 1, 0).astype(np.int64)
+        r_hat[~ok] = 0
+        coef = np.zeros(len(scores))
+        take = bad & (t < r_hat[qid])
+        coef[order[take]] = -1.0
+        coef[g_min[ok]] = r_hat[ok].astype(float)
+        deltas = np.where(r_hat > 0, 1.0 - 1.0 / (1.0 + r_hat), 0.0)
+        if self.k is not None:
+            deltas[r_hat >= self.k] = 1.0
+        deltas[~ok] = 0.0
+        return deltas, coef
