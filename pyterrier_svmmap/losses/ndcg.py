@@ -32,7 +32,7 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from .base import Loss, positions
+from .base import Loss
 from .map import pairwise_psi_coef, sort_by_score
 
 
