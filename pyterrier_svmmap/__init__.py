@@ -2,8 +2,8 @@
 from ._version import __version__
 from .estimator import DEFAULT_C_GRID, RankerEstimator, StructSVM, SVMMap
 from .features import FeatureEncoder
-from .losses import LOSSES, Loss, get_loss, most_violated
+from .losses import LOSSES, Loss, get_loss, make_slack_groups, most_violated
 from .run_features import RunFeatures
 
 __all__ = ["__version__", "SVMMap", "StructSVM", "RankerEstimator", "RunFeatures", "FeatureEncoder",
-           "DEFAULT_C_GRID", "most_violated", "get_loss", "Loss", "LOSSES"]
+           "DEFAULT_C_GRID", "most_violated", "get_loss", "make_slack_groups", "Loss", "LOSSES"]

@@ -41,6 +41,9 @@ class Loss(ABC):
 
     #: name used in the registry and in model files (e.g. ``"map"``)
     name: str = ""
+    #: whether φ needs a constant feature (a bias) for this loss; only classification losses do,
+    #: rankings being invariant to a shift of all scores (see :func:`.classification.add_bias`)
+    needs_bias: bool = False
 
     def params(self) -> dict:
         """Constructor parameters, for saving a model and for ``repr``."""
@@ -68,6 +71,14 @@ class Loss(ABC):
         """The correct ranking y* of the training example (Δ(y*, y*) = 0)."""
         return ideal_ranking(labels)
 
+    def ideal_psi_coef(self, labels: np.ndarray) -> np.ndarray:
+        """c(y*), the coefficients of Ψ(x, y*) used in every constraint of the query.
+
+        By default those of :meth:`ideal`; losses whose Ψ(x, y*) depends on how ties among equally
+        relevant candidates are broken may use a tie-independent choice instead (e.g. DORM).
+        """
+        return self.psi_coef(self.ideal(labels), labels)
+
     def objective(self, ranking: np.ndarray, scores: np.ndarray, labels: np.ndarray) -> float:
         """H(y) = Δ(y) + wᵀΨ(x, y), with wᵀΨ(x, y) = c(y)·scores. Used by brute-force tests."""
         return float(self.delta(ranking, labels) + self.psi_coef(ranking, labels) @ np.asarray(scores, float))
@@ -80,7 +91,7 @@ class Loss(ABC):
         """
         labels = np.asarray(labels)
         y_hat = self.argmax(scores, labels)
-        return self.delta(y_hat, labels), self.psi_coef(self.ideal(labels), labels) - self.psi_coef(y_hat, labels)
+        return self.delta(y_hat, labels), self.ideal_psi_coef(labels) - self.psi_coef(y_hat, labels)
 
     def batch_violation(self, scores: np.ndarray, labels: np.ndarray,
                         offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,87 @@
+"""SVM-COMBO with shared slacks: several losses, one slack per query (Chakrabarti et al. 2008, §3.7).
+
+"Shared slacks" asserts, for every loss l, every query q and every y ≠ y*_q,
+wᵀ(Ψ_l(x_q, y*_q) − Ψ_l(x_q, y)) ≥ Δ_l(y*_q, y) − ξ_q. The most violated of these for one query is the
+best of the members' own most violated constraints, compared by their violation
+Δ_l(ŷ_l) − wᵀ(Ψ_l(y*) − Ψ_l(ŷ_l)) (not by H_l alone: c_l(y*)·s differs between feature maps, e.g.
+φ_mrr(y*) = 0 but φ_po(y*) ≠ 0). When all members share Ψ (map, roc, ndcg), this is exactly the
+structural SVM with Δ = max_l Δ_l. Members may use different Ψ (e.g. ``mrr@10``): each constraint
+then uses its own loss's Ψ, which is what the constraint set above says.
+
+"Separate slacks" is not a loss but several :class:`~pyterrier_svmmap.solver.SlackGroup` s
+(see :func:`pyterrier_svmmap.losses.make_slack_groups`).
+"""
+from __future__ import annotations
+
+from typing import Sequence, Tuple
+
+import numpy as np
+
+from .base import Loss
+
+
+class ComboLoss(Loss):
+    """Shared-slack combination of losses: per query, the member with the most violated constraint."""
+
+    name = "combo"
+
+    def __init__(self, losses: Sequence[Loss]):
+        self.losses = list(losses)
+        if not self.losses:
+            raise ValueError("ComboLoss needs at least one loss")
+        if any(l.needs_bias for l in self.losses):
+            raise ValueError("classification losses cannot be combined with ranking losses")
+
+    def params(self) -> dict:
+        return {"losses": [repr(l) for l in self.losses]}
+
+    def delta(self, ranking: np.ndarray, labels: np.ndarray) -> float:
+        """Δ = max_l Δ_l (the aggregate loss of shared slacks)."""
+        return max(l.delta(ranking, labels) for l in self.losses)
+
+    def _shared_psi(self) -> bool:
+        return all(type(l).psi_coef is type(self.losses[0]).psi_coef for l in self.losses)
+
+    def psi_coef(self, ranking: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """Ψ of the members, defined only when they all share one feature map."""
+        if not self._shared_psi():
+            raise ValueError("the combined losses use different feature maps; Ψ is per member "
+                             "(use member_values / violation)")
+        return self.losses[0].psi_coef(ranking, labels)
+
+    def member_values(self, ranking: np.ndarray, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """Per member l, the violation Δ_l(y) − (c_l(y*) − c_l(y))·s of the constraint of ranking y."""
+        s = np.asarray(scores, dtype=float)
+        return np.array([l.delta(ranking, labels) - (l.ideal_psi_coef(labels) - l.psi_coef(ranking, labels)) @ s
+                         for l in self.losses])
+
+    def _best(self, scores: np.ndarray, labels: np.ndarray):
+        s = np.asarray(scores, dtype=float)
+        best = None
+        for l in self.losses:
+            d, c = l.violation(s, labels)
+            v = d - float(c @ s)
+            if best is None or v > best[0]:
+                best = (v, d, c, l)
+        return best
+
+    def argmax(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """The most violated member's ranking, maximising max_l [Δ_l(y) − (c_l(y*) − c_l(y))·s]."""
+        return self._best(scores, labels)[3].argmax(scores, labels)
+
+    def violation(self, scores: np.ndarray, labels: np.ndarray) -> Tuple[float, np.ndarray]:
+        _, d, c, _ = self._best(scores, labels)
+        return d, c
+
+    def batch_violation(self, scores: np.ndarray, labels: np.ndarray,
+                        offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        scores = np.asarray(scores, dtype=float)
+        offsets = np.asarray(offsets, dtype=np.int64)
+        n_q = len(offsets) - 1
+        qid = np.repeat(np.arange(n_q), np.diff(offsets))
+        results = [l.batch_violation(scores, labels, offsets) for l in self.losses]
+        values = np.stack([d - np.bincount(qid, weights=c * scores, minlength=n_q) for d, c in results])
+        winner = np.argmax(values, axis=0)                               # per query
+        deltas = np.stack([d for d, _ in results])[winner, np.arange(n_q)]
+        coef = np.stack([c for _, c in results])[winner[qid], np.arange(len(scores))]
+        return deltas, coef
