@@ -10,8 +10,12 @@ when present and made for the same collection and topics (``OUT/runs/fingerprint
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
+import os
+import shutil
+import sys
 import time
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
@@ -40,19 +44,46 @@ def _require_pisa():
     return pyterrier_pisa
 
 
+@contextlib.contextmanager
+def redirect_native_output(log_file: Optional[Path]):
+    """Send what native code writes on fds 1 and 2 (PISA's progress bars) to ``log_file``.
+
+    pyterrier-pisa 0.4.9 offers no way to quieten PISA; with ``log_file=None`` nothing is redirected.
+    """
+    if log_file is None:
+        yield
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    with open(log_file, "ab") as f:
+        try:
+            os.dup2(f.fileno(), 1)
+            os.dup2(f.fileno(), 2)
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
+
+
 def build_indices(docs_factory, out: Path, stemmers=STEMMERS, threads: int = 1) -> Dict[str, object]:
     """One PISA index per stemmer under ``out/indices``; built once, reused afterwards."""
     pisa = _require_pisa()
     indices = {}
     for stemmer in stemmers:
         path = Path(out) / "indices" / stemmer
-        index = pisa.PisaIndex(str(path), stemmer=stemmer, threads=threads)
+        index = pisa.PisaIndex(str(path), text_field="text", stemmer=stemmer, threads=threads)
         if index.built():
             logger.info("reusing PISA index %s", path)
         else:
             t = time.perf_counter()
             path.parent.mkdir(parents=True, exist_ok=True)
-            index.index(docs_factory())
+            with redirect_native_output(_native_log(out)):
+                index.index(docs_factory())
             logger.info("built PISA index %s (%d docs) in %.1fs", path, index.num_docs(),
                         time.perf_counter() - t)
         indices[stemmer] = index
@@ -64,6 +95,11 @@ def retriever(index, function: str, stopwords: str, num_results: int = 1000, thr
     pisa = _require_pisa()
     return pisa.PisaRetrieve(index, scorer=function, num_results=num_results, threads=threads,
                              stops=stopwords, **PARAMS[function])
+
+
+def _native_log(out: Path) -> Optional[Path]:
+    """Where PISA's own output goes: ``OUT/pisa.log``, or the terminal with debug logging."""
+    return None if logger.isEnabledFor(logging.DEBUG) else Path(out) / "pisa.log"
 
 
 def _fingerprint(collection_name: str, topics: pd.DataFrame, extra: str = "") -> str:
@@ -95,6 +131,13 @@ def base_runs(collection, out: Path, topics: Optional[pd.DataFrame] = None,
         for f in run_dir.glob("*.pkl"):
             f.unlink()
     fp_file.write_text(fp)
+    index_fp = _fingerprint(collection.name, topics.iloc[:0], fingerprint_extra)
+    index_fp_file = out / "indices" / "fingerprint.txt"
+    if index_fp_file.exists() and index_fp_file.read_text().strip() != index_fp:
+        logger.info("cached indices in %s are for another collection: rebuilding", out / "indices")
+        shutil.rmtree(out / "indices")
+    index_fp_file.parent.mkdir(parents=True, exist_ok=True)
+    index_fp_file.write_text(index_fp)
 
     runs, todo = {}, []
     for name in names:
@@ -113,7 +156,8 @@ def base_runs(collection, out: Path, topics: Optional[pd.DataFrame] = None,
         t = time.perf_counter()
         for name in todo:
             function, stemmer, stopwords = name.split(".")
-            run = retriever(indices[stemmer], function, stopwords, num_results, threads)(topics)
+            with redirect_native_output(_native_log(out)):
+                run = retriever(indices[stemmer], function, stopwords, num_results, threads)(topics)
             run = run[["qid", "docno", "score", "rank"]].astype({"qid": str, "docno": str})
             run["score"] = run["score"].astype(float)
             run.to_pickle(run_dir / f"{name}.pkl")
