@@ -38,12 +38,14 @@ class Evaluator:
 
     def per_query(self, run: pd.DataFrame, qids: Sequence[str]) -> pd.DataFrame:
         """Frame indexed by ``qids`` with one column per measure; queries without results get 0."""
-        run = run[run["qid"].isin(set(qids))]
-        r = pd.DataFrame({"query_id": run["qid"].astype(str).values,
-                          "doc_id": run["docno"].astype(str).values,
-                          "score": run["score"].astype(float).values})
+        wanted = set(qids)
+        r: Dict[str, Dict[str, float]] = {}       # dict of dicts: ir_measures' fastest input
+        for q, d, sc in zip(run["qid"].astype(str).values, run["docno"].astype(str).values,
+                            run["score"].astype(float).values):
+            if q in wanted:
+                r.setdefault(q, {})[d] = sc
         out = pd.DataFrame(0.0, index=pd.Index(list(qids), name="qid"), columns=list(MEASURES))
-        if len(r):
+        if r:
             for m in self._evaluator.iter_calc(r):
                 if m.query_id in out.index:
                     out.at[m.query_id, self._names[m.measure]] = float(m.value)
