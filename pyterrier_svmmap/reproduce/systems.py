@@ -23,8 +23,11 @@ logger = logging.getLogger(__name__)
 
 SYSTEMS: Dict[str, Callable[[], object]] = {}
 
-#: the regularisation constants tried on the validation queries ("a wide range of C values", §5)
-C_GRID = [1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0]
+#: the regularisation constants tried on the validation queries ("a wide range of C values", §5).
+#: Capped at 10 for run time: on Vaswani (10 training queries, ~1900 candidates each, 16 functions ×
+#: 50 bins, ε = 1e-3) one fit took 0.1 s at C=0.01, 0.8 s at C=1, 5.7 s at C=10, 28 s at C=100 and
+#: over 2 minutes at C=1000, the cutting-plane iterations growing with C.
+C_GRID = [1e-2, 1e-1, 1.0, 10.0]
 
 
 def register(name: str, factory: Callable[[], object] = None):
