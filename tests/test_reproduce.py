@@ -1,0 +1,237 @@
+"""Tests of ``svmmap reproduce``: readers, splits, aggregation, and an end-to-end run on Vaswani."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pyterrier_svmmap.reproduce.collection import (clean_query, iter_trec_docs, read_trec_qrels,
+                                                   read_trec_topics)
+from pyterrier_svmmap.reproduce.evaluate import MEASURES, aggregate, compare, per_query_means
+from pyterrier_svmmap.reproduce.protocol import make_splits, role_counts
+
+VASWANI = Path(__file__).resolve().parents[2] / "shared" / "data" / "vaswani"
+
+
+# ------------------------------------------------------------------------------------------
+# readers
+# ------------------------------------------------------------------------------------------
+def test_trec_docs_from_string():
+    text = ("<DOC>\n<DOCNO> 1 </DOCNO>\nhello   world\n</DOC>\n"
+            "<DOC><DOCNO>d2</DOCNO>second <B>doc</B>\ntext</DOC>")
+    docs = list(iter_trec_docs(text))
+    assert docs == [{"docno": "1", "text": "hello world"}, {"docno": "d2", "text": "second doc text"}]
+
+
+def test_trec_docs_without_docno_is_an_error():
+    with pytest.raises(ValueError):
+        list(iter_trec_docs("<DOC>no number</DOC>"))
+
+
+def test_trec_topics_from_string():
+    text = ("<top>\n<num>1</num><title>\nMEASUREMENT OF (DIELECTRIC) CONSTANT: liquids?\n</title>\n</top>\n"
+            "<top><num> 27 </num><title>Two words</title></top>")
+    t = read_trec_topics(text)
+    assert list(t["qid"]) == ["1", "27"]
+    assert list(t["query"]) == ["measurement of dielectric constant liquids", "two words"]
+
+
+def test_clean_query_removes_pisa_syntax():
+    assert clean_query('a:b "c" (d) e-f') == "a b c d e f"
+
+
+def test_trec_qrels_from_string():
+    q = read_trec_qrels("1 0 1239 1\n1 0 1502 1\n\n2 0 7 0\n")
+    assert q.to_dict("records") == [{"qid": "1", "docno": "1239", "label": 1},
+                                    {"qid": "1", "docno": "1502", "label": 1},
+                                    {"qid": "2", "docno": "7", "label": 0}]
+    with pytest.raises(ValueError):
+        read_trec_qrels("1 0 1239\n")
+
+
+# ------------------------------------------------------------------------------------------
+# splits
+# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("n,trials,train,valid", [(93, 50, 10, 5), (20, 7, 3, 2), (16, 50, 10, 5)])
+def test_splits_are_balanced_and_disjoint(n, trials, train, valid):
+    qids = [f"q{i}" for i in range(n)]
+    splits = make_splits(qids, trials=trials, train=train, valid=valid, seed=3)
+    assert len(splits) == trials
+    for s in splits:
+        assert len(s.train) == train and len(s.valid) == valid and len(s.test) == n - train - valid
+        assert set(s.train) | set(s.valid) | set(s.test) == set(qids)
+        assert not (set(s.train) & set(s.valid)) and not (set(s.test) & set(s.train + s.valid))
+    counts = role_counts(splits, qids)
+    test = np.array(list(counts["test"].values()))
+    valid_c = np.array(list(counts["valid"].values()))
+    train_c = np.array(list(counts["train"].values()))
+    assert test.max() - test.min() <= 1
+    assert valid_c.max() - valid_c.min() <= 1
+    assert train_c.max() - train_c.min() <= 2
+    assert test.sum() == trials * (n - train - valid)
+
+
+def test_splits_are_deterministic_per_seed():
+    qids = [str(i) for i in range(40)]
+    a = make_splits(qids, trials=5, train=10, valid=5, seed=1)
+    b = make_splits(qids, trials=5, train=10, valid=5, seed=1)
+    c = make_splits(qids, trials=5, train=10, valid=5, seed=2)
+    assert a == b
+    assert a != c
+
+
+def test_splits_need_test_queries():
+    with pytest.raises(ValueError):
+        make_splits([str(i) for i in range(15)], trials=2, train=10, valid=5)
+
+
+# ------------------------------------------------------------------------------------------
+# aggregation
+# ------------------------------------------------------------------------------------------
+def _long(system, kind, values):
+    """values: {(trial, qid): ap}; the other measures are ap/2."""
+    return pd.DataFrame([{"system": system, "kind": kind, "trial": t, "qid": q, "map": v,
+                          "ndcg_cut_10": v / 2, "recip_rank_10": v / 2}
+                         for (t, q), v in values.items()])
+
+
+def test_aggregation_averages_per_query_then_over_queries():
+    # q1 tested in trials 0 and 1, q2 only in trial 1: per-query means 0.3 and 0.8 → MAP 0.55
+    # (a mean over all rows would give (0.2 + 0.4 + 0.8)/3 = 0.4667)
+    df = pd.concat([_long("svm-map", "learned", {(0, "q1"): 0.2, (1, "q1"): 0.4, (1, "q2"): 0.8}),
+                    _long("bm25", "base", {(0, "q1"): 0.1, (1, "q1"): 0.1, (1, "q2"): 0.9})])
+    pq = per_query_means(df)
+    assert pq.loc[("svm-map", "q1"), "map"] == pytest.approx(0.3)
+    s = aggregate(df, "svm-map", {"svm-map": [1.0, 3.0, 10.0]}).set_index("name")
+    assert s.loc["svm-map", "map"] == pytest.approx(0.55)
+    assert s.loc["svm-map", "ndcg_cut_10"] == pytest.approx(0.275)
+    assert s.loc["bm25", "map"] == pytest.approx(0.5)
+    assert (s.loc["bm25", "wins"], s.loc["bm25", "losses"]) == (1, 1)   # q1: .3 > .1, q2: .8 < .9
+    assert s.loc["svm-map", "fit_seconds"] == pytest.approx(3.0)        # median
+    assert (s.loc["svm-map", "wins"], s.loc["svm-map", "p_value"]) == (0, 1.0)
+    assert list(s.index[:1]) == ["svm-map"]                              # learned systems first
+
+
+def test_compare_wilcoxon_against_scipy():
+    from scipy.stats import wilcoxon
+    rng = np.random.default_rng(0)
+    ref = pd.Series(rng.random(30), index=[f"q{i}" for i in range(30)])
+    other = ref - 0.05 + 0.1 * rng.random(30) * (np.arange(30) % 3 == 0)
+    r = compare(ref, other)
+    d = ref - other
+    assert r["wins"] == int((d > 0).sum()) and r["losses"] == int((d < 0).sum())
+    assert r["p_value"] == pytest.approx(wilcoxon(ref, other).pvalue)
+    # clearly better on every query → significant; identical → p = 1, no W/L
+    assert compare(ref + 0.1, ref)["p_value"] < 0.05
+    assert compare(ref, ref.copy()) == {"wins": 0, "losses": 0, "p_value": 1.0}
+
+
+def test_compare_aligns_on_query_ids():
+    ref = pd.Series([0.9, 0.1], index=["a", "b"])
+    other = pd.Series([0.5, 0.2], index=["b", "a"])   # a: .9 > .2 win; b: .1 < .5 loss
+    r = compare(ref, other)
+    assert (r["wins"], r["losses"]) == (1, 1)
+
+
+# ------------------------------------------------------------------------------------------
+# end to end on a Vaswani subset
+# ------------------------------------------------------------------------------------------
+class _BestFeature:
+    """Test-only learned system: the base function with the highest training MAP."""
+
+    def fit(self, tr, qtr, va=None, qva=None):
+        from pyterrier_svmmap.measures import average_precision
+        X = np.nan_to_num(np.stack(tr["features"].values), nan=-1e9)
+        lab = tr[["qid", "docno"]].merge(qtr, how="left", on=["qid", "docno"])["label"].fillna(0).values
+        off = np.concatenate([[0], np.cumsum(tr.groupby("qid", sort=False).size().values)])
+        self.j = int(np.argmax([average_precision(X[:, j], lab, off).mean() for j in range(X.shape[1])]))
+        return self
+
+    def transform(self, res):
+        X = np.nan_to_num(np.stack(res["features"].values), nan=-1e9)
+        return res.assign(score=X[:, self.j])
+
+
+def _write_subset(dest: Path, n_docs=2000, n_queries=20):
+    docs = []
+    for d in iter_trec_docs(VASWANI / "docs.trec"):
+        docs.append(d)
+        if len(docs) == n_docs:
+            break
+    kept = {d["docno"] for d in docs}
+    qrels = read_trec_qrels(VASWANI / "qrels")
+    qrels = qrels[qrels["docno"].isin(kept)]
+    topics = read_trec_topics(VASWANI / "topics.trec")
+    qids = [q for q in topics["qid"] if q in set(qrels["qid"])][:n_queries]
+    topics = topics[topics["qid"].isin(qids)]
+    # one extra topic without relevant documents: must be left out
+    extra = next(q for q in read_trec_topics(VASWANI / "topics.trec")["qid"] if q not in set(qrels["qid"]))
+    all_topics = read_trec_topics(VASWANI / "topics.trec")
+    topics = pd.concat([topics, all_topics[all_topics["qid"] == extra]])
+    dest.mkdir()
+    (dest / "docs.trec").write_text("".join(f"<DOC>\n<DOCNO>{d['docno']}</DOCNO>\n{d['text']}\n</DOC>\n"
+                                            for d in docs))
+    (dest / "topics.trec").write_text("".join(f"<top>\n<num>{r.qid}</num><title>\n{r.query}\n</title>\n</top>\n"
+                                              for r in topics.itertuples()))
+    (dest / "qrels").write_text("".join(f"{r.qid} 0 {r.docno} {r.label}\n"
+                                        for r in qrels[qrels["qid"].isin(qids)].itertuples()))
+    return qids
+
+
+@pytest.mark.skipif(not (VASWANI / "docs.trec").exists(),
+                    reason=f"Vaswani collection not found at {VASWANI} (the repo is expected to be "
+                           "cloned next to shared/)")
+def test_reproduce_end_to_end_on_vaswani_subset(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("pyterrier_pisa", reason="pyterrier-pisa is needed for the base runs")
+    from pyterrier_svmmap.cli import main
+    from pyterrier_svmmap.reproduce import systems
+
+    coll = tmp_path / "coll"
+    qids = _write_subset(coll)
+    monkeypatch.setitem(systems.SYSTEMS, "svm-map", _BestFeature)
+    out = tmp_path / "out"
+    argv = ["reproduce", "--collection", str(coll), "--trials", "2", "--train", "4", "--valid", "2",
+            "--out", str(out), "--no-progress"]
+    assert main(argv) == 0
+    table = capsys.readouterr().out
+    assert "svm-map" in table and "bm25.porter2.terrier" in table
+
+    res = json.loads((out / "results.json").read_text())
+    assert {k: res[k] for k in ("collection", "trials", "train", "valid", "seed")} == \
+        {"collection": str(coll), "trials": 2, "train": 4, "valid": 2, "seed": 0}
+    assert res["n_queries"] == len(qids) and res["queries_left_out"] == 1
+    names = [s["name"] for s in res["systems"]]
+    assert names[0] == "svm-map" and len(names) == 17 and len(set(names)) == 17
+    bases = [s for s in res["systems"] if s["kind"] == "base"]
+    assert res["best_base"] == max(bases, key=lambda s: s["map"])["name"]
+    for s in res["systems"]:
+        assert set(s) >= {"name", "kind", "map", "ndcg_cut_10", "recip_rank_10", "wins", "losses", "p_value"}
+        assert s["kind"] in ("learned", "base")
+        assert 0.0 <= s["map"] <= 1.0 and 0.0 <= s["ndcg_cut_10"] <= 1.0 and 0.0 <= s["p_value"] <= 1.0
+        assert s["wins"] + s["losses"] <= len(qids)
+        assert ("fit_seconds" in s) == (s["kind"] == "learned")
+    assert all(s["map"] > 0.05 for s in bases)   # PISA retrieved something sensible
+    # the learned placeholder ranks like one of the base functions: its MAP is within their range
+    learned = res["systems"][0]
+    assert min(s["map"] for s in bases) - 1e-9 <= learned["map"] <= max(s["map"] for s in bases) + 1e-9
+
+    # second run reuses the cached indices and runs
+    assert main(argv) == 0
+    res2 = json.loads((out / "results.json").read_text())
+    assert res2["timings"]["index_seconds"] == 0.0 and res2["timings"]["runs_seconds"] == 0.0
+    assert [s["map"] for s in res2["systems"]] == [s["map"] for s in res["systems"]]
+
+
+def test_unknown_system_is_a_usage_error(tmp_path, capsys):
+    from pyterrier_svmmap.cli import main
+    assert main(["reproduce", "--collection", str(tmp_path), "--systems", "nope"]) == 2
+    assert "unknown system" in capsys.readouterr().err
+
+
+def test_missing_collection_files_is_a_usage_error(tmp_path, capsys):
+    from pyterrier_svmmap.cli import main
+    assert main(["reproduce", "--collection", str(tmp_path), "--systems", "svm-map",
+                 "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "docs.trec" in err or "svm-map" in err
