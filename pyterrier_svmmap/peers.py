@@ -184,8 +184,10 @@ class McRankRanker(_Peer):
         self.classes_ = np.unique(y)
         if len(self.classes_) < 2:
             raise ValueError("McRank needs at least two relevance grades among the training candidates")
+        # two grades: LightGBM's multiclass needs ≥ 3 classes; the binary logistic model is the
+        # two-class case of the same multinomial model, and Σ_z z·P(z | x) is still the score
         self.model_ = lgb.LGBMClassifier(
-            objective="multiclass", n_estimators=self.n_estimators, learning_rate=self.learning_rate,
+            objective="multiclass" if len(self.classes_) > 2 else "binary", n_estimators=self.n_estimators, learning_rate=self.learning_rate,
             num_leaves=self.num_leaves, min_child_samples=self.min_child_samples,
             random_state=self.random_state, verbose=1 if self.verbose else -1, **(self.params or {}))
         self.model_.fit(fill_missing(raw, offsets), y)
