@@ -1,0 +1,64 @@
+"""The PyTerrier estimators: frames in, frames with score/rank out, learning on a synthetic run."""
+import numpy as np
+import pandas as pd
+import pytest
+
+pt = pytest.importorskip("pyterrier")
+from pyterrier_svmmap import approx_estimators as ae  # noqa: E402
+from pyterrier_svmmap.approx_estimators import frame_to_arrays  # noqa: E402
+from pyterrier_svmmap.measures import average_precision  # noqa: E402
+
+
+def run(seed, n_queries=8, n_cand=40, n_funcs=4):
+    rng = np.random.default_rng(seed)
+    rows, qrels = [], []
+    for q in range(n_queries):
+        qid = f"{seed}-{q}"
+        f = rng.normal(size=(n_cand, n_funcs))
+        latent = f[:, 0] - f[:, 1] + 0.3 * rng.normal(size=n_cand)
+        rel = latent > np.quantile(latent, 0.85)
+        f[rng.random(f.shape) < 0.15] = np.nan
+        for d in range(n_cand):
+            rows.append({"qid": qid, "docno": f"d{d}", "features": f[d]})
+            if rel[d]:
+                qrels.append({"qid": qid, "docno": f"d{d}", "label": 1})
+        qrels.append({"qid": qid, "docno": "unretrieved", "label": 1})
+    return pd.DataFrame(rows).sample(frac=1, random_state=seed), pd.DataFrame(qrels)
+
+
+def test_frame_to_arrays_groups_queries_and_counts_unretrieved_relevant():
+    res, qrels = run(0, n_queries=3, n_cand=5)
+    out, raw, labels, offsets, n_rel = frame_to_arrays(res, qrels)
+    assert raw.shape == (15, 4) and list(offsets) == [0, 5, 10, 15]
+    assert (out["qid"].to_numpy()[offsets[:-1]] == sorted(set(out["qid"]))).all()
+    np.testing.assert_array_equal(n_rel, np.add.reduceat(labels, offsets[:-1]) + 1)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: ae.ApproxAP(alphas=[10.0], betas=[10.0], n_iter=10, learning_rate=0.05),
+    lambda: ae.ApproxNDCG(alphas=[10.0], n_iter=10, learning_rate=0.05),
+    lambda: ae.AdaRank(n_rounds=10),
+    lambda: ae.LambdaMART(n_estimators=50),
+    lambda: ae.McRank(),
+])
+def test_estimator_learns(make):
+    model = make()
+    if type(model).__name__ in ("LambdaMART", "McRank"):
+        pytest.importorskip("lightgbm")
+    train, train_qrels = run(0)
+    valid, valid_qrels = run(1)
+    test, test_qrels = run(2)
+    assert model.fit(train, train_qrels, valid, valid_qrels) is model
+    out = model.transform(test)
+    assert {"score", "rank"} <= set(out.columns) and len(out) == len(test)
+    assert (out.groupby("qid")["rank"].min() == 0).all()
+    _, _, labels, offsets, n_rel = frame_to_arrays(out, test_qrels)
+    scored = frame_to_arrays(out, test_qrels)[0]["score"].to_numpy()
+    learned = average_precision(scored, labels, offsets, n_rel).mean()
+    rnd = average_precision(np.random.default_rng(0).random(len(labels)), labels, offsets, n_rel).mean()
+    assert learned > rnd + 0.25
+
+
+def test_transform_before_fit_fails():
+    with pytest.raises(RuntimeError):
+        ae.ApproxAP().transform(run(0)[0])
