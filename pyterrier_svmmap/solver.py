@@ -60,21 +60,79 @@ class TrainingResult:
 # ---------------------------------------------------------------------------------------------
 # the dual QP
 # ---------------------------------------------------------------------------------------------
+def _active_set_simplex(G: np.ndarray, b: np.ndarray, C: float, alpha: np.ndarray,
+                        max_rounds: int) -> Optional[np.ndarray]:
+    """Exact solve of the one-group dual by a primal active-set method (Nocedal & Wright, Alg. 16.3).
+
+    With the unused budget as an extra variable of zero curvature, the feasible set is the scaled simplex
+    {x ≥ 0, 1ᵀx = C}. Each round solves the equality-constrained QP on the current support P (a small
+    KKT system), steps towards it as far as x ≥ 0 allows, drops variables that hit 0, and once the
+    support's solution is feasible adds the variable with the largest gradient if it beats the
+    support's common gradient. Returns None if it does not settle within ``max_rounds``.
+    """
+    m = len(b)
+    H = np.zeros((m + 1, m + 1))
+    H[:m, :m] = G
+    c = np.append(b, 0.0)
+    x = np.append(alpha, max(0.0, C - alpha.sum()))
+    if x.sum() <= 0:
+        x[m] = C
+    x *= C / x.sum()
+    P = x > 0
+    for _ in range(max_rounds):
+        idx = np.flatnonzero(P)
+        k = len(idx)
+        K = np.zeros((k + 1, k + 1))
+        K[:k, :k] = H[np.ix_(idx, idx)]
+        K[:k, k] = -1.0
+        K[k, :k] = 1.0
+        rhs = np.append(c[idx], C)
+        sol = np.linalg.lstsq(K, rhs, rcond=None)[0]
+        z = sol[:k]
+        if (z >= 0).all():
+            x[:] = 0.0
+            x[idx] = z
+            g = c - H @ x
+            level = g[idx].max()
+            out = np.flatnonzero(~P)
+            if len(out) == 0 or g[out].max() <= level + 1e-13 * max(1.0, abs(level)):
+                return x[:m]
+            P[out[np.argmax(g[out])]] = True
+            continue
+        xi = x[idx]
+        neg = z < 0
+        t = np.min(xi[neg] / (xi[neg] - z[neg]))
+        x[idx] = xi + t * (z - xi)
+        hit = idx[neg][np.argmin(xi[neg] / (xi[neg] - z[neg]))]
+        x[hit] = 0.0
+        x[x < 0] = 0.0
+        P = x > 0
+        if not P.any():
+            return None
+    return None
+
+
 def solve_dual(G: np.ndarray, b: np.ndarray, group: np.ndarray, C: np.ndarray,
                alpha: Optional[np.ndarray] = None, tol: float = 1e-12,
                max_steps: int = 200_000) -> Tuple[np.ndarray, int]:
     """Maximise bᵀα − ½αᵀGα s.t. α ≥ 0 and Σ_{c: group[c]=k} α_c ≤ C[k].
 
-    SMO: repeatedly move mass between the pair (i, j) of one group with the largest gradient gap
-    g_i − g_j (j may be the group's unused budget, whose gradient is 0), by the exact line-search step.
-    Stops when no pair gains more than ``tol`` per unit moved (the KKT conditions up to ``tol``).
-    Returns (α, number of pair steps).
+    With one group (every single loss), an exact active-set solve does nearly all the work. Then, and
+    for several groups on its own, SMO: repeatedly move mass between the pair (i, j) of one group with
+    the largest gradient gap g_i − g_j (j may be the group's unused budget, whose gradient is 0), by the
+    exact line-search step, until no pair gains more than ``tol`` per unit moved (the KKT conditions up
+    to ``tol``). Returns (α, number of active-set rounds + SMO pair steps).
     """
     m = len(b)
     alpha = np.zeros(m) if alpha is None else alpha.astype(float).copy()
+    steps = 0
+    if len(C) == 1 and m > 0:
+        exact = _active_set_simplex(G, b, float(C[0]), alpha, max_rounds=4 * m + 20)
+        if exact is not None:
+            alpha = exact
+            steps += 1
     g = b - G @ alpha
     members = [np.flatnonzero(group == k) for k in range(len(C))]
-    steps = 0
     while steps < max_steps:
         best_gap, best = tol, None
         for k, idx in enumerate(members):
