@@ -183,13 +183,17 @@ def solve_dual(G: np.ndarray, b: np.ndarray, group: np.ndarray, C: np.ndarray,
 # ---------------------------------------------------------------------------------------------
 def train_structural_svm(X: FeatureMatrix, labels: np.ndarray, offsets: np.ndarray,
                          groups: Sequence[SlackGroup], epsilon: float = 1e-3,
-                         max_iter: int = 1000, w0: Optional[np.ndarray] = None) -> TrainingResult:
+                         max_iter: int = 1000, prior: Optional[np.ndarray] = None) -> TrainingResult:
     """Train w on queries delimited by ``offsets`` with the 1-slack cutting-plane algorithm.
 
     ``X`` holds φ of every candidate, ``labels`` their relevance (> 0 relevant). Every query given
     must be able to form constraints (callers drop the others, with a warning). ``epsilon`` is the
     tolerance of Algorithm 1: training stops when no group's most violated constraint exceeds its ξ by
     more than ε (in units of the loss, e.g. AP points).
+
+    ``prior`` (optional, a weight vector w₀) replaces the regulariser by ½‖w − w₀‖² (biased
+    regularisation): with v = w − w₀ every constraint wᵀa ≥ b − ξ reads vᵀa ≥ (b − w₀ᵀa) − ξ, so the
+    same QP is solved for v. Small C then keeps the model near w₀ instead of near 0.
     """
     labels = np.asarray(labels)
     offsets = np.asarray(offsets, dtype=np.int64)
@@ -203,7 +207,8 @@ def train_structural_svm(X: FeatureMatrix, labels: np.ndarray, offsets: np.ndarr
         raise ValueError(f"C must be positive, got {C.tolist()}")
 
     dim = X.dim
-    w = np.zeros(dim) if w0 is None else np.asarray(w0, dtype=float).copy()
+    w0 = np.zeros(dim) if prior is None else np.asarray(prior, dtype=float)
+    w = w0.copy()
     A = np.zeros((0, dim))
     b = np.zeros(0)
     grp = np.zeros(0, dtype=np.int64)
@@ -229,7 +234,7 @@ def train_structural_svm(X: FeatureMatrix, labels: np.ndarray, offsets: np.ndarr
             xi.append(xi_k)
             viol.append(b_k - float(a_k @ w) - xi_k)
         # objective of the full (1-slack) problem at w: the new constraints are the most violated
-        primal = 0.5 * float(w @ w) + float(sum(C[k] * max(xi[k], xi[k] + viol[k]) for k in range(len(groups))))
+        primal = 0.5 * float((w - w0) @ (w - w0)) + float(sum(C[k] * max(xi[k], xi[k] + viol[k]) for k in range(len(groups))))
         history.append(dict(iteration=iteration, primal=primal, dual=dual, gap=primal - dual,
                             violation=max(viol), xi=max(xi), working_set=len(b), qp_steps=qp_steps,
                             seconds=time.perf_counter() - start))
@@ -245,9 +250,11 @@ def train_structural_svm(X: FeatureMatrix, labels: np.ndarray, offsets: np.ndarr
         b = np.concatenate([b, [new_b[k] for k in add]])
         grp = np.concatenate([grp, add]).astype(np.int64)
         alpha = np.concatenate([alpha, np.zeros(len(add))])
-        alpha, qp_steps = solve_dual(G, b, grp, C, alpha)
-        w = A.T @ alpha
-        dual = float(b @ alpha - 0.5 * w @ w)
+        b_shifted = b - A @ w0                     # constraints on v = w − w₀
+        alpha, qp_steps = solve_dual(G, b_shifted, grp, C, alpha)
+        v = A.T @ alpha
+        w = w0 + v
+        dual = float(b_shifted @ alpha - 0.5 * v @ v)
     if not converged:
         log.warning("cutting-plane training stopped after max_iter=%d iterations with violation %.3g > "
                     "epsilon=%g; raise max_iter or epsilon", max_iter, history[-1]["violation"], epsilon)
