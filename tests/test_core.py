@@ -208,3 +208,16 @@ def test_pisa_pipeline_on_vaswani_subset_with_experiment(tmp_path):
     assert list(table.name) == ["bm25", "svm-map"]
     # a learned combination of three reasonable functions stays in their league on unseen queries
     assert table.loc[1, "map"] > 0.5 * table.loc[0, "map"]
+
+
+@pytest.mark.parametrize("features", ["bins", "raw", "minmax"])
+def test_prior_best_keeps_the_best_training_function_at_small_c(features):
+    topics, runs, qrels = _synthetic_runs(np.random.default_rng(4))
+    res = RunFeatures(runs).transform(topics)
+    model = SVMMap(C=1e-6, features=features, n_bins=20, prior="best", prior_scale=100.0).fit(res, qrels)
+    assert model.prior_function_ == "f1"                      # the least noisy run
+    cands = candidates_from_frame(res, qrels)
+    ours = average_precision(model._score(cands), cands.labels, cands.offsets, cands.n_relevant).mean()
+    best = average_precision(np.nan_to_num(cands.raw[:, 1], nan=-1e9), cands.labels, cands.offsets,
+                             cands.n_relevant).mean()
+    assert ours == pytest.approx(best, abs=0.02)      # up to ties among missing documents and bins
