@@ -26,7 +26,7 @@ setup(
         "pisa": ["pyterrier-pisa>=0.4"],
         "plot": ["matplotlib>=3.6"],
         "peers": ["lightgbm>=4.0"],
-        "test": ["pytest>=7", "hypothesis>=6", "pyterrier-pisa>=0.4"],
+        "test": ["pytest>=7", "hypothesis>=6", "pyterrier-pisa>=0.4", "lightgbm>=4.0", "matplotlib>=3.6"],
     },
     entry_points={
         "console_scripts": ["svmmap=pyterrier_svmmap.cli:main"],
