@@ -127,6 +127,8 @@ class StructSVM(RankerEstimator):
         binning: how scores are scaled before the thresholds: ``"quantile"`` (thresholds at quantiles of
             the training scores), ``"minmax"`` or ``"percentile"`` (per query; thresholds evenly spaced in
             [0, 1]).
+        threshold_depth: with quantile binning, take the thresholds' quantiles over each training query's
+            top ``threshold_depth`` candidates per function (None: over all candidates).
         epsilon: cutting-plane tolerance (stop when no constraint is violated by more than ε).
         max_iter: cap on cutting-plane iterations per C.
         verbose: progress bar over the C grid.
@@ -144,7 +146,9 @@ class StructSVM(RankerEstimator):
     def __init__(self, C: Union[float, Sequence[float]] = DEFAULT_C_GRID, loss="map",
                  loss_params: Optional[dict] = None, features: Union[str, Sequence[str]] = "bins",
                  n_bins: int = 50, binning: str = "quantile", epsilon: float = 1e-3, max_iter: int = 1000,
-                 verbose: bool = False, prior: Optional[str] = None, prior_scale: float = 1.0):
+                 verbose: bool = False, prior: Optional[str] = None, prior_scale: float = 1.0,
+                 threshold_depth: Optional[int] = None):
+        self.threshold_depth = threshold_depth
         if prior not in (None, "best"):
             raise ValueError(f"prior must be None or 'best', got {prior!r}")
         self.prior = prior
@@ -158,7 +162,7 @@ class StructSVM(RankerEstimator):
         self.epsilon = epsilon
         self.max_iter = max_iter
         self.verbose = verbose
-        FeatureEncoder(features, n_bins, binning)   # fail early on bad feature options
+        FeatureEncoder(features, n_bins, binning, threshold_depth)   # fail early on bad feature options
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(C={self.C!r}, loss={self.loss!r}, features={self.features!r}, "
@@ -176,7 +180,8 @@ class StructSVM(RankerEstimator):
             raise ValueError(f"C is a grid of {len(grid)} values but no validation data was given: pass "
                              "valid_res and valid_qrels to fit() (pipe.fit(tr_topics, tr_qrels, va_topics, "
                              "va_qrels)), or a single C")
-        encoder = FeatureEncoder(self.features, self.n_bins, self.binning).fit(train.raw, train.offsets)
+        encoder = FeatureEncoder(self.features, self.n_bins, self.binning, self.threshold_depth).fit(
+            train.raw, train.offsets)
         X = encoder.transform(train.raw, train.offsets)
         X_valid = encoder.transform(valid.raw, valid.offsets) if valid is not None else None
         params = dict(self.loss_params or {})
@@ -239,7 +244,9 @@ class StructSVM(RankerEstimator):
                     estimator=type(self).__name__,
                     params=dict(C=self.C_, loss=self.loss if isinstance(self.loss, str) else self.loss.name,
                                 loss_params=self.loss_params, features=self.features, n_bins=self.n_bins,
-                                binning=self.binning, epsilon=self.epsilon, max_iter=self.max_iter),
+                                binning=self.binning, epsilon=self.epsilon, max_iter=self.max_iter,
+                                threshold_depth=self.threshold_depth, prior=self.prior,
+                                prior_scale=self.prior_scale),
                     base_names=self.base_names_, n_functions=self.n_functions_, dim=int(len(self.coef_)),
                     validation={str(k): v for k, v in self.validation_.items()},
                     training=dict(n_iter=self.n_iter_, converged=self.converged_,
@@ -256,7 +263,9 @@ class StructSVM(RankerEstimator):
         arrays = np.load(path / "weights.npz")
         p = meta["params"]
         model = cls(C=p["C"], loss=p["loss"], loss_params=p["loss_params"], features=p["features"],
-                    n_bins=p["n_bins"], binning=p["binning"], epsilon=p["epsilon"], max_iter=p["max_iter"])
+                    n_bins=p["n_bins"], binning=p["binning"], epsilon=p["epsilon"], max_iter=p["max_iter"],
+                    threshold_depth=p.get("threshold_depth"), prior=p.get("prior"),
+                    prior_scale=p.get("prior_scale", 1.0))
         model.C_ = p["C"]
         model.coef_ = arrays["coef"]
         model.n_functions_ = meta["n_functions"]
@@ -281,7 +290,7 @@ class SVMMap(StructSVM):
     def __init__(self, C: Union[float, Sequence[float]] = DEFAULT_C_GRID, features: Union[str, Sequence[str]] = "bins",
                  n_bins: int = 50, binning: str = "quantile", epsilon: float = 1e-3, max_iter: int = 1000,
                  verbose: bool = False, loss="map", loss_params: Optional[dict] = None,
-                 prior: Optional[str] = None, prior_scale: float = 1.0):
+                 prior: Optional[str] = None, prior_scale: float = 1.0, threshold_depth: Optional[int] = None):
         super().__init__(C=C, loss=loss, loss_params=loss_params, features=features, n_bins=n_bins,
                          binning=binning, epsilon=epsilon, max_iter=max_iter, verbose=verbose,
-                         prior=prior, prior_scale=prior_scale)
+                         prior=prior, prior_scale=prior_scale, threshold_depth=threshold_depth)

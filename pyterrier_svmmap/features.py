@@ -28,7 +28,7 @@ Three kinds of blocks can make up φ, alone or together (``FeatureEncoder(featur
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Sequence, Tuple, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -241,6 +241,20 @@ def quantile_thresholds(values: np.ndarray, n_bins: int) -> np.ndarray:
     return out
 
 
+def top_of_queries(raw: np.ndarray, offsets: np.ndarray, depth: int) -> np.ndarray:
+    """``raw`` with NaN except, per query and function, the ``depth`` highest scores."""
+    qid = query_ids(offsets)
+    out = np.full(raw.shape, np.nan)
+    for f in range(raw.shape[1]):
+        col = raw[:, f]
+        order = np.lexsort((-np.where(np.isnan(col), -np.inf, col), qid))   # by query, best first
+        rank = np.empty(len(col), dtype=np.int64)
+        rank[order] = np.arange(len(col)) - np.asarray(offsets)[:-1][qid[order]]
+        keep = (rank < depth) & ~np.isnan(col)
+        out[keep, f] = col[keep]
+    return out
+
+
 def even_thresholds(n_bins: int) -> np.ndarray:
     """``n_bins`` thresholds evenly spaced in [0, 1) for scores on a [0, 1] scale."""
     return np.arange(n_bins) / n_bins
@@ -251,12 +265,16 @@ class FeatureEncoder:
     """Learns the thresholds K_f (on training candidates) and encodes candidates as a FeatureMatrix.
 
     Parameters follow the estimators': ``features`` (blocks, see the module doc), ``n_bins`` (|K_f|),
-    ``binning`` (how scores are scaled before thresholds apply).
+    ``binning`` (how scores are scaled before thresholds apply), ``threshold_depth`` (quantile binning
+    only: take the quantiles over each training query's top ``threshold_depth`` candidates of the
+    function instead of over all candidates, so that the thresholds sit where rankings are decided —
+    the paper's "sensitive region" — rather than among the many low-scoring candidates).
     """
 
     features: Union[str, Sequence[str]] = "bins"
     n_bins: int = 50
     binning: str = "quantile"
+    threshold_depth: Optional[int] = None
     thresholds_: np.ndarray = field(default=None, repr=False)   # (F, n_bins) or None without bins
     n_functions_: int = field(default=None, repr=False)
 
@@ -264,6 +282,8 @@ class FeatureEncoder:
         self.blocks = parse_blocks(self.features)
         if self.binning not in BINNINGS:
             raise ValueError(f"binning={self.binning!r} is not valid; choose one of {BINNINGS}")
+        if self.threshold_depth is not None and int(self.threshold_depth) < 1:
+            raise ValueError(f"threshold_depth must be a positive number of candidates, got {self.threshold_depth}")
         if int(self.n_bins) < 1:
             raise ValueError(f"n_bins must be at least 1, got {self.n_bins}")
 
@@ -272,7 +292,8 @@ class FeatureEncoder:
         self.n_functions_ = raw.shape[1]
         if "bins" in self.blocks:
             if self.binning == "quantile":
-                self.thresholds_ = np.stack([quantile_thresholds(raw[:, f], self.n_bins)
+                sample = raw if self.threshold_depth is None else top_of_queries(raw, offsets, self.threshold_depth)
+                self.thresholds_ = np.stack([quantile_thresholds(sample[:, f], self.n_bins)
                                              for f in range(raw.shape[1])])
             else:
                 self.thresholds_ = np.tile(even_thresholds(self.n_bins), (raw.shape[1], 1))
