@@ -31,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, module in COMMANDS.items():
         mod = importlib.import_module(module)
         p = sub.add_parser(name, help=(mod.__doc__ or "").strip().splitlines()[0])
-        p.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
     return parser

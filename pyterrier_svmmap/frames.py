@@ -73,7 +73,7 @@ def candidates_from_frame(res: pd.DataFrame, qrels: Optional[pd.DataFrame] = Non
         score = pd.to_numeric(res["score"], errors="coerce").to_numpy(dtype=float)
         if not np.isfinite(score).all():
             r = int(np.flatnonzero(~np.isfinite(score))[0])
-            raise ValueError(f"column 'score' is {res['score'].iloc[r]!r} for qid={res['qid'].iloc[r]!r} "
+            raise ValueError(f"column 'score' is {res['score'].iloc[r]} for qid={res['qid'].iloc[r]!r} "
                              f"docno={res['docno'].iloc[r]!r}: a retriever's score must be a finite number "
                              "(only features may be NaN, for a base function that missed the document)")
     if len(res):
