@@ -15,6 +15,8 @@ from typing import List, Optional
 #: sub-command → module providing add_arguments(parser) and run(args)
 COMMANDS = {
     "reproduce": "pyterrier_svmmap.reproduce.command",
+    "learn": "pyterrier_svmmap.commands.learn",
+    "classify": "pyterrier_svmmap.commands.classify",
 }
 
 
@@ -29,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, module in COMMANDS.items():
         mod = importlib.import_module(module)
         p = sub.add_parser(name, help=(mod.__doc__ or "").strip().splitlines()[0])
-        p.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
     return parser
@@ -41,7 +43,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                         format="%(levelname)s %(name)s: %(message)s")
     try:
         return int(args._run(args) or 0)
-    except (UsageError, FileNotFoundError, ValueError) as e:
+    except (UsageError, FileNotFoundError, IsADirectoryError, PermissionError, ValueError) as e:
         if args.debug:
             raise
         print(f"svmmap {args.command}: error: {e}", file=sys.stderr)

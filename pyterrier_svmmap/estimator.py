@@ -8,7 +8,6 @@ validation set was selected"). ``transform`` scores candidates by wᵀφ(x, d) a
 """
 from __future__ import annotations
 
-import json
 import logging
 import warnings
 from pathlib import Path
@@ -18,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from ._version import __version__
+from . import model_io
 from .features import FeatureEncoder
 from .frames import Candidates, candidates_from_frame
 from .losses import make_slack_groups
@@ -110,7 +109,7 @@ def validation_map(scores: np.ndarray, valid: Candidates) -> float:
     return float(average_precision(scores, valid.labels, valid.offsets, valid.n_relevant).mean())
 
 
-class StructSVM(RankerEstimator):
+class StructSVM(RankerEstimator, pt.Artifact):
     """A linear ranking function trained as a structural SVM for a ranking loss (1-slack cutting planes).
 
     Args:
@@ -233,52 +232,29 @@ class StructSVM(RankerEstimator):
         """Scores wᵀφ(x, d) for a score matrix (candidates × base functions, NaN = missing)."""
         return self.encoder_.transform(np.asarray(raw, float), np.asarray(offsets)).dot(self.coef_)
 
-    # -- persistence ----------------------------------------------------------------------------
+    # -- persistence, pictures, pt.Artifact ------------------------------------------------------
+    #: pt.Artifact: type and format of a saved model (see :mod:`~pyterrier_svmmap.model_io`)
+    ARTIFACT_TYPE = model_io.ARTIFACT_TYPE
+    ARTIFACT_FORMAT = model_io.ARTIFACT_FORMAT
+    ARTIFACT_PACKAGE_HINT = "pyterrier-svmmap"
+    #: pt.Artifact: where the model was saved to or loaded from (NO_PATH until then)
+    path = pt.Artifact.NO_PATH
+
     def save(self, path: Union[str, Path]) -> None:
-        """Write the trained model to directory ``path`` (``model.json`` + ``weights.npz``)."""
-        if not hasattr(self, "coef_"):
-            raise RuntimeError("save() needs a fitted model")
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        meta = dict(format="pyterrier-svmmap", format_version=1, package_version=__version__,
-                    estimator=type(self).__name__,
-                    params=dict(C=self.C_, loss=self.loss if isinstance(self.loss, str) else self.loss.name,
-                                loss_params=self.loss_params, features=self.features, n_bins=self.n_bins,
-                                binning=self.binning, epsilon=self.epsilon, max_iter=self.max_iter,
-                                threshold_depth=self.threshold_depth, prior=self.prior,
-                                prior_scale=self.prior_scale),
-                    base_names=self.base_names_, n_functions=self.n_functions_, dim=int(len(self.coef_)),
-                    validation={str(k): v for k, v in self.validation_.items()},
-                    training=dict(n_iter=self.n_iter_, converged=self.converged_,
-                                  final=self.history_[-1] if self.history_ else None))
-        (path / "model.json").write_text(json.dumps(meta, indent=2, default=float))
-        thresholds = self.encoder_.thresholds_ if self.encoder_.thresholds_ is not None else np.zeros((0, 0))
-        np.savez(path / "weights.npz", coef=self.coef_, thresholds=thresholds)
+        """Write the trained model to directory ``path`` (model.json + weights.npz + pt_meta.json, see
+        :mod:`~pyterrier_svmmap.model_io`); afterwards the model is a pt.Artifact at ``path``."""
+        self.path = model_io.save_model(self, path)
 
     @classmethod
     def load(cls, path: Union[str, Path]) -> "StructSVM":
-        """Read a model written by :meth:`save`."""
-        path = Path(path)
-        meta = json.loads((path / "model.json").read_text())
-        arrays = np.load(path / "weights.npz")
-        p = meta["params"]
-        model = cls(C=p["C"], loss=p["loss"], loss_params=p["loss_params"], features=p["features"],
-                    n_bins=p["n_bins"], binning=p["binning"], epsilon=p["epsilon"], max_iter=p["max_iter"],
-                    threshold_depth=p.get("threshold_depth"), prior=p.get("prior"),
-                    prior_scale=p.get("prior_scale", 1.0))
-        model.C_ = p["C"]
-        model.coef_ = arrays["coef"]
-        model.n_functions_ = meta["n_functions"]
-        model.base_names_ = meta["base_names"]
-        model.encoder_ = FeatureEncoder(p["features"], p["n_bins"], p["binning"])
-        model.encoder_.n_functions_ = meta["n_functions"]
-        model.encoder_.thresholds_ = arrays["thresholds"] if arrays["thresholds"].size else None
-        model.validation_ = {float(k): v for k, v in meta["validation"].items()}
-        model.history_ = [meta["training"]["final"]] if meta["training"]["final"] else []
-        model.n_iter_ = meta["training"]["n_iter"]
-        model.converged_ = meta["training"]["converged"]
-        model.feature_names_ = model.encoder_.feature_names(model.base_names_)
-        return model
+        """Read a model written by :meth:`save` (or ``svmmap learn``)."""
+        return model_io.load_model(path, cls=cls)
+
+    def plot(self, **kwargs):
+        """Figure 2 of the paper: each base function's learned contribution to the score, as a function
+        of its score (needs matplotlib); see :func:`pyterrier_svmmap.plot.plot_model`."""
+        from .plot import plot_model
+        return plot_model(self, **kwargs)
 
 
 class SVMMap(StructSVM):

@@ -69,6 +69,13 @@ def candidates_from_frame(res: pd.DataFrame, qrels: Optional[pd.DataFrame] = Non
     """
     pt.validate.result_frame(res, extra_columns=["features"], context=context)
     res = res.reset_index(drop=True)
+    if "score" in res.columns and len(res):
+        score = pd.to_numeric(res["score"], errors="coerce").to_numpy(dtype=float)
+        if not np.isfinite(score).all():
+            r = int(np.flatnonzero(~np.isfinite(score))[0])
+            raise ValueError(f"column 'score' is {res['score'].iloc[r]} for qid={res['qid'].iloc[r]!r} "
+                             f"docno={res['docno'].iloc[r]!r}: a retriever's score must be a finite number "
+                             "(only features may be NaN, for a base function that missed the document)")
     if len(res):
         dup = res.duplicated(["qid", "docno"])
         if dup.any():

@@ -1,0 +1,31 @@
+"""Score an svmlight/LETOR file with a trained model (like svm_map_classify).
+
+``svmmap classify TEST MODEL PREDICTIONS`` writes one score per line of TEST, in TEST's order, to
+PREDICTIONS (as svm_map_classify does); higher is better. Labels in TEST are not used. TEST may use
+fewer feature indices than the model (absent features are 0, as in svmlight) but not more.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("test", metavar="TEST", help="svmlight/LETOR file (or index file) to score")
+    parser.add_argument("model", metavar="MODEL", help="model directory written by svmmap learn or .save()")
+    parser.add_argument("predictions", metavar="PREDICTIONS", help="output: one score per line of TEST")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..model_io import load_model
+    from ..svmlight import read_svmlight
+    model = load_model(args.model)
+    data = read_svmlight(args.test, n_features=model.n_functions_)
+    scores = model.decision_function(data.grouped(data.features), data.offsets)
+    np.savetxt(args.predictions, data.ungroup(scores), fmt="%.10g")
+    log.info("wrote %d scores to %s", len(scores), args.predictions)
+    return 0

@@ -1,0 +1,120 @@
+"""Pictures: a model's learned score contributions (Yue et al. 2007, Figure 2) and a systems summary.
+
+Needs matplotlib (``pip install pyterrier-svmmap[plot]``).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+
+def _plt():
+    try:
+        import matplotlib
+        matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ImportError("plotting needs matplotlib: pip install 'pyterrier-svmmap[plot]'") from None
+    return plt
+
+
+def contributions(model, x_range: Tuple[float, float] = (0.0, 1.0)):
+    """Per base function, (name, kind, x, y): the score's contribution as a function of the base score.
+
+    For a ``bins`` block, the step function Σ_{k < x} w_k (cumulative weights at the thresholds); for
+    ``raw``/``minmax`` blocks, the line w·x over ``x_range`` (minmax: [0, 1]).
+    """
+    F = model.n_functions_
+    enc = model.encoder_
+    out = []
+    lo = 0
+    for kind in enc.blocks:
+        if kind == "bins":
+            T = model.n_bins
+            W = np.asarray(model.coef_[lo:lo + F * T]).reshape(F, T)
+            for f in range(F):
+                th = enc.thresholds_[f]
+                keep = np.isfinite(th)
+                cum = np.cumsum(W[f])[keep]
+                xs = th[keep]
+                if not np.isfinite(th[0]):     # the "retrieved at all" indicator: its weight is the floor
+                    base = W[f][0]
+                    xs, cum = xs, cum
+                    out.append((model.base_names_[f], "bins", xs, cum, base))
+                else:
+                    out.append((model.base_names_[f], "bins", xs, cum, 0.0))
+            lo += F * T
+        else:
+            w = np.asarray(model.coef_[lo:lo + F])
+            xr = np.array((0.0, 1.0) if kind == "minmax" else x_range)
+            for f in range(F):
+                out.append((model.base_names_[f], kind, xr, w[f] * xr, float(model.coef_[lo + F + f])))
+            lo += 2 * F
+    return out
+
+
+def plot_model(model, path: Optional[Union[str, Path]] = None, x_range: Tuple[float, float] = (0.0, 1.0),
+               max_panels: Optional[int] = None, ncols: int = 4):
+    """One panel per base function: its learned contribution to the score against its score.
+
+    Panels are ordered by the range of the contribution (the functions that move the score most first).
+    ``x_range`` is the score range drawn for ``raw`` blocks (the model does not keep the training range).
+    Returns the matplotlib Figure; also saves it to ``path`` when given.
+    """
+    plt = _plt()
+    curves = contributions(model, x_range)
+    curves.sort(key=lambda c: -(np.ptp(c[3]) if len(c[3]) else 0.0))
+    if max_panels:
+        curves = curves[:max_panels]
+    n = len(curves)
+    ncols = min(ncols, n)
+    nrows = int(np.ceil(n / ncols))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 2.6 * nrows), squeeze=False, sharey=True)
+    for ax, (name, kind, x, y, base) in zip(axes.ravel(), curves):
+        if kind == "bins" and len(x):
+            ax.step(np.r_[x, x[-1] + (x[-1] - x[0]) * 0.05 + 1e-12], np.r_[y, y[-1]], where="post", lw=1.5)
+            ax.set_xlabel("base score (thresholds)")
+        else:
+            ax.plot(x, y, lw=1.5)
+            ax.set_xlabel("score" if kind == "raw" else "min–max normalised score")
+        ax.set_title(f"{name}\n(range {np.ptp(y) if len(y) else 0:.3g})", fontsize=9)
+        ax.axhline(0, color="grey", lw=0.5)
+        ax.grid(alpha=0.3)
+    for ax in axes.ravel()[n:]:
+        ax.set_visible(False)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("contribution to score")
+    loss = model.loss if isinstance(model.loss, str) else getattr(model.loss, "name", "")
+    fig.suptitle(f"{type(model).__name__} (loss={loss}, C={model.C_:g}): learned score contribution "
+                 "per base function", fontsize=10)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=110)
+    return fig
+
+
+def plot_systems(results_json_path: Union[str, Path], out_png: Union[str, Path]):
+    """MAP per system from ``svmmap reproduce``'s results.json, with per-query wins/losses against the
+    reference system written on each bar; learned systems and base functions in two colours."""
+    plt = _plt()
+    res = json.loads(Path(results_json_path).read_text())
+    systems = sorted(res["systems"], key=lambda s: s["map"])
+    fig, ax = plt.subplots(figsize=(7, 0.32 * len(systems) + 1.2))
+    colours = ["tab:orange" if s.get("kind") == "learned" else "tab:blue" for s in systems]
+    y = np.arange(len(systems))
+    ax.barh(y, [s["map"] for s in systems], color=colours)
+    ax.set_yticks(y, [s["name"] for s in systems], fontsize=8)
+    ref = res.get("reference")
+    for i, s in enumerate(systems):
+        label = f"{s['map']:.3f}" + ("" if s["name"] == ref else f"  W/L {s.get('wins', 0)}/{s.get('losses', 0)}")
+        ax.text(s["map"], i, " " + label, va="center", fontsize=7)
+    ax.set_xlabel("MAP")
+    ax.set_xlim(0, max(s["map"] for s in systems) * 1.35)
+    ax.set_title(f"{res.get('collection', '')}: MAP per system, W/L per query vs {ref} "
+                 f"({res.get('trials', '?')} trials)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out_png, dpi=110)
+    return fig
