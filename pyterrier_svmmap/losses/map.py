@@ -222,6 +222,12 @@ def map_slots(pos_scores: np.ndarray, neg_scores: np.ndarray) -> np.ndarray:
     neg_scores = np.asarray(neg_scores, dtype=float)
     if len(pos_scores) == 0 or len(neg_scores) == 0:
         return np.zeros(len(neg_scores), dtype=np.int64)
+    jit = _jit()
+    if jit:
+        slots = np.empty(len(neg_scores), dtype=np.int64)
+        jit.slots_one(np.ascontiguousarray(pos_scores), np.ascontiguousarray(neg_scores),
+                      harmonic(len(pos_scores) + len(neg_scores) + 1), slots)
+        return slots
     return map_slots_batch(pos_scores, np.array([0, len(pos_scores)]),
                            neg_scores, np.array([0, len(neg_scores)]))
 
@@ -258,18 +264,141 @@ class MAPLoss(Loss):
         """Δ(ŷ) and c(y*) − c(ŷ) straight from the slots: 2a_i/(|P||N|) for relevant document i
         (a_i non-relevant above it), −2·(relevant below j)/(|P||N|) for non-relevant document j."""
         scores = np.asarray(scores, dtype=float)
-        rel = np.asarray(labels) > 0
-        idx = np.arange(len(scores))
-        pos = sort_by_score(idx[rel], scores)
-        neg = sort_by_score(idx[~rel], scores)
-        n_pos, n_neg = len(pos), len(neg)
+        deltas, coef = self.batch_violation(scores, labels, np.array([0, len(scores)]))
+        return float(deltas[0]), coef
+
+    def batch_violation(self, scores: np.ndarray, labels: np.ndarray,
+                        offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """:meth:`violation` for all queries at once: compiled and parallel over queries with numba,
+        else vectorised numpy (:func:`map_batch_violation_numpy`)."""
+        jit = _jit()
+        if not jit:
+            return map_batch_violation_numpy(scores, labels, offsets)
+        scores = np.ascontiguousarray(scores, dtype=float)
+        offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        n_q = len(offsets) - 1
+        deltas = np.zeros(n_q)
         coef = np.zeros(len(scores))
-        if n_pos == 0 or n_neg == 0:
-            return 0.0, coef
-        slots = map_slots(scores[pos], scores[neg])
-        neg_above = np.searchsorted(slots, np.arange(n_pos), side="right")   # a_i for the i-th relevant
-        ap = np.sum(np.arange(1, n_pos + 1) / (np.arange(1, n_pos + 1) + neg_above)) / n_pos
-        norm = 2.0 / (n_pos * n_neg)
-        coef[pos] = norm * neg_above
-        coef[neg] = -norm * (n_pos - slots)
-        return 1.0 - float(ap), coef
+        if n_q == 0 or len(scores) == 0:
+            return deltas, coef
+        order, n_pos = query_class_order(scores, labels, offsets)
+        H = harmonic(int(np.diff(offsets).max()) + 2)
+        threads = _threads(len(scores), n_q)
+        if threads > 1:
+            import numba
+            saved = numba.get_num_threads()
+            numba.set_num_threads(threads)
+            try:
+                jit.batch_violation_parallel(scores, order, offsets, n_pos, H, deltas, coef)
+            finally:
+                numba.set_num_threads(saved)
+        else:
+            jit.batch_violation_serial(scores, order, offsets, n_pos, H, deltas, coef)
+        return deltas, coef
+
+
+#: threads for the MAP argmax over queries (None: all cores); used when there are enough candidates
+n_jobs = None
+#: below this many candidates per batch, one thread (starting threads costs more than it saves)
+_PARALLEL_MIN = 200_000
+
+
+def _threads(n: int, n_q: int) -> int:
+    import os
+    if n < _PARALLEL_MIN or n_q < 2:
+        return 1
+    want = n_jobs if n_jobs is not None else (os.cpu_count() or 1)
+    try:
+        import numba
+        return max(1, min(int(want), numba.config.NUMBA_NUM_THREADS, n_q))
+    except ImportError:
+        return 1
+
+
+def query_class_order(scores: np.ndarray, labels: np.ndarray,
+                      offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Candidate order by query, then relevant before non-relevant, then decreasing score; and the
+    number of relevant candidates per query.
+
+    One (SIMD) quicksort of all scores, then a stable radix sort of the small integer key
+    2·query + non-relevant (the stable pass keeps the score order within each group); lexsort when
+    there are too many queries for a 16-bit key.
+    """
+    rel = np.asarray(labels) > 0
+    n_q = len(offsets) - 1
+    sizes = np.diff(offsets)
+    qid = np.repeat(np.arange(n_q, dtype=np.int64), sizes)
+    n_pos = np.bincount(qid, weights=rel, minlength=n_q).astype(np.int64)
+    if 2 * n_q <= np.iinfo(np.uint16).max:
+        by_score = np.argsort(-scores)
+        key = (2 * qid + ~rel).astype(np.uint16)[by_score]
+        order = by_score[np.argsort(key, kind="stable")]
+    else:
+        order = np.lexsort((-scores, ~rel, qid))
+    return order, n_pos
+
+
+# ---------------------------------------------------------------------------------------------
+# batch path: all queries at once (numba kernels when available, else vectorised numpy)
+# ---------------------------------------------------------------------------------------------
+_JIT = None
+
+
+def _jit():
+    """The numba kernels module, or False when numba is missing or disabled."""
+    global _JIT
+    if _JIT is None:
+        import os
+        if os.environ.get("PYTERRIER_SVMMAP_NO_NUMBA"):
+            _JIT = False
+        else:
+            try:
+                from . import _map_jit
+                _JIT = _map_jit
+            except ImportError:
+                _JIT = False
+    return _JIT
+
+
+def map_batch_violation_numpy(scores: np.ndarray, labels: np.ndarray,
+                              offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """:meth:`MAPLoss.batch_violation` in vectorised numpy: one sort, one slot search for all queries."""
+    scores = np.asarray(scores, dtype=float)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    rel = np.asarray(labels) > 0
+    n_q = len(offsets) - 1
+    sizes = np.diff(offsets)
+    qid = np.repeat(np.arange(n_q), sizes)
+    deltas = np.zeros(n_q)
+    coef = np.zeros(len(scores))
+    P = np.bincount(qid, weights=rel, minlength=n_q).astype(np.int64)
+    N = sizes - P
+    ok = (P > 0) & (N > 0)
+    if not ok.any():
+        return deltas, coef
+    order, _ = query_class_order(scores, labels, offsets)
+    use = ok[qid[order]]
+    order = order[use]
+    qo = qid[order]
+    ro = rel[order]
+    pos, neg = order[ro], order[~ro]
+    Pk, Nk = P[ok], N[ok]
+    pos_off = np.concatenate([[0], np.cumsum(Pk)])
+    neg_off = np.concatenate([[0], np.cumsum(Nk)])
+    slots = map_slots_batch(scores[pos], pos_off, scores[neg], neg_off)
+    qk = np.repeat(np.arange(len(Pk)), Nk)
+    # non-relevant at or above slot t, per query: histogram of slots, cumulated within the query
+    cnt = np.bincount(pos_off[qk] + qk + slots, minlength=int(pos_off[-1] + len(Pk)))
+    cum = np.cumsum(cnt)
+    starts = pos_off[:-1] + np.arange(len(Pk))                         # query k's cells: starts[k] + t
+    base = np.concatenate([[0], cum])[starts]                          # count before the query's cells
+    qp = np.repeat(np.arange(len(Pk)), Pk)
+    i = np.arange(len(pos)) - pos_off[qp]                              # 0-based index among relevant
+    above = cum[starts[qp] + i] - base[qp]
+    norm = 2.0 / (Pk * Nk)
+    coef[pos] = norm[qp] * above
+    coef[neg] = -norm[qk] * (Pk[qk] - slots)
+    ap = np.bincount(qp, weights=(i + 1.0) / (i + 1.0 + above), minlength=len(Pk)) / Pk
+    deltas[ok] = 1.0 - ap
+    del qo
+    return deltas, coef
