@@ -74,11 +74,13 @@ def slots_one(pos, neg, H, slots):
 
 
 @njit(cache=True, nogil=True)
-def violation_sorted(scores, order, lo, hi, n_pos, H, coef):
-    """Δ(ŷ) of the query of candidates lo..hi−1, given ``order[lo:hi]``: its relevant candidates by
-    decreasing score (``n_pos`` of them), then its non-relevant ones by decreasing score. Writes
-    c(y*) − c(ŷ) into ``coef`` (global indices)."""
-    P = n_pos
+def violation_sorted(scores, rel, order, lo, hi, H, coef):
+    """Δ(ŷ) of the query of candidates lo..hi−1, given ``order[lo:hi]``: its candidates (global
+    indices) by decreasing score. Writes c(y*) − c(ŷ) into ``coef``."""
+    P = 0
+    for r in range(lo, hi):
+        if rel[order[r]]:
+            P += 1
     N = hi - lo - P
     if P == 0 or N == 0:
         for r in range(lo, hi):
@@ -86,10 +88,20 @@ def violation_sorted(scores, order, lo, hi, n_pos, H, coef):
         return 0.0
     ps = np.empty(P)
     ns = np.empty(N)
-    for i in range(P):
-        ps[i] = scores[order[lo + i]]
-    for i in range(N):
-        ns[i] = scores[order[lo + P + i]]
+    pi = np.empty(P, dtype=np.int64)
+    ni = np.empty(N, dtype=np.int64)
+    a = 0
+    b = 0
+    for r in range(lo, hi):
+        d = order[r]
+        if rel[d]:
+            pi[a] = d
+            ps[a] = scores[d]
+            a += 1
+        else:
+            ni[b] = d
+            ns[b] = scores[d]
+            b += 1
     slots = np.empty(N, dtype=np.int64)
     slots_one(ps, ns, H, slots)
     cnt = np.zeros(P + 1, dtype=np.int64)
@@ -101,19 +113,19 @@ def violation_sorted(scores, order, lo, hi, n_pos, H, coef):
     for i in range(P):
         above += cnt[i]                       # non-relevant with slot ≤ i are above the i-th relevant
         ap += (i + 1.0) / (i + 1.0 + above)
-        coef[order[lo + i]] = norm * above
+        coef[pi[i]] = norm * above
     for i in range(N):
-        coef[order[lo + P + i]] = -norm * (P - slots[i])
+        coef[ni[i]] = -norm * (P - slots[i])
     return 1.0 - ap / P
 
 
 @njit(cache=True, nogil=True)
-def batch_violation_serial(scores, order, offsets, n_pos, H, deltas, coef):
+def batch_violation_serial(scores, rel, order, offsets, H, deltas, coef):
     for q in range(offsets.shape[0] - 1):
-        deltas[q] = violation_sorted(scores, order, offsets[q], offsets[q + 1], n_pos[q], H, coef)
+        deltas[q] = violation_sorted(scores, rel, order, offsets[q], offsets[q + 1], H, coef)
 
 
 @njit(cache=True, parallel=True)
-def batch_violation_parallel(scores, order, offsets, n_pos, H, deltas, coef):
+def batch_violation_parallel(scores, rel, order, offsets, H, deltas, coef):
     for q in prange(offsets.shape[0] - 1):
-        deltas[q] = violation_sorted(scores, order, offsets[q], offsets[q + 1], n_pos[q], H, coef)
+        deltas[q] = violation_sorted(scores, rel, order, offsets[q], offsets[q + 1], H, coef)

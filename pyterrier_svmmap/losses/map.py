@@ -281,7 +281,8 @@ class MAPLoss(Loss):
         coef = np.zeros(len(scores))
         if n_q == 0 or len(scores) == 0:
             return deltas, coef
-        order, n_pos = query_class_order(scores, labels, offsets)
+        rel = np.ascontiguousarray(np.asarray(labels) > 0)
+        order = query_score_order(scores, offsets)
         H = harmonic(int(np.diff(offsets).max()) + 2)
         threads = _threads(len(scores), n_q)
         if threads > 1:
@@ -289,16 +290,17 @@ class MAPLoss(Loss):
             saved = numba.get_num_threads()
             numba.set_num_threads(threads)
             try:
-                jit.batch_violation_parallel(scores, order, offsets, n_pos, H, deltas, coef)
+                jit.batch_violation_parallel(scores, rel, order, offsets, H, deltas, coef)
             finally:
                 numba.set_num_threads(saved)
         else:
-            jit.batch_violation_serial(scores, order, offsets, n_pos, H, deltas, coef)
+            jit.batch_violation_serial(scores, rel, order, offsets, H, deltas, coef)
         return deltas, coef
 
 
-#: threads for the MAP argmax over queries (None: all cores); used when there are enough candidates
-n_jobs = None
+#: threads for the MAP argmax over queries (None: all cores). Default 1: on the 2-core benchmark machine
+#: under load, numba's thread pool cost more than it saved (see benchmarks/bench.py)
+n_jobs = 1
 #: below this many candidates per batch, one thread (starting threads costs more than it saves)
 _PARALLEL_MIN = 200_000
 
@@ -313,6 +315,30 @@ def _threads(n: int, n_q: int) -> int:
         return max(1, min(int(want), numba.config.NUMBA_NUM_THREADS, n_q))
     except ImportError:
         return 1
+
+
+def query_score_order(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Candidates (global indices) by query, then by decreasing score (ties in any fixed order).
+
+    Queries are padded into one (queries × longest) matrix sorted row-wise by numpy's SIMD quicksort
+    when padding at most doubles the work; otherwise a lexsort.
+    """
+    sizes = np.diff(offsets)
+    n_q, n = len(sizes), len(scores)
+    longest = int(sizes.max())
+    if n_q * longest > 2 * n + 4096:
+        return np.lexsort((-scores, np.repeat(np.arange(n_q), sizes)))
+    if n_q * longest == n:
+        local = np.argsort(-scores.reshape(n_q, longest), axis=1)
+        local += offsets[:-1, None]
+        return local.ravel()
+    pad = np.full((n_q, longest), np.inf)
+    cell = np.arange(n) + np.repeat(np.arange(n_q) * longest - offsets[:-1], sizes)
+    pad.ravel()[cell] = -scores
+    local = np.argsort(pad, axis=1)
+    keep = local < sizes[:, None]
+    local += offsets[:-1, None]
+    return local[keep]
 
 
 def query_class_order(scores: np.ndarray, labels: np.ndarray,
