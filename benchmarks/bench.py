@@ -69,8 +69,6 @@ def hdr(title):
 # -------------------------------------------------------------------------------------------------
 def random_queries(rng, n_q, n, frac):
     scores = rng.normal(size=n_q * n)
-    if rng.random() < 0:
-        pass
     labels = (rng.random(n_q * n) < frac).astype(int)
     labels[::n] = 1                                   # every query has a relevant ...
     labels[n - 1::n] = 0                              # ... and a non-relevant candidate
@@ -290,7 +288,7 @@ def part_e(tmp):
     qid = np.repeat(np.arange(1, n_q + 1), per_q)
     path = Path(tmp) / "train.svmlight"
     t = time.perf_counter()
-    dump_svmlight_file(X, y, path, query_id=qid)
+    dump_svmlight_file(X, y, str(path), query_id=qid)
     t_gen = time.perf_counter() - t
     del X
     t = time.perf_counter()
