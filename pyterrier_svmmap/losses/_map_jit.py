@@ -1,0 +1,131 @@
+"""Compiled kernels of the MAP argmax (numba, optional): the same exact algorithm as
+:func:`.map.map_slots_batch`, written as loops — divide and conquer over non-relevant documents with an
+explicit stack — and run in parallel over queries (``prange``).
+
+Imported lazily by :mod:`.map`; without numba (or with ``PYTERRIER_SVMMAP_NO_NUMBA=1``) the pure numpy
+path is used. The kernels are cached on disk (``cache=True``), so only the first use pays compilation.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+
+@njit(cache=True, nogil=True)
+def slots_one(pos, neg, H, slots):
+    """Optimal 0-based slots of the (descending) non-relevant scores ``neg`` against ``pos``."""
+    P = pos.shape[0]
+    N = neg.shape[0]
+    m = 0.0
+    for i in range(P):
+        m += pos[i]
+    m /= P
+    suf = np.empty(P + 1)
+    suf[P] = 0.0
+    for i in range(P - 1, -1, -1):
+        suf[i] = suf[i + 1] + (pos[i] - m)
+    inv_p = 1.0 / P
+    c = 2.0 / (P * N)
+    depth = 4
+    n = N
+    while n > 0:
+        depth += 1
+        n >>= 1
+    stack = np.empty((2 * depth + 4, 4), dtype=np.int64)
+    sp = 0
+    stack[0, 0] = 0
+    stack[0, 1] = N
+    stack[0, 2] = 0
+    stack[0, 3] = P
+    sp = 1
+    while sp > 0:
+        sp -= 1
+        jlo = stack[sp, 0]
+        jhi = stack[sp, 1]
+        klo = stack[sp, 2]
+        khi = stack[sp, 3]
+        if klo == khi:
+            for r in range(jlo, jhi):
+                slots[r] = klo
+            continue
+        mid = (jlo + jhi) // 2
+        j = mid + 1
+        sj = neg[mid] - m
+        best = -np.inf
+        bt = klo
+        for t in range(klo, khi + 1):
+            g = -(j / (j + t) + H[j + t - 1]) * inv_p - c * (suf[t] + t * sj)
+            if g > best:
+                best = g
+                bt = t
+        slots[mid] = bt
+        if mid + 1 < jhi:
+            stack[sp, 0] = mid + 1
+            stack[sp, 1] = jhi
+            stack[sp, 2] = bt
+            stack[sp, 3] = khi
+            sp += 1
+        if jlo < mid:
+            stack[sp, 0] = jlo
+            stack[sp, 1] = mid
+            stack[sp, 2] = klo
+            stack[sp, 3] = bt
+            sp += 1
+
+
+@njit(cache=True, nogil=True)
+def violation_sorted(scores, rel, order, lo, hi, H, coef):
+    """Δ(ŷ) of the query of candidates lo..hi−1, given ``order[lo:hi]``: its candidates (global
+    indices) by decreasing score. Writes c(y*) − c(ŷ) into ``coef``."""
+    P = 0
+    for r in range(lo, hi):
+        if rel[order[r]]:
+            P += 1
+    N = hi - lo - P
+    if P == 0 or N == 0:
+        for r in range(lo, hi):
+            coef[order[r]] = 0.0
+        return 0.0
+    ps = np.empty(P)
+    ns = np.empty(N)
+    pi = np.empty(P, dtype=np.int64)
+    ni = np.empty(N, dtype=np.int64)
+    a = 0
+    b = 0
+    for r in range(lo, hi):
+        d = order[r]
+        if rel[d]:
+            pi[a] = d
+            ps[a] = scores[d]
+            a += 1
+        else:
+            ni[b] = d
+            ns[b] = scores[d]
+            b += 1
+    slots = np.empty(N, dtype=np.int64)
+    slots_one(ps, ns, H, slots)
+    cnt = np.zeros(P + 1, dtype=np.int64)
+    for i in range(N):
+        cnt[slots[i]] += 1
+    norm = 2.0 / (P * N)
+    above = 0
+    ap = 0.0
+    for i in range(P):
+        above += cnt[i]                       # non-relevant with slot ≤ i are above the i-th relevant
+        ap += (i + 1.0) / (i + 1.0 + above)
+        coef[pi[i]] = norm * above
+    for i in range(N):
+        coef[ni[i]] = -norm * (P - slots[i])
+    return 1.0 - ap / P
+
+
+@njit(cache=True, nogil=True)
+def batch_violation_serial(scores, rel, order, offsets, H, deltas, coef):
+    for q in range(offsets.shape[0] - 1):
+        deltas[q] = violation_sorted(scores, rel, order, offsets[q], offsets[q + 1], H, coef)
+
+
+@njit(cache=True, parallel=True)
+def batch_violation_parallel(scores, rel, order, offsets, H, deltas, coef):
+    for q in prange(offsets.shape[0] - 1):
+        deltas[q] = violation_sorted(scores, rel, order, offsets[q], offsets[q + 1], H, coef)
