@@ -26,7 +26,8 @@ setup(
         "pisa": ["pyterrier-pisa>=0.4"],
         "plot": ["matplotlib>=3.6"],
         "peers": ["lightgbm>=4.0"],
-        "test": ["pytest>=7", "hypothesis>=6", "pyterrier-pisa>=0.4", "lightgbm>=4.0", "matplotlib>=3.6"],
+        "speed": ["numba>=0.58"],
+        "test": ["pytest>=7", "hypothesis>=6", "pyterrier-pisa>=0.4", "lightgbm>=4.0", "matplotlib>=3.6", "numba>=0.58"],
     },
     entry_points={
         "console_scripts": ["svmmap=pyterrier_svmmap.cli:main"],
