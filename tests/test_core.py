@@ -40,23 +40,7 @@ def test_table_3_and_4_map():
     assert round(average_precision_of_ranking(h2, labels), 2) == 0.51
 
 
-# -- exactness of Algorithm 2 -------------------------------------------------------------------
-def test_most_violated_map_is_exact_on_all_small_instances():
-    from itertools import permutations
-    loss = MAPLoss()
-    rng = np.random.default_rng(7)
-    for n in range(2, 8):
-        perms = np.array(list(permutations(range(n))))
-        for trial in range(12):
-            labels = rng.integers(0, 2, n)
-            labels[0], labels[1] = 1, 0
-            scores = rng.integers(-2, 3, n).astype(float) if trial % 2 else rng.normal(size=n)
-            best = max(loss.objective(p, scores, labels) for p in perms)
-            y = most_violated(scores, labels)
-            assert sorted(y) == list(range(n))
-            assert loss.objective(y, scores, labels) == pytest.approx(best, abs=1e-12)
-
-
+# -- Algorithm 2's exactness against brute force: tests/test_losses_bruteforce.py, test_map_fast.py
 def test_most_violated_rejects_bad_input():
     with pytest.raises(ValueError, match="finite"):
         most_violated([0.1, np.nan], [1, 0])
@@ -221,3 +205,17 @@ def test_prior_best_keeps_the_best_training_function_at_small_c(features):
     best = average_precision(np.nan_to_num(cands.raw[:, 1], nan=-1e9), cands.labels, cands.offsets,
                              cands.n_relevant).mean()
     assert ours == pytest.approx(best, abs=0.02)      # up to ties among missing documents and bins
+
+
+def test_threshold_depth_puts_the_thresholds_among_each_querys_top_candidates():
+    from pyterrier_svmmap.features import FeatureEncoder
+    rng = np.random.default_rng(0)
+    offsets = np.array([0, 500, 1000])
+    raw = rng.exponential(size=(1000, 2))                    # many low scores, a few high ones
+    everywhere = FeatureEncoder("bins", n_bins=10).fit(raw, offsets).thresholds_
+    top = FeatureEncoder("bins", n_bins=10, threshold_depth=20).fit(raw, offsets).thresholds_
+    top20 = np.sort(raw[:500, 0])[-20:].min()
+    assert (top[0, 1:] >= min(top20, np.sort(raw[500:, 0])[-20:].min())).all()
+    assert np.median(top[0, 1:]) > np.median(everywhere[0, 1:])
+    with pytest.raises(ValueError, match="threshold_depth"):
+        FeatureEncoder("bins", threshold_depth=0)
