@@ -21,7 +21,7 @@ import pyterrier as pt
 from ._version import __version__
 from .features import FeatureEncoder
 from .frames import Candidates, candidates_from_frame
-from .losses import make_slack_groups
+from .losses import add_bias, make_slack_groups
 from .measures import average_precision
 from .solver import train_structural_svm
 
@@ -168,8 +168,8 @@ class StructSVM(RankerEstimator):
                              "valid_res and valid_qrels to fit() (pipe.fit(tr_topics, tr_qrels, va_topics, "
                              "va_qrels)), or a single C")
         encoder = FeatureEncoder(self.features, self.n_bins, self.binning).fit(train.raw, train.offsets)
-        X = encoder.transform(train.raw, train.offsets)
-        X_valid = encoder.transform(valid.raw, valid.offsets) if valid is not None else None
+        X = self._phi(encoder, train.raw, train.offsets)
+        X_valid = self._phi(encoder, valid.raw, valid.offsets) if valid is not None else None
         params = dict(self.loss_params or {})
         best = None
         self.validation_: Dict[float, float] = {}
@@ -187,14 +187,25 @@ class StructSVM(RankerEstimator):
         self.history_ = result.history
         self.n_iter_ = result.n_iter
         self.converged_ = result.converged
-        self.feature_names_ = encoder.feature_names(self.base_names_)
+        self.feature_names_ = encoder.feature_names(self.base_names_) + (["bias"] if self._needs_bias() else [])
+
+    def _needs_bias(self) -> bool:
+        """Whether φ gets a constant feature 1 (the classifier's bias, last weight): when the loss,
+        or the loss of any slack group (combo), is a classification loss (``Loss.needs_bias``)."""
+        groups = make_slack_groups(self.loss, 1.0, **dict(self.loss_params or {}))
+        return any(getattr(g.loss, "needs_bias", False) for g in groups)
+
+    def _phi(self, encoder: FeatureEncoder, raw: np.ndarray, offsets: np.ndarray):
+        X = encoder.transform(raw, offsets)
+        return add_bias(X) if self._needs_bias() else X
 
     def _score(self, cands: Candidates) -> np.ndarray:
-        return self.encoder_.transform(cands.raw, cands.offsets).dot(self.coef_)
+        return self._phi(self.encoder_, cands.raw, cands.offsets).dot(self.coef_)
 
     def decision_function(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        """Scores wᵀφ(x, d) for a score matrix (candidates × base functions, NaN = missing)."""
-        return self.encoder_.transform(np.asarray(raw, float), np.asarray(offsets)).dot(self.coef_)
+        """Scores wᵀφ(x, d) for a score matrix (candidates × base functions, NaN = missing); for the
+        classification losses this includes the bias, so ``> 0`` is the predicted relevance."""
+        return self._phi(self.encoder_, np.asarray(raw, float), np.asarray(offsets)).dot(self.coef_)
 
     # -- persistence ----------------------------------------------------------------------------
     def save(self, path: Union[str, Path]) -> None:
