@@ -3,7 +3,9 @@
 Builds PISA indices (no stemming, porter2), runs 16 base functions (bm25, qld, dph, pl2 × stemming
 × stopwords), takes the union of their top 1000 as candidates, then over ``--trials`` random splits
 (``--train`` training, ``--valid`` validation, the rest test queries) fits each learned system and
-reports MAP, nDCG@10, RR@10 and W/L with Wilcoxon tests against svm-map, as in the paper's Table 6.
+reports MAP, nDCG@10, RR@10 and W/L with Wilcoxon tests against svm-map: the learners against
+svm-map (the paper's Table 9 form), test measures per training loss (Chakrabarti et al. 2008,
+Figure 9 form) and all systems with the base functions (Table 6 form), printed and in OUT/tables.md.
 """
 from __future__ import annotations
 
