@@ -1,102 +1,38 @@
 """PyTerrier estimators for ApproxAP / ApproxNDCG and the boosted peers (LambdaMART, McRank, AdaRank).
 
-Each is a ``pt.Estimator``: ``fit(train_res, train_qrels, valid_res=None, valid_qrels=None)`` learns
-from a result frame with columns ``qid``, ``docno`` and ``features`` (an array per row, one value
-per base function, NaN where the function did not retrieve the document) and qrels (``qid``,
-``docno``, ``label``); ``transform(res)`` adds ``score`` and ``rank``.
+All are :class:`~pyterrier_svmmap.estimator.RankerEstimator` subclasses, the base class shared with
+:class:`~pyterrier_svmmap.StructSVM`: ``fit(train_res, train_qrels, valid_res=None, valid_qrels=None)``
+learns from a result frame with columns ``qid``, ``docno`` and ``features`` (an array per row, one value
+per base function, NaN where the function did not retrieve the document) and qrels (``qid``, ``docno``,
+``label``); ``transform(res)`` adds ``score`` and ``rank``. The subclasses implement ``_fit_arrays``
+and ``_score`` on :class:`~pyterrier_svmmap.frames.Candidates`.
 
-The frame ↔ array conversion lives in :class:`ArrayEstimator`, a small stand-in written before the
-lead's ``estimator.py`` base class existed; the subclasses only implement ``_fit_arrays`` and
-``_score_arrays`` and can be moved onto that base class unchanged.
+Unlike the structural SVMs they keep training queries without a relevant (or a non-relevant)
+candidate (``needs_both_classes = False``): those queries add nothing to ÂP/N̂DCG or to the
+pairwise gradients, but McRank's classifier learns from them. LightGBM is imported only when a
+LambdaMART or McRank model is fitted.
 """
 from __future__ import annotations
 
 import logging
-from typing import Optional, Sequence, Tuple
+from typing import Optional, Sequence
 
 import numpy as np
-import pandas as pd
-import pyterrier as pt
 
 from . import approx, peers
+from .estimator import RankerEstimator
 from .features import FeatureEncoder
+from .frames import Candidates
 
 log = logging.getLogger(__name__)
-
-Arrays = Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-
-
-def frame_to_arrays(res: pd.DataFrame, qrels: Optional[pd.DataFrame] = None
-                    ) -> Tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(res sorted by qid, raw, labels, offsets, n_relevant) from a result frame and its qrels.
-
-    Candidates are grouped by query (stable: the first-stage order within a query is kept). Labels
-    of unjudged candidates are 0; ``n_relevant`` counts the qrels' relevant documents (label > 0)
-    per query, retrieved or not, as trec_eval's AP does. Without qrels labels and n_relevant are 0.
-    """
-    if "features" not in res.columns:
-        raise ValueError("the result frame has no 'features' column; build one with pt.text.* / "
-                         "feature transformers (one np.array per row, one value per base function)")
-    res = res.assign(qid=res["qid"].astype(str)).sort_values("qid", kind="stable").reset_index(drop=True)
-    raw = np.stack([np.asarray(f, dtype=float) for f in res["features"]]) if len(res) else \
-        np.zeros((0, 0))
-    qids, starts = np.unique(res["qid"].to_numpy(), return_index=True)
-    order = np.argsort(starts)
-    qids, starts = qids[order], starts[order]
-    offsets = np.r_[starts, len(res)].astype(np.int64)
-    labels = np.zeros(len(res))
-    n_relevant = np.zeros(len(qids))
-    if qrels is not None:
-        q = qrels.assign(qid=qrels["qid"].astype(str), docno=qrels["docno"].astype(str))
-        merged = res[["qid", "docno"]].assign(docno=res["docno"].astype(str)).merge(
-            q[["qid", "docno", "label"]].drop_duplicates(["qid", "docno"]), on=["qid", "docno"], how="left")
-        labels = merged["label"].fillna(0).to_numpy(dtype=float)
-        counts = q[q["label"] > 0].groupby("qid").size()
-        n_relevant = counts.reindex(qids).fillna(0).to_numpy(dtype=float)
-    return res, raw, labels, offsets, n_relevant
-
-
-class ArrayEstimator(pt.Estimator):
-    """Base: converts frames to ``(raw, labels, offsets, n_relevant)`` and scores back to frames.
-
-    sklearn habits: the constructor only stores parameters, learned attributes end in ``_``.
-    """
-
-    def fit(self, train_res: pd.DataFrame, train_qrels: pd.DataFrame,
-            valid_res: Optional[pd.DataFrame] = None, valid_qrels: Optional[pd.DataFrame] = None):
-        _, raw, labels, offsets, n_rel = frame_to_arrays(train_res, train_qrels)
-        if len(raw) == 0:
-            raise ValueError("no training candidates")
-        valid = None
-        if valid_res is not None:
-            if valid_qrels is None:
-                raise ValueError("valid_res given without valid_qrels")
-            valid = frame_to_arrays(valid_res, valid_qrels)[1:]
-        self.n_functions_ = raw.shape[1]
-        self._fit_arrays((raw, labels, offsets, n_rel), valid)
-        return self
-
-    def transform(self, res: pd.DataFrame) -> pd.DataFrame:
-        if not hasattr(self, "n_functions_"):
-            raise RuntimeError(f"{type(self).__name__} is not fitted; call fit first")
-        out, raw, _, offsets, _ = frame_to_arrays(res)
-        out = out.drop(columns=[c for c in ("score", "rank") if c in out.columns])
-        scores = self._score_arrays(raw, offsets) if len(out) else np.zeros(0)
-        return pt.model.add_ranks(out.assign(score=scores))
-
-    # -- for subclasses --------------------------------------------------------------------------
-    def _fit_arrays(self, train: Arrays, valid: Optional[Arrays]) -> None:
-        raise NotImplementedError
-
-    def _score_arrays(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
 
 
 # ---------------------------------------------------------------------------------------------
 # ApproxAP / ApproxNDCG
 # ---------------------------------------------------------------------------------------------
-class _Approx(ArrayEstimator):
+class _Approx(RankerEstimator):
     measure = "ap"
+    needs_both_classes = False
 
     def __init__(self, features: str = "minmax", n_bins: int = 50, binning: str = "quantile",
                  alphas: Optional[Sequence[float]] = None, betas: Optional[Sequence[float]] = None,
@@ -115,24 +51,23 @@ class _Approx(ArrayEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _fit_arrays(self, train, valid):
-        raw, labels, offsets, n_rel = train
-        self.encoder_ = FeatureEncoder(self.features, self.n_bins, self.binning).fit(raw, offsets)
+    def _fit_arrays(self, train: Candidates, valid: Optional[Candidates]) -> None:
+        self.encoder_ = FeatureEncoder(self.features, self.n_bins, self.binning).fit(train.raw, train.offsets)
         kw = {}
         if valid is not None:
-            vraw, vlabels, voffsets, vn_rel = valid
-            kw = dict(X_valid=self.encoder_.transform(vraw, voffsets), labels_valid=vlabels,
-                      offsets_valid=voffsets, n_relevant_valid=vn_rel)
+            kw = dict(X_valid=self.encoder_.transform(valid.raw, valid.offsets), labels_valid=valid.labels,
+                      offsets_valid=valid.offsets, n_relevant_valid=valid.n_relevant)
         self.ranker_ = approx.ApproxRanker(
             self.measure, self.alphas, self.betas if self.measure == "ap" else None, self.n_iter,
             self.learning_rate, track_error=self.track_error, max_entries=self.max_entries,
             random_state=self.random_state, verbose=self.verbose,
-        ).fit(self.encoder_.transform(raw, offsets), labels, offsets, n_rel, **kw)
+        ).fit(self.encoder_.transform(train.raw, train.offsets), train.labels, train.offsets,
+              train.n_relevant, **kw)
         for name in ("coef_", "alpha_", "beta_", "best_iteration_", "approx_error_", "search_results_"):
             setattr(self, name, getattr(self.ranker_, name))
 
-    def _score_arrays(self, raw, offsets):
-        return self.ranker_.decision_function(self.encoder_.transform(raw, offsets))
+    def _score(self, cands: Candidates) -> np.ndarray:
+        return self.ranker_.decision_function(self.encoder_.transform(cands.raw, cands.offsets))
 
 
 class ApproxAP(_Approx):
@@ -152,24 +87,25 @@ class ApproxNDCG(_Approx):
 # ---------------------------------------------------------------------------------------------
 # boosted peers
 # ---------------------------------------------------------------------------------------------
-class _Peer(ArrayEstimator):
+class _Peer(RankerEstimator):
     ranker_class = None
+    needs_both_classes = False
 
     def __init__(self, **params):
         self.params = params
 
-    def _fit_arrays(self, train, valid):
-        raw, labels, offsets, n_rel = train
+    def _fit_arrays(self, train: Candidates, valid: Optional[Candidates]) -> None:
         self.ranker_ = self.ranker_class(**self.params)
-        args = () if valid is None else valid[:3]
+        args = () if valid is None else (valid.raw, valid.labels, valid.offsets)
         if isinstance(self.ranker_, peers.AdaRankRanker):
-            self.ranker_.fit(raw, labels, offsets, *(args or (None, None, None)), n_relevant=n_rel,
-                             n_relevant_valid=None if valid is None else valid[3])
+            self.ranker_.fit(train.raw, train.labels, train.offsets, *(args or (None, None, None)),
+                             n_relevant=train.n_relevant,
+                             n_relevant_valid=None if valid is None else valid.n_relevant)
         else:
-            self.ranker_.fit(raw, labels, offsets, *args)
+            self.ranker_.fit(train.raw, train.labels, train.offsets, *args)
 
-    def _score_arrays(self, raw, offsets):
-        return self.ranker_.predict(raw, offsets)
+    def _score(self, cands: Candidates) -> np.ndarray:
+        return self.ranker_.predict(cands.raw, cands.offsets)
 
     def __repr__(self):
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.params.items())})"

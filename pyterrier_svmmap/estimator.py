@@ -20,7 +20,7 @@ import pyterrier as pt
 from . import model_io
 from .features import FeatureEncoder
 from .frames import Candidates, candidates_from_frame
-from .losses import make_slack_groups
+from .losses import add_bias, make_slack_groups
 from .measures import average_precision
 from .solver import train_structural_svm
 
@@ -184,10 +184,10 @@ class StructSVM(RankerEstimator, pt.Artifact):
                              "va_qrels)), or a single C")
         encoder = FeatureEncoder(self.features, self.n_bins, self.binning, self.threshold_depth).fit(
             train.raw, train.offsets)
-        X = encoder.transform(train.raw, train.offsets)
-        X_valid = encoder.transform(valid.raw, valid.offsets) if valid is not None else None
+        X = self._phi(encoder, train.raw, train.offsets)
+        X_valid = self._phi(encoder, valid.raw, valid.offsets) if valid is not None else None
         params = dict(self.loss_params or {})
-        w0 = self._prior_weights(encoder, train) if self.prior else None
+        w0 = self._prior_weights(encoder, train, X.dim) if self.prior else None
         best = None
         self.validation_: Dict[float, float] = {}
         for C in pt.tqdm(grid, desc=type(self).__name__, unit="C", disable=not self.verbose or len(grid) == 1):
@@ -204,9 +204,19 @@ class StructSVM(RankerEstimator, pt.Artifact):
         self.history_ = result.history
         self.n_iter_ = result.n_iter
         self.converged_ = result.converged
-        self.feature_names_ = encoder.feature_names(self.base_names_)
+        self.feature_names_ = encoder.feature_names(self.base_names_) + (["bias"] if self._needs_bias() else [])
 
-    def _prior_weights(self, encoder: FeatureEncoder, train: Candidates) -> np.ndarray:
+    def _needs_bias(self) -> bool:
+        """Whether φ gets a constant feature 1 (the classifier's bias, last weight): when the loss,
+        or the loss of any slack group (combo), is a classification loss (``Loss.needs_bias``)."""
+        groups = make_slack_groups(self.loss, 1.0, **dict(self.loss_params or {}))
+        return any(getattr(g.loss, "needs_bias", False) for g in groups)
+
+    def _phi(self, encoder: FeatureEncoder, raw: np.ndarray, offsets: np.ndarray):
+        X = encoder.transform(raw, offsets)
+        return add_bias(X) if self._needs_bias() else X
+
+    def _prior_weights(self, encoder: FeatureEncoder, train: Candidates, dim: int) -> np.ndarray:
         """w₀ that ranks like the base function with the best training MAP (missing documents last)."""
         filled = np.where(np.isnan(train.raw), -np.inf, train.raw)
         maps = [average_precision(filled[:, f], train.labels, train.offsets, train.n_relevant).mean()
@@ -224,16 +234,17 @@ class StructSVM(RankerEstimator, pt.Artifact):
             col = train.raw[:, f]
             span = float(np.nanmax(col) - np.nanmin(col)) if first == "raw" else 1.0
             head[0, f] = 1.0 / span if span > 0 else 1.0
-        w0 = np.zeros(encoder.transform(train.raw[:1], np.array([0, 1])).dim)
+        w0 = np.zeros(dim)
         w0[:head.size] = head.ravel()
         return self.prior_scale * w0
 
     def _score(self, cands: Candidates) -> np.ndarray:
-        return self.encoder_.transform(cands.raw, cands.offsets).dot(self.coef_)
+        return self._phi(self.encoder_, cands.raw, cands.offsets).dot(self.coef_)
 
     def decision_function(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        """Scores wᵀφ(x, d) for a score matrix (candidates × base functions, NaN = missing)."""
-        return self.encoder_.transform(np.asarray(raw, float), np.asarray(offsets)).dot(self.coef_)
+        """Scores wᵀφ(x, d) for a score matrix (candidates × base functions, NaN = missing); for the
+        classification losses this includes the bias, so ``> 0`` is the predicted relevance."""
+        return self._phi(self.encoder_, np.asarray(raw, float), np.asarray(offsets)).dot(self.coef_)
 
     # -- persistence, pictures, pt.Artifact ------------------------------------------------------
     #: pt.Artifact: type and format of a saved model (see :mod:`~pyterrier_svmmap.model_io`)

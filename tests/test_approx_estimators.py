@@ -5,7 +5,8 @@ import pytest
 
 pt = pytest.importorskip("pyterrier")
 from pyterrier_svmmap import approx_estimators as ae  # noqa: E402
-from pyterrier_svmmap.approx_estimators import frame_to_arrays  # noqa: E402
+from pyterrier_svmmap.estimator import RankerEstimator  # noqa: E402
+from pyterrier_svmmap.frames import candidates_from_frame  # noqa: E402
 from pyterrier_svmmap.measures import average_precision  # noqa: E402
 
 
@@ -26,12 +27,19 @@ def run(seed, n_queries=8, n_cand=40, n_funcs=4):
     return pd.DataFrame(rows).sample(frac=1, random_state=seed), pd.DataFrame(qrels)
 
 
-def test_frame_to_arrays_groups_queries_and_counts_unretrieved_relevant():
+def test_candidates_group_queries_and_count_unretrieved_relevant():
     res, qrels = run(0, n_queries=3, n_cand=5)
-    out, raw, labels, offsets, n_rel = frame_to_arrays(res, qrels)
-    assert raw.shape == (15, 4) and list(offsets) == [0, 5, 10, 15]
-    assert (out["qid"].to_numpy()[offsets[:-1]] == sorted(set(out["qid"]))).all()
-    np.testing.assert_array_equal(n_rel, np.add.reduceat(labels, offsets[:-1]) + 1)
+    c = candidates_from_frame(res, qrels)
+    assert c.raw.shape == (15, 4) and list(c.offsets) == [0, 5, 10, 15]
+    assert (c.frame["qid"].to_numpy()[c.offsets[:-1]] == sorted(set(c.frame["qid"]))).all()
+    np.testing.assert_array_equal(c.n_relevant, np.add.reduceat(c.labels, c.offsets[:-1]) + 1)
+
+
+@pytest.mark.parametrize("cls", [ae.ApproxAP, ae.ApproxNDCG, ae.LambdaMART, ae.McRank, ae.AdaRank])
+def test_all_learners_share_the_ranker_estimator_base(cls):
+    import pyterrier_svmmap
+    assert issubclass(cls, RankerEstimator)
+    assert getattr(pyterrier_svmmap, cls.__name__) is cls
 
 
 @pytest.mark.parametrize("make", [
@@ -52,8 +60,9 @@ def test_estimator_learns(make):
     out = model.transform(test)
     assert {"score", "rank"} <= set(out.columns) and len(out) == len(test)
     assert (out.groupby("qid")["rank"].min() == 0).all()
-    _, _, labels, offsets, n_rel = frame_to_arrays(out, test_qrels)
-    scored = frame_to_arrays(out, test_qrels)[0]["score"].to_numpy()
+    c = candidates_from_frame(out, test_qrels)
+    labels, offsets, n_rel = c.labels, c.offsets, c.n_relevant
+    scored = c.frame["score"].to_numpy()
     learned = average_precision(scored, labels, offsets, n_rel).mean()
     rnd = average_precision(np.random.default_rng(0).random(len(labels)), labels, offsets, n_rel).mean()
     assert learned > rnd + 0.25

@@ -192,11 +192,12 @@ def test_reproduce_end_to_end_on_vaswani_subset(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(systems.SYSTEMS, "svm-map", _BestFeature)
     out = tmp_path / "out"
     argv = ["reproduce", "--collection", str(coll), "--trials", "2", "--train", "4", "--valid", "2",
-            "--out", str(out), "--no-progress"]
+            "--out", str(out), "--no-progress", "--systems", "svm-map"]
     assert main(argv) == 0
     table = capsys.readouterr().out
     assert "svm-map" in table and "bm25.porter2.terrier" in table
 
+    assert (out / "tables.md").exists() and "Table 9 form" in (out / "tables.md").read_text()
     res = json.loads((out / "results.json").read_text())
     assert {k: res[k] for k in ("collection", "trials", "train", "valid", "seed")} == \
         {"collection": str(coll), "trials": 2, "train": 4, "valid": 2, "seed": 0}

@@ -1,4 +1,12 @@
-"""The results table (like Table 6 of Yue et al. 2007) and ``OUT/results.json``."""
+"""The results tables and ``OUT/results.json``.
+
+* :func:`format_table` — all systems, like Table 6 of Yue et al. (2007): SVM-map against the base
+  functions (MAP, nDCG@10, RR@10, W/L);
+* :func:`format_learner_table` — like their Table 9: each learned system's MAP and W/L against SVM-map;
+* :func:`format_loss_table` — like Figure 9 of Chakrabarti et al. (2008): one row per training loss /
+  learner, columns the test MAP, nDCG@10 and RR@10 (best of each column in bold);
+* :func:`tables_markdown` — the three in one Markdown document (``OUT/tables.md``).
+"""
 from __future__ import annotations
 
 import json
@@ -38,6 +46,66 @@ def format_table(summary: pd.DataFrame, reference: Optional[str], title: str = "
                  "that tested the query); ** p < 0.05, two-sided Wilcoxon signed-rank."
                  if reference else "no learned reference system: W/L not computed.")
     return "\n".join(lines)
+
+
+def _wl(r, reference: Optional[str]) -> str:
+    if reference is None or r["name"] == reference:
+        return "-"
+    return f"{int(r['wins'])}/{int(r['losses'])}" + (" **" if r["p_value"] < 0.05 else "")
+
+
+def _learned(summary: pd.DataFrame) -> pd.DataFrame:
+    return summary[summary["kind"] == "learned"].sort_values("map", ascending=False, kind="stable")
+
+
+def format_learner_table(summary: pd.DataFrame, reference: Optional[str], title: str = "") -> str:
+    """Table 9 form: every learned system's MAP and W/L against ``reference`` (SVM-map), whose W/L
+    columns count the queries where the reference has the higher / lower AP; ** p < 0.05 (Wilcoxon)."""
+    s = _learned(summary)
+    width = max([len("learner")] + [len(n) for n in s["name"]])
+    lines = [title] if title else []
+    lines.append(f"{'learner':<{width}}  {'MAP':>6}  W/L vs {reference or '-'}  fit s")
+    lines.append("-" * len(lines[-1]))
+    for _, r in s.iterrows():
+        fit = r.get("fit_seconds", float("nan"))
+        fit = f"{fit:.2f}" if isinstance(fit, float) and math.isfinite(fit) else "-"
+        lines.append(f"{r['name']:<{width}}  {r['map']:6.4f}  {_wl(r, reference):<{len('W/L vs ') + len(reference or '-')}}  {fit}")
+    lines.append("")
+    lines.append(f"W/L: queries where {reference} has the higher / lower AP than the learner (AP averaged "
+                 "over the trials that tested the query); ** p < 0.05, two-sided Wilcoxon signed-rank; "
+                 "fit s: median seconds per fit." if reference else "no reference system: W/L not computed.")
+    return "\n".join(lines)
+
+
+def format_loss_table(summary: pd.DataFrame, title: str = "") -> str:
+    """Figure 9 form (Chakrabarti et al. 2008): rows = training loss / learner, columns = test MAP,
+    nDCG@10, RR@10 (means over queries of the per-query means over trials); * marks each column's best."""
+    s = _learned(summary)
+    cols = [("map", "MAP"), ("ndcg_cut_10", "nDCG@10"), ("recip_rank_10", "RR@10")]
+    best = {c: s[c].max() for c, _ in cols} if len(s) else {}
+    width = max([len("training loss / learner")] + [len(n) for n in s["name"]])
+    lines = [title] if title else []
+    lines.append(f"{'training loss / learner':<{width}}" + "".join(f"  {h:>8}" for _, h in cols))
+    lines.append("-" * len(lines[-1]))
+    for _, r in s.iterrows():
+        cells = "".join(f"  {(f'{r[c]:.4f}' + ('*' if r[c] == best[c] else ' ')):>8}" for c, _ in cols)
+        lines.append(f"{r['name']:<{width}}{cells}")
+    lines.append("")
+    lines.append("test measures of each learner; * the best of the column.")
+    return "\n".join(lines)
+
+
+def tables_markdown(summary: pd.DataFrame, reference: Optional[str], title: str = "") -> str:
+    """The three tables as one Markdown document (fixed-width blocks)."""
+    parts = [f"# {title}" if title else "# svmmap reproduce"]
+    if (summary["kind"] == "learned").any():
+        parts += ["## Learners against SVM-map (Yue et al. 2007, Table 9 form)",
+                  "```\n" + format_learner_table(summary, reference) + "\n```",
+                  "## Test measures by training loss (Chakrabarti et al. 2008, Figure 9 form)",
+                  "```\n" + format_loss_table(summary) + "\n```"]
+    parts += ["## All systems and base functions (Yue et al. 2007, Table 6 form)",
+              "```\n" + format_table(summary, reference) + "\n```"]
+    return "\n\n".join(parts) + "\n"
 
 
 def _clean(v):
