@@ -55,6 +55,26 @@ def _svm_map():
     return SVMMap(C=list(DEFAULT_C_GRID))
 
 
+# SVM-map's feature / regularisation options, measured side by side (README, "Feature options")
+@register("svm-map-raw")
+def _svm_map_raw():
+    from pyterrier_svmmap import DEFAULT_C_GRID, SVMMap
+    return SVMMap(C=list(DEFAULT_C_GRID), features="raw")
+
+
+@register("svm-map-allbins")
+def _svm_map_allbins():
+    """The thresholds at quantiles of all training candidates (threshold_depth=None)."""
+    from pyterrier_svmmap import DEFAULT_C_GRID, SVMMap
+    return SVMMap(C=list(DEFAULT_C_GRID), threshold_depth=None)
+
+
+@register("svm-map-prior")
+def _svm_map_prior():
+    from pyterrier_svmmap import DEFAULT_C_GRID, SVMMap
+    return SVMMap(C=list(DEFAULT_C_GRID), prior="best")
+
+
 #: name → StructSVM parameters besides C (the loss, and binning for the paper's acc3 / acc4)
 STRUCT_SYSTEMS = {
     "svm-roc": dict(loss="roc"),
