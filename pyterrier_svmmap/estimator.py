@@ -195,7 +195,7 @@ class StructSVM(RankerEstimator, pt.Artifact):
                                           epsilon=self.epsilon, max_iter=self.max_iter, prior=w0)
             score = validation_map(X_valid.dot(result.w), valid) if X_valid is not None else np.nan
             self.validation_[C] = score
-            log.info("C=%g: %d iterations, validation MAP %.4f", C, result.n_iter, score)
+            log.debug("C=%g: %d iterations, validation MAP %.4f", C, result.n_iter, score)
             if best is None or score > best[0]:
                 best = (score, C, result)
         _, self.C_, result = best
