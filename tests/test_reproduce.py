@@ -1,4 +1,5 @@
 """Tests of ``svmmap reproduce``: readers, splits, aggregation, and an end-to-end run on Vaswani."""
+import importlib.util
 import json
 from pathlib import Path
 
@@ -137,22 +138,6 @@ def test_compare_aligns_on_query_ids():
 # ------------------------------------------------------------------------------------------
 # end to end on a Vaswani subset
 # ------------------------------------------------------------------------------------------
-class _BestFeature:
-    """Test-only learned system: the base function with the highest training MAP."""
-
-    def fit(self, tr, qtr, va=None, qva=None):
-        from pyterrier_svmmap.measures import average_precision
-        X = np.nan_to_num(np.stack(tr["features"].values), nan=-1e9)
-        lab = tr[["qid", "docno"]].merge(qtr, how="left", on=["qid", "docno"])["label"].fillna(0).values
-        off = np.concatenate([[0], np.cumsum(tr.groupby("qid", sort=False).size().values)])
-        self.j = int(np.argmax([average_precision(X[:, j], lab, off).mean() for j in range(X.shape[1])]))
-        return self
-
-    def transform(self, res):
-        X = np.nan_to_num(np.stack(res["features"].values), nan=-1e9)
-        return res.assign(score=X[:, self.j])
-
-
 def _write_subset(dest: Path, n_docs=2000, n_queries=20):
     docs = []
     for d in iter_trec_docs(VASWANI / "docs.trec"):
@@ -189,7 +174,8 @@ def test_reproduce_end_to_end_on_vaswani_subset(tmp_path, monkeypatch, capsys):
 
     coll = tmp_path / "coll"
     qids = _write_subset(coll)
-    monkeypatch.setitem(systems.SYSTEMS, "svm-map", _BestFeature)
+    from pyterrier_svmmap import SVMMap
+    monkeypatch.setitem(systems.SYSTEMS, "svm-map", lambda: SVMMap(C=[0.1, 1.0], n_bins=10))
     out = tmp_path / "out"
     argv = ["reproduce", "--collection", str(coll), "--trials", "2", "--train", "4", "--valid", "2",
             "--out", str(out), "--no-progress", "--systems", "svm-map"]
@@ -198,6 +184,9 @@ def test_reproduce_end_to_end_on_vaswani_subset(tmp_path, monkeypatch, capsys):
     assert "svm-map" in table and "bm25.porter2.terrier" in table
 
     assert (out / "tables.md").exists() and "Table 9 form" in (out / "tables.md").read_text()
+    if importlib.util.find_spec("matplotlib"):
+        assert (out / "systems.png").stat().st_size > 1000
+        assert (out / "svm-map-contributions.png").stat().st_size > 1000
     res = json.loads((out / "results.json").read_text())
     assert {k: res[k] for k in ("collection", "trials", "train", "valid", "seed")} == \
         {"collection": str(coll), "trials": 2, "train": 4, "valid": 2, "seed": 0}

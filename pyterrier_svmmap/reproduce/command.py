@@ -44,6 +44,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
+def _save_pictures(out: Path, first_models: dict) -> None:
+    """systems.png (MAP per system, W/L against svm-map) and, for SVM-map's model of the first trial,
+    the learned contribution of each base function (the paper's Figure 2); skipped without matplotlib."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        logger.warning("matplotlib is not installed: no pictures (pip install 'pyterrier-svmmap[plot]')")
+        return
+    from ..plot import plot_systems
+    plot_systems(out / "results.json", out / "systems.png")
+    model = first_models.get("svm-map")
+    if hasattr(model, "plot"):
+        model.plot(path=out / "svm-map-contributions.png")
+    logger.info("wrote pictures to %s", out)
+
+
 def run(args: argparse.Namespace) -> int:
     from . import base_runs as br
     from .candidates import candidate_features
@@ -82,8 +98,9 @@ def run(args: argparse.Namespace) -> int:
 
     qrels = coll.qrels[coll.qrels["qid"].isin(set(topics["qid"]))]
     t = time.perf_counter()
+    first_models: dict = {}
     per_trial, fit_seconds = run_trials(candidates, qrels, splits, systems, runs, depth=args.depth,
-                                        progress=not args.no_progress)
+                                        progress=not args.no_progress, first_models=first_models)
     timings["trials_seconds"] = time.perf_counter() - t
     timings["total_seconds"] = time.perf_counter() - t_start
 
@@ -102,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
     title = (f"{coll.name}: {args.trials} trials, {args.train} train / {args.valid} validation "
              f"queries, rest test ({len(topics)} queries), seed {args.seed}")
     (out / "tables.md").write_text(tables_markdown(summary, reference, title))
+    _save_pictures(out, first_models)
     if (summary["kind"] == "learned").any():
         print(format_learner_table(summary, reference, title))
         print()

@@ -67,7 +67,7 @@ def _subset(frame: pd.DataFrame, groups: Dict[str, np.ndarray], qids: Sequence[s
 
 def run_trials(candidates: pd.DataFrame, qrels: pd.DataFrame, splits, systems: Dict[str, Callable],
                base_runs: Dict[str, pd.DataFrame], depth: Optional[int] = 1000,
-               progress: bool = True):
+               progress: bool = True, first_models: Optional[Dict[str, object]] = None):
     """Per-trial per-query measures of the learned ``systems`` and the ``base_runs``.
 
     Returns ``(per_trial, fit_seconds)``: a long frame with columns system, kind, trial, qid and one
@@ -100,6 +100,8 @@ def run_trials(candidates: pd.DataFrame, qrels: pd.DataFrame, splits, systems: D
             else:
                 est.fit(tr, qtr)
             fit_seconds[name].append(time.perf_counter() - t)
+            if first_models is not None and name not in first_models:
+                first_models[name] = est
             out = cut_depth(est.transform(te), depth)
             pq = ev.per_query(out, test)
             rows.append(pq.reset_index().assign(system=name, kind="learned", trial=split.trial))
