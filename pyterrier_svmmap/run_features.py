@@ -9,7 +9,7 @@ NaN for that function rather than a computed score.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Mapping, Sequence, Union
+from typing import List, Mapping, Sequence, Union
 
 import numpy as np
 import pandas as pd

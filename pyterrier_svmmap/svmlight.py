@@ -178,7 +178,6 @@ def _parse_chunk(data: bytes):
         a = np.append(a, np.uint8(10))
         nl = np.append(nl, len(a) - 1)
     line_end = nl
-    line_begin = np.concatenate([[0], nl[:-1] + 1])
     # comments: from the first '#' of a line to its end
     hashes = np.flatnonzero(a == 35)
     comments = None

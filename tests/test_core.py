@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import pyterrier as pt
 
-from pyterrier_svmmap import RunFeatures, SVMMap, StructSVM, get_loss, most_violated
+from pyterrier_svmmap import RunFeatures, SVMMap, get_loss, most_violated
 from pyterrier_svmmap.frames import candidates_from_frame
 from pyterrier_svmmap.losses.map import MAPLoss, average_precision_of_ranking
 from pyterrier_svmmap.measures import average_precision, ndcg_at, reciprocal_rank_at

@@ -9,7 +9,7 @@ import pytest
 
 from pyterrier_svmmap.reproduce.collection import (clean_query, iter_trec_docs, read_trec_qrels,
                                                    read_trec_topics)
-from pyterrier_svmmap.reproduce.evaluate import MEASURES, aggregate, compare, per_query_means
+from pyterrier_svmmap.reproduce.evaluate import aggregate, compare, per_query_means
 from pyterrier_svmmap.reproduce.protocol import make_splits, role_counts
 
 VASWANI = Path(__file__).resolve().parents[2] / "shared" / "data" / "vaswani"

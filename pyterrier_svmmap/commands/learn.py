@@ -74,9 +74,7 @@ def parse_loss(spec: str):
 def run(args: argparse.Namespace) -> int:
     from ..cli import UsageError
     from ..estimator import StructSVM, SVMMap
-    from ..frames import Candidates
     from ..svmlight import read_svmlight
-    import pandas as pd
 
     if args.C <= 0 or not np.isfinite(args.C):
         raise UsageError(f"-c must be a positive number, got {args.C}")

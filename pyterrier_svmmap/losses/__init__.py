@@ -7,7 +7,7 @@ line in :data:`LOSSES`. Names accept a cutoff shorthand, ``"ndcg@10"`` = ``("ndc
 from __future__ import annotations
 
 import re
-from typing import Callable, Dict, List, Optional, Sequence, Union
+from typing import Callable, Dict, Union
 
 import numpy as np
 

@@ -19,7 +19,7 @@ at once, concatenated, with ``offsets`` (length Q + 1) delimiting the queries
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Tuple
+from typing import Optional, Tuple
 
 import numpy as np
 
@@ -34,6 +34,23 @@ def positions(ranking: np.ndarray) -> np.ndarray:
     pos = np.empty(len(ranking), dtype=np.int64)
     pos[ranking] = np.arange(len(ranking))
     return pos
+
+
+def sort_by_score(indices: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """``indices`` ordered by decreasing score (stable)."""
+    return indices[np.argsort(-scores[indices], kind="stable")]
+
+
+def split_by_relevance(scores, labels) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(scores as floats, relevant indices, non-relevant indices), each list by decreasing score.
+
+    Yue et al. (2007) Observation 1: within each class the most violated ranking follows the scores, so
+    the argmax searches only how the two sorted lists interleave.
+    """
+    scores = np.asarray(scores, dtype=float)
+    rel = np.asarray(labels) > 0
+    idx = np.arange(len(scores))
+    return scores, sort_by_score(idx[rel], scores), sort_by_score(idx[~rel], scores)
 
 
 class Loss(ABC):
@@ -111,3 +128,15 @@ class Loss(ABC):
         """Whether a query can form constraints: it needs a relevant and a non-relevant candidate."""
         rel = np.asarray(labels) > 0
         return bool(rel.any() and (~rel).any())
+
+
+class CutoffLoss(Loss):
+    """A loss with an optional rank cutoff ``k`` (None: the whole ranking)."""
+
+    def __init__(self, k: Optional[int] = None):
+        if k is not None and int(k) < 1:
+            raise ValueError(f"k must be a positive integer or None, got {k!r}")
+        self.k = None if k is None else int(k)
+
+    def params(self) -> dict:
+        return {"k": self.k}

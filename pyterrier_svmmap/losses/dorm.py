@@ -32,8 +32,7 @@ from typing import Optional
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from .base import Loss, positions
-from .map import sort_by_score
+from .base import Loss, positions, sort_by_score
 from .ndcg import discounts, ndcg_of_ranking
 
 

@@ -29,7 +29,7 @@ from typing import Tuple
 
 import numpy as np
 
-from .base import Loss
+from .base import Loss, sort_by_score, split_by_relevance  # noqa: F401  (sort_by_score re-exported)
 
 #: entries of the (non-relevant × relevant) gain table built at once; bounds memory on big queries
 _CHUNK_ENTRIES = 1 << 22
@@ -232,11 +232,6 @@ def map_slots(pos_scores: np.ndarray, neg_scores: np.ndarray) -> np.ndarray:
                            neg_scores, np.array([0, len(neg_scores)]))
 
 
-def sort_by_score(indices: np.ndarray, scores: np.ndarray) -> np.ndarray:
-    """``indices`` ordered by decreasing score (stable)."""
-    return indices[np.argsort(-scores[indices], kind="stable")]
-
-
 class MAPLoss(Loss):
     """Δ = 1 − AP(y) over the query's candidates; SVM-map's loss (Yue et al. 2007, §2 and §3.2)."""
 
@@ -251,11 +246,7 @@ class MAPLoss(Loss):
         return pairwise_psi_coef(ranking, labels)
 
     def argmax(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        scores = np.asarray(scores, dtype=float)
-        rel = np.asarray(labels) > 0
-        idx = np.arange(len(scores))
-        pos = sort_by_score(idx[rel], scores)
-        neg = sort_by_score(idx[~rel], scores)
+        scores, pos, neg = split_by_relevance(scores, labels)
         if len(pos) == 0 or len(neg) == 0:
             return np.concatenate([pos, neg])
         return interleave(pos, neg, map_slots(scores[pos], scores[neg]))

@@ -19,8 +19,7 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from .base import Loss
-from .map import sort_by_score
+from .base import CutoffLoss, split_by_relevance
 from .roc import segment_exclusive_cumsum
 
 
@@ -33,18 +32,10 @@ def reciprocal_rank(ranking: np.ndarray, labels: np.ndarray, k: Optional[int] = 
     return 0.0 if (k is not None and r >= k) else 1.0 / (1 + r)
 
 
-class MRRLoss(Loss):
+class MRRLoss(CutoffLoss):
     """Δ = 1 − RR@k, Ψ = φ_mrr (Chakrabarti et al. Eq. 5), exact argmax of their Figure 3."""
 
     name = "mrr"
-
-    def __init__(self, k: Optional[int] = None):
-        if k is not None and int(k) < 1:
-            raise ValueError(f"k must be a positive integer or None, got {k!r}")
-        self.k = None if k is None else int(k)
-
-    def params(self) -> dict:
-        return {"k": self.k}
 
     def delta(self, ranking: np.ndarray, labels: np.ndarray) -> float:
         if not (np.asarray(labels) > 0).any():
@@ -73,11 +64,7 @@ class MRRLoss(Loss):
         return d
 
     def argmax(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        scores = np.asarray(scores, dtype=float)
-        rel = np.asarray(labels) > 0
-        idx = np.arange(len(scores))
-        pos = sort_by_score(idx[rel], scores)
-        neg = sort_by_score(idx[~rel], scores)
+        scores, pos, neg = split_by_relevance(scores, labels)
         if len(pos) == 0 or len(neg) == 0:
             return np.concatenate([pos, neg])
         r = self._best_r(scores[neg], scores[pos[-1]])
@@ -93,14 +80,10 @@ class MRRLoss(Loss):
 
     def violation(self, scores: np.ndarray, labels: np.ndarray) -> Tuple[float, np.ndarray]:
         """Δ(r̂) and c(y*) − c(ŷ) = −c(ŷ): −1 for the r̂ bad candidates on top, +r̂ for g_min."""
-        scores = np.asarray(scores, dtype=float)
-        rel = np.asarray(labels) > 0
+        scores, pos, neg = split_by_relevance(scores, labels)
         coef = np.zeros(len(scores))
-        if not rel.any() or rel.all():
+        if len(pos) == 0 or len(neg) == 0:
             return 0.0, coef
-        idx = np.arange(len(scores))
-        pos = sort_by_score(idx[rel], scores)
-        neg = sort_by_score(idx[~rel], scores)
         r = self._best_r(scores[neg], scores[pos[-1]])
         coef[neg[:r]] = -1.0
         coef[pos[-1]] = float(r)

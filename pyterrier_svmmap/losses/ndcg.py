@@ -32,8 +32,8 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from .base import Loss
-from .map import pairwise_psi_coef, sort_by_score
+from .base import CutoffLoss, split_by_relevance
+from .map import pairwise_psi_coef
 
 
 def discounts(n: int, k: Optional[int]) -> np.ndarray:
@@ -140,18 +140,10 @@ def _running_argmax(row: np.ndarray) -> np.ndarray:
     return np.maximum.accumulate(np.where(is_new, idx, 0))
 
 
-class NDCGLoss(Loss):
+class NDCGLoss(CutoffLoss):
     """Δ = 1 − nDCG@k (binary gains; ``k=None``: no cutoff, SVM-NDCG-NC), pairwise Ψ, exact DP argmax."""
 
     name = "ndcg"
-
-    def __init__(self, k: Optional[int] = None):
-        if k is not None and int(k) < 1:
-            raise ValueError(f"k must be a positive integer or None, got {k!r}")
-        self.k = None if k is None else int(k)
-
-    def params(self) -> dict:
-        return {"k": self.k}
 
     def delta(self, ranking: np.ndarray, labels: np.ndarray) -> float:
         if not (np.asarray(labels) > 0).any():
@@ -162,11 +154,7 @@ class NDCGLoss(Loss):
         return pairwise_psi_coef(ranking, labels)
 
     def argmax(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        scores = np.asarray(scores, dtype=float)
-        rel = np.asarray(labels) > 0
-        idx = np.arange(len(scores))
-        pos = sort_by_score(idx[rel], scores)
-        neg = sort_by_score(idx[~rel], scores)
+        scores, pos, neg = split_by_relevance(scores, labels)
         if len(pos) == 0 or len(neg) == 0:
             return np.concatenate([pos, neg])
         counts, _ = ndcg_counts(scores[pos], scores[neg], self.k)
