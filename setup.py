@@ -25,9 +25,10 @@ setup(
     extras_require={
         "pisa": ["pyterrier-pisa>=0.4"],
         "plot": ["matplotlib>=3.6"],
-        "peers": ["lightgbm>=4.0"],
+        "peers": ["lightgbm>=4.0", "scikit-learn>=1.0"],   # LightGBM's ranker API needs scikit-learn
         "speed": ["numba>=0.58"],
-        "test": ["pytest>=7", "hypothesis>=6", "pyterrier-pisa>=0.4", "lightgbm>=4.0", "matplotlib>=3.6", "numba>=0.58"],
+        "test": ["pytest>=7", "hypothesis>=6", "pyterrier-pisa>=0.4", "lightgbm>=4.0", "scikit-learn>=1.0", "matplotlib>=3.6",
+                 "numba>=0.58"],
     },
     entry_points={
         "console_scripts": ["svmmap=pyterrier_svmmap.cli:main"],
