@@ -242,17 +242,20 @@ def quantile_thresholds(values: np.ndarray, n_bins: int) -> np.ndarray:
 
 
 def top_of_queries(raw: np.ndarray, offsets: np.ndarray, depth: int) -> np.ndarray:
-    """``raw`` with NaN except, per query and function, the ``depth`` highest scores."""
+    """``raw`` with NaN except, per query and function, the ``depth`` highest scores (ties at the
+    boundary kept). One partial sort of the queries padded into a (queries × longest × functions) block."""
+    offsets = np.asarray(offsets)
+    sizes = np.diff(offsets)
     qid = query_ids(offsets)
-    out = np.full(raw.shape, np.nan)
-    for f in range(raw.shape[1]):
-        col = raw[:, f]
-        order = np.lexsort((-np.where(np.isnan(col), -np.inf, col), qid))   # by query, best first
-        rank = np.empty(len(col), dtype=np.int64)
-        rank[order] = np.arange(len(col)) - np.asarray(offsets)[:-1][qid[order]]
-        keep = (rank < depth) & ~np.isnan(col)
-        out[keep, f] = col[keep]
-    return out
+    n_q, n_funcs = len(sizes), raw.shape[1]
+    if n_q == 0 or sizes.max() <= depth:
+        return raw.copy()
+    pos = np.arange(len(raw)) - offsets[:-1][qid]
+    block = np.full((n_q, int(sizes.max()), n_funcs), -np.inf)
+    block[qid, pos] = np.where(np.isnan(raw), -np.inf, raw)
+    kth = -np.partition(-block, depth - 1, axis=1)[:, depth - 1, :]       # depth-th highest per (q, f)
+    keep = (raw >= kth[qid]) & ~np.isnan(raw)
+    return np.where(keep, raw, np.nan)
 
 
 def even_thresholds(n_bins: int) -> np.ndarray:

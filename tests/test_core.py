@@ -219,3 +219,21 @@ def test_threshold_depth_puts_the_thresholds_among_each_querys_top_candidates():
     assert np.median(top[0, 1:]) > np.median(everywhere[0, 1:])
     with pytest.raises(ValueError, match="threshold_depth"):
         FeatureEncoder("bins", threshold_depth=0)
+
+
+def test_top_of_queries_keeps_each_querys_top_scores_per_function():
+    from pyterrier_svmmap.features import top_of_queries
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        sizes = rng.integers(1, 30, rng.integers(1, 6))
+        offsets = np.r_[0, np.cumsum(sizes)]
+        raw = rng.normal(size=(offsets[-1], 3))
+        raw[rng.random(raw.shape) < 0.3] = np.nan
+        depth = int(rng.integers(1, 10))
+        got = top_of_queries(raw, offsets, depth)
+        for q in range(len(sizes)):
+            for f in range(3):
+                col = raw[offsets[q]:offsets[q + 1], f]
+                kept = got[offsets[q]:offsets[q + 1], f]
+                expected = np.sort(col[~np.isnan(col)])[::-1][:depth]
+                np.testing.assert_array_equal(np.sort(kept[~np.isnan(kept)])[::-1], expected)
