@@ -52,10 +52,9 @@ class RankerEstimator(pt.Estimator):
             raise ValueError("give both valid_res and valid_qrels, or neither")
         train = candidates_from_frame(train_res, train_qrels, context=self)
         self.n_functions_ = train.raw.shape[1]
-        self.base_names_ = list(train_res.attrs.get("feature_names") or
-                                [f"f{i}" for i in range(self.n_functions_)])
-        if len(self.base_names_) != self.n_functions_:
-            self.base_names_ = [f"f{i}" for i in range(self.n_functions_)]
+        names = train_res.attrs.get("feature_names")            # set by RunFeatures
+        self.base_names_ = (list(names) if names and len(names) == self.n_functions_
+                            else [f"f{i}" for i in range(self.n_functions_)])
         train = self._usable_training_queries(train)
         valid = None
         if valid_res is not None and len(valid_res):
