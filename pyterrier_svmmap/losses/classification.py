@@ -32,7 +32,7 @@ from typing import Tuple, Union
 
 import numpy as np
 
-from ..features import DenseBlock, FeatureMatrix
+from ..features import DenseBlock, FeatureMatrix, query_ids
 from .base import Loss
 
 
@@ -100,7 +100,7 @@ class ClassificationLoss(Loss):
         z = np.where(rel, 1.0, -1.0)
         flipped = z * scores < 1.0
         per_cand = np.where(flipped, cost, 0.0) / n_bar
-        qid = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+        qid = query_ids(offsets)
         deltas = np.bincount(qid, weights=per_cand, minlength=len(offsets) - 1)
         # c(z) − c(ŷ) = cost·(z − ŷ)/(2n̄) = cost·z/n̄ on flipped candidates
         coef = np.where(flipped, cost * z, 0.0) / n_bar

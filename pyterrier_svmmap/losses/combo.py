@@ -17,6 +17,7 @@ from typing import Sequence, Tuple
 
 import numpy as np
 
+from ..features import query_ids
 from .base import Loss
 
 
@@ -78,7 +79,7 @@ class ComboLoss(Loss):
         scores = np.asarray(scores, dtype=float)
         offsets = np.asarray(offsets, dtype=np.int64)
         n_q = len(offsets) - 1
-        qid = np.repeat(np.arange(n_q), np.diff(offsets))
+        qid = query_ids(offsets)
         results = [l.batch_violation(scores, labels, offsets) for l in self.losses]
         values = np.stack([d - np.bincount(qid, weights=c * scores, minlength=n_q) for d, c in results])
         winner = np.argmax(values, axis=0)                               # per query

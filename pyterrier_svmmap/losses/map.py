@@ -29,6 +29,7 @@ from typing import Tuple
 
 import numpy as np
 
+from ..features import query_ids
 from .base import Loss, sort_by_score, split_by_relevance  # noqa: F401  (sort_by_score re-exported)
 
 #: entries of the (non-relevant × relevant) gain table built at once; bounds memory on big queries
@@ -318,7 +319,7 @@ def query_score_order(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     n_q, n = len(sizes), len(scores)
     longest = int(sizes.max())
     if n_q * longest > 2 * n + 4096:
-        return np.lexsort((-scores, np.repeat(np.arange(n_q), sizes)))
+        return np.lexsort((-scores, query_ids(offsets)))
     if n_q * longest == n:
         local = np.argsort(-scores.reshape(n_q, longest), axis=1)
         local += offsets[:-1, None]
@@ -343,8 +344,7 @@ def query_class_order(scores: np.ndarray, labels: np.ndarray,
     """
     rel = np.asarray(labels) > 0
     n_q = len(offsets) - 1
-    sizes = np.diff(offsets)
-    qid = np.repeat(np.arange(n_q, dtype=np.int64), sizes)
+    qid = query_ids(offsets)
     n_pos = np.bincount(qid, weights=rel, minlength=n_q).astype(np.int64)
     if 2 * n_q <= np.iinfo(np.uint16).max:
         by_score = np.argsort(-scores)
@@ -385,7 +385,7 @@ def map_batch_violation_numpy(scores: np.ndarray, labels: np.ndarray,
     rel = np.asarray(labels) > 0
     n_q = len(offsets) - 1
     sizes = np.diff(offsets)
-    qid = np.repeat(np.arange(n_q), sizes)
+    qid = query_ids(offsets)
     deltas = np.zeros(n_q)
     coef = np.zeros(len(scores))
     P = np.bincount(qid, weights=rel, minlength=n_q).astype(np.int64)

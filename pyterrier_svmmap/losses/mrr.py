@@ -19,6 +19,7 @@ from typing import Optional, Tuple
 
 import numpy as np
 
+from ..features import query_ids
 from .base import CutoffLoss, split_by_relevance
 from .roc import segment_exclusive_cumsum
 
@@ -102,7 +103,7 @@ class MRRLoss(CutoffLoss):
         offsets = np.asarray(offsets, dtype=np.int64)
         n_q = len(offsets) - 1
         sizes = np.diff(offsets)
-        qid = np.repeat(np.arange(n_q), sizes)
+        qid = query_ids(offsets)
         n_pos = np.bincount(qid, weights=rel_all, minlength=n_q).astype(np.int64)
         ok = (n_pos > 0) & (n_pos < sizes)
         g_min_score = np.full(n_q, np.inf)

@@ -17,6 +17,7 @@ from typing import Tuple
 
 import numpy as np
 
+from ..features import query_ids
 from .base import Loss
 from .map import pairwise_psi_coef
 
@@ -81,7 +82,7 @@ class ROCLoss(Loss):
         rel_all = np.asarray(labels) > 0
         offsets = np.asarray(offsets, dtype=np.int64)
         n_q = len(offsets) - 1
-        qid = np.repeat(np.arange(n_q), np.diff(offsets))
+        qid = query_ids(offsets)
         key = np.where(rel_all, scores - 0.25, scores + 0.25)
         order = np.lexsort((-key, qid))                  # by query, then decreasing key (stable)
         rel = rel_all[order]
