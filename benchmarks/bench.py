@@ -134,14 +134,14 @@ def part_a(quick):
 # -------------------------------------------------------------------------------------------------
 def vaswani_candidates(collection_dir, cache):
     from pyterrier_svmmap.reproduce.base_runs import base_runs
-    from pyterrier_svmmap.reproduce.candidates import candidate_features
+    from pyterrier_svmmap import RunFeatures
     from pyterrier_svmmap.reproduce.collection import load_directory
     coll = load_directory(collection_dir)
     topics = coll.judged_topics()
     t = time.perf_counter()
     runs, timings = base_runs(coll, cache, topics=topics)
     t_runs = time.perf_counter() - t
-    frame = candidate_features(topics, runs)
+    frame = RunFeatures(runs).transform(topics[["qid", "query"]])
     return coll, topics, frame, t_runs, timings
 
 

@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
+from .features import query_ids
+
 
 @dataclass
 class Candidates:
@@ -34,8 +36,7 @@ class Candidates:
     def subset(self, query_mask: np.ndarray) -> "Candidates":
         """The candidates of the queries where ``query_mask`` is True."""
         sizes = np.diff(self.offsets)[query_mask]
-        rows = np.concatenate([np.arange(lo, hi) for lo, hi, keep in
-                               zip(self.offsets[:-1], self.offsets[1:], query_mask) if keep] or [[]]).astype(int)
+        rows = np.flatnonzero(np.asarray(query_mask)[query_ids(self.offsets)])
         return Candidates(frame=self.frame.iloc[rows], raw=self.raw[rows],
                           offsets=np.concatenate([[0], np.cumsum(sizes)]), qids=self.qids[query_mask],
                           labels=None if self.labels is None else self.labels[rows],

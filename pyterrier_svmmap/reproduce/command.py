@@ -62,7 +62,7 @@ def _save_pictures(out: Path, first_models: dict) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from . import base_runs as br
-    from .candidates import candidate_features
+    from ..run_features import RunFeatures
     from .collection import load_directory, load_irds
     from .evaluate import aggregate, run_trials
     from .protocol import make_splits, role_counts
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
 
     runs, timings = br.base_runs(coll, out, topics=topics, threads=args.threads)
     t = time.perf_counter()
-    candidates = candidate_features(topics, runs)
+    candidates = RunFeatures(runs).transform(topics[["qid", "query"]])   # union of the base runs
     timings["candidates_seconds"] = time.perf_counter() - t
     logger.info("%d candidates for %d queries (%.1fs)", len(candidates), len(topics),
                 timings["candidates_seconds"])
