@@ -39,8 +39,8 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 import numpy as np
 from scipy.special import expit
 
-from .features import DenseBlock, FeatureMatrix, query_ids
-from .measures import average_precision, rank_within_queries
+from .features import DenseBlock, FeatureMatrix
+from .measures import average_precision, dcg_at
 
 log = logging.getLogger(__name__)
 
@@ -88,13 +88,7 @@ def ndcg(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray, k: Optiona
          n_relevant: Optional[np.ndarray] = None, idcg: Optional[np.ndarray] = None) -> np.ndarray:
     """Exact NDCG@k per query (k=None: NDCG@n, Eq. (5)) with gains 2^r − 1; ties by candidate order."""
     offsets = np.asarray(offsets)
-    order = rank_within_queries(scores, offsets)
-    qid = query_ids(offsets)
-    rank = np.arange(len(order)) - offsets[:-1][qid] + 1
-    disc = 1.0 / np.log2(rank + 1)
-    if k is not None:
-        disc = np.where(rank <= k, disc, 0.0)
-    dcg = np.bincount(qid, weights=gains(labels)[order] * disc, minlength=len(offsets) - 1)
+    dcg = dcg_at(scores, gains(labels), offsets, k)
     if idcg is None:
         idcg = ideal_dcg(labels, offsets, k, n_relevant)
     return np.divide(dcg, idcg, out=np.zeros(len(dcg)), where=idcg > 0)

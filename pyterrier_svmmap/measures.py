@@ -42,17 +42,28 @@ def average_precision(scores, labels, offsets, n_relevant: Optional[np.ndarray] 
     return np.divide(prec_sum, n_relevant, out=np.zeros(n_q), where=n_relevant > 0)
 
 
+def dcg_at(scores, gains, offsets, k: Optional[int] = None) -> np.ndarray:
+    """DCG@k per query of the ranking by ``scores``: Σ gain/log2(rank + 1) over ranks ≤ k (None: all).
+    Gains are per candidate, so binary (nDCG here) and graded (ApproxNDCG's 2^r − 1) share it."""
+    order = rank_within_queries(scores, offsets)
+    qid = query_ids(offsets)
+    rank = np.arange(len(order)) - np.asarray(offsets)[:-1][qid] + 1     # 1-based rank within query
+    disc = 1.0 / np.log2(rank + 1)
+    if k is not None:
+        disc = np.where(rank <= k, disc, 0.0)
+    return np.bincount(qid, weights=np.asarray(gains, dtype=float)[order] * disc, minlength=len(offsets) - 1)
+
+
 def ndcg_at(scores, labels, offsets, k: Optional[int] = None,
             n_relevant: Optional[np.ndarray] = None) -> np.ndarray:
     """nDCG@k per query with binary gains (k=None: no cutoff). The ideal ranking puts
     ``n_relevant`` (default: the relevant candidates) relevant documents first."""
-    rel, rank, qid = _ranked_relevance(scores, labels, offsets)
+    rel = (np.asarray(labels) > 0).astype(float)
     n_q = len(offsets) - 1
     cut = np.inf if k is None else k
-    disc = np.where(rank <= cut, 1.0 / np.log2(rank + 1), 0.0)
-    dcg = np.bincount(qid, weights=rel * disc, minlength=n_q)
+    dcg = dcg_at(scores, rel, offsets, k)
     if n_relevant is None:
-        n_relevant = np.bincount(qid, weights=rel, minlength=n_q)
+        n_relevant = np.bincount(query_ids(offsets), weights=rel, minlength=n_q)
     n_ideal = np.minimum(np.asarray(n_relevant, dtype=float), cut)
     max_n = int(n_ideal.max()) if n_q else 0
     prefix = np.concatenate([[0.0], np.cumsum(1.0 / np.log2(np.arange(2, max_n + 2)))])
