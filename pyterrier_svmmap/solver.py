@@ -15,7 +15,8 @@ Several *slack groups* may share one w (SVM-COMBO with separate slacks, Chakraba
 group k has its own loss, constant C_k and slack ξ_k, and the objective is ½‖w‖² + Σ_k C_k ξ_k.
 
 The dual QP over the working set, max_α bᵀα − ½ αᵀGα with G = AAᵀ, α ≥ 0, Σ_{c∈k} α_c ≤ C_k,
-is solved by SMO-style pair updates (each group is a scaled simplex once a slack variable is added).
+is solved exactly by an active-set method (each group is a scaled simplex once a slack variable is
+added), polished by SMO-style pair updates.
 """
 from __future__ import annotations
 
@@ -60,51 +61,68 @@ class TrainingResult:
 # ---------------------------------------------------------------------------------------------
 # the dual QP
 # ---------------------------------------------------------------------------------------------
-def _active_set_simplex(G: np.ndarray, b: np.ndarray, C: float, alpha: np.ndarray,
-                        max_rounds: int) -> Optional[np.ndarray]:
-    """Exact solve of the one-group dual by a primal active-set method (Nocedal & Wright, Alg. 16.3).
+def _active_set(G: np.ndarray, b: np.ndarray, group: np.ndarray, C: np.ndarray, alpha: np.ndarray,
+                max_rounds: int) -> Optional[np.ndarray]:
+    """Exact solve of the dual by a primal active-set method (Nocedal & Wright, Alg. 16.3).
 
-    With the unused budget as an extra variable of zero curvature, the feasible set is the scaled simplex
-    {x ≥ 0, 1ᵀx = C}. Each round solves the equality-constrained QP on the current support P (a small
-    KKT system), steps towards it as far as x ≥ 0 allows, drops variables that hit 0, and once the
-    support's solution is feasible adds the variable with the largest gradient if it beats the
-    support's common gradient. Returns None if it does not settle within ``max_rounds``.
+    Each group k gets its unused budget s_k as an extra variable of zero curvature and zero gain, so the
+    feasible set is a product of scaled simplices {x ≥ 0, Σ_{c∈k} x_c + s_k = C_k}. Each round solves
+    the equality-constrained QP on the current support P (a small KKT system with one multiplier λ_k
+    per group), steps towards it as far as x ≥ 0 allows and drops the variable that hits 0; once the
+    support's solution is feasible it adds the outside variable whose gradient most exceeds its
+    group's λ_k, or stops when none does (the KKT conditions). Returns None if it does not settle
+    within ``max_rounds`` (the caller then falls back on SMO).
     """
-    m = len(b)
-    H = np.zeros((m + 1, m + 1))
+    m, n_groups = len(b), len(C)
+    H = np.zeros((m + n_groups, m + n_groups))
     H[:m, :m] = G
-    c = np.append(b, 0.0)
-    x = np.append(alpha, max(0.0, C - alpha.sum()))
-    if x.sum() <= 0:
-        x[m] = C
-    x *= C / x.sum()
+    c = np.concatenate([b, np.zeros(n_groups)])
+    gid = np.concatenate([group, np.arange(n_groups)])
+    # a feasible start from the warm start: each group's α scaled into its budget, the rest unused
+    x = np.concatenate([np.maximum(alpha, 0.0), np.zeros(n_groups)])
+    for k in range(n_groups):
+        members = group == k
+        used = x[:m][members].sum()
+        if used > C[k]:
+            x[:m][members] *= C[k] / used
+            used = C[k]
+        x[m + k] = C[k] - used
     P = x > 0
     for _ in range(max_rounds):
         idx = np.flatnonzero(P)
-        k = len(idx)
-        K = np.zeros((k + 1, k + 1))
-        K[:k, :k] = H[np.ix_(idx, idx)]
-        K[:k, k] = -1.0
-        K[k, :k] = 1.0
-        rhs = np.append(c[idx], C)
-        sol = np.linalg.lstsq(K, rhs, rcond=None)[0]
-        z = sol[:k]
+        p = len(idx)
+        E = (gid[idx][None, :] == np.arange(n_groups)[:, None]).astype(float)
+        K = np.zeros((p + n_groups, p + n_groups))
+        K[:p, :p] = H[np.ix_(idx, idx)]
+        K[:p, p:] = E.T
+        K[p:, :p] = E
+        # symmetric equilibration: constraints of very different norms (e.g. φ_mrr next to φ_po
+        # in a combo) make K too ill-conditioned for a plain solve
+        d = np.ones(p + n_groups)
+        diag = np.diag(K)[:p]
+        d[:p][diag > 0] = 1.0 / np.sqrt(diag[diag > 0])
+        row = np.abs(E * d[:p]).max(axis=1)
+        d[p:] = 1.0 / np.where(row > 0, row, 1.0)
+        sol = d * np.linalg.lstsq(K * np.outer(d, d), d * np.concatenate([c[idx], C]), rcond=None)[0]
+        z, lam = sol[:p], sol[p:]
         if (z >= 0).all():
             x[:] = 0.0
             x[idx] = z
-            g = c - H @ x
-            level = g[idx].max()
             out = np.flatnonzero(~P)
-            if len(out) == 0 or g[out].max() <= level + 1e-13 * max(1.0, abs(level)):
+            if len(out) == 0:
                 return x[:m]
-            P[out[np.argmax(g[out])]] = True
+            excess = (c[out] - H[out] @ x) - lam[gid[out]]
+            j = int(np.argmax(excess))
+            if excess[j] <= 1e-13 * max(1.0, abs(lam[gid[out[j]]])):
+                return x[:m]
+            P[out[j]] = True
             continue
         xi = x[idx]
         neg = z < 0
-        t = np.min(xi[neg] / (xi[neg] - z[neg]))
+        ratios = xi[neg] / (xi[neg] - z[neg])
+        t = ratios.min()
         x[idx] = xi + t * (z - xi)
-        hit = idx[neg][np.argmin(xi[neg] / (xi[neg] - z[neg]))]
-        x[hit] = 0.0
+        x[idx[neg][np.argmin(ratios)]] = 0.0
         x[x < 0] = 0.0
         P = x > 0
         if not P.any():
@@ -117,8 +135,9 @@ def solve_dual(G: np.ndarray, b: np.ndarray, group: np.ndarray, C: np.ndarray,
                max_steps: int = 200_000) -> Tuple[np.ndarray, int]:
     """Maximise bᵀα − ½αᵀGα s.t. α ≥ 0 and Σ_{c: group[c]=k} α_c ≤ C[k].
 
-    With one group (every single loss), an exact active-set solve does nearly all the work. Then, and
-    for several groups on its own, SMO: repeatedly move mass between the pair (i, j) of one group with
+    An exact active-set solve (:func:`_active_set`) does nearly all the work, for one group (every
+    single loss) or several (SVM-COMBO with separate slacks). Then, and on its own should the active
+    set not settle, SMO: repeatedly move mass between the pair (i, j) of one group with
     the largest gradient gap g_i − g_j (j may be the group's unused budget, whose gradient is 0), by the
     exact line-search step, until no pair gains more than ``tol`` per unit moved (the KKT conditions up
     to ``tol``). Returns (α, number of active-set rounds + SMO pair steps).
@@ -126,8 +145,9 @@ def solve_dual(G: np.ndarray, b: np.ndarray, group: np.ndarray, C: np.ndarray,
     m = len(b)
     alpha = np.zeros(m) if alpha is None else alpha.astype(float).copy()
     steps = 0
-    if len(C) == 1 and m > 0:
-        exact = _active_set_simplex(G, b, float(C[0]), alpha, max_rounds=4 * m + 20)
+    if m > 0:
+        exact = _active_set(G, b, np.asarray(group), np.asarray(C, dtype=float), alpha,
+                            max_rounds=4 * m + 20 * len(C))
         if exact is not None:
             alpha = exact
             steps += 1

@@ -21,6 +21,20 @@ from ..features import query_ids
 from .base import Loss
 
 
+#: violations within this (relative) distance of the best count as tied; a tie goes to the first member
+#: in the order given, so that the per-query and the batch paths (whose sums round differently) agree
+TIE_TOLERANCE = 1e-12
+
+
+def first_best(values: np.ndarray) -> np.ndarray:
+    """Per column of ``values`` (members × queries), the first member whose violation ties the best
+    one up to :data:`TIE_TOLERANCE` (relative to the violations' magnitude)."""
+    values = np.atleast_2d(values)
+    best = values.max(axis=0)
+    tol = TIE_TOLERANCE * np.maximum(1.0, np.abs(values).max(axis=0))
+    return np.argmax(values >= best - tol, axis=0)
+
+
 class ComboLoss(Loss):
     """Shared-slack combination of losses: per query, the member with the most violated constraint."""
 
@@ -58,13 +72,9 @@ class ComboLoss(Loss):
 
     def _best(self, scores: np.ndarray, labels: np.ndarray):
         s = np.asarray(scores, dtype=float)
-        best = None
-        for l in self.losses:
-            d, c = l.violation(s, labels)
-            v = d - float(c @ s)
-            if best is None or v > best[0]:
-                best = (v, d, c, l)
-        return best
+        found = [(l, *l.violation(s, labels)) for l in self.losses]
+        l, d, c = found[int(first_best(np.array([[d - float(c @ s)] for _, d, c in found]))[0])]
+        return d - float(c @ s), d, c, l
 
     def argmax(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
         """The most violated member's ranking, maximising max_l [Δ_l(y) − (c_l(y*) − c_l(y))·s]."""
@@ -82,7 +92,7 @@ class ComboLoss(Loss):
         qid = query_ids(offsets)
         results = [l.batch_violation(scores, labels, offsets) for l in self.losses]
         values = np.stack([d - np.bincount(qid, weights=c * scores, minlength=n_q) for d, c in results])
-        winner = np.argmax(values, axis=0)                               # per query
+        winner = first_best(values)                                      # per query
         deltas = np.stack([d for d, _ in results])[winner, np.arange(n_q)]
         coef = np.stack([c for _, c in results])[winner[qid], np.arange(len(scores))]
         return deltas, coef

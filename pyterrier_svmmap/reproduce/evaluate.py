@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
@@ -65,48 +65,95 @@ def _subset(frame: pd.DataFrame, groups: Dict[str, np.ndarray], qids: Sequence[s
     return frame.iloc[np.concatenate(rows)] if rows else frame.iloc[:0]
 
 
-def run_trials(candidates: pd.DataFrame, qrels: pd.DataFrame, splits, systems: Dict[str, Callable],
-               base_runs: Dict[str, pd.DataFrame], depth: Optional[int] = 1000,
-               progress: bool = True, first_models: Optional[Dict[str, object]] = None):
-    """Per-trial per-query measures of the learned ``systems`` and the ``base_runs``.
+class _Trials:
+    """What every trial needs (candidates and qrels grouped by query, the systems, the evaluator), so
+    that one trial is one call; worker processes inherit it by ``fork``."""
 
-    Returns ``(per_trial, fit_seconds)``: a long frame with columns system, kind, trial, qid and one
-    per measure, and ``{system: [seconds per fit]}``.
-    """
-    import pyterrier as pt
-    ev = Evaluator(qrels)
-    all_qids = sorted({q for s in splits for q in s.test})
-    base_pq = {name: ev.per_query(run, all_qids) for name, run in base_runs.items()}
-    cand_groups = {q: np.asarray(ix) for q, ix in candidates.groupby("qid", sort=False).indices.items()}
-    qrel_groups = {q: np.asarray(ix) for q, ix in qrels.groupby("qid", sort=False).indices.items()}
-    rows: List[pd.DataFrame] = []
-    fit_seconds: Dict[str, List[float]] = {n: [] for n in systems}
-    it = pt.tqdm(splits, desc="trials", unit="trial", disable=not progress)
-    for split in it:
+    def __init__(self, candidates: pd.DataFrame, qrels: pd.DataFrame, systems: Dict[str, Callable],
+                 depth: Optional[int]):
+        self.candidates, self.qrels, self.systems, self.depth = candidates, qrels, systems, depth
+        self.evaluator = Evaluator(qrels)
+        self.cand_groups = {q: np.asarray(ix) for q, ix in candidates.groupby("qid", sort=False).indices.items()}
+        self.qrel_groups = {q: np.asarray(ix) for q, ix in qrels.groupby("qid", sort=False).indices.items()}
+
+    def run(self, split, keep_models: bool) -> Tuple[List[pd.DataFrame], Dict[str, float], Dict[str, object]]:
+        """Fit every system on ``split``; (per-query rows, fit seconds, the models if ``keep_models``)."""
         test = list(split.test)
-        for name, pq in base_pq.items():
-            rows.append(pq.loc[test].reset_index().assign(system=name, kind="base", trial=split.trial))
-        if not systems:
-            continue
-        tr, va, te = (_subset(candidates, cand_groups, split.train),
-                      _subset(candidates, cand_groups, split.valid),
-                      _subset(candidates, cand_groups, test))
-        qtr, qva = _subset(qrels, qrel_groups, split.train), _subset(qrels, qrel_groups, split.valid)
-        for name, factory in systems.items():
+        tr, va, te = (_subset(self.candidates, self.cand_groups, split.train),
+                      _subset(self.candidates, self.cand_groups, split.valid),
+                      _subset(self.candidates, self.cand_groups, test))
+        qtr = _subset(self.qrels, self.qrel_groups, split.train)
+        qva = _subset(self.qrels, self.qrel_groups, split.valid)
+        rows, seconds, models = [], {}, {}
+        for name, factory in self.systems.items():
             est = factory()
             t = time.perf_counter()
             if len(split.valid):
                 est.fit(tr, qtr, va, qva)
             else:
                 est.fit(tr, qtr)
-            fit_seconds[name].append(time.perf_counter() - t)
-            if first_models is not None and name not in first_models:
-                first_models[name] = est
-            out = cut_depth(est.transform(te), depth)
-            pq = ev.per_query(out, test)
+            seconds[name] = time.perf_counter() - t
+            if keep_models:
+                models[name] = est
+            pq = self.evaluator.per_query(cut_depth(est.transform(te), self.depth), test)
             rows.append(pq.reset_index().assign(system=name, kind="learned", trial=split.trial))
-            logger.debug("trial %d %s: fit %.2fs, test MAP %.4f", split.trial, name,
-                         fit_seconds[name][-1], pq["map"].mean())
+            logger.debug("trial %d %s: fit %.2fs, test MAP %.4f", split.trial, name, seconds[name],
+                         pq["map"].mean())
+        return rows, seconds, models
+
+
+_WORKER_TRIALS: Optional[_Trials] = None      # set in the parent before forking the workers
+
+
+def _run_in_worker(split, keep_models: bool):
+    return _WORKER_TRIALS.run(split, keep_models)
+
+
+def run_trials(candidates: pd.DataFrame, qrels: pd.DataFrame, splits, systems: Dict[str, Callable],
+               base_runs: Dict[str, pd.DataFrame], depth: Optional[int] = 1000,
+               progress: bool = True, first_models: Optional[Dict[str, object]] = None, jobs: int = 1):
+    """Per-trial per-query measures of the learned ``systems`` and the ``base_runs``.
+
+    ``jobs`` > 1 runs that many trials at once in forked worker processes (each fit is single-threaded,
+    so on an idle machine the fit times stay those of a sequential run); results do not depend on it.
+    ``first_models`` (a dict) receives each system's model of the first split.
+
+    Returns ``(per_trial, fit_seconds)``: a long frame with columns system, kind, trial, qid and one
+    per measure, and ``{system: [seconds per fit]}`` in split order.
+    """
+    import pyterrier as pt
+    global _WORKER_TRIALS
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, got {jobs}")
+    trials = _Trials(candidates, qrels, systems, depth)
+    all_qids = sorted({q for s in splits for q in s.test})
+    base_pq = {name: trials.evaluator.per_query(run, all_qids) for name, run in base_runs.items()}
+    rows: List[pd.DataFrame] = []
+    for split in splits:
+        for name, pq in base_pq.items():
+            rows.append(pq.loc[list(split.test)].reset_index().assign(system=name, kind="base", trial=split.trial))
+    fit_seconds: Dict[str, List[float]] = {n: [] for n in systems}
+    if systems:
+        keep = [first_models is not None and i == 0 for i in range(len(splits))]
+        bar = dict(desc="trials", unit="trial", total=len(splits), disable=not progress)
+        if jobs > 1 and len(splits) > 1:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+            _WORKER_TRIALS = trials
+            try:
+                with ProcessPoolExecutor(min(jobs, len(splits)),
+                                         mp_context=multiprocessing.get_context("fork")) as pool:
+                    results = list(pt.tqdm(pool.map(_run_in_worker, splits, keep), **bar))
+            finally:
+                _WORKER_TRIALS = None
+        else:
+            results = [trials.run(s, k) for s, k in pt.tqdm(list(zip(splits, keep)), **bar)]
+        for trial_rows, seconds, models in results:
+            rows.extend(trial_rows)
+            for name, sec in seconds.items():
+                fit_seconds[name].append(sec)
+            if models:
+                first_models.update(models)
     per_trial = pd.concat(rows, ignore_index=True)[["system", "kind", "trial", "qid", *MEASURES]]
     return per_trial, fit_seconds
 

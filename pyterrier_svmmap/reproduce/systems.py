@@ -44,9 +44,19 @@ def register(name: str, factory: Callable[[], object] = None):
     return deco(factory) if factory is not None else deco
 
 
-def _struct(**params):
+#: Multipliers of that grid for the losses whose joint feature map is on another scale. Scaling Ψ by λ
+#: is the same problem as scaling C by λ² (substitute u = λw in OP 1), so a loss whose constraints are
+#: λ times longer needs a grid λ² lower to cover the same range of regularisation. φ_mrr is
+#: unnormalised (Chakrabarti et al. Eq. 5): a constraint sums up to |N| ≈ 10³ candidates where φ_po
+#: averages, so λ² ≈ 10⁶–10⁸; φ_dorm sums A(r) over the top-20 window, λ ≈ 10 or more. Measured on
+#: Vaswani's first split, C·10⁻⁴ and C·10⁻³ for svm-mrr@10 took 44 s and minutes per fit without a
+#: better model (README, "Losses"), so its grid starts lower still.
+C_GRID_SCALE = {"mrr": 1e-8, "dorm": 1e-4}
+
+
+def _struct(c_scale: float = 1.0, **params):
     from pyterrier_svmmap import DEFAULT_C_GRID, StructSVM
-    return StructSVM(C=list(DEFAULT_C_GRID), **params)
+    return StructSVM(C=[c * c_scale for c in DEFAULT_C_GRID], **params)
 
 
 @register("svm-map")
@@ -80,11 +90,13 @@ STRUCT_SYSTEMS = {
     "svm-roc": dict(loss="roc"),
     "svm-ndcg@10": dict(loss="ndcg@10"),
     "svm-ndcg-nc": dict(loss="ndcg"),                       # NDCG without cutoff
-    "svm-mrr@10": dict(loss="mrr@10"),
-    "svm-combo": dict(loss="combo", loss_params=dict(losses=["map", "ndcg@10", "mrr@10"], slack="separate")),
+    "svm-mrr@10": dict(loss="mrr@10", c_scale=C_GRID_SCALE["mrr"]),
+    # SVM-COMBO, separate slacks; the MRR member's C is scaled as svm-mrr@10's grid (C_weights)
+    "svm-combo": dict(loss="combo", loss_params=dict(losses=["map", "ndcg@10", "mrr@10"], slack="separate",
+                                                     C_weights=[1.0, 1.0, C_GRID_SCALE["mrr"]])),
     # DORM (Le & Smola 2007 as in Chakrabarti et al. 2008): 1 − NDCG@10 with the decay truncated to the
     # top 20 ranks, so each argmax is a ≤ 40 × 20 assignment problem per query
-    "dorm": dict(loss="dorm", loss_params=dict(k=10, window=20)),
+    "dorm": dict(loss="dorm", loss_params=dict(k=10, window=20), c_scale=C_GRID_SCALE["dorm"]),
     "svm-acc": dict(loss="acc"),                            # Yue et al. §5.2 classification baselines
     "svm-acc2": dict(loss="acc2"),
     "svm-acc3": dict(loss="acc", binning="percentile"),
@@ -153,9 +165,18 @@ def resolve(names: Sequence[str]) -> Dict[str, Callable[[], object]]:
     return out
 
 
+#: ``--systems default``: the learners of the papers (Yue et al. Table 9, Chakrabarti et al. Figure 9,
+#: Qin et al.) and the boosted peers; ``all`` adds SVM-map's feature options (svm-map-raw, ...)
+PAPER_SYSTEMS = ["svm-map", *STRUCT_SYSTEMS, "approx-ap", "approx-ndcg", "lambdamart", "mcrank", "adarank"]
+
+
 def parse_names(spec: str) -> List[str]:
+    """System names from ``--systems``: a comma-separated list, ``default`` (:data:`PAPER_SYSTEMS`)
+    or ``all`` (every registered system)."""
     if spec.strip().lower() == "all":
         return list(SYSTEMS)
+    if spec.strip().lower() == "default":
+        return list(PAPER_SYSTEMS)
     names = [s.strip() for s in spec.split(",") if s.strip()]
     if not names:
         raise ValueError("--systems needs at least one name")
