@@ -14,6 +14,7 @@ on the per-query averaged APs.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -103,10 +104,24 @@ class _Trials:
 
 
 _WORKER_TRIALS: Optional[_Trials] = None      # set in the parent before forking the workers
+_WORKER_THREADS = 1                            # BLAS / OpenMP threads per worker: cores // jobs
+
+
+def _thread_limit(threads: int):
+    """Cap BLAS and OpenMP (LightGBM) thread pools at ``threads`` if threadpoolctl is installed (it comes
+    with scikit-learn, the ``peers`` extra): without it, each of ``jobs`` workers would start a pool
+    of every core's threads, and the oversubscribed cores would slow the fits and inflate fit_seconds."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:                                  # pragma: no cover
+        from contextlib import nullcontext
+        return nullcontext()
+    return threadpool_limits(limits=threads)
 
 
 def _run_in_worker(split, keep_models: bool):
-    return _WORKER_TRIALS.run(split, keep_models)
+    with _thread_limit(_WORKER_THREADS):
+        return _WORKER_TRIALS.run(split, keep_models)
 
 
 def run_trials(candidates: pd.DataFrame, qrels: pd.DataFrame, splits, systems: Dict[str, Callable],
@@ -114,15 +129,16 @@ def run_trials(candidates: pd.DataFrame, qrels: pd.DataFrame, splits, systems: D
                progress: bool = True, first_models: Optional[Dict[str, object]] = None, jobs: int = 1):
     """Per-trial per-query measures of the learned ``systems`` and the ``base_runs``.
 
-    ``jobs`` > 1 runs that many trials at once in forked worker processes (each fit is single-threaded,
-    so on an idle machine the fit times stay those of a sequential run); results do not depend on it.
+    ``jobs`` > 1 runs that many trials at once in forked worker processes, each with its BLAS and
+    OpenMP thread pools capped at cores // jobs (so the fit times are not inflated by oversubscribed
+    cores); results do not depend on it.
     ``first_models`` (a dict) receives each system's model of the first split.
 
     Returns ``(per_trial, fit_seconds)``: a long frame with columns system, kind, trial, qid and one
     per measure, and ``{system: [seconds per fit]}`` in split order.
     """
     import pyterrier as pt
-    global _WORKER_TRIALS
+    global _WORKER_TRIALS, _WORKER_THREADS
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")
     trials = _Trials(candidates, qrels, systems, depth)
@@ -140,6 +156,7 @@ def run_trials(candidates: pd.DataFrame, qrels: pd.DataFrame, splits, systems: D
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
             _WORKER_TRIALS = trials
+            _WORKER_THREADS = max(1, (os.cpu_count() or 1) // jobs)
             try:
                 with ProcessPoolExecutor(min(jobs, len(splits)),
                                          mp_context=multiprocessing.get_context("fork")) as pool:
