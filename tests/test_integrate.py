@@ -116,6 +116,20 @@ def test_missing_dependency_skips_with_a_message(monkeypatch, caplog):
     assert "skipping system needs-x: needs X; pip install x" in caplog.text
 
 
+def test_systems_missing_one_dependency_are_skipped_in_one_message(monkeypatch, caplog):
+    """Without the peers extra, LambdaMART and McRank are skipped with one message saying why."""
+    def needs_lightgbm():
+        raise ImportError("needs LightGBM (No module named 'lightgbm'); pip install 'pyterrier-svmmap[peers]'")
+    monkeypatch.setitem(sysreg.SYSTEMS, "lambdamart", needs_lightgbm)
+    monkeypatch.setitem(sysreg.SYSTEMS, "mcrank", needs_lightgbm)
+    with caplog.at_level("WARNING"):
+        out = sysreg.resolve(["svm-map", "lambdamart", "mcrank", "adarank"])
+    assert list(out) == ["svm-map", "adarank"]
+    lines = [r.getMessage() for r in caplog.records if "skipping" in r.getMessage()]
+    assert lines == ["skipping systems lambdamart, mcrank: needs LightGBM (No module named 'lightgbm'); "
+                     "pip install 'pyterrier-svmmap[peers]'"]
+
+
 # ------------------------------------------------------------------------------------------
 # tables
 # ------------------------------------------------------------------------------------------

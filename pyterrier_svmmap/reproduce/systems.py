@@ -149,19 +149,23 @@ def _adarank():
 
 
 def resolve(names: Sequence[str]) -> Dict[str, Callable[[], object]]:
-    """The factories of ``names`` that can be built; unknown names are an error, systems whose
-    optional dependency is missing are skipped with one warning each."""
+    """The factories of ``names`` that can be built; unknown names are an error. Systems whose optional
+    dependency is missing are skipped with one warning per missing dependency, naming all the systems
+    it skips (e.g. LambdaMART and McRank without LightGBM) and how to install it."""
     unknown = [n for n in names if n not in SYSTEMS]
     if unknown:
         raise ValueError(f"unknown system(s) {', '.join(unknown)}; known: {', '.join(sorted(SYSTEMS))}")
     out = {}
+    skipped: Dict[str, List[str]] = {}          # reason → systems
     for n in names:
         try:
             SYSTEMS[n]()
         except ImportError as e:
-            logger.warning("skipping system %s: %s", n, e)
+            skipped.setdefault(str(e), []).append(n)
             continue
         out[n] = SYSTEMS[n]
+    for reason, systems in skipped.items():
+        logger.warning("skipping system%s %s: %s", "s" if len(systems) > 1 else "", ", ".join(systems), reason)
     return out
 
 
