@@ -212,3 +212,15 @@ def test_ranking_losses_get_no_bias():
     model = StructSVM(C=1.0, loss="map", features="raw").fit(res, qrels)
     dim = model.encoder_.transform(np.zeros((1, 1)), np.array([0, 1])).dim
     assert not model._needs_bias() and len(model.coef_) == dim
+
+
+def test_default_systems_are_the_issues_learners():
+    """``--systems default`` (the command's default) runs every learner the papers compare, under the
+    names results.json uses; ``all`` adds SVM-map's feature options; a list is taken as given."""
+    assert sysreg.parse_names("default") == EXPECTED
+    from pyterrier_svmmap.reproduce.command import DEFAULT_SYSTEMS
+    assert sysreg.parse_names(DEFAULT_SYSTEMS) == EXPECTED
+    assert set(sysreg.parse_names("all")) == set(EXPECTED) | {"svm-map-raw", "svm-map-allbins", "svm-map-prior"}
+    assert sysreg.parse_names(" svm-map, adarank ") == ["svm-map", "adarank"]
+    with pytest.raises(ValueError, match="at least one"):
+        sysreg.parse_names(" , ")
