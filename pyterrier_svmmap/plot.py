@@ -111,6 +111,9 @@ def plot_systems(results_json_path: Union[str, Path], out_png: Union[str, Path])
     for i, s in enumerate(systems):
         label = f"{s['map']:.3f}" + ("" if s["name"] == ref else f"  W/L {s.get('wins', 0)}/{s.get('losses', 0)}")
         ax.text(s["map"], i, " " + label, va="center", fontsize=7)
+    from matplotlib.patches import Patch
+    ax.legend(handles=[Patch(color="tab:orange", label="learned"), Patch(color="tab:blue", label="base function")],
+              loc="lower right", fontsize=8)
     ax.set_xlabel("MAP")
     ax.set_xlim(0, max(s["map"] for s in systems) * 1.35)
     ax.set_title(f"{res.get('collection', '')}: MAP per system, W/L per query vs {ref} "
