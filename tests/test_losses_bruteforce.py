@@ -416,3 +416,55 @@ def test_vectorised_batch_matches_query_loop(loss):
     qid = np.repeat(np.arange(len(sizes)), sizes)
     np.testing.assert_allclose(deltas - np.bincount(qid, coef * scores, len(sizes)),
                                ref_d - np.bincount(qid, ref_c * scores, len(sizes)), atol=1e-12, rtol=0)
+
+
+# ------------------------------------------------------------------------------------------
+# when the NDCG@k and MRR@k hinges are vacuous (README, "What the training losses learn")
+# ------------------------------------------------------------------------------------------
+def _hinge(loss, scores, labels):
+    """max_y Δ(y) − wᵀ(Ψ(y*) − Ψ(y)) for one query, from the loss's exact most violated constraint."""
+    d, c = loss.violation(scores, labels)
+    return d - float(c @ scores)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_ndcg_hinge_bound_from_the_top_k_non_relevant(seed):
+    """For Δ = 1 − nDCG@k with φ_po, ranking the k best non-relevant candidates first (Δ = 1) flips only
+    their pairs with the relevant ones, so hinge ≥ 1 − (2k/|N|)·(mean s_P − mean of the top-k s_N):
+    at least 1 (w = 0's value) for every scale of w once the average relevant candidate scores below
+    the k best non-relevant ones."""
+    rng = np.random.default_rng(seed)
+    n, k = int(rng.integers(12, 60)), int(rng.integers(1, 6))
+    labels = (rng.random(n) < 0.3).astype(int)
+    labels[:2] = [1, 0]
+    scores = rng.normal(size=n) + 0.8 * labels
+    pos, neg = scores[labels > 0], np.sort(scores[labels == 0])[::-1]
+    if len(neg) < k:
+        return
+    gap = pos.mean() - neg[:k].mean()
+    for t in (0.01, 1.0, 100.0):
+        h = _hinge(NDCGLoss(k), t * scores, labels)
+        assert h >= 1 - 2 * k / len(neg) * t * gap - 1e-9
+        if gap <= 0:
+            assert h >= 1 - 1e-9
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_mrr_hinge_is_vacuous_below_the_kth_non_relevant(seed):
+    """For Δ = 1 − RR@k with φ_mrr: if the lowest-scoring relevant candidate scores at most the k-th best
+    non-relevant one, then putting the k best non-relevant candidates above it (Δ = 1) gives a
+    hinge ≥ 1 for every scale of w: the bound says nothing, whatever w is."""
+    rng = np.random.default_rng(seed)
+    n, k = int(rng.integers(12, 60)), int(rng.integers(1, 6))
+    labels = (rng.random(n) < 0.3).astype(int)
+    labels[:2] = [1, 0]
+    scores = rng.normal(size=n) + 0.8 * labels
+    neg = np.sort(scores[labels == 0])[::-1]
+    if len(neg) < k:
+        return
+    vacuous = scores[labels > 0].min() <= neg[k - 1]
+    for t in (0.01, 1.0, 100.0):
+        h = _hinge(MRRLoss(k), t * scores, labels)
+        assert h >= 0.0
+        if vacuous:
+            assert h >= 1 - 1e-9
