@@ -106,6 +106,20 @@ def test_parallel_trials_give_the_sequential_results():
         run_trials(cands, qrels, splits, systems, runs, progress=False, jobs=0)
 
 
+def test_parallel_trials_fall_back_without_fork(monkeypatch, caplog):
+    """Where 'fork' is missing (Windows), --jobs runs the trials sequentially with one warning."""
+    import multiprocessing
+    cands, qrels = synthetic(n_queries=8)
+    splits = make_splits(sorted(cands["qid"].unique()), trials=2, train=4, valid=2, seed=0)
+    systems = sysreg.resolve(["adarank"])
+    expected, _ = run_trials(cands, qrels, splits, systems, {}, progress=False, jobs=1)
+    monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+    with caplog.at_level("WARNING"):
+        got, _ = run_trials(cands, qrels, splits, systems, {}, progress=False, jobs=2)
+    pd.testing.assert_frame_equal(expected, got)
+    assert "lacks: running the trials one after another" in caplog.text
+
+
 def test_missing_dependency_skips_with_a_message(monkeypatch, caplog):
     def needs_x():
         raise ImportError("needs X; pip install x")

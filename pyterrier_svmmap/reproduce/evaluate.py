@@ -152,8 +152,12 @@ def run_trials(candidates: pd.DataFrame, qrels: pd.DataFrame, splits, systems: D
     if systems:
         keep = [first_models is not None and i == 0 for i in range(len(splits))]
         bar = dict(desc="trials", unit="trial", total=len(splits), disable=not progress)
+        import multiprocessing
+        if jobs > 1 and "fork" not in multiprocessing.get_all_start_methods():
+            logger.warning("jobs=%d needs the 'fork' start method, which this platform lacks: running the "
+                           "trials one after another", jobs)
+            jobs = 1
         if jobs > 1 and len(splits) > 1:
-            import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
             _WORKER_TRIALS = trials
             _WORKER_THREADS = max(1, (os.cpu_count() or 1) // jobs)
