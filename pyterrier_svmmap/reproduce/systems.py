@@ -26,7 +26,8 @@ SYSTEMS: Dict[str, Callable[[], object]] = {}
 #: Every structural SVM below uses the estimators' defaults (φ, |K_f|, binning, ε) and the same C grid,
 #: :data:`pyterrier_svmmap.DEFAULT_C_GRID` (searched on the validation queries, "a wide range of C
 #: values", §5), so that they differ from ``svm-map`` in the training loss only; the exceptions are the
-#: paper's SVM_acc3 / SVM_acc4 baselines, which are defined by their binning.
+#: paper's SVM_acc3 / SVM_acc4 baselines, which are defined by their binning, and the grid's scale for
+#: losses whose Ψ lives on another scale (:data:`C_GRID_SCALE`).
 
 #: The Approx learners' search in this registry (documented reduction, see :func:`_approx_ap`): the
 #: estimators' defaults search Qin et al.'s grid (20 (α, β) settings for ApproxAP, 8 α for ApproxNDCG)
@@ -50,7 +51,7 @@ def register(name: str, factory: Callable[[], object] = None):
 #: unnormalised (Chakrabarti et al. Eq. 5): a constraint sums up to |N| ≈ 10³ candidates where φ_po
 #: averages, so λ² ≈ 10⁶–10⁸; φ_dorm sums A(r) over the top-20 window, λ ≈ 10 or more. Measured on
 #: Vaswani's first split, C·10⁻⁴ and C·10⁻³ for svm-mrr@10 took 44 s and minutes per fit without a
-#: better model (README, "Losses"), so its grid starts lower still.
+#: better model (README, "C grids per loss"), so its grid starts lower still.
 C_GRID_SCALE = {"mrr": 1e-8, "dorm": 1e-4}
 
 
