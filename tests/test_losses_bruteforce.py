@@ -427,17 +427,23 @@ def _hinge(loss, scores, labels):
     return d - float(c @ scores)
 
 
+def _random_query(seed):
+    """(scores, labels, k): 12–59 candidates, about 30 % relevant (at least one of each), relevant ones
+    scoring higher on average, and a cutoff k in 1..5."""
+    rng = np.random.default_rng(seed)
+    n, k = int(rng.integers(12, 60)), int(rng.integers(1, 6))
+    labels = (rng.random(n) < 0.3).astype(int)
+    labels[:2] = [1, 0]
+    return rng.normal(size=n) + 0.8 * labels, labels, k
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_ndcg_hinge_bound_from_the_top_k_non_relevant(seed):
     """For Δ = 1 − nDCG@k with φ_po, ranking the k best non-relevant candidates first (Δ = 1) flips only
     their pairs with the relevant ones, so hinge ≥ 1 − (2k/|N|)·(mean s_P − mean of the top-k s_N):
     at least 1 (w = 0's value) for every scale of w once the average relevant candidate scores below
     the k best non-relevant ones."""
-    rng = np.random.default_rng(seed)
-    n, k = int(rng.integers(12, 60)), int(rng.integers(1, 6))
-    labels = (rng.random(n) < 0.3).astype(int)
-    labels[:2] = [1, 0]
-    scores = rng.normal(size=n) + 0.8 * labels
+    scores, labels, k = _random_query(seed)
     pos, neg = scores[labels > 0], np.sort(scores[labels == 0])[::-1]
     if len(neg) < k:
         return
@@ -454,11 +460,7 @@ def test_mrr_hinge_is_vacuous_below_the_kth_non_relevant(seed):
     """For Δ = 1 − RR@k with φ_mrr: if the lowest-scoring relevant candidate scores at most the k-th best
     non-relevant one, then putting the k best non-relevant candidates above it (Δ = 1) gives a
     hinge ≥ 1 for every scale of w: the bound says nothing, whatever w is."""
-    rng = np.random.default_rng(seed)
-    n, k = int(rng.integers(12, 60)), int(rng.integers(1, 6))
-    labels = (rng.random(n) < 0.3).astype(int)
-    labels[:2] = [1, 0]
-    scores = rng.normal(size=n) + 0.8 * labels
+    scores, labels, k = _random_query(seed)
     neg = np.sort(scores[labels == 0])[::-1]
     if len(neg) < k:
         return
