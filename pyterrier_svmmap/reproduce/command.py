@@ -18,8 +18,8 @@ from pathlib import Path
 
 logger = logging.getLogger(__name__)
 
-#: the default run fits every learner of the papers (systems.PAPER_SYSTEMS; about an hour on 2 cores,
-#: see the README); ``--systems svm-map`` is the paper's Table 6 alone, in minutes
+#: the default run fits every learner of the papers (systems.PAPER_SYSTEMS; 31 minutes on 2 cores with
+#: --jobs 2, see the README); ``--systems svm-map`` is the paper's Table 6 alone, in about 2 minutes
 DEFAULT_SYSTEMS = "default"
 
 
