@@ -5,20 +5,33 @@ A base function is named ``<function>.<stemmer>.<stopwords>``, e.g. ``bm25.porte
 ``stemmer`` ∈ none, porter2 (one index each, ``OUT/indices/<stemmer>``), ``stopwords`` ∈ none,
 terrier (applied to the queries at retrieval time). Each returns its top 1000 per query.
 
-Indices and runs are cached: ``OUT/indices/<stemmer>`` is reused when built, ``OUT/runs/<name>.pkl``
-when present and made for the same collection and topics (``OUT/runs/fingerprint.txt``).
+Indices and runs are cached under OUT and keyed on content, never on paths:
+
+* ``OUT/indices/<stemmer>`` holds ``svmmap-key.txt``, the key of what it was built from — the
+  collection's documents (size + SHA-256 of ``docs.trec``, see ``collection.file_digest``), the
+  stemmer, PISA's index encoding and the pyterrier-pisa version; an index without it, or with
+  another key, is rebuilt. An index is built in a temporary folder and renamed into place when done,
+  so an interrupted build leaves no half index behind.
+* ``OUT/runs/<name>.pkl`` holds ``{"key": ..., "run": frame}``; the key adds to the index's key the
+  topics (SHA-256 of qid and query of every topic run), the weighting model and its parameters, the
+  stopword list and the depth. A run is reused only when its key matches. Runs are written
+  atomically (temporary file + ``os.replace``); a run that retrieved nothing is an error and never
+  cached; an unreadable file (e.g. a truncated write) is reported and recomputed.
 """
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import logging
 import os
+import pickle
 import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import pandas as pd
 
@@ -70,29 +83,177 @@ def redirect_native_output(log_file: Optional[Path]):
                 os.close(fd)
 
 
-def build_indices(docs_factory, out: Path, stemmers=STEMMERS, threads: int = 1) -> Dict[str, object]:
-    """One PISA index per stemmer under ``out/indices``; built once, reused afterwards."""
+# ------------------------------------------------------------------------------------------------
+# cache primitives (also used by evaluate.TrialStore)
+# ------------------------------------------------------------------------------------------------
+def digest(*parts: Any) -> str:
+    """SHA-256 of ``parts`` written as JSON (non-JSON values by ``str``): a cache key."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _read_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()     # mkstemp creates files 0600; the written file gets the usual permissions
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and ``os.replace``, so
+    that ``path`` is either absent, its old content or all of ``data`` — never a truncated file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o666 & ~_UMASK)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_pickle(path: Path, obj: Any) -> None:
+    """Pickle ``obj`` to ``path`` atomically (:func:`atomic_write_bytes`)."""
+    atomic_write_bytes(path, pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def read_keyed(path: Path, key: str) -> Optional[dict]:
+    """The dict pickled at ``path`` if it is there, readable and made for ``key``; else ``None``.
+
+    An unreadable file (truncated, not a pickle) is logged as a warning and treated as absent, so the
+    caller recomputes and overwrites it instead of failing on every later run."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    try:
+        with open(path, "rb") as f:
+            obj = pickle.load(f)
+    except Exception as e:               # UnpicklingError, EOFError, AttributeError, ...
+        logger.warning("cache file %s is unreadable (%s: %s): recomputing it", path, type(e).__name__, e)
+        return None
+    if not isinstance(obj, dict) or obj.get("key") != key:
+        logger.info("cache file %s was made from other inputs: recomputing it", path)
+        return None
+    return obj
+
+
+def _pisa_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("pyterrier-pisa")
+    except PackageNotFoundError:         # pragma: no cover - installed without metadata
+        return "unknown"
+
+
+def index_key(collection, stemmer: str) -> str:
+    """Cache key of the PISA index of ``collection``'s documents with ``stemmer``."""
     pisa = _require_pisa()
+    return digest("pisa-index", collection.docs_key(), stemmer, "text",
+                  pisa.PISA_INDEX_DEFAULTS["index_encoding"].value, _pisa_version())
+
+
+def topics_digest(topics: pd.DataFrame) -> str:
+    """SHA-256 of the (qid, query) pairs of ``topics``, in order."""
+    return digest([[str(q), str(t)] for q, t in zip(topics["qid"], topics["query"])])
+
+
+def run_key(collection, topics: pd.DataFrame, name: str, num_results: int) -> str:
+    """Cache key of the base run ``name`` of ``collection`` on ``topics`` at depth ``num_results``."""
+    function, stemmer, stopwords = name.split(".")
+    pisa = _require_pisa()
+    return digest("pisa-run", index_key(collection, stemmer), topics_digest(topics), function,
+                  PARAMS[function], stopwords, int(num_results),
+                  pisa.PISA_INDEX_DEFAULTS["query_algorithm"].value)
+
+
+def runs_key(collection, topics: pd.DataFrame, names: Optional[Iterable[str]] = None,
+             num_results: int = 1000) -> str:
+    """One key for all the base runs ``names`` (what the candidates and the trials depend on)."""
+    names = list(names) if names is not None else base_names()
+    return digest("pisa-runs", [[n, run_key(collection, topics, n, num_results)] for n in names])
+
+
+def _check_threads(threads: int) -> None:
+    if not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"--threads must be at least 1, got {threads!r} (PISA with 0 threads retrieves "
+                         "nothing)")
+
+
+# ------------------------------------------------------------------------------------------------
+# indices and runs
+# ------------------------------------------------------------------------------------------------
+_KEY_FILE = "svmmap-key.txt"
+
+
+def _first_doc_checked(docs_factory):
+    """The documents of ``docs_factory()``, failing with a clear error when there are none."""
+    it = iter(docs_factory())
+    try:
+        first = next(it)
+    except StopIteration:
+        raise ValueError("the collection has no documents (docs.trec holds no <DOC> element); "
+                         "check the --collection folder") from None
+
+    def chained():
+        yield first
+        yield from it
+    return chained()
+
+
+def _cached_index(path: Path, key: str) -> bool:
+    """Whether ``path`` holds a finished index made for ``key`` (old or foreign indices are not)."""
+    f = path / _KEY_FILE
+    try:
+        return f.read_text().strip() == key
+    except OSError:
+        return False
+
+
+def build_indices(collection, out: Path, stemmers=STEMMERS, threads: int = 1) -> Dict[str, object]:
+    """One PISA index per stemmer under ``out/indices``, reused while its key (:func:`index_key`)
+    matches; otherwise (re)built in a temporary folder that is renamed into place when complete."""
+    pisa = _require_pisa()
+    _check_threads(threads)
     indices = {}
     for stemmer in stemmers:
         path = Path(out) / "indices" / stemmer
-        index = pisa.PisaIndex(str(path), text_field="text", stemmer=stemmer, threads=threads)
-        if index.built():
+        key = index_key(collection, stemmer)
+        if _cached_index(path, key):
             logger.info("reusing PISA index %s", path)
         else:
+            if path.exists():
+                logger.info("PISA index %s was built from other documents or options: rebuilding", path)
             t = time.perf_counter()
             path.parent.mkdir(parents=True, exist_ok=True)
-            with redirect_native_output(_native_log(out)):
-                index.index(docs_factory())
-            logger.info("built PISA index %s (%d docs) in %.1fs", path, index.num_docs(),
-                        time.perf_counter() - t)
-        indices[stemmer] = index
+            tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{stemmer}.", suffix=".building"))
+            try:
+                shutil.rmtree(tmp)       # PISA wants to create the folder itself
+                building = pisa.PisaIndex(str(tmp), text_field="text", stemmer=stemmer, threads=threads)
+                with redirect_native_output(_native_log(out)):
+                    building.index(_first_doc_checked(collection.docs))
+                (tmp / _KEY_FILE).write_text(key + "\n")
+                if path.exists():
+                    shutil.rmtree(path)
+                os.replace(tmp, path)
+            finally:
+                if tmp.exists():
+                    shutil.rmtree(tmp, ignore_errors=True)
+            logger.info("built PISA index %s in %.1fs", path, time.perf_counter() - t)
+        indices[stemmer] = pisa.PisaIndex(str(path), text_field="text", stemmer=stemmer, threads=threads)
     return indices
 
 
 def retriever(index, function: str, stopwords: str, num_results: int = 1000, threads: int = 1):
     """A PISA retriever for one base function over ``index``."""
     pisa = _require_pisa()
+    _check_threads(threads)
     return pisa.PisaRetrieve(index, scorer=function, num_results=num_results, threads=threads,
                              stops=stopwords, **PARAMS[function])
 
@@ -102,65 +263,56 @@ def _native_log(out: Path) -> Optional[Path]:
     return None if logger.isEnabledFor(logging.DEBUG) else Path(out) / "pisa.log"
 
 
-def _fingerprint(collection_name: str, topics: pd.DataFrame, extra: str = "") -> str:
-    h = hashlib.sha1()
-    h.update(collection_name.encode())
-    h.update(extra.encode())
-    h.update(pd.util.hash_pandas_object(topics[["qid", "query"]], index=False).values.tobytes())
-    return h.hexdigest()
+def _retrieve(index, name: str, topics: pd.DataFrame, num_results: int, threads: int, out: Path) -> pd.DataFrame:
+    """The run of base function ``name`` on ``topics``; an error if it retrieved nothing at all."""
+    function, _, stopwords = name.split(".")
+    with redirect_native_output(_native_log(out)):
+        run = retriever(index, function, stopwords, num_results, threads)(topics)
+    if run.empty:
+        raise ValueError(f"base run {name} retrieved no document for any of the {len(topics)} queries "
+                         "(not cached); check that docs.trec and topics.trec belong together")
+    run = run[["qid", "docno", "score", "rank"]].astype({"qid": str, "docno": str})
+    run["score"] = run["score"].astype(float)
+    return run.reset_index(drop=True)
 
 
 def base_runs(collection, out: Path, topics: Optional[pd.DataFrame] = None,
               names: Optional[Iterable[str]] = None, num_results: int = 1000,
-              threads: int = 1, fingerprint_extra: str = "") -> Tuple[Dict[str, pd.DataFrame], dict]:
+              threads: int = 1) -> Tuple[Dict[str, pd.DataFrame], dict]:
     """Runs (qid, docno, score, rank) of the base functions on ``topics`` (default: all topics).
 
-    Returns ``(runs, timings)``; ``timings`` has ``index_seconds`` and ``runs_seconds`` (0 when
-    everything came from the cache).
+    Each run is reused from ``OUT/runs/<name>.pkl`` when its key (:func:`run_key`) matches, else
+    computed and written atomically. Returns ``(runs, timings)``; ``timings`` has ``index_seconds``
+    and ``runs_seconds`` (0 when everything came from the cache).
     """
+    _check_threads(threads)
+    if not isinstance(num_results, int) or num_results < 1:
+        raise ValueError(f"the base runs' depth must be at least 1, got {num_results!r}")
     out = Path(out)
     topics = collection.topics if topics is None else topics
     names = list(names) if names is not None else base_names()
-    stemmers = sorted({n.split(".")[1] for n in names}, key=STEMMERS.index)
     run_dir = out / "runs"
     run_dir.mkdir(parents=True, exist_ok=True)
-    fp = _fingerprint(collection.name, topics, f"{fingerprint_extra}|{num_results}")
-    fp_file = run_dir / "fingerprint.txt"
-    if fp_file.exists() and fp_file.read_text().strip() != fp:
-        logger.info("cached runs in %s are for other topics or another collection: recomputing", run_dir)
-        for f in run_dir.glob("*.pkl"):
-            f.unlink()
-    fp_file.write_text(fp)
-    index_fp = _fingerprint(collection.name, topics.iloc[:0], fingerprint_extra)
-    index_fp_file = out / "indices" / "fingerprint.txt"
-    if index_fp_file.exists() and index_fp_file.read_text().strip() != index_fp:
-        logger.info("cached indices in %s are for another collection: rebuilding", out / "indices")
-        shutil.rmtree(out / "indices")
-    index_fp_file.parent.mkdir(parents=True, exist_ok=True)
-    index_fp_file.write_text(index_fp)
 
-    runs, todo = {}, []
+    runs, todo, keys = {}, [], {}
     for name in names:
-        f = run_dir / f"{name}.pkl"
-        if f.exists():
-            runs[name] = pd.read_pickle(f)
+        keys[name] = run_key(collection, topics, name, num_results)
+        cached = read_keyed(run_dir / f"{name}.pkl", keys[name])
+        run = cached.get("run") if cached else None
+        if isinstance(run, pd.DataFrame) and not run.empty:
+            runs[name] = run
         else:
             todo.append(name)
     timings = {"index_seconds": 0.0, "runs_seconds": 0.0}
     if todo:
+        stemmers = [s for s in STEMMERS if any(n.split(".")[1] == s for n in todo)]
         t = time.perf_counter()
-        indices = build_indices(collection.docs, out, stemmers=[s for s in stemmers
-                                                               if any(n.split(".")[1] == s for n in todo)],
-                                threads=threads)
+        indices = build_indices(collection, out, stemmers=stemmers, threads=threads)
         timings["index_seconds"] = time.perf_counter() - t
         t = time.perf_counter()
         for name in todo:
-            function, stemmer, stopwords = name.split(".")
-            with redirect_native_output(_native_log(out)):
-                run = retriever(indices[stemmer], function, stopwords, num_results, threads)(topics)
-            run = run[["qid", "docno", "score", "rank"]].astype({"qid": str, "docno": str})
-            run["score"] = run["score"].astype(float)
-            run.to_pickle(run_dir / f"{name}.pkl")
+            run = _retrieve(indices[name.split(".")[1]], name, topics, num_results, threads, out)
+            write_pickle(run_dir / f"{name}.pkl", {"key": keys[name], "run": run})
             runs[name] = run
         timings["runs_seconds"] = time.perf_counter() - t
         logger.info("computed %d base runs in %.1fs", len(todo), timings["runs_seconds"])

@@ -4,11 +4,18 @@ A collection folder holds ``docs.trec`` (``<DOC><DOCNO>n</DOCNO> text </DOC>``),
 (``<top><num>n</num><title> query </title></top>``) and ``qrels`` (``qid 0 docno label``).
 ``load_irds`` gets the same three things from an ``ir_datasets`` id through PyTerrier (needs
 internet access and the ``ir_datasets`` package).
+
+Every collection carries a *content key* (:meth:`Collection.content_key`), which the caches of
+``svmmap reproduce`` are keyed on: for a folder, the size and SHA-256 of each of the three files
+(read in 1 MiB blocks, so a large ``docs.trec`` is never held in memory) and ``max_docs``; for an
+``ir_datasets`` id, the id (its corpus is fixed per id) and SHA-256s of the topics and qrels frames.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Dict, Optional, Union, Callable
 
@@ -79,13 +86,51 @@ def _is_path(source) -> bool:
     return "\n" not in source and "<" not in source and len(source) < 4096
 
 
+def file_digest(path: Union[str, Path], block: int = 1 << 20) -> str:
+    """``"<size>:<sha256>"`` of a file, read in ``block``-byte pieces (a sha256 collision or an
+    unchanged hash after an edit is not a practical concern; the size makes truncation obvious)."""
+    h = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as f:
+        while True:
+            chunk = f.read(block)
+            if not chunk:
+                break
+            size += len(chunk)
+            h.update(chunk)
+    return f"{size}:{h.hexdigest()}"
+
+
+def frame_digest(frame: pd.DataFrame) -> str:
+    """SHA-256 of a frame's columns and values (as text, row by row, in order)."""
+    h = hashlib.sha256(json.dumps(list(map(str, frame.columns))).encode())
+    for row in frame.astype(str).itertuples(index=False, name=None):
+        h.update(json.dumps(row).encode())
+    return h.hexdigest()
+
+
 @dataclass
 class Collection:
-    """A test collection: a name, a document iterator factory, topics and qrels."""
+    """A test collection: a name, a document iterator factory, topics, qrels, and ``content``, what
+    identifies each part's content (``{"docs": ..., "topics": ..., "qrels": ...}``, see the module's
+    docstring): caches are keyed on it, never on ``name``."""
     name: str
     docs: Callable[[], Iterator[Dict[str, str]]]
     topics: pd.DataFrame
     qrels: pd.DataFrame
+    content: Dict[str, str] = field(default_factory=dict)
+
+    def docs_key(self) -> str:
+        """What identifies the documents (the indices are keyed on it)."""
+        if "docs" not in self.content:
+            raise ValueError(f"collection {self.name} has no content key for its documents: "
+                             "build it with load_directory or load_irds")
+        return self.content["docs"]
+
+    def content_key(self) -> str:
+        """SHA-256 of the documents', topics' and qrels' keys: changes with any of the three."""
+        self.docs_key()
+        return hashlib.sha256(json.dumps(self.content, sort_keys=True).encode()).hexdigest()
 
     def judged_topics(self) -> pd.DataFrame:
         """The topics having at least one relevant (label > 0) document in the qrels."""
@@ -106,8 +151,11 @@ def load_directory(path: Union[str, Path], max_docs: Optional[int] = None) -> Co
             if max_docs is not None and i >= max_docs:
                 break
             yield d
+    content = {"docs": f"docs.trec {file_digest(path / 'docs.trec')} max_docs={max_docs}",
+               "topics": f"topics.trec {file_digest(path / 'topics.trec')}",
+               "qrels": f"qrels {file_digest(path / 'qrels')}"}
     return Collection(str(path), docs, read_trec_topics(path / "topics.trec"),
-                      read_trec_qrels(path / "qrels"))
+                      read_trec_qrels(path / "qrels"), content)
 
 
 def load_irds(dataset_id: str) -> Collection:
@@ -119,17 +167,33 @@ def load_irds(dataset_id: str) -> Collection:
                          "(pip install ir_datasets) and internet access; or give --collection DIR "
                          "with docs.trec, topics.trec and qrels") from e
     import pyterrier as pt
-    ds = pt.get_dataset(dataset_id if dataset_id.startswith("irds:") else "irds:" + dataset_id)
-    topics = ds.get_topics()
+    try:
+        ds = pt.get_dataset(dataset_id if dataset_id.startswith("irds:") else "irds:" + dataset_id)
+        topics = ds.get_topics()
+        qrels = ds.get_qrels()
+    except Exception as e:         # offline: RuntimeError('All download sources failed', [...]) etc.
+        raise ValueError(f"--dataset {dataset_id}: ir_datasets could not provide it ({_one_line(e)}); "
+                         "it needs internet access on first use, or give --collection DIR with "
+                         "docs.trec, topics.trec and qrels") from e
     if "query" not in topics.columns:          # multi-field topics: use the title
         field = "title" if "title" in topics.columns else [c for c in topics.columns if c != "qid"][0]
         topics = topics.rename(columns={field: "query"})
     topics = pd.DataFrame({"qid": topics["qid"].astype(str),
                            "query": topics["query"].astype(str).map(clean_query)})
-    qrels = ds.get_qrels()[["qid", "docno", "label"]].astype({"qid": str, "docno": str})
+    qrels = qrels[["qid", "docno", "label"]].astype({"qid": str, "docno": str})
 
     def docs():
         for d in ds.get_corpus_iter(verbose=False):
             text = d.get("text") or " ".join(str(v) for k, v in d.items() if k != "docno")
             yield {"docno": str(d["docno"]), "text": text}
-    return Collection(dataset_id, docs, topics, qrels)
+    content = {"docs": f"ir_datasets {dataset_id}", "topics": frame_digest(topics),
+               "qrels": frame_digest(qrels)}
+    return Collection(dataset_id, docs, topics, qrels, content)
+
+
+def _one_line(e: BaseException, limit: int = 200) -> str:
+    """``Type: first line of the message`` of an exception, at most ``limit`` characters."""
+    msg = e.args[0] if e.args and isinstance(e.args[0], str) else str(e)
+    msg = (msg.strip().splitlines() or [""])[0]
+    text = f"{type(e).__name__}: {msg}" if msg else type(e).__name__
+    return text if len(text) <= limit else text[:limit - 3] + "..."
