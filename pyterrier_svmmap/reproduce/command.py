@@ -6,6 +6,10 @@ Builds PISA indices (no stemming, porter2), runs 16 base functions (bm25, qld, d
 reports MAP, nDCG@10, RR@10 and W/L with Wilcoxon tests against svm-map: the learners against
 svm-map (the paper's Table 9 form), test measures per training loss (Chakrabarti et al. 2008,
 Figure 9 form) and all systems with the base functions (Table 6 form), printed and in OUT/tables.md.
+
+Everything is cached under OUT and keyed on content (see ``base_runs`` and ``evaluate``): indices,
+base runs and every finished (trial, system) result. Ctrl-C ends with one line and exit status 130;
+the same command then resumes from the finished trials, with the results of an uninterrupted run.
 """
 from __future__ import annotations
 
@@ -13,8 +17,10 @@ import argparse
 import json
 import logging
 import os
+import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +55,70 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
+#: option → smallest allowed value, checked before any work (:func:`check_arguments`)
+MINIMUM = {"trials": 1, "train": 1, "valid": 0, "depth": 1, "threads": 1, "jobs": 1, "seed": 0}
+
+#: exit status after Ctrl-C (128 + SIGINT, the shell's convention)
+EXIT_INTERRUPTED = 130
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """Raise ValueError (one line: the option, its value, the bound) for an impossible option value,
+    e.g. ``--threads 0`` (PISA would retrieve nothing) or ``--depth 0`` (every ranking empty)."""
+    for option, minimum in MINIMUM.items():
+        value = getattr(args, option)
+        if value < minimum:
+            raise ValueError(f"--{option} must be at least {minimum}, got {value}")
+
+
+class _Progress:
+    """What an interrupted run needs to say how many finished trials it keeps: filled in by
+    :func:`_run` as soon as the checkpoint store, the splits and the systems are known."""
+
+    def __init__(self):
+        self.store = self.splits = self.systems = None
+
+    def finished(self) -> int:
+        if self.store is None:
+            return 0
+        return self.store.finished(self.splits, self.systems)
+
+
+def _interrupt_in_chain(e: BaseException) -> bool:
+    """Whether ``e`` was caused by Ctrl-C: native code (PISA's retrieval) interrupted by SIGINT
+    surfaces as a SystemError whose cause or context is the KeyboardInterrupt."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False
+
+
+def run(args: argparse.Namespace) -> int:
+    """``svmmap reproduce``: :func:`_run`, with Ctrl-C reported on one line (exit status 130) saying
+    how many finished trials are kept for the next run to resume from (``--debug``: the traceback)."""
+    from .evaluate import TrialsInterrupted
+    progress = _Progress()
+    try:
+        return _run(args, progress)
+    except (KeyboardInterrupt, SystemError) as e:
+        if not _interrupt_in_chain(e) or getattr(args, "debug", False):
+            raise
+        finished = e.finished if isinstance(e, TrialsInterrupted) else _finished_safely(progress)
+        print(f"svmmap reproduce: interrupted; {finished} finished trials are kept in {args.out}, "
+              "re-run the same command to resume", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _finished_safely(progress: _Progress) -> int:
+    try:
+        return progress.finished()
+    except Exception:                   # pragma: no cover - only counts for the message
+        return 0
+
+
 def _save_pictures(out: Path, first_models: dict) -> None:
     """systems.png (MAP per system, W/L against svm-map) and, for SVM-map's model of the first trial,
     the learned contribution of each base function (the paper's Figure 2); skipped without matplotlib."""
@@ -65,15 +135,18 @@ def _save_pictures(out: Path, first_models: dict) -> None:
     logger.info("wrote pictures to %s", out)
 
 
-def run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, progress: Optional[_Progress] = None) -> int:
+    """The whole reproduction; ``progress`` learns the checkpoint store, splits and systems."""
     from . import base_runs as br
     from ..run_features import RunFeatures
     from .collection import load_directory, load_irds
-    from .evaluate import aggregate, run_trials
+    from .evaluate import TrialStore, aggregate, run_trials
     from .protocol import make_splits, role_counts
     from .report import format_learner_table, format_loss_table, format_table, results_dict, tables_markdown, write_results
     from .systems import parse_names, resolve
 
+    check_arguments(args)
+    progress = progress if progress is not None else _Progress()
     t_start = time.perf_counter()
     names = parse_names(args.systems)
     systems = resolve(names)
@@ -95,6 +168,9 @@ def run(args: argparse.Namespace) -> int:
                          valid=args.valid, seed=args.seed)
 
     runs, timings = br.base_runs(coll, out, topics=topics, threads=args.threads)
+    store = TrialStore(out / "trials", br.digest("reproduce-trials", coll.content_key(),
+                                                 br.runs_key(coll, topics, runs), args.depth))
+    progress.store, progress.splits, progress.systems = store, splits, systems
     t = time.perf_counter()
     candidates = RunFeatures(runs).transform(topics[["qid", "query"]])   # union of the base runs
     timings["candidates_seconds"] = time.perf_counter() - t
@@ -106,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
     first_models: dict = {}
     per_trial, fit_seconds = run_trials(candidates, qrels, splits, systems, runs, depth=args.depth,
                                         progress=not args.no_progress, first_models=first_models,
-                                        jobs=args.jobs)
+                                        jobs=args.jobs, store=store)
     timings["trials_seconds"] = time.perf_counter() - t
     timings["total_seconds"] = time.perf_counter() - t_start
 
@@ -116,15 +192,15 @@ def run(args: argparse.Namespace) -> int:
                            extra={"n_queries": len(topics), "queries_left_out": dropped,
                                   "depth": args.depth, "timings": timings})
     write_results(out / "results.json", results)
-    per_trial.to_csv(out / "per_trial.csv", index=False)
+    br.atomic_write_bytes(out / "per_trial.csv", per_trial.to_csv(index=False).encode())
     counts = role_counts(splits, list(topics["qid"]))
-    (out / "splits.json").write_text(json.dumps(
+    br.atomic_write_bytes(out / "splits.json", (json.dumps(
         {"splits": [{"trial": s.trial, "train": s.train, "valid": s.valid} for s in splits],
-         "role_counts": counts}, indent=1) + "\n")
+         "role_counts": counts}, indent=1) + "\n").encode())
 
     title = (f"{coll.name}: {args.trials} trials, {args.train} train / {args.valid} validation "
              f"queries, rest test ({len(topics)} queries), seed {args.seed}")
-    (out / "tables.md").write_text(tables_markdown(summary, reference, title))
+    br.atomic_write_bytes(out / "tables.md", tables_markdown(summary, reference, title).encode())
     _save_pictures(out, first_models)
     if (summary["kind"] == "learned").any():
         print(format_learner_table(summary, reference, title))

@@ -10,12 +10,23 @@ Aggregation, per system: each query's values are averaged over the trials in whi
 MAP (etc.) is the mean over those queries. Against the reference system (``svm-map``): W = queries on
 which the reference's averaged AP is higher, L = lower, and the two-sided Wilcoxon signed-rank p-value
 on the per-query averaged APs.
+
+Checkpoints: with a :class:`TrialStore`, every (trial, learned system) result — per-query measures,
+fit seconds and, for the first trial, the model — is written atomically to ``OUT/trials/<key>.pkl``
+as soon as it is computed (in the worker process that computed it), keyed by everything that
+determines it: the caller's context (collection content, base runs, depth), the split, the system's
+name, its estimator's class and parameters, and the package version. A later run with the same inputs
+reuses them, so an interrupted ``svmmap reproduce`` resumes where it stopped, with the same results.
 """
 from __future__ import annotations
 
 import logging
 import os
+import pickle
+import re
+import signal
 import time
+from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -38,25 +49,42 @@ class Evaluator:
         self._evaluator = ir_measures.evaluator(list(self._names), q)
 
     def per_query(self, run: pd.DataFrame, qids: Sequence[str]) -> pd.DataFrame:
-        """Frame indexed by ``qids`` with one column per measure; queries without results get 0."""
-        wanted = set(qids)
-        r: Dict[str, Dict[str, float]] = {}       # dict of dicts: ir_measures' fastest input
-        for q, d, sc in zip(run["qid"].astype(str).values, run["docno"].astype(str).values,
-                            run["score"].astype(float).values):
-            if q in wanted:
-                r.setdefault(q, {})[d] = sc
-        out = pd.DataFrame(0.0, index=pd.Index(list(qids), name="qid"), columns=list(MEASURES))
-        if r:
-            for m in self._evaluator.iter_calc(r):
-                if m.query_id in out.index:
-                    out.at[m.query_id, self._names[m.measure]] = float(m.value)
-        return out
+        """Frame indexed by ``qids`` with one column per measure; queries without results get 0.
+
+        One ir_measures call; its input (a dict of dicts, ir_measures' fastest) is built one query at
+        a time from sorted arrays, and its output gathered into one frame (no per-row Python loop, no
+        per-value writes). A document listed twice for a query keeps its last score."""
+        qids = [str(q) for q in qids]
+        out = pd.DataFrame(0.0, index=pd.Index(qids, name="qid"), columns=list(MEASURES))
+        q = run["qid"].astype(str).to_numpy()
+        keep = np.isin(q, qids)
+        if not keep.any():
+            return out
+        q = q[keep]
+        d = run["docno"].astype(str).to_numpy()[keep]
+        sc = run["score"].astype(float).to_numpy()[keep]
+        order = np.argsort(q, kind="stable")          # stable: later rows stay later (last one wins)
+        q, d, sc = q[order], d[order], sc[order].tolist()
+        starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
+        ends = np.r_[starts[1:], len(q)]
+        r = {q[s]: dict(zip(d[s:e].tolist(), sc[s:e])) for s, e in zip(starts, ends)}
+        ms = list(self._evaluator.iter_calc(r))
+        if not ms:
+            return out
+        values = pd.DataFrame({"qid": [m.query_id for m in ms],
+                               "measure": [self._names[m.measure] for m in ms],
+                               "value": [float(m.value) for m in ms]})
+        wide = values.pivot(index="qid", columns="measure", values="value")
+        wide = wide.reindex(index=out.index, columns=out.columns)
+        return wide.fillna(0.0).astype(float)
 
 
 def cut_depth(res: pd.DataFrame, depth: Optional[int]) -> pd.DataFrame:
     """The top ``depth`` rows of every query by score (all rows when ``depth`` is None)."""
     if depth is None:
         return res
+    if depth < 1:
+        raise ValueError(f"depth must be at least 1, got {depth}")
     res = res.sort_values(["qid", "score"], ascending=[True, False], kind="stable")
     return res[res.groupby("qid", sort=False).cumcount() < depth]
 
@@ -66,13 +94,84 @@ def _subset(frame: pd.DataFrame, groups: Dict[str, np.ndarray], qids: Sequence[s
     return frame.iloc[np.concatenate(rows)] if rows else frame.iloc[:0]
 
 
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def estimator_signature(est: object) -> str:
+    """What identifies an unfitted estimator: its class, ``repr`` and public attributes (the
+    constructor's parameters; ``repr`` alone omits some, e.g. StructSVM's binning), memory addresses
+    removed so that the signature is the same in every process."""
+    params = {k: v for k, v in sorted(vars(est).items()) if not k.startswith("_") and not k.endswith("_")} \
+        if hasattr(est, "__dict__") else {}
+    cls = type(est)
+    return _ADDRESS.sub("", f"{cls.__module__}.{cls.__qualname__}|{est!r}|{params!r}")
+
+
+class TrialStore:
+    """Checkpoints of (trial, system) results under a folder (see the module's docstring).
+
+    ``context`` is the key of everything shared by all trials (collection content, base runs, depth);
+    :meth:`key` adds the split, the system and the package version."""
+
+    def __init__(self, directory: Path, context: str):
+        self.directory, self.context = Path(directory), context
+
+    def key(self, split, name: str, est: object) -> str:
+        from .. import __version__
+        from .base_runs import digest
+        return digest("trial", self.context, split.trial, list(split.train), list(split.valid),
+                      list(split.test), name, estimator_signature(est), __version__, sorted(MEASURES))
+
+    def path(self, key: str) -> Path:
+        return self.directory / f"{key}.pkl"
+
+    def load(self, key: str) -> Optional[dict]:
+        """The checkpoint of ``key``, or None when absent, unreadable (warned) or malformed."""
+        from .base_runs import read_keyed
+        obj = read_keyed(self.path(key), key)
+        if obj is None:
+            return None
+        pq = obj.get("per_query")
+        if not isinstance(pq, pd.DataFrame) or list(pq.columns) != list(MEASURES):
+            logger.warning("checkpoint %s is malformed: recomputing it", self.path(key))
+            return None
+        return obj
+
+    def save(self, key: str, per_query: pd.DataFrame, seconds: float, model: object = None) -> None:
+        """Write one result atomically; the model only if it can be pickled (else it is left out)."""
+        from .base_runs import write_pickle
+        if model is not None:
+            try:
+                pickle.dumps(model)
+            except Exception as e:                       # pragma: no cover - depends on the estimator
+                logger.debug("model not checkpointed (%s)", e)
+                model = None
+        write_pickle(self.path(key), {"key": key, "per_query": per_query, "fit_seconds": float(seconds),
+                                      "model": model})
+
+    def finished(self, splits, systems: Dict[str, Callable]) -> int:
+        """How many of ``splits`` have a checkpoint for every system of ``systems``."""
+        if not systems:
+            return 0
+        return sum(all(self.path(self.key(s, n, f())).exists() for n, f in systems.items()) for s in splits)
+
+
+class TrialsInterrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`run_trials`; ``finished`` trials are checkpointed in the store."""
+
+    def __init__(self, finished: int):
+        super().__init__(f"{finished} finished trials checkpointed")
+        self.finished = finished
+
+
 class _Trials:
     """What every trial needs (candidates and qrels grouped by query, the systems, the evaluator), so
     that one trial is one call; worker processes inherit it by ``fork``."""
 
     def __init__(self, candidates: pd.DataFrame, qrels: pd.DataFrame, systems: Dict[str, Callable],
-                 depth: Optional[int]):
+                 depth: Optional[int], store: Optional[TrialStore] = None):
         self.candidates, self.qrels, self.systems, self.depth = candidates, qrels, systems, depth
+        self.store = store
         self.evaluator = Evaluator(qrels)
         self.cand_groups = {q: np.asarray(ix) for q, ix in candidates.groupby("qid", sort=False).indices.items()}
         self.qrel_groups = {q: np.asarray(ix) for q, ix in qrels.groupby("qid", sort=False).indices.items()}
@@ -88,19 +187,34 @@ class _Trials:
         rows, seconds, models = [], {}, {}
         for name, factory in self.systems.items():
             est = factory()
-            t = time.perf_counter()
-            if len(split.valid):
-                est.fit(tr, qtr, va, qva)
+            key = self.store.key(split, name, est) if self.store is not None else None
+            done = self.store.load(key) if key is not None else None
+            if done is not None:
+                pq, seconds[name] = done["per_query"], done["fit_seconds"]
+                if keep_models and done.get("model") is not None:
+                    models[name] = done["model"]
+                logger.debug("trial %d %s: reused the checkpoint", split.trial, name)
             else:
-                est.fit(tr, qtr)
-            seconds[name] = time.perf_counter() - t
-            if keep_models:
-                models[name] = est
-            pq = self.evaluator.per_query(cut_depth(est.transform(te), self.depth), test)
+                pq, seconds[name] = self._fit_and_test(est, split, tr, qtr, va, qva, te, test)
+                if keep_models:
+                    models[name] = est
+                if key is not None:
+                    self.store.save(key, pq, seconds[name], est if keep_models else None)
+                logger.debug("trial %d %s: fit %.2fs, test MAP %.4f", split.trial, name, seconds[name],
+                             pq["map"].mean())
             rows.append(pq.reset_index().assign(system=name, kind="learned", trial=split.trial))
-            logger.debug("trial %d %s: fit %.2fs, test MAP %.4f", split.trial, name, seconds[name],
-                         pq["map"].mean())
         return rows, seconds, models
+
+    def _fit_and_test(self, est, split, tr, qtr, va, qva, te, test) -> Tuple[pd.DataFrame, float]:
+        """Fit ``est`` on the split's training (and validation) queries; its per-query test measures
+        and the fit's seconds."""
+        t = time.perf_counter()
+        if len(split.valid):
+            est.fit(tr, qtr, va, qva)
+        else:
+            est.fit(tr, qtr)
+        seconds = time.perf_counter() - t
+        return self.evaluator.per_query(cut_depth(est.transform(te), self.depth), test), seconds
 
 
 _WORKER_TRIALS: Optional[_Trials] = None      # set in the parent before forking the workers
@@ -119,6 +233,24 @@ def _thread_limit(threads: int):
     return threadpool_limits(limits=threads)
 
 
+def _ignore_sigint() -> None:
+    """Worker initialiser: Ctrl-C reaches the whole process group; only the parent handles it (it
+    stops the workers), so an idle worker does not die with a traceback of its own."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _stop_pool(pool) -> None:
+    """Cancel the pending trials of ``pool`` and end its workers now (their finished (trial, system)
+    results are already checkpointed)."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for p in processes:
+        if p.is_alive():
+            p.terminate()
+    for p in processes:
+        p.join(timeout=5)
+
+
 def _run_in_worker(split, keep_models: bool):
     with _thread_limit(_WORKER_THREADS):
         return _WORKER_TRIALS.run(split, keep_models)
@@ -126,22 +258,25 @@ def _run_in_worker(split, keep_models: bool):
 
 def run_trials(candidates: pd.DataFrame, qrels: pd.DataFrame, splits, systems: Dict[str, Callable],
                base_runs: Dict[str, pd.DataFrame], depth: Optional[int] = 1000,
-               progress: bool = True, first_models: Optional[Dict[str, object]] = None, jobs: int = 1):
+               progress: bool = True, first_models: Optional[Dict[str, object]] = None, jobs: int = 1,
+               store: Optional[TrialStore] = None):
     """Per-trial per-query measures of the learned ``systems`` and the ``base_runs``.
 
     ``jobs`` > 1 runs that many trials at once in forked worker processes, each with its BLAS and
     OpenMP thread pools capped at cores // jobs (so the fit times are not inflated by oversubscribed
     cores); results do not depend on it.
     ``first_models`` (a dict) receives each system's model of the first split.
+    ``store`` (a :class:`TrialStore`) checkpoints each (trial, system) result and reuses those already
+    there; Ctrl-C raises :class:`TrialsInterrupted` (a KeyboardInterrupt) after stopping the workers.
 
     Returns ``(per_trial, fit_seconds)``: a long frame with columns system, kind, trial, qid and one
     per measure, and ``{system: [seconds per fit]}`` in split order.
     """
-    import pyterrier as pt
-    global _WORKER_TRIALS, _WORKER_THREADS
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")
-    trials = _Trials(candidates, qrels, systems, depth)
+    if depth is not None and depth < 1:
+        raise ValueError(f"depth must be at least 1, got {depth}")
+    trials = _Trials(candidates, qrels, systems, depth, store)
     all_qids = sorted({q for s in splits for q in s.test})
     base_pq = {name: trials.evaluator.per_query(run, all_qids) for name, run in base_runs.items()}
     rows: List[pd.DataFrame] = []
@@ -157,18 +292,10 @@ def run_trials(candidates: pd.DataFrame, qrels: pd.DataFrame, splits, systems: D
             logger.warning("jobs=%d needs the 'fork' start method, which this platform lacks: running the "
                            "trials one after another", jobs)
             jobs = 1
-        if jobs > 1 and len(splits) > 1:
-            from concurrent.futures import ProcessPoolExecutor
-            _WORKER_TRIALS = trials
-            _WORKER_THREADS = max(1, (os.cpu_count() or 1) // jobs)
-            try:
-                with ProcessPoolExecutor(min(jobs, len(splits)),
-                                         mp_context=multiprocessing.get_context("fork")) as pool:
-                    results = list(pt.tqdm(pool.map(_run_in_worker, splits, keep), **bar))
-            finally:
-                _WORKER_TRIALS = None
-        else:
-            results = [trials.run(s, k) for s, k in pt.tqdm(list(zip(splits, keep)), **bar)]
+        try:
+            results = _execute(trials, splits, keep, jobs, bar)
+        except KeyboardInterrupt:
+            raise TrialsInterrupted(store.finished(splits, systems) if store is not None else 0) from None
         for trial_rows, seconds, models in results:
             rows.extend(trial_rows)
             for name, sec in seconds.items():
@@ -177,6 +304,32 @@ def run_trials(candidates: pd.DataFrame, qrels: pd.DataFrame, splits, systems: D
                 first_models.update(models)
     per_trial = pd.concat(rows, ignore_index=True)[["system", "kind", "trial", "qid", *MEASURES]]
     return per_trial, fit_seconds
+
+
+def _execute(trials: _Trials, splits, keep: List[bool], jobs: int, bar: dict) -> list:
+    """``trials.run`` of every split, in split order: here, or in ``jobs`` forked worker processes
+    that ignore SIGINT and are stopped (pending trials cancelled) when the parent is interrupted or a
+    trial fails."""
+    import multiprocessing
+    import pyterrier as pt
+    global _WORKER_TRIALS, _WORKER_THREADS
+    if jobs <= 1 or len(splits) <= 1:
+        return [trials.run(s, k) for s, k in pt.tqdm(list(zip(splits, keep)), **bar)]
+    from concurrent.futures import ProcessPoolExecutor
+    _WORKER_TRIALS = trials
+    _WORKER_THREADS = max(1, (os.cpu_count() or 1) // jobs)
+    try:
+        pool = ProcessPoolExecutor(min(jobs, len(splits)), mp_context=multiprocessing.get_context("fork"),
+                                   initializer=_ignore_sigint)
+        try:
+            results = list(pt.tqdm(pool.map(_run_in_worker, splits, keep), **bar))
+        except BaseException:
+            _stop_pool(pool)
+            raise
+        pool.shutdown()
+        return results
+    finally:
+        _WORKER_TRIALS = None
 
 
 def per_query_means(per_trial: pd.DataFrame) -> pd.DataFrame:

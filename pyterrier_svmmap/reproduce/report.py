@@ -133,4 +133,6 @@ def results_dict(summary: pd.DataFrame, *, collection: str, trials: int, train: 
 
 
 def write_results(path: Path, results: dict) -> None:
-    Path(path).write_text(json.dumps(results, indent=2) + "\n")
+    """Write ``results`` as JSON atomically (temporary file + ``os.replace``): never a truncated file."""
+    from .base_runs import atomic_write_bytes
+    atomic_write_bytes(Path(path), (json.dumps(results, indent=2) + "\n").encode())
