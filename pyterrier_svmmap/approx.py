@@ -41,6 +41,8 @@ from scipy.special import expit
 
 from .features import DenseBlock, FeatureMatrix
 from .measures import average_precision, dcg_at
+from .peers import (check_state, constructor_params, float_from_json, int_from_json, json_float,
+                    json_params, state_array)
 
 log = logging.getLogger(__name__)
 
@@ -339,7 +341,9 @@ class ApproxRanker:
     (1-based t of the selected θ_t), and for the selected (α, β): ``coef_path_`` (T × dim, θ_1..θ_T),
     ``approx_error_`` (T,: ρ of §6.2, mean over training queries of |M̂(q) − M(q)| at θ_t),
     ``train_score_`` and ``valid_score_`` (T,: mean exact measure); ``search_results_`` has one
-    dict per grid point (alpha, beta, best_iteration, best_valid, valid_score, approx_error, seconds).
+    dict per grid point (alpha, beta, best_iteration, best_valid, valid_score, train_score,
+    approx_error, seconds); ``best_valid_score_`` is the selected model's validation measure.
+    :meth:`get_state` / :meth:`from_state` save and restore all of them.
     """
 
     def __init__(self, measure: str = "ap", alphas: Optional[Sequence[float]] = None,
@@ -472,3 +476,100 @@ class ApproxRanker:
         if not hasattr(self, "coef_"):
             raise RuntimeError(f"{type(self).__name__} is not fitted; call fit first")
         return X.dot(self.coef_)
+
+    # -- state -----------------------------------------------------------------------------------
+    #: learned arrays of length T (per iteration of the selected grid point), and per grid point
+    _CURVES = ("approx_error", "train_score", "valid_score")
+    _SEARCH_SCALARS = (("alpha", float), ("beta", float), ("best_iteration", int),
+                       ("best_valid", float), ("seconds", float))
+
+    def get_params(self) -> dict:
+        """The constructor parameters, by name."""
+        return constructor_params(self)
+
+    def get_state(self) -> Tuple[dict, Dict[str, np.ndarray]]:
+        """(meta, arrays) of the fitted ranker; :meth:`from_state` rebuilds it exactly.
+
+        meta: ``ranker``, ``params`` (``w0`` given as "array" when it is ``arrays["w0"]``),
+        ``alpha``, ``beta``, ``best_iteration``, ``best_valid_score`` and ``search_results`` (the
+        scalars of each grid point; non-finite floats such as ApproxNDCG's β as "nan"). arrays:
+        ``coef``, ``coef_path``, ``approx_error``, ``train_score``, ``valid_score`` and, stacked over
+        the grid points, ``search_valid_score``, ``search_train_score``, ``search_approx_error``.
+        """
+        if not hasattr(self, "coef_"):
+            raise RuntimeError(f"{type(self).__name__} is not fitted; call fit first")
+        params = self.get_params()
+        w0 = params.pop("w0")
+        meta = {"ranker": type(self).__name__,
+                "params": {**json_params(params, type(self).__name__), "w0": None if w0 is None else "array"},
+                "alpha": json_float(self.alpha_), "beta": json_float(self.beta_),
+                "best_iteration": int(self.best_iteration_),
+                "best_valid_score": json_float(self.best_valid_score_),
+                "search_results": [{k: int(r[k]) if t is int else json_float(r[k]) for k, t in self._SEARCH_SCALARS}
+                                   for r in self.search_results_]}
+        arrays = {"coef": np.array(self.coef_, dtype=float),
+                  "coef_path": np.array(self.coef_path_, dtype=float)}
+        T = len(self.coef_path_)
+        for name in self._CURVES:
+            arrays[name] = np.array(getattr(self, name + "_"), dtype=float)
+            arrays["search_" + name] = np.array([r[name] for r in self.search_results_], dtype=float).reshape(-1, T)
+        if w0 is not None:
+            arrays["w0"] = np.array(w0, dtype=float)
+        return meta, arrays
+
+    @classmethod
+    def from_state(cls, meta: dict, arrays: Dict[str, np.ndarray]) -> "ApproxRanker":
+        """The fitted ranker saved by :meth:`get_state`: bit-identical scores and learned attributes.
+        ValueError naming what is missing or inconsistent (keys, shapes, the grid's size)."""
+        name = cls.__name__
+        array_keys = ("coef", "coef_path", *cls._CURVES, *("search_" + c for c in cls._CURVES))
+        params = check_state(cls, meta, arrays, ("alpha", "beta", "best_iteration", "best_valid_score",
+                                                 "search_results"), array_keys)
+        if params["w0"] not in (None, "array"):
+            raise ValueError(f"{name} state: meta['params']['w0'] must be None or 'array' (the vector "
+                             f"is arrays['w0']), got {params['w0']!r}")
+        if params["w0"] == "array" and "w0" not in arrays:
+            raise ValueError(f"{name} state is incomplete: meta['params']['w0'] is 'array' but arrays['w0'] is missing")
+        try:
+            probe = cls(**{**params, "w0": None})
+            n_grid, T = len(probe.grid()), int(probe.n_iter)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{name} state: meta['params'] is invalid ({e})") from None
+        coef_path = state_array(arrays, "coef_path", (T, None), name)
+        dim = coef_path.shape[1]
+        if params["w0"] == "array":
+            params["w0"] = state_array(arrays, "w0", (dim,), name)
+        self = cls(**params)
+        self.coef_path_ = coef_path
+        self.coef_ = state_array(arrays, "coef", (dim,), name)
+        what = f"{name} state: meta"
+        results = meta["search_results"]
+        if not isinstance(results, list) or len(results) != n_grid:
+            raise ValueError(f"{what}['search_results'] must be a list of one dict per grid point "
+                             f"({n_grid} for these parameters), got "
+                             f"{len(results) if isinstance(results, list) else type(results).__name__}")
+        curves = {c: state_array(arrays, c, (T,), name) for c in cls._CURVES}
+        search = {c: state_array(arrays, "search_" + c, (n_grid, T), name) for c in cls._CURVES}
+        self.alpha_ = float_from_json(meta["alpha"], f"{what}['alpha']")
+        self.beta_ = float_from_json(meta["beta"], f"{what}['beta']")
+        self.best_iteration_ = int_from_json(meta["best_iteration"], f"{what}['best_iteration']")
+        if not 1 <= self.best_iteration_ <= T:
+            raise ValueError(f"{what}['best_iteration'] is {self.best_iteration_}, not in 1..n_iter={T}")
+        self.best_valid_score_ = float_from_json(meta["best_valid_score"], f"{what}['best_valid_score']")
+        self.approx_error_, self.train_score_, self.valid_score_ = (curves[c] for c in cls._CURVES)
+        self.search_results_ = []
+        for i, r in enumerate(results):
+            lacking = [k for k, _ in cls._SEARCH_SCALARS if not isinstance(r, dict) or k not in r]
+            if lacking:
+                raise ValueError(f"{what}['search_results'][{i}] lacks {lacking}")
+            sc = {k: int_from_json(r[k], f"{what}['search_results'][{i}][{k!r}]") if t is int
+                  else float_from_json(r[k], f"{what}['search_results'][{i}][{k!r}]")
+                  for k, t in cls._SEARCH_SCALARS}
+            # key order as fit writes it
+            self.search_results_.append({"alpha": sc["alpha"], "beta": sc["beta"],
+                                         "best_iteration": sc["best_iteration"], "best_valid": sc["best_valid"],
+                                         "valid_score": search["valid_score"][i].copy(),
+                                         "train_score": search["train_score"][i].copy(),
+                                         "approx_error": search["approx_error"][i].copy(),
+                                         "seconds": sc["seconds"]})
+        return self
