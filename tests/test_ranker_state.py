@@ -126,17 +126,18 @@ CASES = {
     "lambdamart": (peers.LambdaMARTRanker,
                    dict(n_estimators=25, learning_rate=0.1, num_leaves=5, min_child_samples=5, metric="ndcg",
                         eval_at=5, early_stopping_rounds=3, random_state=1,
-                        params={"subsample": 0.8, "subsample_freq": 1, "reg_lambda": 0.5}, verbose=False),
+                        params={"subsample": 0.8, "subsample_freq": 1, "reg_lambda": 0.5, "n_jobs": 1},
+                        verbose=False),
                    lambda kw: _fit_peer(peers.LambdaMARTRanker, kw, valid=True, grades=(0, 1, 2))),
     # multiclass (three grades)
     "mcrank": (peers.McRankRanker,
                dict(n_estimators=6, learning_rate=0.1, num_leaves=5, min_child_samples=5, random_state=0,
-                    params=None, verbose=False),
+                    params={"n_jobs": 1}, verbose=False),   # one thread: fast on a busy machine
                lambda kw: _fit_peer(peers.McRankRanker, kw, valid=False, grades=(0, 1, 2))),
     # two grades with a gap (0 and 2): the binary model, and classes_ maps its output back to 0/2
     "mcrank-binary": (peers.McRankRanker,
                       dict(n_estimators=6, learning_rate=0.1, num_leaves=5, min_child_samples=5,
-                           random_state=0, params=None, verbose=False),
+                           random_state=0, params={"n_jobs": 1}, verbose=False),
                       lambda kw: _fit_peer(peers.McRankRanker, kw, valid=False, grades=(0, 2))),
 }
 LIGHTGBM = {"lambdamart", "mcrank", "mcrank-binary"}
