@@ -24,16 +24,24 @@ it is required when ``k=None``, because then every rank has a discount.
 ordered, which the labels do not say. We use the average over all correct rankings
 (:meth:`DORMLoss.ideal_psi_coef`): each relevant candidate gets the mean of A over ranks 0..|P|−1,
 each non-relevant one the mean over ranks |P|..n−1.
+
+**Batch** (:meth:`DORMLoss.batch_violation`, what the solver calls). The same swap argument, applied to
+every pair of same-class candidates, shows that some optimal assignment keeps each relevance class in
+score order; the argmax is then a merge of the two sorted lists, found by a DP over (rank, relevant
+placed) on the m = min(window, n) weighted ranks: O(m·min(|P|, m)) per query instead of a cubic
+assignment (:func:`._rank_jit.dorm_query`, compiled with numba). Without numba, the per-query
+:meth:`DORMLoss.argmax` above (the reference of ``tests/test_losses_fast.py``).
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Tuple
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from . import _numba
 from .base import Loss, positions, sort_by_score
-from .ndcg import discounts, ndcg_of_ranking
+from .ndcg import discount_table, discounts, ndcg_of_ranking
 
 
 class DORMLoss(Loss):
@@ -102,3 +110,14 @@ class DORMLoss(Loss):
         placed[top] = True
         rest = idx[~placed]
         return np.concatenate([top, rest[np.argsort(-scores[rest], kind="stable")]])
+
+    def batch_violation(self, scores: np.ndarray, labels: np.ndarray,
+                        offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """:meth:`violation` for every query: compiled (:func:`._rank_jit.dorm_batch`, a DP over merges
+        of the two score-sorted classes) when numba is available, else the per-query assignment."""
+        jit = _numba.kernels()
+        if jit is None:
+            return super().batch_violation(scores, labels, offsets)
+        n = _numba.longest(offsets) + 1
+        return _numba.run_sorted(jit.dorm_batch, scores, labels, offsets, _numba.as_int(self.k),
+                                 _numba.as_int(self.window), discount_table(n), self.decay(n))

@@ -11,7 +11,11 @@ lowest-scoring good candidate g_min right after them (what follows g0 is immater
 H(r) = Δ(r) + Σ_{l<r} s_{b_l} − r·s_{g_min}, Δ(r) = 1 − 1/(1 + r) for r < k, 1 otherwise.
 For r ≥ k, H(r) is concave (Figure 3, line 12: all bad candidates scoring above g_min); we simply
 evaluate H(r) for every r = 0..|N| from prefix sums, which is the same maximum in O(n) after the
-O(n log n) sort, vectorised.
+O(n log n) sort.
+
+:meth:`MRRLoss.batch_violation` runs the compiled :func:`._rank_jit.mrr_batch` when numba is available,
+else a vectorised numpy version (:meth:`MRRLoss.batch_violation_numpy`); both reproduce
+:meth:`MRRLoss.violation` (the reference), ties included.
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ from typing import Optional, Tuple
 import numpy as np
 
 from ..features import query_ids
+from . import _numba
 from .base import CutoffLoss, split_by_relevance
 from .roc import segment_exclusive_cumsum
 
@@ -92,7 +97,16 @@ class MRRLoss(CutoffLoss):
 
     def batch_violation(self, scores: np.ndarray, labels: np.ndarray,
                         offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-        """:meth:`violation` for all queries at once.
+        """:meth:`violation` for all queries at once: compiled (:func:`._rank_jit.mrr_batch`) when
+        numba is available, else :meth:`batch_violation_numpy`."""
+        jit = _numba.kernels()
+        if jit is None:
+            return self.batch_violation_numpy(scores, labels, offsets)
+        return _numba.run_sorted(jit.mrr_batch, scores, labels, offsets, _numba.as_int(self.k))
+
+    def batch_violation_numpy(self, scores: np.ndarray, labels: np.ndarray,
+                              offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """:meth:`violation` for all queries at once, vectorised numpy.
 
         One lexsort puts each query's bad candidates first, by decreasing score; bad candidate number t
         (0-based) then stands for r = t + 1, with H(r) = Δ(r) + Σ_{l ≤ t} s_{b_l} − (t + 1)·s_{g_min};

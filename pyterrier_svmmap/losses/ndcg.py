@@ -24,6 +24,14 @@ Fact 3.4). Rows g ≥ g' only see CellScore, which is concave in a and maximal a
 a*_g = #{bad with score > s_g}, non-decreasing in g; their constraint is a_g ≥ k − g' (≥ a_{g'−1}),
 so the optimum is a_g = max(a*_g, k − g') and its value Tail(g') takes O(log n) with prefix sums
 (Fact 3.3's folded column). H* = 1 + max_{g'} (max_a T[g' − 1, a] + Tail(g')). O(n log n + k²) per query.
+
+Batch (:meth:`NDCGLoss.batch_violation`, what the solver calls): the compiled kernels of
+:mod:`._rank_jit` when numba is available — the same DP when some rank is clipped (k < n), and for
+no cutoff (k = None or k ≥ n) the slot search of Yue et al.'s Algorithm 2: with non-relevant j above
+relevant i, Δ decomposes into steps (D(i+j−1) − D(i+j))/DCG*, which are non-increasing in j because D
+is convex, so Theorem 2's monotone slots hold and each slot's gain is O(1) by telescoping
+(:func:`._rank_jit.ndcg_slots_nc`, O((|P| + |N|) log |N|) instead of O(|P|·|N|)). Without numba, the
+per-query code of this module (the reference of ``tests/test_losses_fast.py``).
 """
 from __future__ import annotations
 
@@ -32,13 +40,19 @@ from typing import Optional, Tuple
 
 import numpy as np
 
+from . import _numba
 from .base import CutoffLoss, split_by_relevance
 from .map import pairwise_psi_coef
 
 
+def discount_table(n: int) -> np.ndarray:
+    """D(r) = 1/log2(r + 2) for 0-based ranks r < n, without cutoff (the kernels' table)."""
+    return 1.0 / np.log2(np.arange(n) + 2.0)
+
+
 def discounts(n: int, k: Optional[int]) -> np.ndarray:
     """D(r) for 0-based ranks r < n: 1/log2(r + 2), zero from rank k on."""
-    d = 1.0 / np.log2(np.arange(n) + 2.0)
+    d = discount_table(n)
     if k is not None:
         d[k:] = 0.0
     return d
@@ -159,3 +173,13 @@ class NDCGLoss(CutoffLoss):
             return np.concatenate([pos, neg])
         counts, _ = ndcg_counts(scores[pos], scores[neg], self.k)
         return merge_by_counts(pos, neg, counts)
+
+    def batch_violation(self, scores: np.ndarray, labels: np.ndarray,
+                        offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """:meth:`violation` for every query: compiled (:func:`._rank_jit.ndcg_batch`) when numba is
+        available, else the per-query loop over :meth:`argmax`."""
+        jit = _numba.kernels()
+        if jit is None:
+            return super().batch_violation(scores, labels, offsets)
+        return _numba.run_sorted(jit.ndcg_batch, scores, labels, offsets, _numba.as_int(self.k),
+                                 discount_table(_numba.longest(offsets) + 1))

@@ -10,6 +10,10 @@ chosen on its own: flip (y_ij = −1) iff d_ij < ½ (either choice when d_ij = �
 consistent with one total order: sort all candidates by the key s_i − ¼ (relevant) and s_j + ¼
 (non-relevant); i precedes j iff s_i − ¼ > s_j + ¼ iff d_ij > ½. Sorting is O(n log n), and Δ and Ψ
 are counted from the sorted order, as in Joachims (2005)'s algorithm.
+
+:meth:`ROCLoss.batch_violation` runs the compiled :func:`._rank_jit.roc_batch` (one score sort shared
+with the other losses, then a merge of the two classes by key) when numba is available, else the
+vectorised numpy :meth:`ROCLoss.batch_violation_numpy`.
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from typing import Tuple
 import numpy as np
 
 from ..features import query_ids
+from . import _numba
 from .base import Loss
 from .map import pairwise_psi_coef
 
@@ -77,6 +82,15 @@ class ROCLoss(Loss):
 
     def batch_violation(self, scores: np.ndarray, labels: np.ndarray,
                         offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """:meth:`violation` for all queries at once: compiled (:func:`._rank_jit.roc_batch`) when
+        numba is available, else :meth:`batch_violation_numpy`."""
+        jit = _numba.kernels()
+        if jit is None:
+            return self.batch_violation_numpy(scores, labels, offsets)
+        return _numba.run_sorted(jit.roc_batch, scores, labels, offsets)
+
+    def batch_violation_numpy(self, scores: np.ndarray, labels: np.ndarray,
+                              offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         """:meth:`violation` for all queries at once: one lexsort by (query, key), segment counts."""
         scores = np.asarray(scores, dtype=float)
         rel_all = np.asarray(labels) > 0

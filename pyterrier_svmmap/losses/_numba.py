@@ -1,0 +1,89 @@
+"""Optional compiled kernels of the structural losses (numba): loader and the shared batch driver.
+
+:func:`kernels` returns :mod:`._rank_jit` (the compiled batch violations of NDCG, NDCG-NC, MRR, ROC and
+DORM), or None when numba is missing or disabled with the environment variable
+``PYTERRIER_SVMMAP_NO_NUMBA=1``; the losses then use their per-query or vectorised numpy code, which is
+also the reference the tests compare the kernels with (``tests/test_losses_fast.py`` monkeypatches
+:func:`kernels` to run both paths). Callers must look the function up on this module at call time
+(``_numba.kernels()``), never import it by name, so that the switch works.
+
+:func:`run_sorted` is the one way the losses call a kernel: it checks the batch, sorts every query's
+candidates by decreasing score once (:func:`.map.query_score_order`, ties in any order: the kernels
+restore the stable order themselves), and hands the kernel the arrays it fills.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from typing import Callable, Optional, Tuple
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+#: the loaded kernels module (False: unavailable); filled on first use
+_LOADED: dict = {}
+
+
+def kernels():
+    """The compiled kernels module :mod:`._rank_jit`, or None when numba is missing or disabled."""
+    if "rank" not in _LOADED:
+        mod = False
+        if os.environ.get("PYTERRIER_SVMMAP_NO_NUMBA"):
+            log.debug("numba disabled by PYTERRIER_SVMMAP_NO_NUMBA: losses use their numpy paths")
+        else:
+            try:
+                from . import _rank_jit as mod
+            except ImportError:                                  # numba not installed
+                log.debug("numba not available: losses use their numpy paths")
+                mod = False
+        _LOADED["rank"] = mod
+    return _LOADED["rank"] or None
+
+
+def check_batch(scores: np.ndarray, labels: np.ndarray,
+                offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(scores as contiguous floats, relevance as contiguous booleans, offsets as int64), checked.
+
+    Raises ValueError naming what is wrong: arrays of different lengths, or offsets that do not run
+    non-decreasing from 0 to the number of candidates.
+    """
+    scores = np.ascontiguousarray(scores, dtype=np.float64)
+    labels = np.asarray(labels)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    if scores.ndim != 1 or labels.shape != scores.shape:
+        raise ValueError(f"scores and labels must be 1-d arrays of one length, got shapes "
+                         f"{scores.shape} and {labels.shape}")
+    if offsets.ndim != 1 or len(offsets) < 1 or offsets[0] != 0 or offsets[-1] != len(scores) \
+            or (np.diff(offsets) < 0).any():
+        raise ValueError(f"offsets must run non-decreasing from 0 to len(scores)={len(scores)} "
+                         f"(one more entry than queries), got {offsets[:3].tolist()}…{offsets[-2:].tolist()}")
+    return scores, np.ascontiguousarray(labels > 0), offsets
+
+
+def run_sorted(kernel: Callable, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
+               *params) -> Tuple[np.ndarray, np.ndarray]:
+    """(Δ per query, coefficients per candidate) from ``kernel(scores, rel, order, offsets, *params,
+    deltas, coef)``, ``order`` being every query's candidates (global indices) by decreasing score."""
+    from .map import query_score_order                   # map imports nothing from here: no cycle
+
+    scores, rel, offsets = check_batch(scores, labels, offsets)
+    n_q = len(offsets) - 1
+    deltas = np.zeros(n_q)
+    coef = np.zeros(len(scores))
+    if n_q == 0 or len(scores) == 0:
+        return deltas, coef
+    order = np.ascontiguousarray(query_score_order(scores, offsets), dtype=np.int64)
+    kernel(scores, rel, order, offsets, *params, deltas, coef)
+    return deltas, coef
+
+
+def longest(offsets: np.ndarray) -> int:
+    """The largest query size of a batch (0 when empty): the length the kernels' tables need."""
+    sizes = np.diff(np.asarray(offsets))
+    return int(sizes.max()) if len(sizes) else 0
+
+
+def as_int(value: Optional[int]) -> int:
+    """A cutoff or window for the kernels: −1 stands for None (no cutoff / no window)."""
+    return -1 if value is None else int(value)

@@ -1,0 +1,482 @@
+"""Compiled batch violations of the ranking losses (numba, optional): NDCG@k, NDCG-NC, MRR@k, ROC, DORM.
+
+Every ``*_batch`` kernel takes the concatenated ``scores``, relevance ``rel`` (booleans), ``order``
+(each query's candidates, global indices, by decreasing score, ties in any order) and ``offsets``, then
+the loss's parameters, and fills ``deltas`` (Δ(ŷ) per query) and ``coef`` (c(y*) − c(ŷ) per candidate)
+— the contract of :meth:`.base.Loss.batch_violation`. Queries run one after the other (serial;
+``nogil`` so that callers may thread). Loaded by :func:`._numba.kernels`; the per-query numpy code of
+each loss is the reference (``tests/test_losses_fast.py``).
+
+Within a relevance class the kernels restore the *stable* order (equal scores by candidate index), the
+order :func:`.base.split_by_relevance` gives the reference, so that both break ties alike.
+
+Cutoffs and windows are passed as integers, −1 meaning None. Tables: ``D[r] = 1/log2(r + 2)`` (the nDCG
+discount without cutoff, :func:`.ndcg.discounts`), ``A[r]`` (DORM's decay, zero from its window on),
+each at least as long as the largest query.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+# ---------------------------------------------------------------------------------------------
+# shared: one query's relevance classes in stable score order, and the pairwise coefficients
+# ---------------------------------------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def stable_runs(idx, key):
+    """Sort every run of equal ``key`` in ``idx`` by index (``idx`` is ordered by non-increasing key):
+    the order a stable sort by decreasing key gives."""
+    n = idx.shape[0]
+    a = 0
+    while a < n:
+        b = a + 1
+        while b < n and key[b] == key[a]:
+            b += 1
+        if b - a > 1:
+            idx[a:b] = np.sort(idx[a:b])
+        a = b
+
+
+@njit(cache=True, nogil=True)
+def split_query(scores, rel, order, lo, hi):
+    """(relevant indices, their scores, non-relevant indices, their scores) of the query lo..hi−1,
+    each by decreasing score, equal scores by index (Yue et al. 2007, Observation 1)."""
+    P = 0
+    for r in range(lo, hi):
+        if rel[order[r]]:
+            P += 1
+    N = hi - lo - P
+    pi = np.empty(P, dtype=np.int64)
+    ps = np.empty(P)
+    ni = np.empty(N, dtype=np.int64)
+    ns = np.empty(N)
+    a = 0
+    b = 0
+    for r in range(lo, hi):
+        d = order[r]
+        if rel[d]:
+            pi[a] = d
+            ps[a] = scores[d]
+            a += 1
+        else:
+            ni[b] = d
+            ns[b] = scores[d]
+            b += 1
+    stable_runs(pi, ps)
+    stable_runs(ni, ns)
+    return pi, ps, ni, ns
+
+
+@njit(cache=True, nogil=True)
+def zero_query(order, lo, hi, coef):
+    """Coefficients 0 for every candidate of the query (no constraint: one class is empty)."""
+    for r in range(lo, hi):
+        coef[order[r]] = 0.0
+
+
+@njit(cache=True, nogil=True)
+def pairwise_coef(pi, ni, counts, coef):
+    """c(y*) − c(ŷ) of the pairwise map φ_po (Chakrabarti et al. Eq. 3; Yue et al. §3) for the
+    ranking where the g-th relevant candidate has ``counts[g]`` (non-decreasing) non-relevant above it:
+    2·a_g/(|P||N|) for relevant g, −2·(relevant below j)/(|P||N|) for non-relevant j."""
+    P = pi.shape[0]
+    N = ni.shape[0]
+    norm = 2.0 / (P * N)
+    for g in range(P):
+        coef[pi[g]] = norm * counts[g]
+    g = 0
+    for j in range(N):
+        while g < P and counts[g] <= j:          # relevant g is above non-relevant j
+            g += 1
+        coef[ni[j]] = -norm * (P - g)
+
+
+# ---------------------------------------------------------------------------------------------
+# NDCG (Chakrabarti et al. 2008 §3.4)
+# ---------------------------------------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def ndcg_counts_k(ps, ns, kk, D, idcg, counts):
+    """Port of :func:`.ndcg.ndcg_counts` for a cutoff kk < |P| + |N| (same arithmetic, same ties):
+    the reduced table of Facts 3.3/3.4 over unclipped rows plus the folded tail. Fills ``counts``
+    (non-relevant above each relevant candidate) and returns H* = max_y H(y)."""
+    P = ps.shape[0]
+    N = ns.shape[0]
+    norm = 1.0 / (P * N)
+    pref_b = np.empty(N + 1)
+    pref_b[0] = 0.0
+    for l in range(N):
+        pref_b[l + 1] = pref_b[l] + ns[l]
+    tot_b = pref_b[N]
+    pref_g = np.empty(P + 1)
+    pref_g[0] = 0.0
+    for g in range(P):
+        pref_g[g + 1] = pref_g[g] + ps[g]
+    # a*_g: non-relevant scoring strictly above s_g (non-decreasing in g)
+    a_star = np.empty(P, dtype=np.int64)
+    l = 0
+    for g in range(P):
+        while l < N and ns[l] > ps[g]:
+            l += 1
+        a_star[g] = l
+    suf_opt = np.empty(P + 1)
+    suf_opt[P] = 0.0
+    acc = 0.0
+    for g in range(P - 1, -1, -1):
+        a = a_star[g]
+        acc += norm * (2.0 * pref_b[a] - tot_b + (N - 2.0 * a) * ps[g])
+        suf_opt[g] = acc
+    rows = min(P, kk)
+    best_val = _ndcg_tail(0, kk, P, N, norm, pref_b, tot_b, pref_g, a_star, suf_opt)
+    best_g0 = 0
+    T = np.empty((rows, kk))
+    back = np.empty((rows, kk), dtype=np.int64)
+    run = np.empty(kk)
+    arg = np.empty(kk, dtype=np.int64)
+    for g in range(rows):
+        width = min(N, kk - 1 - g) + 1
+        for a in range(width):
+            v = norm * (2.0 * pref_b[a] - tot_b + (N - 2.0 * a) * ps[g]) - D[g + a] / idcg
+            if g == 0:
+                T[g, a] = v
+            else:
+                T[g, a] = v + run[a]
+                back[g, a] = arg[a]
+        best = -np.inf
+        at = 0
+        for a in range(width):                   # running maximum, ties to the later column
+            if T[g, a] >= best:
+                best = T[g, a]
+                at = a
+            run[a] = best
+            arg[a] = at
+        cand = run[width - 1]
+        if g + 1 < P:
+            cand = cand + _ndcg_tail(g + 1, kk, P, N, norm, pref_b, tot_b, pref_g, a_star, suf_opt)
+        if cand > best_val:
+            best_val = cand
+            best_g0 = g + 1
+    floor = max(kk - best_g0, 0)
+    for g in range(best_g0, P):
+        counts[g] = max(a_star[g], floor)
+    if best_g0 > 0:
+        g = best_g0 - 1
+        width = min(N, kk - 1 - g) + 1
+        best = -np.inf
+        col = 0
+        for a in range(width):
+            if T[g, a] >= best:
+                best = T[g, a]
+                col = a
+        for g in range(best_g0 - 1, -1, -1):
+            counts[g] = col
+            if g > 0:
+                col = back[g, col]
+    return 1.0 + best_val
+
+
+@njit(cache=True, nogil=True)
+def _ndcg_tail(g0, kk, P, N, norm, pref_b, tot_b, pref_g, a_star, suf_opt):
+    """Σ_{h ≥ g0} CellScore(h, max(a*_h, kk − g0)); −inf if kk − g0 > |N| (see :mod:`.ndcg`)."""
+    m = kk - g0
+    if m > N:
+        return -np.inf
+    if m < 0:
+        m = 0
+    lo = g0                                      # first h ≥ g0 with a*_h ≥ m (binary search)
+    hi = P
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if a_star[mid] < m:
+            lo = mid + 1
+        else:
+            hi = mid
+    cut = lo
+    cnt = cut - g0
+    low = norm * (cnt * (2.0 * pref_b[m] - tot_b) + (N - 2.0 * m) * (pref_g[cut] - pref_g[g0]))
+    return low + suf_opt[cut]
+
+
+@njit(cache=True, nogil=True)
+def ndcg_slots_nc(ps, ns, D, idcg, slots):
+    """Optimal slots (relevant candidates above each non-relevant one) for Δ = 1 − nDCG without cutoff.
+
+    With non-relevant j (1-based) above relevant i (0-based), i drops from rank i + j − 1 to i + j, so
+    Δ = Σ_{j above i} (D(i+j−1) − D(i+j))/DCG*, and slot t costs (telescoping over i ≥ t)
+    gain_j(t) = D(t+j−1)/DCG* − 2/(|P||N|)·Σ_{i≥t}(s_i − s_j) + (terms free of t). D is convex, so
+    gain_j(t) − gain_j(t+1) is non-increasing in j, the condition of Yue et al.'s Theorem 2: the
+    first maximisers are non-decreasing, and the divide and conquer of :mod:`._map_jit` applies.
+    """
+    P = ps.shape[0]
+    N = ns.shape[0]
+    m = 0.0
+    for i in range(P):
+        m += ps[i]
+    m /= P
+    suf = np.empty(P + 1)
+    suf[P] = 0.0
+    for i in range(P - 1, -1, -1):
+        suf[i] = suf[i + 1] + (ps[i] - m)
+    c = 2.0 / (P * N)
+    inv = 1.0 / idcg
+    depth = 4
+    n = N
+    while n > 0:
+        depth += 1
+        n >>= 1
+    stack = np.empty((2 * depth + 4, 4), dtype=np.int64)
+    stack[0, 0] = 0
+    stack[0, 1] = N
+    stack[0, 2] = 0
+    stack[0, 3] = P
+    sp = 1
+    while sp > 0:
+        sp -= 1
+        jlo = stack[sp, 0]
+        jhi = stack[sp, 1]
+        klo = stack[sp, 2]
+        khi = stack[sp, 3]
+        if klo == khi:
+            for r in range(jlo, jhi):
+                slots[r] = klo
+            continue
+        mid = (jlo + jhi) // 2
+        j = mid + 1
+        sj = ns[mid] - m
+        best = -np.inf
+        bt = klo
+        for t in range(klo, khi + 1):
+            g = D[t + j - 1] * inv - c * (suf[t] + t * sj)
+            if g > best:
+                best = g
+                bt = t
+        slots[mid] = bt
+        if mid + 1 < jhi:
+            stack[sp, 0] = mid + 1
+            stack[sp, 1] = jhi
+            stack[sp, 2] = bt
+            stack[sp, 3] = khi
+            sp += 1
+        if jlo < mid:
+            stack[sp, 0] = jlo
+            stack[sp, 1] = mid
+            stack[sp, 2] = klo
+            stack[sp, 3] = bt
+            sp += 1
+
+
+@njit(cache=True, nogil=True)
+def ndcg_query(scores, rel, order, lo, hi, k, D, coef):
+    """Δ(ŷ) of one query for Δ = 1 − nDCG@k (k = −1: no cutoff); writes c(y*) − c(ŷ) into ``coef``."""
+    pi, ps, ni, ns = split_query(scores, rel, order, lo, hi)
+    P = pi.shape[0]
+    N = ni.shape[0]
+    if P == 0 or N == 0:
+        zero_query(order, lo, hi, coef)
+        return 0.0
+    n = P + N
+    kk = n if (k < 0 or k > n) else k
+    idcg = 0.0
+    for r in range(min(P, kk)):
+        idcg += D[r]
+    counts = np.empty(P, dtype=np.int64)
+    if kk == n:                                  # no rank is clipped: the slot search (exact)
+        slots = np.empty(N, dtype=np.int64)
+        ndcg_slots_nc(ps, ns, D, idcg, slots)
+        j = 0
+        for g in range(P):                       # a_g = #{j : slot_j ≤ g}
+            while j < N and slots[j] <= g:
+                j += 1
+            counts[g] = j
+    else:
+        ndcg_counts_k(ps, ns, kk, D, idcg, counts)
+    dcg = 0.0
+    for g in range(P):
+        r = g + counts[g]
+        if r < kk:
+            dcg += D[r]
+    pairwise_coef(pi, ni, counts, coef)
+    return 1.0 - dcg / idcg
+
+
+@njit(cache=True, nogil=True)
+def ndcg_batch(scores, rel, order, offsets, k, D, deltas, coef):
+    """NDCG@k (k = −1: SVM-NDCG-NC) batch violation, query after query."""
+    for q in range(offsets.shape[0] - 1):
+        deltas[q] = ndcg_query(scores, rel, order, offsets[q], offsets[q + 1], k, D, coef)
+
+
+# ---------------------------------------------------------------------------------------------
+# MRR (Chakrabarti et al. 2008 §3.6, Figure 3)
+# ---------------------------------------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def mrr_delta(r, k):
+    """Δ = 1 − RR@k when r non-relevant candidates precede the first relevant one (k = −1: no cutoff)."""
+    if k >= 0 and r >= k:
+        return 1.0
+    return 1.0 - 1.0 / (1.0 + r)
+
+
+@njit(cache=True, nogil=True)
+def mrr_query(scores, rel, order, lo, hi, k, coef):
+    """Δ(r̂) of one query; writes −1 for the r̂ best non-relevant candidates, r̂ for g_min, 0 elsewhere.
+
+    H(r) = Δ(r) + Σ_{l<r} s_{b_l} − r·s_{g_min} for r = 0..|N| (Fact 3.5), the first maximum
+    (r = 0, H = 0, unless some H(r) is strictly larger), as :meth:`.mrr.MRRLoss._best_r`.
+    """
+    pi, ps, ni, ns = split_query(scores, rel, order, lo, hi)
+    zero_query(order, lo, hi, coef)
+    P = pi.shape[0]
+    N = ni.shape[0]
+    if P == 0 or N == 0:
+        return 0.0
+    s_min = ps[P - 1]                            # g_min: the last relevant in stable score order
+    best = 0.0
+    br = 0
+    pref = 0.0
+    for r in range(1, N + 1):
+        pref += ns[r - 1]
+        h = mrr_delta(r, k) + pref - r * s_min
+        if h > best:
+            best = h
+            br = r
+    for l in range(br):
+        coef[ni[l]] = -1.0
+    coef[pi[P - 1]] = float(br)
+    if br == 0:
+        return 0.0
+    return mrr_delta(br, k)
+
+
+@njit(cache=True, nogil=True)
+def mrr_batch(scores, rel, order, offsets, k, deltas, coef):
+    """MRR@k (k = −1: no cutoff) batch violation, query after query."""
+    for q in range(offsets.shape[0] - 1):
+        deltas[q] = mrr_query(scores, rel, order, offsets[q], offsets[q + 1], k, coef)
+
+
+# ---------------------------------------------------------------------------------------------
+# ROC (Joachims 2005; Chakrabarti et al. 2008 Eq. 8)
+# ---------------------------------------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def roc_query(scores, rel, order, lo, hi, coef):
+    """Δ(ŷ) of one query for the ROC-area loss: merge the classes by the keys s − ¼ (relevant) and
+    s + ¼ (non-relevant), equal keys by candidate index (the stable sort of :meth:`.roc.ROCLoss.argmax`)."""
+    pi, ps, ni, ns = split_query(scores, rel, order, lo, hi)
+    P = pi.shape[0]
+    N = ni.shape[0]
+    if P == 0 or N == 0:
+        zero_query(order, lo, hi, coef)
+        return 0.0
+    pk = ps - 0.25
+    nk = ns + 0.25
+    stable_runs(pi, pk)                          # distinct scores may share a key
+    stable_runs(ni, nk)
+    norm = 2.0 / (P * N)
+    a = 0
+    b = 0
+    neg_above = 0
+    misordered = 0
+    while a < P or b < N:
+        if b >= N or (a < P and (pk[a] > nk[b] or (pk[a] == nk[b] and pi[a] < ni[b]))):
+            coef[pi[a]] = norm * neg_above
+            misordered += neg_above
+            a += 1
+        else:
+            coef[ni[b]] = -norm * (P - a)
+            neg_above += 1
+            b += 1
+    return misordered / (P * N)
+
+
+@njit(cache=True, nogil=True)
+def roc_batch(scores, rel, order, offsets, deltas, coef):
+    """ROC-area batch violation, query after query."""
+    for q in range(offsets.shape[0] - 1):
+        deltas[q] = roc_query(scores, rel, order, offsets[q], offsets[q + 1], coef)
+
+
+# ---------------------------------------------------------------------------------------------
+# DORM (Le & Smola 2007; Chakrabarti et al. 2008 §3.5)
+# ---------------------------------------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def dorm_query(scores, rel, order, lo, hi, k, window, D, A, coef):
+    """Δ(ŷ) of one query for DORM (Δ = 1 − nDCG@k, Ψ = Σ A(rank)·φ, A zero from ``window`` on).
+
+    The assignment max_π Σ π_ij (s_i·A(j) − z_i·D(j)/DCG*) of §3.5 has an optimum that keeps each
+    relevance class in score order (swapping two candidates of one class at ranks j < j' changes the
+    value by (s_hi − s_lo)(A(j) − A(j')) ≥ 0, as A is non-increasing), so it is a merge of the two
+    sorted lists: a DP over (rank j, relevant placed g) for the m = min(window, n) ranks that carry
+    weight, O(m · min(|P|, m)). Ranks ≥ m have A = 0 and, as window ≥ k, D = 0: immaterial.
+    """
+    pi, ps, ni, ns = split_query(scores, rel, order, lo, hi)
+    P = pi.shape[0]
+    N = ni.shape[0]
+    n = P + N
+    m = n if (window < 0 or window > n) else window
+    # c(y*): the mean of A over the ranks of the class (average over all correct rankings)
+    sum_p = 0.0
+    for r in range(P):
+        sum_p += A[r]
+    sum_n = 0.0
+    for r in range(P, n):
+        sum_n += A[r]
+    ideal_p = sum_p / P if P > 0 else 0.0
+    ideal_n = sum_n / N if N > 0 else 0.0
+    for g in range(P):
+        coef[pi[g]] = ideal_p
+    for j in range(N):
+        coef[ni[j]] = ideal_n
+    if P == 0 or N == 0:                         # every ranking is correct: ŷ follows the scores
+        if P > 0:
+            for r in range(min(P, m)):
+                coef[pi[r]] -= A[r]
+        else:
+            for r in range(min(N, m)):
+                coef[ni[r]] -= A[r]
+        return 0.0
+    idcg = 0.0
+    for r in range(P):
+        if k < 0 or r < k:
+            idcg += D[r]
+    G = min(P, m)
+    f = np.full(G + 1, -np.inf)
+    f[0] = 0.0
+    took_rel = np.zeros((m, G + 1), dtype=np.bool_)
+    for j in range(m):
+        aj = A[j]
+        dj = D[j] / idcg if (k < 0 or j < k) else 0.0
+        g_lo = max(0, j + 1 - N)
+        g_hi = min(j + 1, G)
+        for g in range(g_hi, g_lo - 1, -1):      # descending: f[g − 1] is still the old value
+            best = -np.inf
+            if g <= j and j - g < N:             # rank j takes non-relevant number j − g
+                best = f[g] + aj * ns[j - g]
+            if g >= 1 and g - 1 >= j - N:        # rank j takes relevant number g − 1
+                v = f[g - 1] + aj * ps[g - 1] - dj
+                if v >= best:
+                    best = v
+                    took_rel[j, g] = True
+            f[g] = best
+    g_best = max(0, m - N)
+    for g in range(max(0, m - N), min(m, G) + 1):
+        if f[g] > f[g_best]:
+            g_best = g
+    dcg = 0.0
+    g = g_best
+    for j in range(m - 1, -1, -1):               # walk back, rank m − 1 first
+        if took_rel[j, g]:
+            g -= 1
+            coef[pi[g]] -= A[j]
+            if k < 0 or j < k:
+                dcg += D[j]
+        else:
+            coef[ni[j - g]] -= A[j]
+    return 1.0 - dcg / idcg
+
+
+@njit(cache=True, nogil=True)
+def dorm_batch(scores, rel, order, offsets, k, window, D, A, deltas, coef):
+    """DORM batch violation, query after query."""
+    for q in range(offsets.shape[0] - 1):
+        deltas[q] = dorm_query(scores, rel, order, offsets[q], offsets[q + 1], k, window, D, A, coef)
