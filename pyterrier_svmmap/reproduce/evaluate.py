@@ -242,8 +242,8 @@ def _ignore_sigint() -> None:
 def _stop_pool(pool) -> None:
     """Cancel the pending trials of ``pool`` and end its workers now (their finished (trial, system)
     results are already checkpointed)."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())   # shutdown() forgets them
     pool.shutdown(wait=False, cancel_futures=True)
-    processes = list((getattr(pool, "_processes", None) or {}).values())
     for p in processes:
         if p.is_alive():
             p.terminate()
