@@ -356,3 +356,32 @@ def test_peer_inconsistent_states():
                                            for h in meta["history"]]), arrays)
     with pytest.raises(ValueError, match="n_functions'\\] must be at least 1"):
         ada.from_state(dict(meta, n_functions=0), arrays)
+
+
+# ---------------------------------------------------------------------------------------------
+# predicting from the booster alone is what LightGBM's scikit-learn wrappers predict
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("grades", [(0, 1, 2), (0, 2)])
+def test_mcrank_predicts_as_lgbm_classifier(grades):
+    lgb = pytest.importorskip("lightgbm")
+    raw, labels, offsets = synthetic(0, grades=grades)
+    kw = dict(n_estimators=6, learning_rate=0.1, num_leaves=5, min_child_samples=5, random_state=0)
+    ours = peers.McRankRanker(**kw, params={"n_jobs": 1}).fit(raw, labels, offsets)
+    y = labels.astype(int)
+    ref = lgb.LGBMClassifier(objective="multiclass" if len(grades) > 2 else "binary", verbose=-1, n_jobs=1,
+                             **kw).fit(peers.fill_missing(raw, offsets), y)
+    test_raw, _, test_offsets = synthetic(7, n_queries=5)
+    want = ref.predict_proba(peers.fill_missing(test_raw, test_offsets)) @ ref.classes_.astype(float)
+    assert np.array_equal(ours.predict(test_raw, test_offsets), want)
+
+
+def test_lambdamart_predicts_as_lgbm_ranker():
+    lgb = pytest.importorskip("lightgbm")
+    raw, labels, offsets = synthetic(0)
+    kw = dict(n_estimators=5, learning_rate=0.1, num_leaves=5, min_child_samples=5, random_state=0)
+    ours = peers.LambdaMARTRanker(**kw, params={"n_jobs": 1}).fit(raw, labels, offsets)
+    ref = lgb.LGBMRanker(objective="lambdarank", verbose=-1, n_jobs=1, **kw).fit(
+        peers.fill_missing(raw, offsets), labels.astype(int), group=np.diff(offsets))
+    test_raw, _, test_offsets = synthetic(7, n_queries=5)
+    want = ref.predict(peers.fill_missing(test_raw, test_offsets))
+    assert np.array_equal(ours.predict(test_raw, test_offsets), want)
