@@ -61,21 +61,55 @@ def check_batch(scores: np.ndarray, labels: np.ndarray,
     return scores, np.ascontiguousarray(labels > 0), offsets
 
 
-def run_sorted(kernel: Callable, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
-               *params) -> Tuple[np.ndarray, np.ndarray]:
-    """(Δ per query, coefficients per candidate) from ``kernel(scores, rel, order, offsets, *params,
-    deltas, coef)``, ``order`` being every query's candidates (global indices) by decreasing score."""
+#: a kernel and its parameters: ``kernel(scores, rel, order, offsets, *params, deltas, coef)``
+KernelCall = Tuple[Callable, tuple]
+
+
+def score_order(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Every query's candidates (global indices, int64) by decreasing score, ties in any order."""
     from .map import query_score_order                   # map imports nothing from here: no cycle
 
+    return np.ascontiguousarray(query_score_order(scores, offsets), dtype=np.int64)
+
+
+def run_sorted(call: KernelCall, scores: np.ndarray, labels: np.ndarray,
+               offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """(Δ per query, coefficients per candidate) from a kernel call (``kernel(scores, rel, order,
+    offsets, *params, deltas, coef)``), ``order`` being :func:`score_order`."""
+    return run_shared([call], scores, labels, offsets)[0]
+
+
+def run_shared(calls, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> list:
+    """[(Δ per query, coefficients per candidate)] of several kernel calls on one batch, the score
+    order computed once for all (what :class:`.combo.ComboLoss` uses)."""
     scores, rel, offsets = check_batch(scores, labels, offsets)
     n_q = len(offsets) - 1
-    deltas = np.zeros(n_q)
-    coef = np.zeros(len(scores))
+    out = [(np.zeros(n_q), np.zeros(len(scores))) for _ in calls]
     if n_q == 0 or len(scores) == 0:
-        return deltas, coef
-    order = np.ascontiguousarray(query_score_order(scores, offsets), dtype=np.int64)
-    kernel(scores, rel, order, offsets, *params, deltas, coef)
-    return deltas, coef
+        return out
+    order = score_order(scores, offsets)
+    for (kernel, params), (deltas, coef) in zip(calls, out):
+        kernel(scores, rel, order, offsets, *params, deltas, coef)
+    return out
+
+
+def kernel_call(loss, n_max: int) -> Optional[KernelCall]:
+    """How to compute ``loss.batch_violation`` from a shared score order on queries of at most
+    ``n_max`` candidates, or None (numba unavailable, or a loss without a kernel).
+
+    Losses with a kernel define ``kernel_call(n_max)``; MAP's kernel lives in :mod:`._map_jit` and is
+    adapted here (its serial batch takes the same arguments, with the harmonic table as parameter).
+    A subclass that overrides ``batch_violation`` must override ``kernel_call`` too.
+    """
+    if kernels() is None:
+        return None
+    from .map import MAPLoss, _jit, harmonic
+
+    if type(loss).batch_violation is MAPLoss.batch_violation:
+        jit = _jit()
+        return (jit.batch_violation_serial, (harmonic(n_max + 2),)) if jit else None
+    make = getattr(loss, "kernel_call", None)
+    return make(n_max) if make is not None else None
 
 
 def longest(offsets: np.ndarray) -> int:

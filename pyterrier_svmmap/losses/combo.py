@@ -10,6 +10,9 @@ then uses its own loss's Ψ, which is what the constraint set above says.
 
 "Separate slacks" is not a loss but several :class:`~pyterrier_svmmap.solver.SlackGroup` s
 (see :func:`pyterrier_svmmap.losses.make_slack_groups`).
+
+Batch: with numba, the members' compiled kernels run on one shared score sort
+(:func:`._numba.run_shared`), so a combo costs one sort plus its members' kernels.
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from typing import Sequence, Tuple
 
 import numpy as np
 
-from ..features import query_ids
+from . import _numba
 from .base import Loss
 
 
@@ -86,13 +89,42 @@ class ComboLoss(Loss):
 
     def batch_violation(self, scores: np.ndarray, labels: np.ndarray,
                         offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """:meth:`violation` for every query: the members' batch violations, then per query the member
+        with the most violated constraint (:func:`first_best`, the rule of :meth:`violation`)."""
         scores = np.asarray(scores, dtype=float)
         offsets = np.asarray(offsets, dtype=np.int64)
-        n_q = len(offsets) - 1
-        qid = query_ids(offsets)
-        results = [l.batch_violation(scores, labels, offsets) for l in self.losses]
-        values = np.stack([d - np.bincount(qid, weights=c * scores, minlength=n_q) for d, c in results])
-        winner = first_best(values)                                      # per query
-        deltas = np.stack([d for d, _ in results])[winner, np.arange(n_q)]
-        coef = np.stack([c for _, c in results])[winner[qid], np.arange(len(scores))]
-        return deltas, coef
+        results = self.member_batches(scores, labels, offsets)
+        values = np.stack([d - segment_sums(c * scores, offsets) for d, c in results])
+        return select_members(results, first_best(values), offsets)
+
+    def member_batches(self, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> list:
+        """Every member's (Δ per query, coefficients): from one shared score sort through the members'
+        compiled kernels when all have one (numba), else each member's own ``batch_violation``."""
+        calls = [_numba.kernel_call(l, _numba.longest(offsets)) for l in self.losses]
+        if all(c is not None for c in calls):
+            return _numba.run_shared(calls, scores, labels, offsets)
+        return [l.batch_violation(scores, labels, offsets) for l in self.losses]
+
+
+def segment_sums(x: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Σ of ``x`` over each query of ``offsets`` (0 for an empty query)."""
+    sizes = np.diff(offsets)
+    out = np.zeros(len(sizes))
+    nonempty = sizes > 0
+    if nonempty.any():
+        out[nonempty] = np.add.reduceat(x, offsets[:-1][nonempty])
+    return out
+
+
+def select_members(results: list, winner: np.ndarray,
+                   offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """(Δ, coefficients) taking, for query q, member ``winner[q]``'s of ``results`` [(Δ, coef)]."""
+    n_q = len(offsets) - 1
+    deltas = np.stack([d for d, _ in results])[winner, np.arange(n_q)]
+    coef = results[0][1].copy()
+    sizes = np.diff(offsets)
+    for m in range(1, len(results)):
+        take = winner == m
+        if take.any():
+            np.copyto(coef, results[m][1], where=np.repeat(take, sizes))
+    return deltas, coef

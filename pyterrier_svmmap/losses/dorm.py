@@ -115,9 +115,17 @@ class DORMLoss(Loss):
                         offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         """:meth:`violation` for every query: compiled (:func:`._rank_jit.dorm_batch`, a DP over merges
         of the two score-sorted classes) when numba is available, else the per-query assignment."""
+        call = self.kernel_call(_numba.longest(offsets))
+        if call is None:
+            return super().batch_violation(scores, labels, offsets)
+        return _numba.run_sorted(call, scores, labels, offsets)
+
+    def kernel_call(self, n_max: int) -> Optional[_numba.KernelCall]:
+        """The compiled batch (:func:`._rank_jit.dorm_batch`) for queries of ≤ ``n_max`` candidates,
+        or None without numba."""
         jit = _numba.kernels()
         if jit is None:
-            return super().batch_violation(scores, labels, offsets)
-        n = _numba.longest(offsets) + 1
-        return _numba.run_sorted(jit.dorm_batch, scores, labels, offsets, _numba.as_int(self.k),
-                                 _numba.as_int(self.window), discount_table(n), self.decay(n))
+            return None
+        n = n_max + 1
+        return jit.dorm_batch, (_numba.as_int(self.k), _numba.as_int(self.window), discount_table(n),
+                                self.decay(n))

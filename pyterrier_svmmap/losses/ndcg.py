@@ -178,8 +178,15 @@ class NDCGLoss(CutoffLoss):
                         offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         """:meth:`violation` for every query: compiled (:func:`._rank_jit.ndcg_batch`) when numba is
         available, else the per-query loop over :meth:`argmax`."""
+        call = self.kernel_call(_numba.longest(offsets))
+        if call is None:
+            return super().batch_violation(scores, labels, offsets)
+        return _numba.run_sorted(call, scores, labels, offsets)
+
+    def kernel_call(self, n_max: int) -> Optional[_numba.KernelCall]:
+        """The compiled batch (:func:`._rank_jit.ndcg_batch`) for queries of ≤ ``n_max`` candidates,
+        or None without numba."""
         jit = _numba.kernels()
         if jit is None:
-            return super().batch_violation(scores, labels, offsets)
-        return _numba.run_sorted(jit.ndcg_batch, scores, labels, offsets, _numba.as_int(self.k),
-                                 discount_table(_numba.longest(offsets) + 1))
+            return None
+        return jit.ndcg_batch, (_numba.as_int(self.k), discount_table(n_max + 1))

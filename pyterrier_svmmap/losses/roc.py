@@ -17,7 +17,7 @@ vectorised numpy :meth:`ROCLoss.batch_violation_numpy`.
 """
 from __future__ import annotations
 
-from typing import Tuple
+from typing import Optional, Tuple
 
 import numpy as np
 
@@ -84,10 +84,15 @@ class ROCLoss(Loss):
                         offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         """:meth:`violation` for all queries at once: compiled (:func:`._rank_jit.roc_batch`) when
         numba is available, else :meth:`batch_violation_numpy`."""
-        jit = _numba.kernels()
-        if jit is None:
+        call = self.kernel_call(_numba.longest(offsets))
+        if call is None:
             return self.batch_violation_numpy(scores, labels, offsets)
-        return _numba.run_sorted(jit.roc_batch, scores, labels, offsets)
+        return _numba.run_sorted(call, scores, labels, offsets)
+
+    def kernel_call(self, n_max: int) -> Optional[_numba.KernelCall]:
+        """The compiled batch (:func:`._rank_jit.roc_batch`), or None without numba."""
+        jit = _numba.kernels()
+        return None if jit is None else (jit.roc_batch, ())
 
     def batch_violation_numpy(self, scores: np.ndarray, labels: np.ndarray,
                               offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
