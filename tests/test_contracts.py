@@ -242,8 +242,9 @@ NAMES = ["noise_a", "good", "noise_b"]
 
 def _frame(seed, n_q, prefix, n_d=10):
     """Candidates whose relevance only the function "good" (column 1) tells; scores rounded to 0.01 so
-    that thresholds print exactly in the feature names; about 10% missing scores. The qrels also hold,
-    for every query, one relevant document that is not among the candidates."""
+    that thresholds print exactly in the feature names; about 10% missing scores. About 30% of the
+    non-relevant candidates are unjudged (absent from the qrels), and the qrels hold, for every query,
+    one relevant document that is not among the candidates."""
     rng = np.random.default_rng(seed)
     rows, qrels = [], []
     for q in range(n_q):
@@ -255,7 +256,8 @@ def _frame(seed, n_q, prefix, n_d=10):
             if rng.random() < 0.1:
                 f[rng.integers(3)] = nan
             rows.append(dict(qid=qid, docno=f"d{d}", features=f))
-            qrels.append(dict(qid=qid, docno=f"d{d}", label=int(rel[d])))
+            if rel[d] or rng.random() < 0.7:                     # some non-relevant candidates are unjudged
+                qrels.append(dict(qid=qid, docno=f"d{d}", label=int(rel[d])))
         qrels.append(dict(qid=qid, docno="unretrieved", label=1))
     res = pd.DataFrame(rows)
     res.attrs["feature_names"] = list(NAMES)
@@ -325,10 +327,10 @@ def test_bin_weights_are_paired_with_their_names_and_the_informative_function_we
 
 def test_c_path_every_c_is_validated_with_its_own_solution_and_the_best_is_kept():
     (tr, tq), (va, vq) = TRAIN, VALID
-    grid = [0.001, 0.1, 10.0]
+    grid = [0.1, 10.0, 0.001]                 # not sorted: the best (10 here) is neither first nor last
     m = SVMMap(C=grid, features="raw").fit(tr, tq, va, vq)
-    assert list(m.validation_) == grid
-    assert m.C_ == max(grid, key=lambda c: m.validation_[c])
+    assert list(m.validation_) == grid                                    # every C, in the grid's order
+    assert m.C_ == max(grid, key=lambda c: m.validation_[c]) == 10.0
     coefs = np.asarray(m.coefs_)
     assert coefs.shape == (len(grid), 6)
     np.testing.assert_array_equal(coefs[grid.index(m.C_)], m.coef_)
