@@ -1,14 +1,38 @@
-"""pyterrier-svmmap: SVM-map and its structural-SVM relatives as PyTerrier transformers."""
+"""pyterrier-svmmap: SVM-map and its structural-SVM relatives as PyTerrier transformers.
+
+The PyTerrier layer (estimators, ``RunFeatures``) is imported on first use (PEP 562), so that the numeric
+core and the command line (``svmmap learn/classify``) start without importing PyTerrier.
+"""
+from __future__ import annotations
+
+import importlib
+
 from ._version import __version__
-from .estimator import DEFAULT_C_GRID, RankerEstimator, StructSVM, SVMMap
-from .features import FeatureEncoder
-from .losses import LOSSES, Loss, get_loss, make_slack_groups, most_violated
-from .run_features import RunFeatures
 
-# the other learners, on the same RankerEstimator base; LightGBM (LambdaMART, McRank) is imported only
-# when one of them is fitted, so the package imports without it
-from .approx_estimators import AdaRank, ApproxAP, ApproxNDCG, LambdaMART, McRank
+#: public name → module that defines it (imported when the name is first used)
+_LAZY = {
+    "SVMMap": "estimator", "StructSVM": "estimator", "RankerEstimator": "estimator",
+    "DEFAULT_C_GRID": "ranker", "StructSVMRanker": "ranker",
+    "FeatureEncoder": "features", "FeatureLayout": "layout",
+    "LOSSES": "losses", "Loss": "losses", "get_loss": "losses", "make_slack_groups": "losses",
+    "most_violated": "losses",
+    "RunFeatures": "run_features",
+    # the other learners, on the same RankerEstimator base; LightGBM (LambdaMART, McRank) is imported only
+    # when one of them is fitted
+    "ApproxAP": "approx_estimators", "ApproxNDCG": "approx_estimators", "LambdaMART": "approx_estimators",
+    "McRank": "approx_estimators", "AdaRank": "approx_estimators",
+}
 
-__all__ = ["__version__", "SVMMap", "StructSVM", "RankerEstimator", "RunFeatures", "FeatureEncoder",
-           "DEFAULT_C_GRID", "most_violated", "get_loss", "make_slack_groups", "Loss", "LOSSES",
-           "ApproxAP", "ApproxNDCG", "LambdaMART", "McRank", "AdaRank"]
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -5,10 +5,12 @@ All are :class:`~pyterrier_svmmap.estimator.RankerEstimator` subclasses, the bas
 learns from a result frame with columns ``qid``, ``docno`` and ``features`` (an array per row, one value
 per base function, NaN where the function did not retrieve the document) and qrels (``qid``, ``docno``,
 ``label``); ``transform(res)`` adds ``score`` and ``rank``. The subclasses implement ``_fit_arrays``
-and ``_score`` on :class:`~pyterrier_svmmap.frames.Candidates`.
+on :class:`~pyterrier_svmmap.frames.Candidates` and ``_score`` on arrays; their fitted state is the
+array-level ranker's (``get_state``/``from_state``), with the feature layout for the Approx learners, so
+every model saves and loads (:mod:`~pyterrier_svmmap.model_io`) to bit-identical scores.
 
 Unlike the structural SVMs they keep training queries without a relevant (or a non-relevant)
-candidate (``needs_both_classes = False``): those queries add nothing to ÂP/N̂DCG or to the
+candidate: those queries add nothing to ÂP/N̂DCG or to the
 pairwise gradients, but McRank's classifier learns from them. LightGBM is imported only when a
 LambdaMART or McRank model is fitted.
 """
@@ -21,8 +23,8 @@ import numpy as np
 
 from . import approx, peers
 from .estimator import RankerEstimator
-from .features import FeatureEncoder
 from .frames import Candidates
+from .layout import FeatureLayout
 
 log = logging.getLogger(__name__)
 
@@ -30,9 +32,20 @@ log = logging.getLogger(__name__)
 # ---------------------------------------------------------------------------------------------
 # ApproxAP / ApproxNDCG
 # ---------------------------------------------------------------------------------------------
+def prefixed(prefix: str, arrays: dict) -> dict:
+    """``arrays`` with keys ``prefix/name`` (several objects' arrays in one weights.npz)."""
+    return {f"{prefix}/{k}": v for k, v in arrays.items()}
+
+
+def unprefixed(prefix: str, arrays: dict) -> dict:
+    """The arrays of :func:`prefixed` ``prefix``, keys without it."""
+    return {k[len(prefix) + 1:]: v for k, v in arrays.items() if k.startswith(prefix + "/")}
+
+
 class _Approx(RankerEstimator):
     measure = "ap"
-    needs_both_classes = False
+    MODEL_PARAMS = ("features", "n_bins", "binning", "alphas", "betas", "n_iter", "learning_rate", "max_entries",
+                    "random_state")
 
     def __init__(self, features: str = "minmax", n_bins: int = 50, binning: str = "quantile",
                  alphas: Optional[Sequence[float]] = None, betas: Optional[Sequence[float]] = None,
@@ -52,22 +65,45 @@ class _Approx(RankerEstimator):
         self.verbose = verbose
 
     def _fit_arrays(self, train: Candidates, valid: Optional[Candidates]) -> None:
-        self.encoder_ = FeatureEncoder(self.features, self.n_bins, self.binning).fit(train.raw, train.offsets)
+        self.layout_ = FeatureLayout.fit(train.raw, train.offsets, self.features, self.n_bins, self.binning,
+                                         base_names=self.base_names_)
+        self.encoder_ = self.layout_.encoder
         kw = {}
         if valid is not None:
-            kw = dict(X_valid=self.encoder_.transform(valid.raw, valid.offsets), labels_valid=valid.labels,
+            kw = dict(X_valid=self.layout_.transform(valid.raw, valid.offsets), labels_valid=valid.labels,
                       offsets_valid=valid.offsets, n_relevant_valid=valid.n_relevant)
         self.ranker_ = approx.ApproxRanker(
             self.measure, self.alphas, self.betas if self.measure == "ap" else None, self.n_iter,
             self.learning_rate, track_error=self.track_error, max_entries=self.max_entries,
             random_state=self.random_state, verbose=self.verbose,
-        ).fit(self.encoder_.transform(train.raw, train.offsets), train.labels, train.offsets,
+        ).fit(self.layout_.transform(train.raw, train.offsets), train.labels, train.offsets,
               train.n_relevant, **kw)
+        self._adopt()
+
+    def _adopt(self) -> None:
         for name in ("coef_", "alpha_", "beta_", "best_iteration_", "approx_error_", "search_results_"):
             setattr(self, name, getattr(self.ranker_, name))
+        self.feature_names_ = self.layout_.names()
 
-    def _score(self, cands: Candidates) -> np.ndarray:
-        return self.ranker_.decision_function(self.encoder_.transform(cands.raw, cands.offsets))
+    def get_params(self) -> dict:
+        return dict(super().get_params(), track_error=self.track_error, verbose=self.verbose)
+
+    def _score(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        return self.ranker_.decision_function(self.layout_.transform(raw, offsets))
+
+    def _get_state(self):
+        layout_meta, layout_arrays = self.layout_.get_state()
+        ranker_meta, ranker_arrays = self.ranker_.get_state()
+        return (dict(layout=layout_meta, ranker=ranker_meta),
+                {**prefixed("layout", layout_arrays), **prefixed("ranker", ranker_arrays)})
+
+    def _set_state(self, meta: dict, arrays: dict) -> None:
+        self.layout_ = FeatureLayout.from_state(meta["layout"], unprefixed("layout", arrays))
+        self.encoder_ = self.layout_.encoder
+        self.ranker_ = approx.ApproxRanker.from_state(meta["ranker"], unprefixed("ranker", arrays))
+        self.n_functions_ = self.layout_.n_functions
+        self.base_names_ = list(self.layout_.base_names)
+        self._adopt()
 
 
 class ApproxAP(_Approx):
@@ -89,10 +125,10 @@ class ApproxNDCG(_Approx):
 # ---------------------------------------------------------------------------------------------
 class _Peer(RankerEstimator):
     ranker_class = None
-    needs_both_classes = False
 
     def __init__(self, **params):
         self.params = params
+        self.ranker_class(**params)          # unknown or bad parameters fail here, not in fit()
 
     def _fit_arrays(self, train: Candidates, valid: Optional[Candidates]) -> None:
         self.ranker_ = self.ranker_class(**self.params)
@@ -104,11 +140,22 @@ class _Peer(RankerEstimator):
         else:
             self.ranker_.fit(train.raw, train.labels, train.offsets, *args)
 
-    def _score(self, cands: Candidates) -> np.ndarray:
-        return self.ranker_.predict(cands.raw, cands.offsets)
+    def _score(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        return self.ranker_.predict(raw, offsets)
+
+    def get_params(self) -> dict:
+        """The ranker's full parameter set (defaults included), so that ``repr`` shows every parameter."""
+        return dict(self.ranker_class(**self.params).get_params())
 
     def __repr__(self):
-        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.params.items())})"
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.get_params().items())})"
+
+    def _get_state(self):
+        return self.ranker_.get_state()
+
+    def _set_state(self, meta: dict, arrays: dict) -> None:
+        self.ranker_ = self.ranker_class.from_state(meta, arrays)
+        self.n_functions_ = int(getattr(self.ranker_, "n_functions_"))
 
 
 class LambdaMART(_Peer):

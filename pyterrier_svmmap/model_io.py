@@ -1,106 +1,152 @@
-"""The on-disk model format (one directory), shared by ``StructSVM.save/load``, the CLI and ``pt.Artifact``.
+"""The on-disk model format (one directory), shared by every estimator's ``save/load``, the command line
+and ``pt.Artifact``. It knows the file layout, versions and checksums — not the learners: a model is
+(estimator class, its constructor parameters, its fitted state as JSON + numpy arrays), and the classes
+themselves turn state into a fitted object (``_from_state``), so this module imports none of them until
+a model is loaded.
 
 A model directory holds:
 
 ``model.json``
-    metadata: ``format`` ("pyterrier-svmmap"), ``format_version`` (:data:`FORMAT_VERSION`),
-    ``package_version``, ``estimator`` (class name), ``params`` (loss, loss_params, C — the one kept —,
-    epsilon, max_iter, features, n_bins, binning), ``base_names`` (one per base function),
-    ``n_functions`` (feature count the model expects), ``dim`` (length of w), ``validation`` (C →
-    validation MAP), ``training`` (n_iter, converged, final gap/objective of the last cutting-plane
-    iteration, n_queries, n_candidates), and ``weights_sha256`` (checksum of weights.npz).
+    ``format`` ("pyterrier-svmmap"), ``format_version`` (:data:`FORMAT_VERSION`), ``package_version``,
+    ``estimator`` (the class as ``module:qualname``, e.g. ``pyterrier_svmmap.estimator:SVMMap``),
+    ``ranker`` (the array-level class that can score without PyTerrier, e.g.
+    ``pyterrier_svmmap.ranker:StructSVMRanker``, or null), ``params`` (the estimator's constructor
+    parameters: loss and its parameters, the whole C grid, features, ...), ``state`` (the fitted state:
+    for a structural SVM the chosen C, the per-C path — validation MAP, iterations, gap, seconds —, the
+    cutting-plane history, the feature layout with its base names, the training summary), and
+    ``arrays_sha256`` (checksum of weights.npz).
 ``weights.npz``
-    ``coef`` (w, length ``dim``) and ``thresholds`` (n_functions × n_bins, empty without bins).
+    The state's arrays (for a structural SVM: ``coef``, ``coefs`` — w of every C of the grid —, and
+    ``thresholds``).
 ``pt_meta.json``
     ``{"type": "learned_ranker", "format": "svmmap", "package_hint": "pyterrier-svmmap"}`` so that
-    ``pt.Artifact.load(path)`` finds the loader registered under the ``pyterrier.artifact`` entry point.
+    ``pt.Artifact.load(path)`` finds :func:`load_artifact` through the ``pyterrier.artifact`` entry point.
 
-Version 1 (before this module) had the same files without ``weights_sha256`` and ``pt_meta.json``;
-it still loads. A newer version, a missing/corrupt/truncated file or inconsistent shapes raise
-:class:`ModelFormatError` naming the file and the problem.
+Versions 1 and 2 (structural SVMs only: one ``coef``, the kept C, ``validation`` per C) still load; they
+are converted on reading (:func:`_upgrade_v2`). A newer version, a missing/corrupt/truncated file or
+inconsistent shapes raise :class:`ModelFormatError` naming the file and the problem. Every file is
+written atomically (temporary file, then rename), ``model.json`` last.
 """
 from __future__ import annotations
 
 import hashlib
+import importlib
 import io
 import json
+import math
+import os
+import tempfile
 import zipfile
 from pathlib import Path
-from typing import Any, Dict, Union
+from typing import Any, Dict, Optional, Tuple, Union
 
 import numpy as np
 
 from ._version import __version__
 
 FORMAT = "pyterrier-svmmap"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 ARTIFACT_TYPE = "learned_ranker"
 ARTIFACT_FORMAT = "svmmap"
+PT_META = {"type": ARTIFACT_TYPE, "format": ARTIFACT_FORMAT, "package_hint": "pyterrier-svmmap"}
+
+#: the estimator and ranker classes of format 1/2 files
+_V2_ESTIMATORS = {"SVMMap": "pyterrier_svmmap.estimator:SVMMap", "StructSVM": "pyterrier_svmmap.estimator:StructSVM"}
+STRUCT_RANKER = "pyterrier_svmmap.ranker:StructSVMRanker"
 
 
 class ModelFormatError(ValueError):
     """A model directory that cannot be read (the message says which file and why)."""
 
 
+def class_path(cls) -> str:
+    """``module:qualname`` of a class, as written in model.json."""
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def import_class(path: str):
+    """The class named ``module:qualname`` — only from this package (a model file must not make us import
+    arbitrary code)."""
+    module, _, name = str(path).partition(":")
+    if not (module == "pyterrier_svmmap" or module.startswith("pyterrier_svmmap.")) or not name:
+        raise ModelFormatError(f"model names class {path!r}, which is not a pyterrier_svmmap class")
+    try:
+        obj = importlib.import_module(module)
+        for part in name.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as e:
+        raise ModelFormatError(f"model names class {path!r}, which this pyterrier-svmmap {__version__} lacks ({e})") from None
+    return obj
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON that round-trips floats exactly and stays strict (NaN/inf → null)
+# ---------------------------------------------------------------------------------------------
+def jsonable(obj):
+    """Numbers, arrays, tuples and dicts as strict-JSON values; NaN/inf become None."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return jsonable(obj.tolist())
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return float(obj) if math.isfinite(obj) else None
+    return obj
+
+
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _jsonable(v):
-    if isinstance(v, (np.floating, np.integer)):
-        return v.item()
-    if isinstance(v, np.ndarray):
-        return v.tolist()
-    return float(v)
+def _write_atomic(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
 
 
-def _finite_or_none(obj):
-    """NaN/inf → None recursively, so that model.json is strict JSON."""
-    if isinstance(obj, dict):
-        return {k: _finite_or_none(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite_or_none(v) for v in obj]
-    if isinstance(obj, (float, np.floating)):
-        return float(obj) if np.isfinite(obj) else None
-    if isinstance(obj, np.integer):
-        return int(obj)
-    return obj
-
-
-def save_model(model, path: Union[str, Path]) -> Path:
-    """Write a fitted StructSVM (or subclass) to directory ``path``."""
-    if not hasattr(model, "coef_"):
-        raise RuntimeError("save() needs a fitted model: call fit() first")
+def check_writable(path: Union[str, Path]) -> Path:
+    """A model directory can be written at ``path``: not an existing file (call before training)."""
     path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise FileExistsError(f"{path} is an existing file; a model is a directory: give a new or a directory path")
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# writing and reading
+# ---------------------------------------------------------------------------------------------
+def save_model(path: Union[str, Path], estimator: str, params: dict, state: Tuple[dict, Dict[str, np.ndarray]],
+               ranker: Optional[str] = None) -> Path:
+    """Write a fitted model: ``estimator`` / ``ranker`` as ``module:qualname``, the estimator's constructor
+    ``params`` and its ``state`` (meta, arrays). Returns the directory."""
+    path = check_writable(path)
     path.mkdir(parents=True, exist_ok=True)
-    thresholds = model.encoder_.thresholds_ if model.encoder_.thresholds_ is not None else np.zeros((0, 0))
+    meta, arrays = state
     buf = io.BytesIO()
-    np.savez(buf, coef=np.asarray(model.coef_, dtype=float), thresholds=np.asarray(thresholds, dtype=float))
+    np.savez(buf, **{k: np.asarray(v) for k, v in arrays.items()})
     weights = buf.getvalue()
-    loss = model.loss if isinstance(model.loss, str) else getattr(model.loss, "name", str(model.loss))
-    history = getattr(model, "history_", None) or []
-    meta: Dict[str, Any] = dict(
-        format=FORMAT, format_version=FORMAT_VERSION, package_version=__version__,
-        estimator=type(model).__name__,
-        params=dict(C=float(model.C_), loss=loss, loss_params=model.loss_params, features=model.features,
-                    n_bins=int(model.n_bins), binning=model.binning, epsilon=float(model.epsilon),
-                    max_iter=int(model.max_iter), threshold_depth=model.threshold_depth, prior=model.prior,
-                    prior_scale=float(model.prior_scale)),
-        base_names=list(model.base_names_), n_functions=int(model.n_functions_), dim=int(len(model.coef_)),
-        validation={str(k): v for k, v in getattr(model, "validation_", {}).items()},
-        training=dict(n_iter=int(model.n_iter_), converged=bool(model.converged_),
-                      final=history[-1] if history else None,
-                      **getattr(model, "training_summary_", {})),
-        weights_sha256=_sha256(weights))
-    (path / "weights.npz").write_bytes(weights)
-    (path / "model.json").write_text(json.dumps(_finite_or_none(meta), indent=2, default=_jsonable, allow_nan=False))
-    (path / "pt_meta.json").write_text(json.dumps({"type": ARTIFACT_TYPE, "format": ARTIFACT_FORMAT,
-                                                   "package_hint": "pyterrier-svmmap"}))
+    doc: Dict[str, Any] = dict(format=FORMAT, format_version=FORMAT_VERSION, package_version=__version__,
+                               estimator=estimator, ranker=ranker, params=jsonable(params), state=jsonable(meta),
+                               arrays_sha256=_sha256(weights))
+    _write_atomic(path / "weights.npz", weights)
+    _write_atomic(path / "pt_meta.json", json.dumps(PT_META).encode())
+    _write_atomic(path / "model.json", json.dumps(doc, indent=1, allow_nan=False).encode())
     return path
 
 
 def read_metadata(path: Union[str, Path]) -> dict:
-    """``model.json`` of a model directory, checked for format and version."""
+    """``model.json`` of a model directory, checked for format and version (not yet upgraded)."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"model {path} not found")
@@ -117,72 +163,114 @@ def read_metadata(path: Union[str, Path]) -> dict:
         raise ModelFormatError(f"{mfile} is not a pyterrier-svmmap model (format={meta.get('format')!r})"
                                if isinstance(meta, dict) else f"{mfile} is not a pyterrier-svmmap model")
     version = meta.get("format_version")
-    if not isinstance(version, int):
+    if not isinstance(version, int) or isinstance(version, bool):
         raise ModelFormatError(f"{mfile}: format_version {version!r} is not an integer")
     if version > FORMAT_VERSION:
         raise ModelFormatError(f"{mfile} has model format version {version}, newer than this pyterrier-svmmap "
                                f"{__version__} reads (up to {FORMAT_VERSION}; written by version "
                                f"{meta.get('package_version', '?')}): upgrade pyterrier-svmmap")
-    missing = [k for k in ("params", "base_names", "n_functions", "dim", "training") if k not in meta]
+    required = ("params", "base_names", "n_functions", "dim", "training") if version <= 2 else \
+        ("estimator", "params", "state")
+    missing = [k for k in required if k not in meta]
     if missing:
         raise ModelFormatError(f"{mfile} is incomplete: missing {missing}")
     return meta
 
 
-def load_model(path: Union[str, Path], cls=None):
-    """Read a model directory into a fitted estimator (``cls``, default the class named in the file)."""
-    from .estimator import StructSVM, SVMMap
-    from .features import FeatureEncoder
+def read_model(path: Union[str, Path]) -> Tuple[dict, Dict[str, np.ndarray]]:
+    """(model.json as a version-3 document, the arrays of weights.npz), checked."""
     path = Path(path)
-    meta = read_metadata(path)
+    doc = read_metadata(path)
     wfile = path / "weights.npz"
     if not wfile.exists():
         raise ModelFormatError(f"{path}: weights.npz is missing")
     data = wfile.read_bytes()
-    expected = meta.get("weights_sha256")
+    expected = doc.get("arrays_sha256", doc.get("weights_sha256"))
     if expected is not None and _sha256(data) != expected:
         raise ModelFormatError(f"{wfile} is corrupt or truncated (checksum differs from model.json's)")
     try:
-        with np.load(io.BytesIO(data)) as arrays:
-            coef, thresholds = arrays["coef"], arrays["thresholds"]
+        with np.load(io.BytesIO(data)) as npz:
+            arrays = {k: npz[k] for k in npz.files}
     except (zipfile.BadZipFile, ValueError, EOFError, OSError, KeyError) as e:
         raise ModelFormatError(f"{wfile} is corrupt or truncated ({type(e).__name__}: {e})") from None
-    p = meta["params"]
-    F, dim = int(meta["n_functions"]), int(meta["dim"])
-    if coef.shape != (dim,):
-        raise ModelFormatError(f"{wfile}: w has shape {coef.shape}, model.json says ({dim},)")
-    if cls is None:
-        cls = {"SVMMap": SVMMap}.get(meta.get("estimator"), StructSVM)
-    model = cls.__new__(cls)
-    StructSVM.__init__(model, C=p["C"], loss=p["loss"], loss_params=p["loss_params"], features=p["features"],
-                       n_bins=p["n_bins"], binning=p["binning"], epsilon=p["epsilon"], max_iter=p["max_iter"],
-                       threshold_depth=p.get("threshold_depth"), prior=p.get("prior"),
-                       prior_scale=p.get("prior_scale", 1.0))
-    encoder = FeatureEncoder(p["features"], p["n_bins"], p["binning"], p.get("threshold_depth"))
-    encoder.n_functions_ = F
-    encoder.thresholds_ = thresholds if thresholds.size else None
-    if "bins" in encoder.blocks and (encoder.thresholds_ is None or thresholds.shape != (F, int(p["n_bins"]))):
-        raise ModelFormatError(f"{wfile}: thresholds have shape {thresholds.shape}, expected ({F}, {p['n_bins']})")
-    width = sum(F * int(p["n_bins"]) if b == "bins" else 2 * F for b in encoder.blocks)
-    if width != dim:
-        raise ModelFormatError(f"{path}: w has {dim} dimensions but features={p['features']!r} on {F} base "
-                               f"functions needs {width}")
-    if len(meta["base_names"]) != F:
-        raise ModelFormatError(f"{path}: {len(meta['base_names'])} base names for {F} base functions")
-    model.C_ = p["C"]
-    model.coef_ = coef
-    model.n_functions_ = F
-    model.base_names_ = list(meta["base_names"])
-    model.encoder_ = encoder
-    model.validation_ = {float(k): (np.nan if v is None else v) for k, v in meta.get("validation", {}).items()}
-    final = meta["training"].get("final")
-    model.history_ = [final] if final else []
-    model.n_iter_ = meta["training"].get("n_iter")
-    model.converged_ = meta["training"].get("converged")
-    model.feature_names_ = encoder.feature_names(model.base_names_)
-    model.metadata_ = meta
+    if doc["format_version"] <= 2:
+        doc, arrays = _upgrade_v2(path, doc, arrays)
+    return doc, arrays
+
+
+def _upgrade_v2(path: Path, doc: dict, arrays: Dict[str, np.ndarray]) -> Tuple[dict, Dict[str, np.ndarray]]:
+    """A format 1/2 model (a structural SVM with the kept C's weights only) as a version-3 document.
+
+    Those files kept ``validation`` (C → MAP) for the whole grid but the weights of the chosen C only: the
+    other rows of ``coefs`` are NaN and their path entries carry only C and the validation MAP. Their
+    classification-loss models (with a bias dimension) could not be read back by version 2; they can now.
+    """
+    p = doc["params"]
+    missing = [k for k in ("C", "loss", "features", "n_bins", "binning", "epsilon", "max_iter") if k not in p]
+    if missing or "coef" not in arrays or "thresholds" not in arrays:
+        raise ModelFormatError(f"{path / 'model.json'} (format {doc['format_version']}) is incomplete: missing "
+                               f"{missing + [k for k in ('coef', 'thresholds') if k not in arrays]}")
+    kept = float(p["C"])
+    validation = {float(k): v for k, v in (doc.get("validation") or {}).items()} or {kept: None}
+    grid = sorted(validation) if kept in validation else [kept]
+    coef = np.asarray(arrays["coef"], dtype=float)
+    coefs = np.full((len(grid), len(coef)), np.nan)
+    coefs[grid.index(kept)] = coef
+    training = doc.get("training") or {}
+    params = dict(C=grid, loss=p["loss"], loss_params=p.get("loss_params"), features=p["features"],
+                  n_bins=int(p["n_bins"]), binning=p["binning"], threshold_depth=p.get("threshold_depth"),
+                  epsilon=float(p["epsilon"]), max_iter=int(p["max_iter"]), prior=p.get("prior"),
+                  prior_scale=float(p.get("prior_scale", 1.0)))
+    from .losses import make_slack_groups        # a leaf of the numeric core: no cycle
+    try:
+        bias = any(g.loss.needs_bias for g in make_slack_groups(p["loss"], 1.0, **dict(p.get("loss_params") or {})))
+    except (TypeError, ValueError) as e:
+        raise ModelFormatError(f"{path / 'model.json'}: loss {p['loss']!r} cannot be rebuilt ({e})") from None
+    layout = dict(features=p["features"], n_bins=int(p["n_bins"]), binning=p["binning"],
+                  threshold_depth=p.get("threshold_depth"), n_functions=int(doc["n_functions"]), bias=bias,
+                  base_names=list(doc["base_names"]))
+    final = training.get("final")
+    state = dict(params=params, C_=kept, layout=layout,
+                 path=[dict(C=c, validation=validation[c], n_iter=training.get("n_iter") if c == kept else None,
+                            converged=training.get("converged") if c == kept else None) for c in grid],
+                 history=[final] if final else [], n_iter=int(training.get("n_iter") or 0),
+                 converged=bool(training.get("converged")),
+                 training={k: v for k, v in training.items() if k not in ("n_iter", "converged", "final")})
+    estimator = _V2_ESTIMATORS.get(doc.get("estimator"), _V2_ESTIMATORS["StructSVM"])
+    thresholds = np.asarray(arrays["thresholds"], dtype=float)
+    new_doc = dict(doc, format_version=FORMAT_VERSION, estimator=estimator, ranker=STRUCT_RANKER,
+                   params=dict(params, C=grid), state=state)
+    return new_doc, dict(coef=coef, coefs=coefs, thresholds=thresholds)
+
+
+def load_model(path: Union[str, Path], cls=None):
+    """A fitted estimator from a model directory (``cls``: expected class, default the one in the file)."""
+    path = Path(path)
+    doc, arrays = read_model(path)
+    named = import_class(doc["estimator"])
+    if cls is not None and not issubclass(named, cls) and not issubclass(cls, named):
+        raise ModelFormatError(f"{path} holds a {named.__name__} model, not a {cls.__name__}")
+    target = cls if cls is not None and issubclass(cls, named) else named
+    try:
+        model = target._from_state(doc["params"], doc["state"], arrays)
+    except (ValueError, KeyError, TypeError) as e:
+        raise ModelFormatError(f"{path}: {e}") from None
+    model.metadata_ = doc
     model.path = path
     return model
+
+
+def load_ranker(path: Union[str, Path]):
+    """The array-level ranker of a model (no PyTerrier imported) when the model has one, else the estimator.
+    Either has ``decision_function(raw, offsets)`` and ``n_functions_``."""
+    path = Path(path)
+    doc, arrays = read_model(path)
+    if not doc.get("ranker"):
+        return load_model(path)
+    try:
+        return import_class(doc["ranker"]).from_state(doc["state"], arrays)
+    except (ValueError, KeyError, TypeError) as e:
+        raise ModelFormatError(f"{path}: {e}") from None
 
 
 def load_artifact(path: Union[str, Path], **kwargs):

@@ -12,9 +12,8 @@ import numpy as np
 
 
 def _plt():
+    """matplotlib.pyplot, without touching the user's backend (pyplot picks a usable one itself)."""
     try:
-        import matplotlib
-        matplotlib.use("Agg", force=False)
         import matplotlib.pyplot as plt
     except ImportError:
         raise ImportError("plotting needs matplotlib: pip install 'pyterrier-svmmap[plot]'") from None
@@ -22,37 +21,28 @@ def _plt():
 
 
 def contributions(model, x_range: Tuple[float, float] = (0.0, 1.0)):
-    """Per base function, (name, kind, x, y): the score's contribution as a function of the base score.
+    """Per base function, (name, kind, x, y, base): the score's contribution as a function of the base score.
 
-    For a ``bins`` block, the step function Σ_{k < x} w_k (cumulative weights at the thresholds); for
-    ``raw``/``minmax`` blocks, the line w·x over ``x_range`` (minmax: [0, 1]).
+    For a ``bins`` block, the step function Σ_{k < x} w_k (cumulative weights at the finite thresholds;
+    ``base`` is the weight of the first, −∞, threshold: the "retrieved at all" indicator); for
+    ``raw``/``minmax`` blocks, the line w·x over ``x_range`` (minmax: [0, 1]) and ``base`` the weight of
+    the retrieved indicator. The weights come from the model's :class:`~pyterrier_svmmap.layout.FeatureLayout`.
     """
-    F = model.n_functions_
-    enc = model.encoder_
+    layout = model.layout_
+    names = layout.base_names
     out = []
-    lo = 0
-    for kind in enc.blocks:
+    for kind in layout.blocks:
+        W = layout.block_weights(model.coef_, kind)
         if kind == "bins":
-            T = model.n_bins
-            W = np.asarray(model.coef_[lo:lo + F * T]).reshape(F, T)
-            for f in range(F):
-                th = enc.thresholds_[f]
+            for f, name in enumerate(names):
+                th = layout.encoder.thresholds_[f]
                 keep = np.isfinite(th)
-                cum = np.cumsum(W[f])[keep]
-                xs = th[keep]
-                if not np.isfinite(th[0]):     # the "retrieved at all" indicator: its weight is the floor
-                    base = W[f][0]
-                    xs, cum = xs, cum
-                    out.append((model.base_names_[f], "bins", xs, cum, base))
-                else:
-                    out.append((model.base_names_[f], "bins", xs, cum, 0.0))
-            lo += F * T
+                base = float(W[f][0]) if not np.isfinite(th[0]) else 0.0
+                out.append((name, "bins", th[keep], np.cumsum(W[f])[keep], base))
         else:
-            w = np.asarray(model.coef_[lo:lo + F])
             xr = np.array((0.0, 1.0) if kind == "minmax" else x_range)
-            for f in range(F):
-                out.append((model.base_names_[f], kind, xr, w[f] * xr, float(model.coef_[lo + F + f])))
-            lo += 2 * F
+            for f, name in enumerate(names):
+                out.append((name, kind, xr, W[0, f] * xr, float(W[1, f])))
     return out
 
 

@@ -91,8 +91,10 @@ def test_learn_classify_roundtrip(tmp_path, capsys):
     m = SVMMap.load(model)                          # the same model in Python
     assert np.allclose(scores, d.ungroup(m.decision_function(d.grouped(d.features), d.offsets)))
     meta = json.loads((model / "model.json").read_text())
-    assert meta["params"]["C"] == 10 and meta["params"]["features"] == "raw" and meta["n_functions"] == 5
-    assert meta["training"]["converged"] and meta["training"]["final"]["gap"] >= 0
+    assert meta["params"]["C"] == 10 and meta["params"]["features"] == "raw"
+    assert meta["state"]["layout"]["n_functions"] == 5 and meta["state"]["layout"]["base_names"][0] == "f1"
+    assert meta["state"]["converged"] and 0 <= meta["state"]["history"][-1]["gap"] <= 10 * 1e-3 + 1e-12
+    assert meta["estimator"] == "pyterrier_svmmap.estimator:SVMMap" and meta["state"]["params"]["C"] == [10.0]
     # the learned ranking is better than chance on the held-out queries
     rel = d.labels > 0
     assert scores[rel].mean() > scores[~rel].mean()
@@ -101,12 +103,13 @@ def test_learn_classify_roundtrip(tmp_path, capsys):
 def test_learn_bins_and_loss(tmp_path):
     assert main(["learn", "--bins", "4", "--loss", "ndcg@5", str(TRAIN), str(tmp_path / "m")]) == 0
     m = load_model(tmp_path / "m")
-    assert isinstance(m, StructSVM) and m.encoder_.thresholds_.shape == (5, 4) and m.loss == "ndcg"
+    assert isinstance(m, StructSVM) and m.encoder_.thresholds_.shape == (5, 4) and m.loss == "ndcg@5"
+    assert m.ranker_._groups(1.0)[0].loss.k == 5 and repr(m).startswith("StructSVM(C=1.0, loss='ndcg@5'")
 
 
 @pytest.mark.parametrize("argv,expected", [
     (["learn", "/nonexistent/file", "M"], "not found"),
-    (["learn", "-c", "-1", str(TRAIN), "M"], "-c must be a positive"),
+    (["learn", "-c", "-1", str(TRAIN), "M"], "C must be a positive"),
     (["learn", "--loss", "nope", str(TRAIN), "M"], "unknown loss"),
     (["classify", str(TEST), "/nonexistent/model", "P"], "not found"),
 ])
@@ -132,7 +135,7 @@ def test_cli_query_without_relevant_is_skipped(tmp_path, capsys, caplog):
     with caplog.at_level("WARNING"):
         assert main(["learn", str(p), str(tmp_path / "m")]) == 0
     assert "skipping 1 of 13 training queries" in caplog.text
-    assert json.loads((tmp_path / "m" / "model.json").read_text())["training"]["skipped_queries"] == 1
+    assert json.loads((tmp_path / "m" / "model.json").read_text())["state"]["training"]["skipped_queries"] == 1
     none = write(tmp_path, "0 qid:1 1:0.5\n0 qid:1 1:0.6\n", "none.txt")
     assert main(["learn", str(none), str(tmp_path / "m2")]) == 2
     assert "no training query has both" in capsys.readouterr().err
@@ -185,10 +188,12 @@ def test_truncated_files_fail(trained, tmp_path):
 def test_npz_without_checksum_still_checked(trained, tmp_path):
     d = _copy(trained, tmp_path)
     meta = json.loads((d / "model.json").read_text())
-    del meta["weights_sha256"]
-    meta["dim"] = meta["dim"] + 1
+    del meta["arrays_sha256"]
     (d / "model.json").write_text(json.dumps(meta))
-    with pytest.raises(ModelFormatError, match="w has shape"):
+    with np.load(d / "weights.npz") as npz:
+        arrays = dict(npz)
+    np.savez(d / "weights.npz", **dict(arrays, coef=arrays["coef"][:-1]))
+    with pytest.raises(ModelFormatError, match="do not fit the feature layout"):
         load_model(d)
 
 

@@ -138,13 +138,13 @@ def test_pipeline_fit_transform_and_save_load(tmp_path, features):
     assert {"score", "rank"} <= set(out.columns) and len(out) > 0
     # the learned model ranks better than the worst base function on unseen queries
     cands = candidates_from_frame(RunFeatures(runs).transform(te), qrels)
-    learned = average_precision(model._score(cands), cands.labels, cands.offsets, cands.n_relevant).mean()
+    learned = average_precision(model.decision_function(cands.raw, cands.offsets), cands.labels, cands.offsets, cands.n_relevant).mean()
     worst = min(average_precision(np.nan_to_num(cands.raw[:, f], nan=-1e9), cands.labels, cands.offsets,
                                   cands.n_relevant).mean() for f in range(3))
     assert learned > worst
     model.save(tmp_path / "m")
     again = SVMMap.load(tmp_path / "m")
-    np.testing.assert_array_equal(again._score(cands), model._score(cands))
+    np.testing.assert_array_equal(again.decision_function(cands.raw, cands.offsets), model.decision_function(cands.raw, cands.offsets))
     assert again.base_names_ == ["f0", "f1", "f2"]
 
 
@@ -201,7 +201,7 @@ def test_prior_best_keeps_the_best_training_function_at_small_c(features):
     model = SVMMap(C=1e-6, features=features, n_bins=20, prior="best", prior_scale=100.0).fit(res, qrels)
     assert model.prior_function_ == "f1"                      # the least noisy run
     cands = candidates_from_frame(res, qrels)
-    ours = average_precision(model._score(cands), cands.labels, cands.offsets, cands.n_relevant).mean()
+    ours = average_precision(model.decision_function(cands.raw, cands.offsets), cands.labels, cands.offsets, cands.n_relevant).mean()
     best = average_precision(np.nan_to_num(cands.raw[:, 1], nan=-1e9), cands.labels, cands.offsets,
                              cands.n_relevant).mean()
     assert ours == pytest.approx(best, abs=0.02)      # up to ties among missing documents and bins

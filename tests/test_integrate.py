@@ -207,7 +207,8 @@ def test_classification_loss_learns_a_bias(loss):
     res, qrels = _separable()
     model = StructSVM(C=1000.0, loss=loss, features="raw").fit(res, qrels)
     dim = model.encoder_.transform(np.zeros((1, 1)), np.array([0, 1])).dim
-    assert model._needs_bias() and len(model.coef_) == dim + 1 and model.feature_names_[-1] == "bias"
+    assert model.ranker_.needs_bias and model.layout_.dim == dim + 1 == len(model.coef_)
+    assert model.feature_names_[-1] == "bias"
     test, test_qrels = _separable(seed=1)
     x = np.stack(test["features"].to_numpy())[:, 0]
     decision = model.decision_function(x[:, None], np.array([0, len(x)]))
@@ -225,7 +226,7 @@ def test_ranking_losses_get_no_bias():
     res, qrels = _separable()
     model = StructSVM(C=1.0, loss="map", features="raw").fit(res, qrels)
     dim = model.encoder_.transform(np.zeros((1, 1)), np.array([0, 1])).dim
-    assert not model._needs_bias() and len(model.coef_) == dim
+    assert not model.ranker_.needs_bias and len(model.coef_) == dim == model.layout_.dim
 
 
 def test_default_systems_are_the_issues_learners():

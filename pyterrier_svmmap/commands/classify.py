@@ -9,8 +9,6 @@ from __future__ import annotations
 import argparse
 import logging
 
-import numpy as np
-
 log = logging.getLogger(__name__)
 
 
@@ -21,11 +19,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..model_io import load_model
+    from ..model_io import load_ranker
     from ..svmlight import read_svmlight
-    model = load_model(args.model)
+    model = load_ranker(args.model)          # the array-level ranker: PyTerrier is not imported
     data = read_svmlight(args.test, n_features=model.n_functions_)
     scores = model.decision_function(data.grouped(data.features), data.offsets)
-    np.savetxt(args.predictions, data.ungroup(scores), fmt="%.10g")
+    # full precision (shortest repr that reads back to the same float): 10 digits would create ties
+    with open(args.predictions, "w") as out:
+        out.writelines(f"{float(x)!r}\n" for x in data.ungroup(scores))
     log.info("wrote %d scores to %s", len(scores), args.predictions)
     return 0

@@ -56,72 +56,51 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL", help="model directory to write")
 
 
-def parse_loss(spec: str):
-    """'ndcg@10' → ('ndcg', {'k': 10}); 'map' → ('map', {})."""
-    from ..cli import UsageError
-    from ..losses import LOSSES
-    name, _, k = spec.partition("@")
-    if name not in LOSSES:
-        raise UsageError(f"unknown loss {spec!r}; choose one of {sorted(LOSSES)} (with @k for a cut-off)")
-    if not k:
-        return name, {}
-    try:
-        return name, {"k": int(k)}
-    except ValueError:
-        raise UsageError(f"loss {spec!r}: the cut-off after @ must be an integer") from None
-
-
 def run(args: argparse.Namespace) -> int:
     from ..cli import UsageError
-    from ..estimator import StructSVM, SVMMap
+    from ..model_io import check_writable
+    from ..ranker import StructSVMRanker
     from ..svmlight import read_svmlight
 
-    if args.C <= 0 or not np.isfinite(args.C):
-        raise UsageError(f"-c must be a positive number, got {args.C}")
-    if args.epsilon <= 0:
-        raise UsageError(f"-e must be positive, got {args.epsilon}")
-    if args.bins is not None and args.bins < 1:
-        raise UsageError(f"--bins must be at least 1, got {args.bins}")
-    loss, loss_params = parse_loss(args.loss)
+    features = "bins" if args.bins is not None else "raw"
+    try:                                   # every parameter checked before any data is read
+        ranker = StructSVMRanker(C=args.C, loss=args.loss, features=features, n_bins=args.bins if args.bins is not None else 50,
+                                 epsilon=args.epsilon, max_iter=args.max_iter)
+        check_writable(args.model)
+    except (ValueError, FileExistsError) as e:
+        raise UsageError(str(e)) from None
     t = time.perf_counter()
     data = read_svmlight(args.train)
     log.info("read %d lines, %d queries, %d features from %s (%.1fs)", data.n_lines, len(data.query_ids),
              data.n_features, ", ".join(data.sources), time.perf_counter() - t)
-    features = "bins" if args.bins is not None else "raw"
-    cls = SVMMap if loss == "map" else StructSVM
-    model = cls(C=args.C, loss=loss, loss_params=loss_params or None, features=features,
-                n_bins=args.bins or 50, epsilon=args.epsilon, max_iter=args.max_iter)
-    fit_ranking_data(model, data)
-    model.save(args.model)
-    log.info("trained in %d iterations (%s), model written to %s", model.n_iter_,
-             "converged" if model.converged_ else "NOT converged: raise --max-iter or -e", args.model)
-    return 0
-
-
-def fit_ranking_data(model, data) -> None:
-    """Fit ``model`` on a :class:`~pyterrier_svmmap.svmlight.RankingData` (arrays, no DataFrame)."""
-    import pandas as pd
-    from ..cli import UsageError
-    from ..frames import Candidates
-    labels = data.grouped(data.labels)
-    raw = data.grouped(data.features)
-    qids = data.query_ids.astype(str)
-    frame = pd.DataFrame({"qid": np.repeat(qids, np.diff(data.offsets)), "docno": data.grouped(data.docids)})
-    rel = labels > 0
-    n_relevant = np.add.reduceat(rel, data.offsets[:-1]).astype(float)
-    cands = Candidates(frame=frame, raw=raw, offsets=data.offsets, qids=qids, labels=labels,
-                       n_relevant=n_relevant)
-    model.n_functions_ = raw.shape[1]
-    model.base_names_ = [f"f{i}" for i in range(1, raw.shape[1] + 1)]    # svmlight's 1-based indices
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            train = model._usable_training_queries(cands)
+            fit_ranking_data(ranker, data)
         except ValueError as e:
             raise UsageError(f"{data.sources[0]}: {e}") from None
     for w in caught:
         log.warning("%s", w.message)
-    model._fit_arrays(train, None)
-    model.training_summary_ = dict(n_queries=int(train.n_queries), n_candidates=int(len(train.labels)),
-                                   skipped_queries=int(cands.n_queries - train.n_queries),
-                                   source=", ".join(data.sources))
+    estimator = "pyterrier_svmmap.estimator:SVMMap" if args.loss == "map" else "pyterrier_svmmap.estimator:StructSVM"
+    save_ranker(ranker, args.model, estimator)
+    log.info("trained in %d iterations (%s), model written to %s", ranker.n_iter_,
+             "converged" if ranker.converged_ else "NOT converged: raise --max-iter or -e", args.model)
+    return 0
+
+
+def fit_ranking_data(ranker, data):
+    """Fit an array-level ranker on a :class:`~pyterrier_svmmap.svmlight.RankingData` (svmlight features
+    are named ``f1, f2, ...`` after their 1-based indices)."""
+    from ..layout import default_base_names
+    ranker.fit(data.grouped(data.features), data.grouped(data.labels), data.offsets,
+               base_names=default_base_names(data.n_features, start=1))
+    ranker.training_summary_["source"] = ", ".join(data.sources)
+    return ranker
+
+
+def save_ranker(ranker, path, estimator: str):
+    """Write a fitted StructSVMRanker as the model of PyTerrier estimator ``estimator`` (``module:class``),
+    so that ``SVMMap.load``/``pt.Artifact.load`` read it too, without importing PyTerrier here."""
+    from ..model_io import class_path, save_model
+    params = dict(ranker.get_params(), verbose=False)
+    return save_model(path, estimator, params, ranker.get_state(), ranker=class_path(type(ranker)))

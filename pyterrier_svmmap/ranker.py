@@ -1,0 +1,355 @@
+"""The array-level structural-SVM learner: numpy arrays and query offsets in, a fitted linear model out.
+
+:class:`StructSVMRanker` is what the PyTerrier estimators (:class:`~pyterrier_svmmap.StructSVM`,
+:class:`~pyterrier_svmmap.SVMMap`), ``svmmap learn/classify`` and ``svmmap reproduce`` all train with, as
+``pyterrier.ltr`` is a thin layer over LightGBM. It knows nothing of PyTerrier or pandas.
+
+Training (Yue et al. 2007, §3–4): thresholds and φ from the base scores (:class:`~.layout.FeatureLayout`),
+then OP 1 of the paper, min ½‖w‖² + C/n Σ ξ_i, solved by 1-slack cutting planes for every C of a grid
+(:func:`~pyterrier_svmmap.solver.train_path`, warm-started from one C to the next), and the model with the
+best validation MAP kept ("The model which performed best on the validation set was selected", §5).
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+import warnings
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import solver
+from .features import FeatureEncoder
+from .layout import FeatureLayout, default_base_names
+from .losses import make_slack_groups
+from .measures import average_precision
+
+log = logging.getLogger(__name__)
+
+#: the default grid of C (OP 1's constant: ½‖w‖² + C/n Σ ξ_i), searched on validation queries
+DEFAULT_C_GRID = (0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)
+
+#: validation data: (raw, labels, offsets) or (raw, labels, offsets, n_relevant)
+ValidSet = Tuple[np.ndarray, ...]
+
+
+def c_grid(C) -> List[float]:
+    """``C`` (a number or a sequence) as a list of floats, checked: finite, positive, no duplicates."""
+    try:
+        grid = [float(c) for c in np.atleast_1d(np.asarray(C, dtype=float))]
+    except (TypeError, ValueError):
+        raise ValueError(f"C must be a positive number or a list of them, got {C!r}") from None
+    if not grid or any(not math.isfinite(c) or c <= 0 for c in grid):
+        raise ValueError(f"C must be a positive number or a list of them, got {C!r}")
+    if len(set(grid)) != len(grid):
+        raise ValueError(f"C has duplicate values: {C!r}")
+    return grid
+
+
+def check_ranking_arrays(raw, labels, offsets, what: str = "training") -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``raw`` (n × F float, NaN allowed, inf not), ``labels`` (n,) and ``offsets`` (Q + 1, from 0 to n,
+    non-decreasing) as arrays, or a ValueError that says which is wrong."""
+    raw = np.asarray(raw, dtype=float)
+    if raw.ndim != 2:
+        raise ValueError(f"{what} scores must be a 2-d array (candidates × base functions), got shape {raw.shape}")
+    offsets = np.asarray(offsets)
+    if offsets.ndim != 1 or len(offsets) < 1 or not np.issubdtype(offsets.dtype, np.integer) \
+            or offsets[0] != 0 or offsets[-1] != len(raw) or (np.diff(offsets) < 0).any():
+        raise ValueError(f"{what} offsets must be non-decreasing integers from 0 to the number of candidates "
+                         f"({len(raw)}), one more than the number of queries")
+    if np.isinf(raw).any():
+        r, c = np.argwhere(np.isinf(raw))[0]
+        raise ValueError(f"{what} score of base function {c} is infinite for candidate {r}: scores must be "
+                         "finite (NaN marks a candidate a base function did not retrieve)")
+    if labels is not None:
+        labels = np.asarray(labels, dtype=float)
+        if labels.shape != (len(raw),) or not np.isfinite(labels).all():
+            raise ValueError(f"{what} labels must be {len(raw)} finite numbers, one per candidate")
+    return raw, labels, offsets.astype(np.int64)
+
+
+def usable_queries(labels: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Per query, whether it has a relevant (label > 0) and a non-relevant candidate: the others cannot
+    form ranking constraints."""
+    rel = labels > 0
+    sizes = np.diff(offsets)
+    n_rel = np.add.reduceat(rel, offsets[:-1]) if len(rel) else np.zeros(len(sizes))
+    n_rel = np.where(sizes > 0, n_rel, 0)
+    return (n_rel > 0) & (n_rel < sizes)
+
+
+def subset_queries(raw, labels, offsets, keep: np.ndarray, n_relevant=None):
+    """The candidates of the queries where ``keep`` is True (arrays re-offset)."""
+    sizes = np.diff(offsets)
+    rows = np.repeat(keep, sizes)
+    new_offsets = np.concatenate([[0], np.cumsum(sizes[keep])]).astype(np.int64)
+    return raw[rows], labels[rows], new_offsets, (None if n_relevant is None else np.asarray(n_relevant)[keep])
+
+
+class StructSVMRanker:
+    """A linear ranking function trained as a structural SVM for a ranking loss, on arrays.
+
+    Args:
+        C: OP 1's constant (½‖w‖² + C/n Σ_i ξ_i), or a grid of them; with a grid, every C is trained
+            (a warm-started path) and the one with the best validation MAP is kept.
+        loss: ``"map"`` (SVM-map), any name of :data:`pyterrier_svmmap.losses.LOSSES` (cutoffs as
+            ``"ndcg@10"``), ``"combo"`` or a :class:`~pyterrier_svmmap.losses.Loss`.
+        loss_params: the loss's parameters (e.g. ``{"k": 10}``; for ``"combo"``: ``losses``, ``slack``,
+            ``C_weights``).
+        features, n_bins, binning, threshold_depth: φ's blocks and thresholds
+            (:class:`~pyterrier_svmmap.features.FeatureEncoder`).
+        epsilon: cutting-plane tolerance ε (stop when no constraint is violated by more than ε).
+        max_iter: cutting-plane iterations per C.
+        prior: ``None`` or ``"best"`` (regularise towards the base function with the best training MAP,
+            ½‖w − w₀‖²); ``prior_scale`` is the size of w₀.
+        verbose: a progress bar over the C grid.
+
+    Learned attributes: ``coef_`` (w), ``C_``, ``layout_`` (:class:`~.layout.FeatureLayout`),
+    ``feature_names_``, ``base_names_``, ``n_functions_``, ``path_`` (per C of the grid, in the grid's
+    order: C, validation MAP, n_iter, converged, gap, primal, seconds), ``coefs_`` (w of every C, same
+    order), ``validation_`` (C → validation MAP), ``history_`` (per cutting-plane iteration of the kept
+    C), ``n_iter_``, ``converged_``, ``training_summary_`` and, with ``prior="best"``, ``prior_function_``.
+    """
+
+    def __init__(self, C: Union[float, Sequence[float]] = DEFAULT_C_GRID, loss="map",
+                 loss_params: Optional[dict] = None, features: Union[str, Sequence[str]] = "bins",
+                 n_bins: int = 50, binning: str = "quantile", threshold_depth: Optional[int] = 200,
+                 epsilon: float = 1e-3, max_iter: int = 1000, prior: Optional[str] = None,
+                 prior_scale: float = 1.0, verbose: bool = False):
+        self.C = C
+        self.loss = loss
+        self.loss_params = loss_params
+        self.features = features
+        self.n_bins = n_bins
+        self.binning = binning
+        self.threshold_depth = threshold_depth
+        self.epsilon = epsilon
+        self.max_iter = max_iter
+        self.prior = prior
+        self.prior_scale = prior_scale
+        self.verbose = verbose
+        self._validate()
+
+    #: constructor parameters that change the model (``verbose`` does not)
+    MODEL_PARAMS = ("C", "loss", "loss_params", "features", "n_bins", "binning", "threshold_depth", "epsilon",
+                    "max_iter", "prior", "prior_scale")
+
+    def _validate(self) -> None:
+        c_grid(self.C)
+        if self.loss_params is not None and not isinstance(self.loss_params, dict):
+            raise ValueError(f"loss_params must be a dict or None, got {self.loss_params!r}")
+        self._groups(1.0)                                   # the loss and its parameters
+        if isinstance(self.n_bins, bool) or not isinstance(self.n_bins, (int, np.integer)):
+            raise ValueError(f"n_bins must be a positive integer, got {self.n_bins!r}")
+        FeatureEncoder(self.features, self.n_bins, self.binning, self.threshold_depth)
+        if not isinstance(self.epsilon, (int, float)) or not math.isfinite(self.epsilon) or self.epsilon <= 0:
+            raise ValueError(f"epsilon must be a finite positive number, got {self.epsilon!r}")
+        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:
+            raise ValueError(f"max_iter must be a positive integer, got {self.max_iter!r}")
+        if self.prior not in (None, "best"):
+            raise ValueError(f"prior must be None or 'best', got {self.prior!r}")
+        if not isinstance(self.prior_scale, (int, float)) or not math.isfinite(self.prior_scale) or self.prior_scale <= 0:
+            raise ValueError(f"prior_scale must be a finite positive number, got {self.prior_scale!r}")
+
+    def _groups(self, C: float):
+        """The solver's slack groups at constant C (loss errors re-raised as ValueError with the loss named)."""
+        try:
+            return make_slack_groups(self.loss, C, **dict(self.loss_params or {}))
+        except TypeError as e:
+            raise ValueError(f"loss={self.loss!r} with loss_params={self.loss_params!r} is not valid: {e}") from None
+
+    @property
+    def needs_bias(self) -> bool:
+        """Whether φ ends with a constant 1 (the classification losses' bias, Yue et al. §5.2)."""
+        return any(getattr(g.loss, "needs_bias", False) for g in self._groups(1.0))
+
+    def get_params(self) -> dict:
+        """Constructor parameters (scikit-learn's convention)."""
+        return {k: getattr(self, k) for k in self.MODEL_PARAMS + ("verbose",)}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{k}={getattr(self, k)!r}' for k in self.MODEL_PARAMS)})"
+
+    # -- training ---------------------------------------------------------------------------------
+    def fit(self, raw, labels, offsets, n_relevant=None, valid: Optional[ValidSet] = None,
+            base_names: Optional[Sequence[str]] = None) -> "StructSVMRanker":
+        """Train on candidates grouped by query.
+
+        Args:
+            raw: (n, F) base-function scores, NaN where a function did not retrieve the candidate.
+            labels: (n,) relevance (> 0 relevant).
+            offsets: (Q + 1,) query boundaries.
+            n_relevant: (Q,) relevant documents per query in the qrels (default: among the candidates);
+                used by validation MAP only.
+            valid: validation queries, ``(raw, labels, offsets)`` or ``(raw, labels, offsets, n_relevant)``;
+                needed when C is a grid.
+            base_names: a name per base function (for ``feature_names_`` and pictures).
+
+        Queries without a relevant or without a non-relevant candidate cannot form constraints: they are
+        skipped with one warning that counts them. Returns self.
+        """
+        self._validate()
+        grid = c_grid(self.C)
+        raw, labels, offsets = check_ranking_arrays(raw, labels, offsets)
+        if labels is None:
+            raise ValueError("fit() needs labels")
+        if len(grid) > 1 and valid is None:
+            raise ValueError(f"C is a grid of {len(grid)} values but no validation data was given: pass "
+                             "valid=(raw, labels, offsets) or a single C")
+        if base_names is not None and len(base_names) != raw.shape[1]:
+            raise ValueError(f"{len(base_names)} base names for {raw.shape[1]} base functions")
+        n_queries, n_candidates = len(offsets) - 1, len(raw)
+        ok = usable_queries(labels, offsets)
+        if not ok.all():
+            warnings.warn(f"skipping {int((~ok).sum())} of {len(ok)} training queries that have no relevant or no "
+                          "non-relevant candidate: they cannot form ranking constraints", stacklevel=2)
+        if not ok.any():
+            raise ValueError("no training query has both a relevant and a non-relevant candidate; check that the "
+                             "labels match the candidates (for frames: the same qid and docno strings)")
+        raw, labels, offsets, _ = subset_queries(raw, labels, offsets, ok)
+        self.n_functions_ = raw.shape[1]
+        self.base_names_ = list(base_names) if base_names is not None else default_base_names(self.n_functions_)
+        self.layout_ = FeatureLayout.fit(raw, offsets, self.features, self.n_bins, self.binning, self.threshold_depth,
+                                         bias=self.needs_bias, base_names=self.base_names_)
+        X = self.layout_.transform(raw, offsets)
+        w0 = self._prior_weights(raw, labels, offsets) if self.prior else None
+        scorer = self._validation_scorer(valid)
+        t0 = time.perf_counter()
+        results = _train_path(X, labels, offsets, self._groups(1.0), grid, epsilon=self.epsilon,
+                              max_iter=self.max_iter, prior=w0)
+        self.path_: List[dict] = []
+        for C, res in zip(grid, results):
+            score = scorer(res.w) if scorer else float("nan")
+            self.path_.append(dict(C=C, validation=score, n_iter=res.n_iter, converged=bool(res.converged),
+                                   gap=float(res.duality_gap), primal=float(res.history[-1]["primal"]),
+                                   seconds=float(res.history[-1]["seconds"])))
+            log.debug("C=%g: %d iterations, validation MAP %.4f", C, res.n_iter, score)
+        best = _first_best([p["validation"] for p in self.path_])
+        kept = results[best]
+        self.C_ = grid[best]
+        self.coefs_ = np.stack([r.w for r in results])
+        self.coef_ = np.array(kept.w, dtype=float)
+        self.validation_: Dict[float, float] = {p["C"]: p["validation"] for p in self.path_}
+        self.history_ = list(kept.history)
+        self.n_iter_ = kept.n_iter
+        self.converged_ = bool(kept.converged)
+        self.feature_names_ = self.layout_.names()
+        self.training_summary_ = dict(n_queries=int(ok.sum()), n_candidates=int(len(raw)),
+                                      skipped_queries=int(n_queries - ok.sum()),
+                                      skipped_candidates=int(n_candidates - len(raw)),
+                                      seconds=time.perf_counter() - t0)
+        return self
+
+    def _validation_scorer(self, valid: Optional[ValidSet]):
+        """w ↦ validation MAP (AP normalised by the qrels' relevant count when given), or None."""
+        if valid is None:
+            return None
+        if len(valid) not in (3, 4):
+            raise ValueError("valid must be (raw, labels, offsets) or (raw, labels, offsets, n_relevant)")
+        raw, labels, offsets = check_ranking_arrays(*valid[:3], what="validation")
+        if labels is None:
+            raise ValueError("validation needs labels")
+        if raw.shape[1] != self.n_functions_:
+            raise ValueError(f"validation candidates have {raw.shape[1]} base functions, training ones {self.n_functions_}")
+        n_rel = valid[3] if len(valid) == 4 and valid[3] is not None else None
+        X = self.layout_.transform(raw, offsets)
+        return lambda w: validation_map(X.dot(w), labels, offsets, n_rel)
+
+    def _prior_weights(self, raw, labels, offsets) -> np.ndarray:
+        """w₀ ranking like the base function with the best training MAP (missing documents last)."""
+        filled = np.where(np.isnan(raw), -np.inf, raw)
+        maps = [average_precision(filled[:, f], labels, offsets).mean() for f in range(raw.shape[1])]
+        f = int(np.argmax(maps))
+        self.prior_function_ = self.base_names_[f]
+        col = raw[:, f]
+        span = float(np.nanmax(col) - np.nanmin(col)) if self.layout_.blocks[0] == "raw" else 1.0
+        return self.layout_.prior_weights(f, self.prior_scale, span)
+
+    # -- prediction -------------------------------------------------------------------------------
+    def decision_function(self, raw, offsets) -> np.ndarray:
+        """Scores wᵀφ(x, d) of candidates (``raw``: n × F, NaN = not retrieved; ``offsets``: query
+        boundaries). For the classification losses the bias is included, so ``> 0`` predicts relevance."""
+        if not hasattr(self, "coef_"):
+            raise RuntimeError(f"{type(self).__name__} is not fitted: call fit() or load a model first")
+        raw, _, offsets = check_ranking_arrays(raw, None, offsets, what="input")
+        if raw.shape[1] != self.n_functions_:
+            raise ValueError(f"the model was trained on {self.n_functions_} base functions (features per "
+                             f"candidate) but these candidates have {raw.shape[1]}")
+        return self.layout_.transform(raw, offsets).dot(self.coef_)
+
+    # -- state ------------------------------------------------------------------------------------
+    def get_state(self) -> Tuple[dict, Dict[str, np.ndarray]]:
+        """(meta, arrays): everything :meth:`from_state` needs to rebuild this fitted ranker exactly."""
+        if not hasattr(self, "coef_"):
+            raise RuntimeError("get_state() needs a fitted ranker")
+        layout_meta, layout_arrays = self.layout_.get_state()
+        params = {k: getattr(self, k) for k in self.MODEL_PARAMS}
+        params["C"] = c_grid(self.C)
+        if not isinstance(params["loss"], str):
+            raise ValueError(f"a model with a Loss instance ({self.loss!r}) cannot be saved; give the loss by name "
+                             "and its parameters in loss_params")
+        meta = dict(params=params, C_=self.C_, layout=layout_meta, path=self.path_, history=self.history_,
+                    n_iter=int(self.n_iter_), converged=bool(self.converged_),
+                    training=self.training_summary_, prior_function=getattr(self, "prior_function_", None))
+        arrays = dict(coef=np.asarray(self.coef_, dtype=float), coefs=np.asarray(self.coefs_, dtype=float),
+                      **layout_arrays)
+        return meta, arrays
+
+    @classmethod
+    def from_state(cls, meta: dict, arrays: Dict[str, np.ndarray]) -> "StructSVMRanker":
+        """The fitted ranker saved by :meth:`get_state` (ValueError naming what is missing or inconsistent)."""
+        missing = [k for k in ("params", "C_", "layout", "path", "n_iter", "converged") if k not in meta]
+        missing += [k for k in ("coef", "coefs") if k not in arrays]
+        if missing:
+            raise ValueError(f"model state incomplete: missing {missing}")
+        self = cls(**meta["params"])
+        self.layout_ = FeatureLayout.from_state(meta["layout"], arrays)
+        coef = np.asarray(arrays["coef"], dtype=float)
+        coefs = np.asarray(arrays["coefs"], dtype=float)
+        dim = self.layout_.dim
+        if coef.shape != (dim,) or coefs.ndim != 2 or coefs.shape[1] != dim:
+            raise ValueError(f"weights of shape {coef.shape} / {coefs.shape} do not fit the feature layout "
+                             f"({dim} dimensions: features={self.layout_.blocks} on {self.layout_.n_functions} "
+                             f"base functions{', bias' if self.layout_.bias else ''})")
+        if self.layout_.bias != self.needs_bias:
+            raise ValueError(f"the layout {'has' if self.layout_.bias else 'lacks'} a bias, which loss={self.loss!r} "
+                             f"{'does not use' if self.layout_.bias else 'needs'}")
+        self.coef_, self.coefs_ = coef, coefs
+        self.C_ = float(meta["C_"])
+        self.n_functions_ = self.layout_.n_functions
+        self.base_names_ = list(self.layout_.base_names)
+        self.feature_names_ = self.layout_.names()
+        self.path_ = [dict(p, validation=_nan_if_none(p.get("validation"))) for p in meta["path"]]
+        self.validation_ = {float(p["C"]): p["validation"] for p in self.path_}
+        self.history_ = list(meta.get("history") or [])
+        self.n_iter_ = int(meta["n_iter"])
+        self.converged_ = bool(meta["converged"])
+        self.training_summary_ = dict(meta.get("training") or {})
+        if meta.get("prior_function") is not None:
+            self.prior_function_ = meta["prior_function"]
+        return self
+
+
+def _train_path(X, labels, offsets, groups, grid, **kw):
+    # TODO(solver.train_path): until the warm-started path lands, one cold fit per C
+    if hasattr(solver, "train_path"):
+        return solver.train_path(X, labels, offsets, groups, grid, **kw)
+    return [solver.train_structural_svm(X, labels, offsets, [solver.SlackGroup(g.loss, g.C * C) for g in groups], **kw)
+            for C in grid]
+
+
+def validation_map(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
+                   n_relevant: Optional[np.ndarray] = None) -> float:
+    """MAP of ``scores`` (AP normalised by ``n_relevant`` when given, else by the relevant candidates)."""
+    return float(average_precision(scores, labels, offsets, n_relevant).mean())
+
+
+def _first_best(values: Sequence[float]) -> int:
+    """Index of the first maximum, NaN counting as lowest (no validation: the one C of the grid)."""
+    v = np.array([-np.inf if (x is None or np.isnan(x)) else x for x in values])
+    return int(np.argmax(v))
+
+
+def _nan_if_none(v):
+    return float("nan") if v is None else float(v)
