@@ -151,11 +151,13 @@ class _Peer(RankerEstimator):
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.get_params().items())})"
 
     def _get_state(self):
-        return self.ranker_.get_state()
+        meta, arrays = self.ranker_.get_state()
+        return dict(ranker=meta, base_names=list(self.base_names_)), arrays
 
     def _set_state(self, meta: dict, arrays: dict) -> None:
-        self.ranker_ = self.ranker_class.from_state(meta, arrays)
+        self.ranker_ = self.ranker_class.from_state(meta["ranker"], arrays)
         self.n_functions_ = int(getattr(self.ranker_, "n_functions_"))
+        self.base_names_ = list(meta["base_names"])
 
 
 class LambdaMART(_Peer):

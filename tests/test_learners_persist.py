@@ -1,0 +1,252 @@
+"""Every learner saves and loads losslessly (Python, pt.Artifact.load, the CLI), the array-level ranker's
+contract (constructor validation, fit returns self, repr, state), and the previous model formats."""
+from __future__ import annotations
+
+import json
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pt = pytest.importorskip("pyterrier")
+from pyterrier_svmmap import (AdaRank, ApproxAP, ApproxNDCG, LambdaMART, McRank, SVMMap,  # noqa: E402
+                              StructSVM, StructSVMRanker)
+from pyterrier_svmmap.cli import main  # noqa: E402
+from pyterrier_svmmap.model_io import ModelFormatError, load_model, load_ranker  # noqa: E402
+
+from test_approx_estimators import run  # noqa: E402
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+TRAIN, TEST = EXAMPLES / "letor_train.txt", EXAMPLES / "letor_test.txt"
+
+#: one small configuration of every learner; the structural SVMs cover every loss and its parameters
+LEARNERS = {
+    "svm-map": lambda: SVMMap(C=[0.1, 10.0], n_bins=5),
+    "svm-map-raw-prior": lambda: SVMMap(C=[0.1, 10.0], features="raw", prior="best"),
+    "svm-roc": lambda: StructSVM(C=[1.0], loss="roc", features="bins+minmax", n_bins=4),
+    "svm-ndcg@5": lambda: StructSVM(C=1.0, loss="ndcg@5", n_bins=4),
+    "svm-ndcg-k": lambda: StructSVM(C=1.0, loss="ndcg", loss_params={"k": 3}, features="minmax"),
+    "svm-mrr@5": lambda: StructSVM(C=1e-3, loss="mrr@5", features="raw"),
+    "svm-dorm": lambda: StructSVM(C=0.1, loss="dorm", loss_params={"k": 3, "window": 6}, features="raw"),
+    "svm-combo-separate": lambda: StructSVM(C=1.0, loss="combo", features="raw", loss_params=dict(
+        losses=["map", "ndcg@5"], slack="separate", C_weights=[1.0, 0.5])),
+    "svm-combo-shared": lambda: StructSVM(C=1.0, loss="combo", features="raw", loss_params=dict(
+        losses=["map", "mrr@3"], slack="shared")),
+    "svm-acc": lambda: StructSVM(C=[1.0, 10.0], loss="acc", n_bins=4, binning="minmax"),
+    "svm-acc2": lambda: StructSVM(C=1.0, loss="acc2", features="raw"),
+    "approx-ap": lambda: ApproxAP(alphas=[10.0], betas=[10.0], n_iter=5, learning_rate=0.05),
+    "approx-ndcg": lambda: ApproxNDCG(alphas=[10.0, 20.0], n_iter=5, learning_rate=0.05, features="bins", n_bins=4),
+    "adarank": lambda: AdaRank(n_rounds=5),
+    "lambdamart": lambda: LambdaMART(n_estimators=20),
+    "mcrank": lambda: McRank(n_estimators=5),
+}
+
+
+@pytest.fixture(scope="module")
+def data():
+    train, train_qrels = run(0, n_queries=6, n_cand=25)
+    valid, valid_qrels = run(1, n_queries=4, n_cand=25)
+    test, _ = run(2, n_queries=4, n_cand=25)
+    return train, train_qrels, valid, valid_qrels, test
+
+
+def _fit(name, data):
+    if name in ("lambdamart", "mcrank"):
+        pytest.importorskip("lightgbm")
+    train, train_qrels, valid, valid_qrels, _ = data
+    model = LEARNERS[name]()
+    assert model.fit(train, train_qrels, valid, valid_qrels) is model
+    return model
+
+
+def _learned(model) -> dict:
+    """Every learned attribute (ending in ``_``) that is plain data, for comparison after a round trip."""
+    out = {}
+    for k, v in vars(model).items():
+        if k.endswith("_") and not k.startswith("_") and isinstance(v, (int, float, str, list, dict, tuple, np.ndarray)):
+            out[k] = v
+    return out
+
+
+def _equal(a, b) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) and isinstance(b, float) and np.isnan(a) and np.isnan(b):
+        return True
+    return a == b
+
+
+@pytest.mark.parametrize("name", list(LEARNERS))
+def test_save_load_is_lossless(name, data, tmp_path):
+    model = _fit(name, data)
+    test = data[-1]
+    before = model.transform(test)
+    model.save(tmp_path / "m")
+    assert model.path == tmp_path / "m"
+    for again in (type(model).load(tmp_path / "m"), load_model(tmp_path / "m"), pt.Artifact.load(str(tmp_path / "m"))):
+        assert type(again) is type(model) and repr(again) == repr(model)
+        after = again.transform(test)
+        np.testing.assert_array_equal(after["score"].to_numpy(), before["score"].to_numpy())   # bit for bit
+        a, b = _learned(model), _learned(again)
+        assert a.keys() <= b.keys() | {"ranker_"}, sorted(a.keys() - b.keys())
+        differ = [k for k in a if k in b and not _equal(a[k], b[k])]
+        assert not differ, differ
+
+
+@pytest.mark.parametrize("name", ["svm-map", "svm-acc", "svm-combo-separate", "adarank"])
+def test_pickle_and_repr_round_trip(name, data):
+    model = _fit(name, data)
+    clone = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(clone.transform(data[-1])["score"], model.transform(data[-1])["score"])
+    import pyterrier_svmmap
+    rebuilt = eval(repr(model), vars(pyterrier_svmmap) | {k: getattr(pyterrier_svmmap, k) for k in dir(pyterrier_svmmap)})
+    assert repr(rebuilt) == repr(model) and type(rebuilt) is type(model)
+
+
+def test_repr_shows_every_parameter_that_changes_the_model():
+    base = repr(StructSVM())
+    changed = dict(C=[1.0], loss="roc", loss_params=None, features="raw", n_bins=7, binning="minmax",
+                   threshold_depth=None, epsilon=1e-2, max_iter=5, prior="best", prior_scale=2.0)
+    for k, v in changed.items():
+        if k == "loss_params":
+            r = repr(StructSVM(loss="ndcg", loss_params={"k": 3}))
+        else:
+            r = repr(StructSVM(**{k: v}))
+        assert r != base, k
+    assert repr(StructSVM(verbose=True)) == base                  # verbosity does not change the model
+    assert repr(LambdaMART(n_estimators=3)) != repr(LambdaMART(n_estimators=4))
+    assert "learning_rate" in repr(LambdaMART())                  # defaults shown too: hashes stay stable
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(loss="nope"), "unknown loss"),
+    (dict(loss="map@5"), "loss='map@5'"),
+    (dict(loss="ndcg", loss_params={"k": 0}), "k must be a positive"),
+    (dict(loss="combo"), "needs losses"),
+    (dict(loss="combo", loss_params=dict(losses=["map"], slack="nope")), "slack must be"),
+    (dict(C=[]), "C must be a positive"),
+    (dict(C=[1.0, 1.0]), "duplicate"),
+    (dict(C=float("nan")), "C must be a positive"),
+    (dict(C="x"), "C must be a positive"),
+    (dict(epsilon=0), "epsilon must be"),
+    (dict(epsilon=float("nan")), "epsilon must be"),
+    (dict(max_iter=0), "max_iter must be"),
+    (dict(n_bins=0), "n_bins must be"),
+    (dict(n_bins=2.5), "n_bins must be"),
+    (dict(features="bins+bins"), "features="),
+    (dict(binning="nope"), "binning="),
+    (dict(prior="worst"), "prior must be"),
+    (dict(prior_scale=-1), "prior_scale must be"),
+])
+def test_constructor_validates(kwargs, message):
+    for cls in (StructSVM, StructSVMRanker):
+        with pytest.raises(ValueError, match=message.replace("(", r"\(").replace("[", r"\[")):
+            cls(**kwargs)
+
+
+def test_ranker_on_arrays_and_path(data):
+    rng = np.random.default_rng(3)
+    raw = rng.normal(size=(200, 3))
+    labels = (raw[:, 0] + 0.3 * rng.normal(size=200) > 1).astype(float)
+    offsets = np.arange(0, 201, 20)
+    r = StructSVMRanker(C=[10.0, 0.1, 1.0], features="raw")
+    assert r.fit(raw, labels, offsets, valid=(raw, labels, offsets)) is r
+    assert [p["C"] for p in r.path_] == [10.0, 0.1, 1.0] and r.coefs_.shape == (3, r.layout_.dim)
+    best = int(np.argmax([p["validation"] for p in r.path_]))
+    assert r.C_ == r.path_[best]["C"] and np.array_equal(r.coef_, r.coefs_[best])
+    for p in r.path_:
+        assert p["converged"] and 0 <= p["gap"] <= p["C"] * r.epsilon + 1e-12
+    with pytest.raises(ValueError, match="no validation data"):
+        StructSVMRanker(C=[0.1, 1.0]).fit(raw, labels, offsets)
+    with pytest.raises(ValueError, match="offsets"):
+        StructSVMRanker(C=1.0).fit(raw, labels, offsets[:-1])
+    with pytest.raises(ValueError, match="infinite"):
+        StructSVMRanker(C=1.0).fit(np.where(raw > 2, np.inf, raw), labels, offsets)
+    with pytest.raises(ValueError, match="trained on 3 base functions"):
+        r.decision_function(raw[:, :2], offsets)
+
+
+def _write_v2_model(model, path: Path) -> None:
+    """A model directory as format 2 wrote it (the previous release), from a fitted StructSVM."""
+    import io
+    import hashlib
+    path.mkdir()
+    buf = io.BytesIO()
+    th = model.encoder_.thresholds_ if model.encoder_.thresholds_ is not None else np.zeros((0, 0))
+    np.savez(buf, coef=model.coef_, thresholds=th)
+    (path / "weights.npz").write_bytes(buf.getvalue())
+    meta = dict(format="pyterrier-svmmap", format_version=2, package_version="0.1.0", estimator=type(model).__name__,
+                params=dict(C=model.C_, loss=model.loss, loss_params=model.loss_params, features=model.features,
+                            n_bins=model.n_bins, binning=model.binning, epsilon=model.epsilon, max_iter=model.max_iter,
+                            threshold_depth=model.threshold_depth, prior=model.prior, prior_scale=model.prior_scale),
+                base_names=model.base_names_, n_functions=model.n_functions_, dim=len(model.coef_),
+                validation={str(k): v for k, v in model.validation_.items()},
+                training=dict(n_iter=model.n_iter_, converged=model.converged_, final=model.history_[-1]),
+                weights_sha256=hashlib.sha256(buf.getvalue()).hexdigest())
+    (path / "model.json").write_text(json.dumps(meta))
+
+
+@pytest.mark.parametrize("name", ["svm-map", "svm-acc"])
+def test_previous_format_still_loads(name, data, tmp_path):
+    model = _fit(name, data)
+    _write_v2_model(model, tmp_path / "v2")
+    again = load_model(tmp_path / "v2")
+    assert type(again) is type(model) and again.C_ == model.C_ and again.validation_ == model.validation_
+    np.testing.assert_array_equal(again.transform(data[-1])["score"], model.transform(data[-1])["score"])
+    assert again.feature_names_ == model.feature_names_          # the acc bias is back (format 2 lost it)
+
+
+def test_cli_acc_model_classifies(tmp_path, capsys):
+    """Issue: ``svmmap learn --loss acc`` then ``svmmap classify`` exited 2 with a width mismatch."""
+    assert main(["learn", "--loss", "acc", "-c", "10", str(TRAIN), str(tmp_path / "m")]) == 0
+    assert main(["classify", str(TEST), str(tmp_path / "m"), str(tmp_path / "p")]) == 0
+    py = load_model(tmp_path / "m")
+    from pyterrier_svmmap.svmlight import read_svmlight
+    d = read_svmlight(TEST)
+    expected = d.ungroup(py.decision_function(d.grouped(d.features), d.offsets))
+    got = np.array([float(x) for x in (tmp_path / "p").read_text().split()])
+    np.testing.assert_array_equal(got, expected)                   # full precision: bit for bit
+    assert py.feature_names_[-1] == "bias"
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["learn", "--loss", "map@5", str(TRAIN), "M"], "loss='map@5'"),
+    (["learn", "--bins", "0", str(TRAIN), "M"], "n_bins must be"),
+    (["learn", "--max-iter", "0", str(TRAIN), "M"], "max_iter must be"),
+    (["learn", "-e", "nan", str(TRAIN), "M"], "epsilon must be"),
+    (["learn", str(TRAIN), "FILE"], "is an existing file"),
+])
+def test_cli_learn_rejects_before_training(tmp_path, capsys, argv, message):
+    (tmp_path / "FILE").write_text("x")
+    argv = [str(tmp_path / a) if a in ("M", "FILE") else a for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+
+
+def test_classify_does_not_import_pyterrier(tmp_path):
+    assert main(["learn", "--bins", "3", str(TRAIN), str(tmp_path / "m")]) == 0
+    code = ("import sys; from pyterrier_svmmap.cli import main; "
+            f"assert main(['classify', {str(TEST)!r}, {str(tmp_path / 'm')!r}, {str(tmp_path / 'p')!r}]) == 0; "
+            "print(sorted(m for m in ('pyterrier', 'pyterrier_svmmap.estimator', 'pyterrier_svmmap.frames') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+    ranker = load_ranker(tmp_path / "m")
+    assert isinstance(ranker, StructSVMRanker)
+
+
+def test_model_file_names_a_foreign_class_fails(data, tmp_path):
+    _fit("svm-map", data).save(tmp_path / "m")
+    doc = json.loads((tmp_path / "m" / "model.json").read_text())
+    doc["estimator"] = "os:system"
+    (tmp_path / "m" / "model.json").write_text(json.dumps(doc))
+    with pytest.raises(ModelFormatError, match="not a pyterrier_svmmap class"):
+        load_model(tmp_path / "m")
