@@ -148,7 +148,8 @@ class StructSVM(RankerEstimator):
     Args:
         C: OP 1's regularisation constant (objective ½‖w‖² + C/n Σ_i ξ_i), or a list of them; with a list,
             one model per C is trained (a warm-started path) and the one with the best validation MAP is
-            kept (then validation data is required).
+            kept — MAP on the validation queries given to ``fit``, or, without them, the mean held-out MAP
+            of ``cv``-fold cross-validation over the training queries.
         loss: the structural loss: ``"map"`` (SVM-map), or any name of ``pyterrier_svmmap.losses.LOSSES``
             (cutoffs as ``"ndcg@10"``), or ``"combo"``.
         loss_params: parameters of the loss (e.g. ``{"k": 10}``; combo: ``losses``, ``slack``, ``C_weights``).
@@ -172,6 +173,9 @@ class StructSVM(RankerEstimator):
             that function's ranking and a larger C moves away from it only as far as the training
             constraints ask.
         prior_scale: size of w₀: the prior function's contribution spans about [0, prior_scale].
+        cv: folds of the cross-validation that chooses C when ``fit`` gets no validation data (by query,
+            shuffled with ``random_state``); see :class:`~pyterrier_svmmap.ranker.StructSVMRanker`.
+        random_state: seed of those folds.
 
     Learned attributes: ``coef_`` (w), ``C_`` (chosen), ``validation_`` (C → validation MAP), ``path_``
     (per C: validation MAP, iterations, gap, seconds), ``coefs_`` (w of every C), ``history_``
@@ -187,7 +191,7 @@ class StructSVM(RankerEstimator):
                  loss_params: Optional[dict] = None, features: Union[str, Sequence[str]] = "bins",
                  n_bins: int = 50, binning: str = "quantile", epsilon: float = 1e-3, max_iter: int = 1000,
                  verbose: bool = False, prior: Optional[str] = None, prior_scale: float = 1.0,
-                 threshold_depth: Optional[int] = 200):
+                 threshold_depth: Optional[int] = 200, cv: int = 5, random_state: Optional[int] = 0):
         self.C = C
         self.loss = loss
         self.loss_params = loss_params
@@ -199,6 +203,8 @@ class StructSVM(RankerEstimator):
         self.max_iter = max_iter
         self.prior = prior
         self.prior_scale = prior_scale
+        self.cv = cv
+        self.random_state = random_state
         self.verbose = verbose
         self._ranker()                       # validates every parameter now (scikit-learn's habit)
 
@@ -215,7 +221,7 @@ class StructSVM(RankerEstimator):
         self._adopt(ranker)
 
     #: learned attributes of the ranker that the estimator exposes as its own
-    _LEARNED = ("coef_", "coefs_", "C_", "validation_", "path_", "history_", "n_iter_", "converged_",
+    _LEARNED = ("coef_", "coefs_", "C_", "validation_", "selection_", "path_", "history_", "n_iter_", "converged_",
                 "feature_names_", "base_names_", "n_functions_", "layout_", "training_summary_", "prior_function_")
 
     def _adopt(self, ranker: StructSVMRanker) -> None:
@@ -250,7 +256,9 @@ class SVMMap(StructSVM):
     def __init__(self, C: Union[float, Sequence[float]] = DEFAULT_C_GRID, features: Union[str, Sequence[str]] = "bins",
                  n_bins: int = 50, binning: str = "quantile", epsilon: float = 1e-3, max_iter: int = 1000,
                  verbose: bool = False, loss="map", loss_params: Optional[dict] = None,
-                 prior: Optional[str] = None, prior_scale: float = 1.0, threshold_depth: Optional[int] = 200):
+                 prior: Optional[str] = None, prior_scale: float = 1.0, threshold_depth: Optional[int] = 200,
+                 cv: int = 5, random_state: Optional[int] = 0):
         super().__init__(C=C, loss=loss, loss_params=loss_params, features=features, n_bins=n_bins,
                          binning=binning, epsilon=epsilon, max_iter=max_iter, verbose=verbose,
-                         prior=prior, prior_scale=prior_scale, threshold_depth=threshold_depth)
+                         prior=prior, prior_scale=prior_scale, threshold_depth=threshold_depth, cv=cv,
+                         random_state=random_state)

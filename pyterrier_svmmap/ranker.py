@@ -103,12 +103,18 @@ class StructSVMRanker:
         max_iter: cutting-plane iterations per C.
         prior: ``None`` or ``"best"`` (regularise towards the base function with the best training MAP,
             ½‖w − w₀‖²); ``prior_scale`` is the size of w₀.
+        cv: with a grid of C and no validation data, C is chosen by ``cv``-fold cross-validation over the
+            training queries (folds by query, shuffled with ``random_state``; thresholds learned on each
+            fold's training part), scikit-learn's ``*CV`` convention; then the whole path is trained on
+            all training queries. Ignored when validation data is given or C is a single value.
+        random_state: seed of the cross-validation folds.
         verbose: a progress bar over the C grid.
 
     Learned attributes: ``coef_`` (w), ``C_``, ``layout_`` (:class:`~.layout.FeatureLayout`),
     ``feature_names_``, ``base_names_``, ``n_functions_``, ``path_`` (per C of the grid, in the grid's
-    order: C, validation MAP, n_iter, converged, gap, primal, seconds), ``coefs_`` (w of every C, same
-    order), ``validation_`` (C → validation MAP), ``history_`` (per cutting-plane iteration of the kept
+    order: C, validation MAP, n_iter, converged, gap, primal, seconds; with cross-validation ``cv_scores``,
+    the held-out MAP of every fold, and ``validation`` their mean), ``coefs_`` (w of every C, same
+    order), ``validation_`` (C → validation MAP), ``selection_`` (``"validation"``, ``"cv"`` or ``"none"``), ``history_`` (per cutting-plane iteration of the kept
     C), ``n_iter_``, ``converged_``, ``training_summary_`` and, with ``prior="best"``, ``prior_function_``.
     """
 
@@ -116,7 +122,7 @@ class StructSVMRanker:
                  loss_params: Optional[dict] = None, features: Union[str, Sequence[str]] = "bins",
                  n_bins: int = 50, binning: str = "quantile", threshold_depth: Optional[int] = 200,
                  epsilon: float = 1e-3, max_iter: int = 1000, prior: Optional[str] = None,
-                 prior_scale: float = 1.0, verbose: bool = False):
+                 prior_scale: float = 1.0, cv: int = 5, random_state: Optional[int] = 0, verbose: bool = False):
         self.C = C
         self.loss = loss
         self.loss_params = loss_params
@@ -128,12 +134,14 @@ class StructSVMRanker:
         self.max_iter = max_iter
         self.prior = prior
         self.prior_scale = prior_scale
+        self.cv = cv
+        self.random_state = random_state
         self.verbose = verbose
         self._validate()
 
     #: constructor parameters that change the model (``verbose`` does not)
     MODEL_PARAMS = ("C", "loss", "loss_params", "features", "n_bins", "binning", "threshold_depth", "epsilon",
-                    "max_iter", "prior", "prior_scale")
+                    "max_iter", "prior", "prior_scale", "cv", "random_state")
 
     def _validate(self) -> None:
         c_grid(self.C)
@@ -151,6 +159,11 @@ class StructSVMRanker:
             raise ValueError(f"prior must be None or 'best', got {self.prior!r}")
         if not isinstance(self.prior_scale, (int, float)) or not math.isfinite(self.prior_scale) or self.prior_scale <= 0:
             raise ValueError(f"prior_scale must be a finite positive number, got {self.prior_scale!r}")
+        if isinstance(self.cv, bool) or not isinstance(self.cv, (int, np.integer)) or self.cv < 2:
+            raise ValueError(f"cv must be an integer number of folds ≥ 2, got {self.cv!r}")
+        if self.random_state is not None and (isinstance(self.random_state, bool)
+                                              or not isinstance(self.random_state, (int, np.integer))):
+            raise ValueError(f"random_state must be an integer or None, got {self.random_state!r}")
 
     def _groups(self, C: float):
         """The solver's slack groups at constant C (loss errors re-raised as ValueError with the loss named)."""
@@ -182,8 +195,8 @@ class StructSVMRanker:
             offsets: (Q + 1,) query boundaries.
             n_relevant: (Q,) relevant documents per query in the qrels (default: among the candidates);
                 used by validation MAP only.
-            valid: validation queries, ``(raw, labels, offsets)`` or ``(raw, labels, offsets, n_relevant)``;
-                needed when C is a grid.
+            valid: validation queries, ``(raw, labels, offsets)`` or ``(raw, labels, offsets, n_relevant)``,
+                that choose C of a grid; without them C is chosen by ``cv``-fold cross-validation.
             base_names: a name per base function (for ``feature_names_`` and pictures).
 
         Queries without a relevant or without a non-relevant candidate cannot form constraints: they are
@@ -194,9 +207,6 @@ class StructSVMRanker:
         raw, labels, offsets = check_ranking_arrays(raw, labels, offsets)
         if labels is None:
             raise ValueError("fit() needs labels")
-        if len(grid) > 1 and valid is None:
-            raise ValueError(f"C is a grid of {len(grid)} values but no validation data was given: pass "
-                             "valid=(raw, labels, offsets) or a single C")
         if base_names is not None and len(base_names) != raw.shape[1]:
             raise ValueError(f"{len(base_names)} base names for {raw.shape[1]} base functions")
         n_queries, n_candidates = len(offsets) - 1, len(raw)
@@ -210,21 +220,28 @@ class StructSVMRanker:
         raw, labels, offsets, _ = subset_queries(raw, labels, offsets, ok)
         self.n_functions_ = raw.shape[1]
         self.base_names_ = list(base_names) if base_names is not None else default_base_names(self.n_functions_)
-        self.layout_ = FeatureLayout.fit(raw, offsets, self.features, self.n_bins, self.binning, self.threshold_depth,
-                                         bias=self.needs_bias, base_names=self.base_names_)
-        X = self.layout_.transform(raw, offsets)
-        w0 = self._prior_weights(raw, labels, offsets) if self.prior else None
-        scorer = self._validation_scorer(valid)
         t0 = time.perf_counter()
-        results = _train_path(X, labels, offsets, self._groups(1.0), grid, epsilon=self.epsilon,
-                              max_iter=self.max_iter, prior=w0)
+        if valid is not None or len(grid) == 1:
+            self.layout_, results, w_prior = self._train(raw, labels, offsets, grid)
+            scorer = self._validation_scorer(valid)
+            scores = [scorer(r.w) if scorer else float("nan") for r in results]
+            cv_scores = None
+            self.selection_ = "validation" if valid is not None else "none"
+        else:
+            cv_scores = self._cross_validate(raw, labels, offsets, n_relevant, ok, grid)
+            scores = [float(np.mean(col)) for col in cv_scores.T]
+            self.layout_, results, w_prior = self._train(raw, labels, offsets, grid)
+            self.selection_ = "cv"
+        if w_prior is not None:
+            self.prior_function_ = self.base_names_[w_prior]
         self.path_: List[dict] = []
-        for C, res in zip(grid, results):
-            score = scorer(res.w) if scorer else float("nan")
-            self.path_.append(dict(C=C, validation=score, n_iter=res.n_iter, converged=bool(res.converged),
+        for i, (C, res) in enumerate(zip(grid, results)):
+            self.path_.append(dict(C=C, validation=scores[i], n_iter=res.n_iter, converged=bool(res.converged),
                                    gap=float(res.duality_gap), primal=float(res.history[-1]["primal"]),
                                    seconds=float(res.history[-1]["seconds"])))
-            log.debug("C=%g: %d iterations, validation MAP %.4f", C, res.n_iter, score)
+            if cv_scores is not None:
+                self.path_[-1]["cv_scores"] = [float(x) for x in cv_scores[:, i]]
+            log.debug("C=%g: %d iterations, validation MAP %.4f", C, res.n_iter, scores[i])
         best = _first_best([p["validation"] for p in self.path_])
         kept = results[best]
         self.C_ = grid[best]
@@ -256,15 +273,40 @@ class StructSVMRanker:
         X = self.layout_.transform(raw, offsets)
         return lambda w: validation_map(X.dot(w), labels, offsets, n_rel)
 
-    def _prior_weights(self, raw, labels, offsets) -> np.ndarray:
-        """w₀ ranking like the base function with the best training MAP (missing documents last)."""
-        filled = np.where(np.isnan(raw), -np.inf, raw)
-        maps = [average_precision(filled[:, f], labels, offsets).mean() for f in range(raw.shape[1])]
-        f = int(np.argmax(maps))
-        self.prior_function_ = self.base_names_[f]
-        col = raw[:, f]
-        span = float(np.nanmax(col) - np.nanmin(col)) if self.layout_.blocks[0] == "raw" else 1.0
-        return self.layout_.prior_weights(f, self.prior_scale, span)
+    def _train(self, raw, labels, offsets, grid):
+        """Thresholds, φ and the path of C on these (usable) training queries: (layout, results, index of
+        the prior's base function or None)."""
+        layout = FeatureLayout.fit(raw, offsets, self.features, self.n_bins, self.binning, self.threshold_depth,
+                                   bias=self.needs_bias, base_names=self.base_names_)
+        w0, f = None, None
+        if self.prior:
+            f = best_function(raw, labels, offsets)
+            col = raw[:, f]
+            span = float(np.nanmax(col) - np.nanmin(col)) if layout.blocks[0] == "raw" else 1.0
+            w0 = layout.prior_weights(f, self.prior_scale, span)
+        results = _train_path(layout.transform(raw, offsets), labels, offsets, self._groups(1.0), grid,
+                              epsilon=self.epsilon, max_iter=self.max_iter, prior=w0)
+        return layout, results, f
+
+    def _cross_validate(self, raw, labels, offsets, n_relevant, usable, grid) -> np.ndarray:
+        """Held-out MAP of every C on ``cv`` folds of the (usable) training queries: (folds × C)."""
+        n_q = len(offsets) - 1
+        if n_q < self.cv:
+            raise ValueError(f"C is a grid of {len(grid)} values and no validation data was given, so C is chosen "
+                             f"by {self.cv}-fold cross-validation, which needs at least {self.cv} usable training "
+                             f"queries (got {n_q}); give validation data, a single C, or a smaller cv")
+        fold = np.empty(n_q, dtype=np.int64)
+        fold[np.random.default_rng(self.random_state).permutation(n_q)] = np.arange(n_q) % self.cv
+        n_rel = None if n_relevant is None else np.asarray(n_relevant, dtype=float)[usable]
+        out = np.empty((self.cv, len(grid)))
+        for k in range(self.cv):
+            tr = subset_queries(raw, labels, offsets, fold != k)
+            te = subset_queries(raw, labels, offsets, fold == k, n_rel)
+            layout, results, _ = self._train(tr[0], tr[1], tr[2], grid)
+            X = layout.transform(te[0], te[2])
+            out[k] = [validation_map(X.dot(r.w), te[1], te[2], te[3]) for r in results]
+            log.debug("cv fold %d: %s", k, np.round(out[k], 4).tolist())
+        return out
 
     # -- prediction -------------------------------------------------------------------------------
     def decision_function(self, raw, offsets) -> np.ndarray:
@@ -291,7 +333,8 @@ class StructSVMRanker:
                              "and its parameters in loss_params")
         meta = dict(params=params, C_=self.C_, layout=layout_meta, path=self.path_, history=self.history_,
                     n_iter=int(self.n_iter_), converged=bool(self.converged_),
-                    training=self.training_summary_, prior_function=getattr(self, "prior_function_", None))
+                    training=self.training_summary_, prior_function=getattr(self, "prior_function_", None),
+                    selection=self.selection_)
         arrays = dict(coef=np.asarray(self.coef_, dtype=float), coefs=np.asarray(self.coefs_, dtype=float),
                       **layout_arrays)
         return meta, arrays
@@ -320,12 +363,15 @@ class StructSVMRanker:
         self.n_functions_ = self.layout_.n_functions
         self.base_names_ = list(self.layout_.base_names)
         self.feature_names_ = self.layout_.names()
-        self.path_ = [dict(p, validation=_nan_if_none(p.get("validation"))) for p in meta["path"]]
+        self.path_ = [dict(p, validation=_nan_if_none(p.get("validation")),
+                           **({"cv_scores": [_nan_if_none(x) for x in p["cv_scores"]]} if "cv_scores" in p else {}))
+                      for p in meta["path"]]
         self.validation_ = {float(p["C"]): p["validation"] for p in self.path_}
         self.history_ = list(meta.get("history") or [])
         self.n_iter_ = int(meta["n_iter"])
         self.converged_ = bool(meta["converged"])
         self.training_summary_ = dict(meta.get("training") or {})
+        self.selection_ = meta.get("selection", "validation" if len(self.path_) > 1 else "none")
         if meta.get("prior_function") is not None:
             self.prior_function_ = meta["prior_function"]
         return self
@@ -337,6 +383,12 @@ def _train_path(X, labels, offsets, groups, grid, **kw):
         return solver.train_path(X, labels, offsets, groups, grid, **kw)
     return [solver.train_structural_svm(X, labels, offsets, [solver.SlackGroup(g.loss, g.C * C) for g in groups], **kw)
             for C in grid]
+
+
+def best_function(raw: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> int:
+    """The base function with the highest MAP on these queries (a missing score ranks last)."""
+    filled = np.where(np.isnan(raw), -np.inf, raw)
+    return int(np.argmax([average_precision(filled[:, f], labels, offsets).mean() for f in range(raw.shape[1])]))
 
 
 def validation_map(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,

@@ -156,11 +156,15 @@ def test_queries_without_both_classes_are_skipped_with_one_warning():
         SVMMap(C=1.0).fit(res, qrels)
 
 
-def test_c_grid_without_validation_is_a_clear_error():
+def test_c_grid_without_validation_is_chosen_by_cross_validation():
     topics, runs, qrels = _synthetic_runs(np.random.default_rng(2))
-    res = RunFeatures(runs).transform(topics.iloc[:5])
-    with pytest.raises(ValueError, match="no validation data"):
-        SVMMap(C=[1.0, 10.0]).fit(res, qrels)
+    res = RunFeatures(runs).transform(topics.iloc[:8])
+    model = SVMMap(C=[0.01, 1.0, 100.0], cv=4, n_bins=5).fit(res, qrels)
+    assert model.selection_ == "cv" and [len(p["cv_scores"]) for p in model.path_] == [4, 4, 4]
+    assert model.validation_ == {p["C"]: pytest.approx(np.mean(p["cv_scores"])) for p in model.path_}
+    assert model.C_ == max(model.validation_, key=model.validation_.get)
+    with pytest.raises(ValueError, match="needs at least 9 usable training queries"):
+        SVMMap(C=[1.0, 10.0], cv=9).fit(res, qrels)
 
 
 def test_transform_before_fit_is_a_clear_error():

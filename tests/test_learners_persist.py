@@ -113,7 +113,8 @@ def test_pickle_and_repr_round_trip(name, data):
 def test_repr_shows_every_parameter_that_changes_the_model():
     base = repr(StructSVM())
     changed = dict(C=[1.0], loss="roc", loss_params=None, features="raw", n_bins=7, binning="minmax",
-                   threshold_depth=None, epsilon=1e-2, max_iter=5, prior="best", prior_scale=2.0)
+                   threshold_depth=None, epsilon=1e-2, max_iter=5, prior="best", prior_scale=2.0, cv=3,
+                   random_state=1)
     for k, v in changed.items():
         if k == "loss_params":
             r = repr(StructSVM(loss="ndcg", loss_params={"k": 3}))
@@ -144,6 +145,8 @@ def test_repr_shows_every_parameter_that_changes_the_model():
     (dict(binning="nope"), "binning="),
     (dict(prior="worst"), "prior must be"),
     (dict(prior_scale=-1), "prior_scale must be"),
+    (dict(cv=1), "cv must be"),
+    (dict(random_state="a"), "random_state must be"),
 ])
 def test_constructor_validates(kwargs, message):
     for cls in (StructSVM, StructSVMRanker):
@@ -163,14 +166,42 @@ def test_ranker_on_arrays_and_path(data):
     assert r.C_ == r.path_[best]["C"] and np.array_equal(r.coef_, r.coefs_[best])
     for p in r.path_:
         assert p["converged"] and 0 <= p["gap"] <= p["C"] * r.epsilon + 1e-12
-    with pytest.raises(ValueError, match="no validation data"):
-        StructSVMRanker(C=[0.1, 1.0]).fit(raw, labels, offsets)
+    with pytest.raises(ValueError, match="needs at least 11 usable training queries"):
+        StructSVMRanker(C=[0.1, 1.0], cv=11).fit(raw, labels, offsets)
     with pytest.raises(ValueError, match="offsets"):
         StructSVMRanker(C=1.0).fit(raw, labels, offsets[:-1])
     with pytest.raises(ValueError, match="infinite"):
         StructSVMRanker(C=1.0).fit(np.where(raw > 2, np.inf, raw), labels, offsets)
     with pytest.raises(ValueError, match="trained on 3 base functions"):
         r.decision_function(raw[:, :2], offsets)
+
+
+def test_cross_validation_is_k_fold_by_query_with_thresholds_per_fold():
+    """The documented protocol, rebuilt by hand: folds by query (permutation of the seed, position mod cv),
+    each fold's thresholds and path from its training part, held-out MAP per C."""
+    from pyterrier_svmmap.measures import average_precision
+    rng = np.random.default_rng(4)
+    n_q, n = 9, 30
+    raw = rng.normal(size=(n_q * n, 3))
+    labels = (raw[:, 0] - raw[:, 2] + rng.normal(size=n_q * n) > 1.5).astype(float)
+    offsets = np.arange(0, n_q * n + 1, n)
+    grid = [0.1, 10.0]
+    r = StructSVMRanker(C=grid, cv=3, random_state=7, n_bins=4).fit(raw, labels, offsets)
+    fold = np.empty(n_q, dtype=int)
+    fold[np.random.default_rng(7).permutation(n_q)] = np.arange(n_q) % 3
+    for k in range(3):
+        tr, te = np.repeat(fold != k, n), np.repeat(fold == k, n)
+        off_tr = np.arange(0, tr.sum() + 1, n)
+        off_te = np.arange(0, te.sum() + 1, n)
+        m = StructSVMRanker(C=grid, n_bins=4).fit(raw[tr], labels[tr], off_tr)       # thresholds from tr only
+        X = m.layout_.transform(raw[te], off_te)
+        for i, C in enumerate(grid):
+            held_out = average_precision(X.dot(m.coefs_[i]), labels[te], off_te).mean()
+            assert r.path_[i]["cv_scores"][k] == pytest.approx(held_out, abs=1e-12), (k, C)
+    # then the whole path on all training queries
+    full = StructSVMRanker(C=grid, n_bins=4).fit(raw, labels, offsets, valid=(raw, labels, offsets))
+    np.testing.assert_array_equal(r.coefs_, full.coefs_)
+    assert np.array_equal(r.coef_, r.coefs_[grid.index(r.C_)])
 
 
 def _write_v2_model(model, path: Path) -> None:
