@@ -155,7 +155,8 @@ class StructSVM(RankerEstimator):
         loss_params: parameters of the loss (e.g. ``{"k": 10}``; combo: ``losses``, ``slack``, ``C_weights``).
         features: blocks of φ: ``"bins"`` (the paper's threshold indicators), ``"raw"`` (base scores as
             they are), ``"minmax"`` (per-query min–max normalised), or a combination like
-            ``"bins+minmax"``.
+            ``"bins+minmax"``, or ``"auto"``: bins, raw and bins+raw are each trained and selected jointly with
+            C (``features_`` says which was kept).
         n_bins: |K_f|, thresholds per base function (50 in the paper).
         binning: how scores are scaled before the thresholds: ``"quantile"`` (thresholds at quantiles of
             the training scores), ``"minmax"`` or ``"percentile"`` (per query; thresholds evenly spaced in
@@ -221,7 +222,7 @@ class StructSVM(RankerEstimator):
         self._adopt(ranker)
 
     #: learned attributes of the ranker that the estimator exposes as its own
-    _LEARNED = ("coef_", "coefs_", "C_", "validation_", "selection_", "path_", "history_", "n_iter_", "converged_",
+    _LEARNED = ("coef_", "coefs_", "C_", "features_", "validation_", "selection_", "path_", "history_", "n_iter_", "converged_",
                 "feature_names_", "base_names_", "n_functions_", "layout_", "training_summary_", "prior_function_")
 
     def _adopt(self, ranker: StructSVMRanker) -> None:

@@ -30,6 +30,10 @@ log = logging.getLogger(__name__)
 #: the default grid of C (OP 1's constant: ½‖w‖² + C/n Σ ξ_i), searched on validation queries
 DEFAULT_C_GRID = (0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)
 
+#: the feature blocks that ``features="auto"`` chooses among, jointly with C (no block wins everywhere:
+#: on Vaswani raw scores beat the paper's bins, on LETOR MQ2008 bins beat raw)
+AUTO_FEATURES = ("bins", "raw", "bins+raw")
+
 #: validation data: (raw, labels, offsets) or (raw, labels, offsets, n_relevant)
 ValidSet = Tuple[np.ndarray, ...]
 
@@ -98,7 +102,8 @@ class StructSVMRanker:
         loss_params: the loss's parameters (e.g. ``{"k": 10}``; for ``"combo"``: ``losses``, ``slack``,
             ``C_weights``).
         features, n_bins, binning, threshold_depth: φ's blocks and thresholds
-            (:class:`~pyterrier_svmmap.features.FeatureEncoder`).
+            (:class:`~pyterrier_svmmap.features.FeatureEncoder`); ``features="auto"`` trains every option of
+            :data:`AUTO_FEATURES` and selects the blocks jointly with C (validation or cross-validation MAP).
         epsilon: cutting-plane tolerance ε (stop when no constraint is violated by more than ε).
         max_iter: cutting-plane iterations per C.
         prior: ``None`` or ``"best"`` (regularise towards the base function with the best training MAP,
@@ -111,8 +116,9 @@ class StructSVMRanker:
         verbose: a progress bar over the C grid.
 
     Learned attributes: ``coef_`` (w), ``C_``, ``layout_`` (:class:`~.layout.FeatureLayout`),
-    ``feature_names_``, ``base_names_``, ``n_functions_``, ``path_`` (per C of the grid, in the grid's
-    order: C, validation MAP, n_iter, converged, gap, primal, seconds; with cross-validation ``cv_scores``,
+    ``feature_names_``, ``base_names_``, ``n_functions_``, ``features_`` (the blocks used: ``features``, or
+    the one chosen by ``"auto"``), ``path_`` (per feature option and C of the grid, in the grid's order:
+    features, C, validation MAP, n_iter, converged, gap, primal, seconds; with cross-validation ``cv_scores``,
     the held-out MAP of every fold, and ``validation`` their mean), ``coefs_`` (w of every C, same
     order), ``validation_`` (C → validation MAP), ``selection_`` (``"validation"``, ``"cv"`` or ``"none"``), ``history_`` (per cutting-plane iteration of the kept
     C), ``n_iter_``, ``converged_``, ``training_summary_`` and, with ``prior="best"``, ``prior_function_``.
@@ -150,7 +156,8 @@ class StructSVMRanker:
         self._groups(1.0)                                   # the loss and its parameters
         if isinstance(self.n_bins, bool) or not isinstance(self.n_bins, (int, np.integer)):
             raise ValueError(f"n_bins must be a positive integer, got {self.n_bins!r}")
-        FeatureEncoder(self.features, self.n_bins, self.binning, self.threshold_depth)
+        for option in self._feature_options():
+            FeatureEncoder(option, self.n_bins, self.binning, self.threshold_depth)
         if not isinstance(self.epsilon, (int, float)) or not math.isfinite(self.epsilon) or self.epsilon <= 0:
             raise ValueError(f"epsilon must be a finite positive number, got {self.epsilon!r}")
         if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:
@@ -164,6 +171,10 @@ class StructSVMRanker:
         if self.random_state is not None and (isinstance(self.random_state, bool)
                                               or not isinstance(self.random_state, (int, np.integer))):
             raise ValueError(f"random_state must be an integer or None, got {self.random_state!r}")
+
+    def _feature_options(self) -> List[Union[str, Sequence[str]]]:
+        """The feature blocks to train: :data:`AUTO_FEATURES` for ``features="auto"``, else ``features``."""
+        return list(AUTO_FEATURES) if isinstance(self.features, str) and self.features == "auto" else [self.features]
 
     def _groups(self, C: float):
         """The solver's slack groups at constant C (loss errors re-raised as ValueError with the loss named)."""
@@ -221,33 +232,39 @@ class StructSVMRanker:
         self.n_functions_ = raw.shape[1]
         self.base_names_ = list(base_names) if base_names is not None else default_base_names(self.n_functions_)
         t0 = time.perf_counter()
-        if valid is not None or len(grid) == 1:
-            self.layout_, results, w_prior = self._train(raw, labels, offsets, grid)
-            scorer = self._validation_scorer(valid)
-            scores = [scorer(r.w) if scorer else float("nan") for r in results]
-            cv_scores = None
-            self.selection_ = "validation" if valid is not None else "none"
-        else:
-            cv_scores = self._cross_validate(raw, labels, offsets, n_relevant, ok, grid)
-            scores = [float(np.mean(col)) for col in cv_scores.T]
-            self.layout_, results, w_prior = self._train(raw, labels, offsets, grid)
-            self.selection_ = "cv"
-        if w_prior is not None:
-            self.prior_function_ = self.base_names_[w_prior]
+        options = self._feature_options()
+        select_by_cv = valid is None and len(grid) * len(options) > 1
+        cv_scores = self._cross_validate(raw, labels, offsets, n_relevant, ok, grid, options) if select_by_cv else None
+        trained = [self._train(raw, labels, offsets, grid, option) for option in options]
         self.path_: List[dict] = []
-        for i, (C, res) in enumerate(zip(grid, results)):
-            self.path_.append(dict(C=C, validation=scores[i], n_iter=res.n_iter, converged=bool(res.converged),
-                                   gap=float(res.duality_gap), primal=float(res.history[-1]["primal"]),
-                                   seconds=float(res.history[-1]["seconds"])))
+        for o, (option, (layout, results, _)) in enumerate(zip(options, trained)):
             if cv_scores is not None:
-                self.path_[-1]["cv_scores"] = [float(x) for x in cv_scores[:, i]]
-            log.debug("C=%g: %d iterations, validation MAP %.4f", C, res.n_iter, scores[i])
+                scores = cv_scores[:, o * len(grid):(o + 1) * len(grid)].mean(axis=0)
+            else:
+                scorer = self._validation_scorer(valid, layout)
+                scores = [scorer(r.w) if scorer else float("nan") for r in results]
+            for i, (C, res) in enumerate(zip(grid, results)):
+                entry = dict(features=_features_name(option), C=C, validation=float(scores[i]), n_iter=res.n_iter,
+                             converged=bool(res.converged), gap=float(res.duality_gap),
+                             primal=float(res.history[-1]["primal"]), seconds=float(res.history[-1]["seconds"]))
+                if cv_scores is not None:
+                    entry["cv_scores"] = [float(x) for x in cv_scores[:, o * len(grid) + i]]
+                self.path_.append(entry)
+                log.debug("features=%s C=%g: %d iterations, validation MAP %.4f", entry["features"], C, res.n_iter,
+                          entry["validation"])
+        self.selection_ = "cv" if select_by_cv else ("validation" if valid is not None else "none")
         best = _first_best([p["validation"] for p in self.path_])
-        kept = results[best]
-        self.C_ = grid[best]
+        o, i = divmod(best, len(grid))
+        self.layout_, results, prior = trained[o]
+        if prior is not None:
+            self.prior_function_ = self.base_names_[prior]
+        self.features_ = self.path_[best]["features"]
+        kept = results[i]
+        self.C_ = grid[i]
         self.coefs_ = np.stack([r.w for r in results])
         self.coef_ = np.array(kept.w, dtype=float)
-        self.validation_: Dict[float, float] = {p["C"]: p["validation"] for p in self.path_}
+        self.validation_: Dict[float, float] = {p["C"]: p["validation"] for p in self.path_
+                                                if p["features"] == self.features_}
         self.history_ = list(kept.history)
         self.n_iter_ = kept.n_iter
         self.converged_ = bool(kept.converged)
@@ -258,7 +275,7 @@ class StructSVMRanker:
                                       seconds=time.perf_counter() - t0)
         return self
 
-    def _validation_scorer(self, valid: Optional[ValidSet]):
+    def _validation_scorer(self, valid: Optional[ValidSet], layout: FeatureLayout):
         """w ↦ validation MAP (AP normalised by the qrels' relevant count when given), or None."""
         if valid is None:
             return None
@@ -270,13 +287,13 @@ class StructSVMRanker:
         if raw.shape[1] != self.n_functions_:
             raise ValueError(f"validation candidates have {raw.shape[1]} base functions, training ones {self.n_functions_}")
         n_rel = valid[3] if len(valid) == 4 and valid[3] is not None else None
-        X = self.layout_.transform(raw, offsets)
+        X = layout.transform(raw, offsets)
         return lambda w: validation_map(X.dot(w), labels, offsets, n_rel)
 
-    def _train(self, raw, labels, offsets, grid):
-        """Thresholds, φ and the path of C on these (usable) training queries: (layout, results, index of
-        the prior's base function or None)."""
-        layout = FeatureLayout.fit(raw, offsets, self.features, self.n_bins, self.binning, self.threshold_depth,
+    def _train(self, raw, labels, offsets, grid, features):
+        """Thresholds, φ (blocks ``features``) and the path of C on these (usable) training queries:
+        (layout, results, index of the prior's base function or None)."""
+        layout = FeatureLayout.fit(raw, offsets, features, self.n_bins, self.binning, self.threshold_depth,
                                    bias=self.needs_bias, base_names=self.base_names_)
         w0, f = None, None
         if self.prior:
@@ -288,23 +305,27 @@ class StructSVMRanker:
                               epsilon=self.epsilon, max_iter=self.max_iter, prior=w0)
         return layout, results, f
 
-    def _cross_validate(self, raw, labels, offsets, n_relevant, usable, grid) -> np.ndarray:
-        """Held-out MAP of every C on ``cv`` folds of the (usable) training queries: (folds × C)."""
+    def _cross_validate(self, raw, labels, offsets, n_relevant, usable, grid, options) -> np.ndarray:
+        """Held-out MAP of every (feature option, C) on ``cv`` folds of the (usable) training queries:
+        (folds × options·C), option-major."""
         n_q = len(offsets) - 1
         if n_q < self.cv:
-            raise ValueError(f"C is a grid of {len(grid)} values and no validation data was given, so C is chosen "
+            raise ValueError(f"{len(options) * len(grid)} (features, C) settings and no validation data were given, "
+                             f"so they are chosen "
                              f"by {self.cv}-fold cross-validation, which needs at least {self.cv} usable training "
                              f"queries (got {n_q}); give validation data, a single C, or a smaller cv")
         fold = np.empty(n_q, dtype=np.int64)
         fold[np.random.default_rng(self.random_state).permutation(n_q)] = np.arange(n_q) % self.cv
         n_rel = None if n_relevant is None else np.asarray(n_relevant, dtype=float)[usable]
-        out = np.empty((self.cv, len(grid)))
+        out = np.empty((self.cv, len(options) * len(grid)))
         for k in range(self.cv):
             tr = subset_queries(raw, labels, offsets, fold != k)
             te = subset_queries(raw, labels, offsets, fold == k, n_rel)
-            layout, results, _ = self._train(tr[0], tr[1], tr[2], grid)
-            X = layout.transform(te[0], te[2])
-            out[k] = [validation_map(X.dot(r.w), te[1], te[2], te[3]) for r in results]
+            for o, option in enumerate(options):
+                layout, results, _ = self._train(tr[0], tr[1], tr[2], grid, option)
+                X = layout.transform(te[0], te[2])
+                out[k, o * len(grid):(o + 1) * len(grid)] = [validation_map(X.dot(r.w), te[1], te[2], te[3])
+                                                             for r in results]
             log.debug("cv fold %d: %s", k, np.round(out[k], 4).tolist())
         return out
 
@@ -334,7 +355,7 @@ class StructSVMRanker:
         meta = dict(params=params, C_=self.C_, layout=layout_meta, path=self.path_, history=self.history_,
                     n_iter=int(self.n_iter_), converged=bool(self.converged_),
                     training=self.training_summary_, prior_function=getattr(self, "prior_function_", None),
-                    selection=self.selection_)
+                    selection=self.selection_, features=self.features_)
         arrays = dict(coef=np.asarray(self.coef_, dtype=float), coefs=np.asarray(self.coefs_, dtype=float),
                       **layout_arrays)
         return meta, arrays
@@ -359,6 +380,7 @@ class StructSVMRanker:
             raise ValueError(f"the layout {'has' if self.layout_.bias else 'lacks'} a bias, which loss={self.loss!r} "
                              f"{'does not use' if self.layout_.bias else 'needs'}")
         self.coef_, self.coefs_ = coef, coefs
+        self.features_ = meta.get("features", _features_name(self.layout_.blocks))
         self.C_ = float(meta["C_"])
         self.n_functions_ = self.layout_.n_functions
         self.base_names_ = list(self.layout_.base_names)
@@ -366,7 +388,8 @@ class StructSVMRanker:
         self.path_ = [dict(p, validation=_nan_if_none(p.get("validation")),
                            **({"cv_scores": [_nan_if_none(x) for x in p["cv_scores"]]} if "cv_scores" in p else {}))
                       for p in meta["path"]]
-        self.validation_ = {float(p["C"]): p["validation"] for p in self.path_}
+        self.validation_ = {float(p["C"]): p["validation"] for p in self.path_
+                            if p.get("features", self.features_) == self.features_}
         self.history_ = list(meta.get("history") or [])
         self.n_iter_ = int(meta["n_iter"])
         self.converged_ = bool(meta["converged"])
@@ -395,6 +418,11 @@ def validation_map(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
                    n_relevant: Optional[np.ndarray] = None) -> float:
     """MAP of ``scores`` (AP normalised by ``n_relevant`` when given, else by the relevant candidates)."""
     return float(average_precision(scores, labels, offsets, n_relevant).mean())
+
+
+def _features_name(features) -> str:
+    """``"bins+raw"`` for ``("bins", "raw")`` or ``"bins+raw"``."""
+    return features if isinstance(features, str) else "+".join(features)
 
 
 def _first_best(values: Sequence[float]) -> int:

@@ -25,6 +25,7 @@ TRAIN, TEST = EXAMPLES / "letor_train.txt", EXAMPLES / "letor_test.txt"
 #: one small configuration of every learner; the structural SVMs cover every loss and its parameters
 LEARNERS = {
     "svm-map": lambda: SVMMap(C=[0.1, 10.0], n_bins=5),
+    "svm-map-auto": lambda: SVMMap(C=[0.1, 10.0], features="auto", n_bins=4),
     "svm-map-raw-prior": lambda: SVMMap(C=[0.1, 10.0], features="raw", prior="best"),
     "svm-roc": lambda: StructSVM(C=[1.0], loss="roc", features="bins+minmax", n_bins=4),
     "svm-ndcg@5": lambda: StructSVM(C=1.0, loss="ndcg@5", n_bins=4),
@@ -202,6 +203,34 @@ def test_cross_validation_is_k_fold_by_query_with_thresholds_per_fold():
     full = StructSVMRanker(C=grid, n_bins=4).fit(raw, labels, offsets, valid=(raw, labels, offsets))
     np.testing.assert_array_equal(r.coefs_, full.coefs_)
     assert np.array_equal(r.coef_, r.coefs_[grid.index(r.C_)])
+
+
+def test_features_auto_selects_blocks_jointly_with_c():
+    """features="auto" = every option of AUTO_FEATURES trained as its own ranker, the best (features, C)
+    on the validation queries kept (the first of equals, options in AUTO_FEATURES order)."""
+    from pyterrier_svmmap.ranker import AUTO_FEATURES
+    rng = np.random.default_rng(5)
+    raw = rng.normal(size=(400, 3))
+    raw[rng.random(raw.shape) < 0.1] = np.nan
+    labels = (np.nan_to_num(raw[:, 0]) ** 2 + 0.3 * rng.normal(size=400) > 1.2).astype(float)   # non-linear in f0
+    offsets = np.arange(0, 401, 40)
+    tr, va = slice(0, 240), slice(240, 400)
+    off_tr, off_va = np.arange(0, 241, 40), np.arange(0, 161, 40)
+    grid = [0.1, 10.0]
+    auto = StructSVMRanker(C=grid, features="auto", n_bins=5).fit(raw[tr], labels[tr], off_tr,
+                                                                  valid=(raw[va], labels[va], off_va))
+    assert [p["features"] for p in auto.path_] == [f for f in AUTO_FEATURES for _ in grid]
+    each = {f: StructSVMRanker(C=grid, features=f, n_bins=5).fit(raw[tr], labels[tr], off_tr,
+                                                                 valid=(raw[va], labels[va], off_va))
+            for f in AUTO_FEATURES}
+    assert [p["validation"] for p in auto.path_] == [p["validation"] for f in AUTO_FEATURES for p in each[f].path_]
+    best = max(auto.path_, key=lambda p: p["validation"])
+    assert (auto.features_, auto.C_) == (best["features"], best["C"])
+    np.testing.assert_array_equal(auto.coef_, each[auto.features_].coefs_[grid.index(auto.C_)])
+    assert auto.layout_.blocks == tuple(auto.features_.split("+"))
+    assert auto.validation_ == each[auto.features_].validation_
+    with pytest.raises(ValueError, match="features="):
+        StructSVMRanker(features="autoo")
 
 
 def _write_v2_model(model, path: Path) -> None:
