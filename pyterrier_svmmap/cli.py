@@ -9,8 +9,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import re
 import sys
 from typing import List, Optional
+
+from ._version import __version__
 
 #: sub-command → module providing add_arguments(parser) and run(args)
 COMMANDS = {
@@ -24,13 +27,22 @@ class UsageError(Exception):
     """An error caused by the user's input: reported as one line, exit status 2."""
 
 
+def plain(text: str) -> str:
+    """A docstring as plain text for --help: ``literal`` and :role:`~target` markup removed."""
+    text = re.sub(r":[a-z]+:`~?([^`]+)`", lambda m: m.group(1).rsplit(".", 1)[-1], text)
+    return text.replace("``", "")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="svmmap", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="svmmap", description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logging")
+    parser.add_argument("--version", action="version", version=f"%(prog)s (pyterrier-svmmap) {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, module in COMMANDS.items():
         mod = importlib.import_module(module)
-        p = sub.add_parser(name, help=(mod.__doc__ or "").strip().splitlines()[0])
+        doc = plain(mod.__doc__ or "")
+        p = sub.add_parser(name, help=doc.strip().splitlines()[0], description=doc, allow_abbrev=False,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)

@@ -272,3 +272,54 @@ def test_frame_validation():
     assert len(out) == 0 and "score" in out.columns
     with pytest.warns(UserWarning, match="have no qrels"):
         m.fit(res, qrels[qrels.qid != "q0"])
+
+
+# ---------------------------------------------------------------- svm_struct compatibility, grids, help
+def test_cli_version_and_no_abbreviations(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and "pyterrier-svmmap" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as e:                 # --b must not silently mean --bins
+        main(["learn", "--b", "3", str(TRAIN), "M"])
+    assert e.value.code == 2
+
+
+def test_cli_svm_struct_options(tmp_path, caplog):
+    with caplog.at_level("WARNING"):
+        assert main(["learn", "-w", "3", "-m", "100", "-#", "7", "-v", "1", "-y", "0", str(TRAIN), str(tmp_path / "m")]) == 0
+    assert "ignored svm_struct options: -w 3" in caplog.text and "-m 100" in caplog.text
+    meta = json.loads((tmp_path / "m" / "model.json").read_text())
+    assert meta["params"]["max_iter"] == 7 and meta["state"]["n_iter"] <= 7
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["-o", "1"], "slack rescaling) is not implemented"),
+    (["-p", "2"], "squared slacks) is not implemented"),
+    (["-c", "1,x"], "-c takes a number or comma-separated numbers"),
+])
+def test_cli_unsupported_svm_struct_options_refused(tmp_path, capsys, argv, message):
+    try:
+        code = main(["learn", *argv, str(TRAIN), str(tmp_path / "m")])
+    except SystemExit as e:                               # argparse's own errors
+        code = e.code
+    assert code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "m").exists()
+
+
+def test_cli_c_grid_with_validation_file_and_cv(tmp_path):
+    assert main(["learn", "-c", "0.01,100", "--valid", str(TEST), str(TRAIN), str(tmp_path / "v")]) == 0
+    m = load_model(tmp_path / "v")
+    assert m.selection_ == "validation" and set(m.validation_) == {0.01, 100.0}
+    assert m.C_ == max(m.validation_, key=m.validation_.get) and m.coefs_.shape[0] == 2
+    assert main(["learn", "-c", "0.01,100", "--cv", "3", "--features", "auto", str(TRAIN), str(tmp_path / "c")]) == 0
+    m = load_model(tmp_path / "c")
+    assert m.selection_ == "cv" and m.features_ in ("bins", "raw", "bins+raw") and len(m.path_) == 6
+    assert all(len(p["cv_scores"]) == 3 for p in m.path_)
+
+
+def test_cli_help_is_plain_text(capsys):
+    for command in ("learn", "classify", "reproduce"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        out = capsys.readouterr().out
+        assert "``" not in out and ":mod:" not in out and ":class:" not in out, command
