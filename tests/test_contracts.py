@@ -135,7 +135,7 @@ def test_bin_codes_a_score_equal_to_a_threshold_does_not_exceed_it():
 
 def test_bin_codes_percentile_and_minmax_binning_at_even_thresholds():
     # thresholds 0, 1/4, 2/4, 3/4 for both. One query, scores 1, 2, 3, 4:
-    #   percentiles 1/4, 2/4, 3/4, 1 → codes 1 (0 < 1/4 = k₁ is not exceeded), 2, 3, 4
+    #   percentiles 1/4, 2/4, 3/4, 1 → codes 1 (1/4 exceeds k₀ = 0, not k₁ = 1/4), 2, 3, 4
     #   min–max 0, 1/3, 2/3, 1 → codes 0 (0 does not exceed the threshold 0: like a missing score), 2, 3, 4
     x, off = col(1, 2, 3, 4, nan), np.array([0, 5])
     pct = FeatureEncoder("bins", n_bins=4, binning="percentile").fit(x, off)
