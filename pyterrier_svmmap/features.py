@@ -228,15 +228,20 @@ def quantile_thresholds(values: np.ndarray, n_bins: int) -> np.ndarray:
 
     The first is −inf, so its indicator says "the function retrieved this candidate" and a missing
     candidate (code 0) is told apart from the lowest retrieved ones; the others are the scores at
-    quantiles 1/n_bins, 2/n_bins, ... of the retrieved training scores. Where there are fewer distinct
-    values than that, the rest is padded with +inf (never exceeded, so its weight stays 0).
+    quantiles 1/n_bins, 2/n_bins, ... of the retrieved training scores (:func:`pad_thresholds`).
     """
     values = values[~np.isnan(values)]
+    if len(values) == 0 or n_bins == 1:
+        return pad_thresholds(np.zeros(0), n_bins)
+    return pad_thresholds(np.quantile(values, np.arange(1, n_bins) / n_bins, method="lower"), n_bins)
+
+
+def pad_thresholds(quantiles: np.ndarray, n_bins: int) -> np.ndarray:
+    """−inf, then the distinct ``quantiles`` ascending, then +inf up to ``n_bins`` thresholds (a +inf
+    threshold is never exceeded, so its weight stays 0). Shared with the distributed thresholds."""
     out = np.full(n_bins, np.inf)
     out[0] = -np.inf
-    if len(values) == 0 or n_bins == 1:
-        return out
-    qs = np.unique(np.quantile(values, np.arange(1, n_bins) / n_bins, method="lower"))
+    qs = np.unique(quantiles)
     out[1:1 + len(qs)] = qs
     return out
 
