@@ -177,6 +177,9 @@ class StructSVM(RankerEstimator):
         cv: folds of the cross-validation that chooses C when ``fit`` gets no validation data (by query,
             shuffled with ``random_state``); see :class:`~pyterrier_svmmap.ranker.StructSVMRanker`.
         random_state: seed of those folds.
+        executor: ``None`` (train in this process), a ``dask.distributed.Client``, a scheduler address or
+            ``"local"``: where the cutting-plane iterations run (:mod:`~pyterrier_svmmap.distributed`); the
+            model is the same. ``queries_per_shard``: the shards' size on a cluster.
 
     Learned attributes: ``coef_`` (w), ``C_`` (chosen), ``validation_`` (C → validation MAP), ``path_``
     (per C: validation MAP, iterations, gap, seconds), ``coefs_`` (w of every C), ``history_``
@@ -192,7 +195,8 @@ class StructSVM(RankerEstimator):
                  loss_params: Optional[dict] = None, features: Union[str, Sequence[str]] = "bins",
                  n_bins: int = 50, binning: str = "quantile", epsilon: float = 1e-3, max_iter: int = 1000,
                  verbose: bool = False, prior: Optional[str] = None, prior_scale: float = 1.0,
-                 threshold_depth: Optional[int] = 200, cv: int = 5, random_state: Optional[int] = 0):
+                 threshold_depth: Optional[int] = 200, cv: int = 5, random_state: Optional[int] = 0,
+                 executor=None, queries_per_shard: int = 1000):
         self.C = C
         self.loss = loss
         self.loss_params = loss_params
@@ -207,10 +211,13 @@ class StructSVM(RankerEstimator):
         self.cv = cv
         self.random_state = random_state
         self.verbose = verbose
+        self.executor = executor
+        self.queries_per_shard = queries_per_shard
         self._ranker()                       # validates every parameter now (scikit-learn's habit)
 
     def _ranker(self) -> StructSVMRanker:
-        return StructSVMRanker(verbose=self.verbose, **{k: getattr(self, k) for k in self.MODEL_PARAMS})
+        return StructSVMRanker(verbose=self.verbose, executor=self.executor, queries_per_shard=self.queries_per_shard,
+                               **{k: getattr(self, k) for k in self.MODEL_PARAMS})
 
     def get_params(self) -> dict:
         return dict(super().get_params(), verbose=self.verbose)
@@ -258,8 +265,8 @@ class SVMMap(StructSVM):
                  n_bins: int = 50, binning: str = "quantile", epsilon: float = 1e-3, max_iter: int = 1000,
                  verbose: bool = False, loss="map", loss_params: Optional[dict] = None,
                  prior: Optional[str] = None, prior_scale: float = 1.0, threshold_depth: Optional[int] = 200,
-                 cv: int = 5, random_state: Optional[int] = 0):
+                 cv: int = 5, random_state: Optional[int] = 0, executor=None, queries_per_shard: int = 1000):
         super().__init__(C=C, loss=loss, loss_params=loss_params, features=features, n_bins=n_bins,
                          binning=binning, epsilon=epsilon, max_iter=max_iter, verbose=verbose,
                          prior=prior, prior_scale=prior_scale, threshold_depth=threshold_depth, cv=cv,
-                         random_state=random_state)
+                         random_state=random_state, executor=executor, queries_per_shard=queries_per_shard)

@@ -114,6 +114,11 @@ class StructSVMRanker:
             all training queries. Ignored when validation data is given or C is a single value.
         random_state: seed of the cross-validation folds.
         verbose: a progress bar over the C grid.
+        executor: where the cutting-plane iterations run: ``None`` (this process), a
+            ``dask.distributed.Client``, a scheduler address, or ``"local"`` (a LocalCluster with a worker per
+            core); see :mod:`~pyterrier_svmmap.distributed`. It does not change the model.
+        queries_per_shard: with an executor, :meth:`fit` cuts the training queries into shards of this many
+            queries (fixed, so the model does not depend on the number of workers).
 
     Learned attributes: ``coef_`` (w), ``C_``, ``layout_`` (:class:`~.layout.FeatureLayout`),
     ``feature_names_``, ``base_names_``, ``n_functions_``, ``features_`` (the blocks used: ``features``, or
@@ -128,7 +133,8 @@ class StructSVMRanker:
                  loss_params: Optional[dict] = None, features: Union[str, Sequence[str]] = "bins",
                  n_bins: int = 50, binning: str = "quantile", threshold_depth: Optional[int] = 200,
                  epsilon: float = 1e-3, max_iter: int = 1000, prior: Optional[str] = None,
-                 prior_scale: float = 1.0, cv: int = 5, random_state: Optional[int] = 0, verbose: bool = False):
+                 prior_scale: float = 1.0, cv: int = 5, random_state: Optional[int] = 0, verbose: bool = False,
+                 executor=None, queries_per_shard: int = 1000):
         self.C = C
         self.loss = loss
         self.loss_params = loss_params
@@ -143,6 +149,8 @@ class StructSVMRanker:
         self.cv = cv
         self.random_state = random_state
         self.verbose = verbose
+        self.executor = executor
+        self.queries_per_shard = queries_per_shard
         self._validate()
 
     #: constructor parameters that change the model (``verbose`` does not)
@@ -171,6 +179,9 @@ class StructSVMRanker:
         if self.random_state is not None and (isinstance(self.random_state, bool)
                                               or not isinstance(self.random_state, (int, np.integer))):
             raise ValueError(f"random_state must be an integer or None, got {self.random_state!r}")
+        if isinstance(self.queries_per_shard, bool) or not isinstance(self.queries_per_shard, (int, np.integer)) \
+                or self.queries_per_shard < 1:
+            raise ValueError(f"queries_per_shard must be a positive integer, got {self.queries_per_shard!r}")
 
     def _feature_options(self) -> List[Union[str, Sequence[str]]]:
         """The feature blocks to train: :data:`AUTO_FEATURES` for ``features="auto"``, else ``features``."""
@@ -190,7 +201,7 @@ class StructSVMRanker:
 
     def get_params(self) -> dict:
         """Constructor parameters (scikit-learn's convention)."""
-        return {k: getattr(self, k) for k in self.MODEL_PARAMS + ("verbose",)}
+        return {k: getattr(self, k) for k in self.MODEL_PARAMS + ("verbose", "executor", "queries_per_shard")}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(f'{k}={getattr(self, k)!r}' for k in self.MODEL_PARAMS)})"
@@ -214,28 +225,84 @@ class StructSVMRanker:
         skipped with one warning that counts them. Returns self.
         """
         self._validate()
-        grid = c_grid(self.C)
         raw, labels, offsets = check_ranking_arrays(raw, labels, offsets)
         if labels is None:
             raise ValueError("fit() needs labels")
         if base_names is not None and len(base_names) != raw.shape[1]:
             raise ValueError(f"{len(base_names)} base names for {raw.shape[1]} base functions")
+        if self.executor is not None:
+            from .distributed import split_into_shards
+            return self.fit_shards(split_into_shards(raw, labels, offsets, self.queries_per_shard), valid=valid,
+                                   base_names=base_names)
+        grid = c_grid(self.C)
         n_queries, n_candidates = len(offsets) - 1, len(raw)
         ok = usable_queries(labels, offsets)
-        if not ok.all():
-            warnings.warn(f"skipping {int((~ok).sum())} of {len(ok)} training queries that have no relevant or no "
-                          "non-relevant candidate: they cannot form ranking constraints", stacklevel=2)
-        if not ok.any():
-            raise ValueError("no training query has both a relevant and a non-relevant candidate; check that the "
-                             "labels match the candidates (for frames: the same qid and docno strings)")
+        _warn_skipped(int((~ok).sum()), len(ok))
         raw, labels, offsets, _ = subset_queries(raw, labels, offsets, ok)
         self.n_functions_ = raw.shape[1]
         self.base_names_ = list(base_names) if base_names is not None else default_base_names(self.n_functions_)
         t0 = time.perf_counter()
         options = self._feature_options()
-        select_by_cv = valid is None and len(grid) * len(options) > 1
-        cv_scores = self._cross_validate(raw, labels, offsets, n_relevant, ok, grid, options) if select_by_cv else None
+        cv_scores = None
+        if valid is None and len(grid) * len(options) > 1:
+            cv_scores = self._cross_validate(raw, labels, offsets, n_relevant, ok, grid, options)
         trained = [self._train(raw, labels, offsets, grid, option) for option in options]
+        self._select(grid, options, trained, valid, cv_scores)
+        self.training_summary_ = dict(n_queries=int(ok.sum()), n_candidates=int(len(raw)),
+                                      skipped_queries=int(n_queries - ok.sum()),
+                                      skipped_candidates=int(n_candidates - len(raw)),
+                                      seconds=time.perf_counter() - t0)
+        return self
+
+    def fit_shards(self, sources: Sequence, valid: Optional[ValidSet] = None,
+                   base_names: Optional[Sequence[str]] = None) -> "StructSVMRanker":
+        """Train on data that comes in shards, on the Dask cluster of ``executor`` (see
+        :mod:`~pyterrier_svmmap.distributed`): ``sources`` are svmlight/LETOR file paths, each read by a worker
+        (the driver never holds the training set), or ``(raw, labels, offsets)`` tuples. A query's candidates
+        must all be in one shard. The model equals one process's fit on the concatenated shards (up to the
+        summation order of floating-point sums, ~1e-15 relative). Without ``executor``, the shards are read and
+        concatenated here and :meth:`fit` trains as usual. ``valid`` as in :meth:`fit` (held by the driver);
+        a grid of C (or ``features="auto"``) needs it, cross-validation is not distributed."""
+        self._validate()
+        if self.executor is None:
+            raw, labels, offsets = _concatenate_sources(sources)
+            return self.fit(raw, labels, offsets, valid=valid, base_names=base_names)
+        from .distributed import ShardedData, get_client
+        grid = c_grid(self.C)
+        options = self._feature_options()
+        if valid is None and len(grid) * len(options) > 1:
+            raise ValueError(f"{len(grid) * len(options)} (features, C) settings but no validation data: on a cluster "
+                             "C (and features='auto') is chosen on validation queries; give valid=(raw, labels, "
+                             "offsets) or a single C")
+        client, owned = get_client(self.executor)
+        t0 = time.perf_counter()
+        try:
+            data = ShardedData(client, sources)
+            _warn_skipped(data.n_queries_given - data.n_queries, data.n_queries_given)
+            if data.n_queries == 0:
+                raise ValueError("no training query has both a relevant and a non-relevant candidate")
+            self.n_functions_ = data.n_functions
+            if base_names is not None and len(base_names) != self.n_functions_:
+                raise ValueError(f"{len(base_names)} base names for {self.n_functions_} base functions")
+            self.base_names_ = list(base_names) if base_names is not None else default_base_names(self.n_functions_)
+            trained = [self._train_sharded(data, grid, option) for option in options]
+            self._select(grid, options, trained, valid, None)
+            self.training_summary_ = dict(n_queries=data.n_queries, n_candidates=data.n_candidates,
+                                          skipped_queries=data.n_queries_given - data.n_queries,
+                                          skipped_candidates=data.n_candidates_given - data.n_candidates,
+                                          shards=len(sources), seconds=time.perf_counter() - t0)
+            data.close()
+        finally:
+            if owned:
+                cluster = getattr(client, "cluster", None)
+                client.close()
+                if cluster is not None:
+                    cluster.close()
+        return self
+
+    def _select(self, grid, options, trained, valid, cv_scores) -> None:
+        """Score every (features, C) on the validation queries (or take the cross-validation scores), keep
+        the best, and set the learned attributes."""
         self.path_: List[dict] = []
         for o, (option, (layout, results, _)) in enumerate(zip(options, trained)):
             if cv_scores is not None:
@@ -252,7 +319,7 @@ class StructSVMRanker:
                 self.path_.append(entry)
                 log.debug("features=%s C=%g: %d iterations, validation MAP %.4f", entry["features"], C, res.n_iter,
                           entry["validation"])
-        self.selection_ = "cv" if select_by_cv else ("validation" if valid is not None else "none")
+        self.selection_ = "cv" if cv_scores is not None else ("validation" if valid is not None else "none")
         best = _first_best([p["validation"] for p in self.path_])
         o, i = divmod(best, len(grid))
         self.layout_, results, prior = trained[o]
@@ -269,11 +336,6 @@ class StructSVMRanker:
         self.n_iter_ = kept.n_iter
         self.converged_ = bool(kept.converged)
         self.feature_names_ = self.layout_.names()
-        self.training_summary_ = dict(n_queries=int(ok.sum()), n_candidates=int(len(raw)),
-                                      skipped_queries=int(n_queries - ok.sum()),
-                                      skipped_candidates=int(n_candidates - len(raw)),
-                                      seconds=time.perf_counter() - t0)
-        return self
 
     def _validation_scorer(self, valid: Optional[ValidSet], layout: FeatureLayout):
         """w ↦ validation MAP (AP normalised by the qrels' relevant count when given), or None."""
@@ -303,6 +365,27 @@ class StructSVMRanker:
             w0 = layout.prior_weights(f, self.prior_scale, span)
         results = _train_path(layout.transform(raw, offsets), labels, offsets, self._groups(1.0), grid,
                               epsilon=self.epsilon, max_iter=self.max_iter, prior=w0)
+        return layout, results, f
+
+    def _train_sharded(self, data, grid, features):
+        """:meth:`_train` on a :class:`~pyterrier_svmmap.distributed.ShardedData`: thresholds, prior and every
+        cutting-plane iteration's constraint computed by the shards, the QP here."""
+        encoder = FeatureEncoder(features, self.n_bins, self.binning, self.threshold_depth)
+        encoder.fit(np.zeros((0, data.n_functions)), np.zeros(1, dtype=np.int64))    # shape; even thresholds
+        if "bins" in encoder.blocks and self.binning == "quantile":
+            encoder.thresholds_ = data.thresholds(self.n_bins, self.threshold_depth)
+        layout = FeatureLayout(encoder, self.needs_bias, self.base_names_)
+        w0, f = None, None
+        if self.prior:
+            f = int(np.argmax(data.map_per_function()))
+            if layout.blocks[0] == "raw":
+                raise ValueError("prior='best' with raw features needs the function's score range; it is not "
+                                 "distributed yet: use bins or minmax features, or train in one process")
+            w0 = layout.prior_weights(f, self.prior_scale)
+        data.set_layout(layout)
+        results = _train_path(None, None, None, self._groups(1.0), grid, epsilon=self.epsilon,
+                              max_iter=self.max_iter, prior=w0, oracle=data.oracle(self._groups(1.0)),
+                              dim=layout.dim, n_queries=data.n_queries)
         return layout, results, f
 
     def _cross_validate(self, raw, labels, offsets, n_relevant, usable, grid, options) -> np.ndarray:
@@ -400,12 +483,39 @@ class StructSVMRanker:
         return self
 
 
-def _train_path(X, labels, offsets, groups, grid, **kw):
-    # TODO(solver.train_path): until the warm-started path lands, one cold fit per C
+def _train_path(X, labels, offsets, groups, grid, oracle=None, dim=None, n_queries=None, **kw):
+    # TODO(solver.train_path): until the warm-started path and its oracle seam land, one cold fit per C
     if hasattr(solver, "train_path"):
+        if oracle is not None:
+            return solver.train_path(X, labels, offsets, groups, grid, oracle=oracle, dim=dim, **kw)
         return solver.train_path(X, labels, offsets, groups, grid, **kw)
+    if oracle is not None:
+        raise NotImplementedError("distributed training needs solver.train_path's oracle")
     return [solver.train_structural_svm(X, labels, offsets, [solver.SlackGroup(g.loss, g.C * C) for g in groups], **kw)
             for C in grid]
+
+
+def _warn_skipped(skipped: int, total: int) -> None:
+    if skipped:
+        warnings.warn(f"skipping {skipped} of {total} training queries that have no relevant or no non-relevant "
+                      "candidate: they cannot form ranking constraints", stacklevel=3)
+    if skipped == total:
+        raise ValueError("no training query has both a relevant and a non-relevant candidate; check that the "
+                         "labels match the candidates (for frames: the same qid and docno strings)")
+
+
+def _concatenate_sources(sources) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Shards (svmlight paths or (raw, labels, offsets) tuples) as one set of arrays, in order."""
+    from .distributed import shard_from_arrays, shard_from_svmlight
+    shards = [shard_from_svmlight(str(s)) if isinstance(s, (str, bytes)) or hasattr(s, "__fspath__")
+              else shard_from_arrays(*s) for s in sources]
+    if not shards:
+        raise ValueError("no training shards given")
+    F = max(sh.raw.shape[1] for sh in shards)
+    raw = np.vstack([np.hstack([sh.raw, np.zeros((len(sh.raw), F - sh.raw.shape[1]))]) for sh in shards])
+    labels = np.concatenate([sh.labels for sh in shards])
+    sizes = np.concatenate([np.diff(sh.offsets) for sh in shards])
+    return raw, labels, np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
 
 def best_function(raw: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> int:

@@ -166,5 +166,5 @@ def save_ranker(ranker, path, estimator: str):
     """Write a fitted StructSVMRanker as the model of PyTerrier estimator ``estimator`` (``module:class``),
     so that ``SVMMap.load``/``pt.Artifact.load`` read it too, without importing PyTerrier here."""
     from ..model_io import class_path, save_model
-    params = dict(ranker.get_params(), verbose=False)
+    params = dict({k: getattr(ranker, k) for k in ranker.MODEL_PARAMS}, verbose=False)
     return save_model(path, estimator, params, ranker.get_state(), ranker=class_path(type(ranker)))
