@@ -85,7 +85,11 @@ class RankerEstimator(pt.Estimator, pt.Artifact):
         cands = candidates_from_frame(res, n_functions=self.n_functions_, context=self)
         out = cands.frame.copy()
         out["score"] = self._score(cands.raw, cands.offsets)
-        return pt.model.add_ranks(out)
+        out = pt.model.add_ranks(out)
+        # the input's query order (first appearance), each query by rank
+        position = pd.Series(np.arange(len(cands.qids)), index=pd.unique(res["qid"].astype(str)))
+        key = position.reindex(out["qid"].astype(str)).to_numpy()
+        return out.iloc[np.lexsort((out["rank"].to_numpy(), key))].reset_index(drop=True)
 
     def transform_outputs(self, inp_cols: List[str]) -> List[str]:
         return list(inp_cols) + [c for c in ("score", "rank") if c not in inp_cols]

@@ -44,7 +44,11 @@ class Candidates:
 
 
 def check_qrels(qrels: pd.DataFrame, context=None) -> pd.DataFrame:
-    """qrels with columns qid, docno, label (numeric); str qid/docno."""
+    """qrels with columns qid, docno, label (numeric); str qid/docno; one row per (qid, docno).
+
+    A (qid, docno) listed more than once counts once (``pd.concat([qrels, qrels])`` must not double the
+    relevant count); when its labels disagree, the last one is used — as trec_eval and ir_measures do —
+    with a warning that counts the pairs."""
     if not isinstance(qrels, pd.DataFrame):
         raise TypeError(f"qrels must be a DataFrame with columns qid, docno, label; got {type(qrels).__name__}")
     missing = [c for c in ("qid", "docno", "label") if c not in qrels.columns]
@@ -56,8 +60,19 @@ def check_qrels(qrels: pd.DataFrame, context=None) -> pd.DataFrame:
     if labels.isna().any():
         bad = qrels["label"][labels.isna()].iloc[0]
         raise ValueError(f"qrels column 'label' must be numeric; found {bad!r}")
-    return pd.DataFrame({"qid": qrels["qid"].astype(str), "docno": qrels["docno"].astype(str),
-                         "label": labels.to_numpy(dtype=float)})
+    out = pd.DataFrame({"qid": qrels["qid"].astype(str).to_numpy(), "docno": qrels["docno"].astype(str).to_numpy(),
+                        "label": labels.to_numpy(dtype=float)})
+    dup = out.duplicated(["qid", "docno"], keep=False)
+    if dup.any():
+        labels_per_pair = out[dup].groupby(["qid", "docno"])["label"].nunique()
+        conflicts = labels_per_pair[labels_per_pair > 1]
+        if len(conflicts):
+            q, d = conflicts.index[0]
+            warnings.warn(f"{len(conflicts)} (qid, docno) pairs have different labels in the qrels (e.g. qid {q!r} "
+                          f"docno {d!r}); the last label of each is used, as trec_eval and ir_measures do",
+                          stacklevel=4)
+        out = out.drop_duplicates(["qid", "docno"], keep="last").reset_index(drop=True)
+    return out
 
 
 def candidates_from_frame(res: pd.DataFrame, qrels: Optional[pd.DataFrame] = None,
@@ -89,6 +104,12 @@ def candidates_from_frame(res: pd.DataFrame, qrels: Optional[pd.DataFrame] = Non
     res = res.iloc[order].reset_index(drop=True)
     qid_str = qid_str[order]
     if len(res):
+        ndims = res["features"].map(np.ndim).to_numpy()
+        if (ndims > 1).any():
+            r = int(np.argmax(ndims > 1))
+            raise ValueError(f"features of qid={qid_str[r]!r} docno={res['docno'].iloc[r]!r} has shape "
+                             f"{np.shape(res['features'].iloc[r])}; each row needs a flat array with one value per "
+                             "base function")
         lengths = res["features"].map(np.size).to_numpy()
         if (lengths != lengths[0]).any():
             raise ValueError(f"rows have features of different lengths ({sorted(set(lengths.tolist()))}); "

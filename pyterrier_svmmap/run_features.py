@@ -6,6 +6,10 @@ describe each candidate by the score each function gave it. Base functions are P
 qid/docno/score, e.g. TREC run files read with ``pt.io.read_results`` — the paper's "TREC submissions").
 Retrievers such as PISA cannot re-score a given candidate set, so a candidate missing from a run gets
 NaN for that function rather than a computed score.
+
+RunFeatures also re-ranks after any first stage (``bm25 >> RunFeatures({...}) >> SVMMap()``): given a
+result frame, its candidates are kept, the first stage's own score is the first feature (``"input"``) and the
+base functions' scores of those candidates follow (NaN where a base run missed one).
 """
 from __future__ import annotations
 
@@ -19,9 +23,15 @@ BaseItem = Union[pt.Transformer, pd.DataFrame]
 
 
 def _name_of(item: BaseItem, i: int) -> str:
+    """A stable, unique default name: ``run<i>`` for a run DataFrame, ``<TransformerClass><i>`` for a
+    retriever (not its repr: two ``pt.apply`` scorers have the same one)."""
     if isinstance(item, pd.DataFrame):
         return f"run{i}"
-    return repr(item)
+    return f"{type(item).__name__}{i}"
+
+
+#: the feature name of a first stage's own score when RunFeatures gets a result frame
+INPUT_FEATURE = "input"
 
 
 class RunFeatures(pt.Transformer):
@@ -32,10 +42,14 @@ class RunFeatures(pt.Transformer):
             transformer that retrieves for the input topics, or a run DataFrame (qid, docno, score).
         verbose: show a progress bar over the base functions.
 
+    Input: topics (the union of the base runs becomes the candidates) or a result frame of a first stage
+    (its candidates are kept, its ``score`` becomes the first feature, named ``"input"``).
+
     Output columns: the input topics' columns (``qid``, ``query``, ...), ``docno``, ``features`` (a
-    float array, NaN where a base function did not retrieve the document). Rows are grouped by qid in
-    the topics' order, best first by the first base function. ``names`` lists the base functions; the
-    output frame also carries them in ``frame.attrs["feature_names"]``.
+    float array, NaN where a base function did not retrieve the document). From topics, rows are grouped
+    by qid in the topics' order, best first by the first base function (ties by docno); from a result
+    frame, the input's rows in the input's order, with every input column kept. ``names`` lists the base
+    functions; the output frame carries the feature names in ``frame.attrs["feature_names"]``.
     """
 
     def __init__(self, base: Union[Sequence[BaseItem], Mapping[str, BaseItem]], verbose: bool = False):
@@ -60,7 +74,9 @@ class RunFeatures(pt.Transformer):
         self.verbose = verbose
 
     def __repr__(self) -> str:
-        return f"RunFeatures({self.names})"
+        items = ", ".join(f"{n!r}: {('<run of %d rows>' % len(b)) if isinstance(b, pd.DataFrame) else repr(b)}"
+                          for n, b in zip(self.names, self.base))
+        return f"RunFeatures({{{items}}})"
 
     def _run(self, item: BaseItem, name: str, topics: pd.DataFrame) -> pd.DataFrame:
         if isinstance(item, pd.DataFrame):
@@ -79,7 +95,38 @@ class RunFeatures(pt.Transformer):
         return pd.DataFrame({"qid": run["qid"].astype(str).to_numpy(), "docno": run["docno"].astype(str).to_numpy(),
                              "score": scores})
 
+    def _scores_of(self, topics: pd.DataFrame, qid: np.ndarray, docno: np.ndarray) -> np.ndarray:
+        """(len(qid), len(base)) scores of the given candidates by every base function, NaN where missed."""
+        key = pd.MultiIndex.from_arrays([qid, docno])
+        raw = np.full((len(key), len(self.base)), np.nan)
+        for f, (name, item) in enumerate(pt.tqdm(list(zip(self.names, self.base)), desc="RunFeatures",
+                                                  unit="run", disable=not self.verbose)):
+            run = self._run(item, name, topics)
+            hit = pd.Series(run["score"].to_numpy(), index=pd.MultiIndex.from_frame(run[["qid", "docno"]]))
+            raw[:, f] = hit.reindex(key).to_numpy(dtype=float)
+        return raw
+
+    def _rerank(self, res: pd.DataFrame) -> pd.DataFrame:
+        """Features for a first stage's candidates: its own score, then every base function's."""
+        pt.validate.result_frame(res, context=self)
+        if res.duplicated(["qid", "docno"]).any():
+            raise ValueError("the input result frame has the same (qid, docno) more than once")
+        score = pd.to_numeric(res["score"], errors="coerce").to_numpy(dtype=float)
+        if not np.isfinite(score).all():
+            raise ValueError("the input result frame has NaN or infinite scores")
+        qid, docno = res["qid"].astype(str).to_numpy(), res["docno"].astype(str).to_numpy()
+        topics = res[pt.model.query_columns(res)].drop_duplicates("qid").assign(qid=lambda t: t["qid"].astype(str))
+        raw = np.hstack([score[:, None], self._scores_of(topics, qid, docno)])
+        out = res.drop(columns=[c for c in ("features",) if c in res.columns]).copy()
+        out["features"] = list(raw)
+        out.attrs["feature_names"] = [INPUT_FEATURE] + list(self.names)
+        return out
+
     def transform(self, topics: pd.DataFrame) -> pd.DataFrame:
+        """Candidates with ``features``, from topics (the union of the base runs) or from a first stage's
+        result frame (its candidates, its score first)."""
+        if "docno" in topics.columns:
+            return self._rerank(topics)
         pt.validate.query_frame(topics, context=self)
         topics = topics.drop(columns=[c for c in ("docno", "score", "rank", "features") if c in topics.columns])
         topics = topics.drop_duplicates("qid").assign(qid=lambda t: t["qid"].astype(str))

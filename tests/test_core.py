@@ -241,3 +241,77 @@ def test_top_of_queries_keeps_each_querys_top_scores_per_function():
                 kept = got[offsets[q]:offsets[q + 1], f]
                 expected = np.sort(col[~np.isnan(col)])[::-1][:depth]
                 np.testing.assert_array_equal(np.sort(kept[~np.isnan(kept)])[::-1], expected)
+
+
+def _first_stage(run: pd.DataFrame):
+    """A retriever returning a precomputed run for the topics it gets (a stand-in for bm25)."""
+    def retrieve(topics):
+        out = topics[["qid", "query"]].merge(run, on="qid")
+        return out.sort_values(["qid", "score"], ascending=[True, False]).reset_index(drop=True)
+    return pt.apply.generic(retrieve)
+
+
+def test_run_features_after_a_first_stage():
+    """Issue: ``bm25 >> RunFeatures({...}) >> SVMMap()`` raised. The first stage's candidates are kept in
+    their order, its score is feature 0 ('input'), the others are the base runs' scores (NaN if missed)."""
+    topics, runs, qrels = _synthetic_runs(np.random.default_rng(3))
+    first = _first_stage(runs["f0"])
+    others = {"f1": runs["f1"], "f2": runs["f2"]}
+    res = (first >> RunFeatures(others)).transform(topics)
+    inp = first.transform(topics)
+    assert res[["qid", "docno"]].equals(inp[["qid", "docno"]]) and res.attrs["feature_names"] == ["input", "f1", "f2"]
+    feats = np.stack(res.features.to_numpy())
+    np.testing.assert_array_equal(feats[:, 0], inp["score"].to_numpy())
+    for j, name in ((1, "f1"), (2, "f2")):
+        look = runs[name].set_index(["qid", "docno"])["score"]
+        expected = look.reindex(pd.MultiIndex.from_frame(res[["qid", "docno"]])).to_numpy()
+        np.testing.assert_array_equal(feats[:, j], expected)          # NaN where that run missed the document
+    assert np.isnan(feats[:, 1:]).any()
+    pipe = first >> RunFeatures(others) >> SVMMap(C=[0.1, 10.0], n_bins=5)
+    pipe.fit(topics.iloc[:6], qrels, topics.iloc[6:9], qrels)
+    out = pipe.transform(topics.iloc[9:])
+    assert len(out) == len(first.transform(topics.iloc[9:])) and {"score", "rank"} <= set(out.columns)
+
+
+def test_run_features_default_names_are_unique_and_stable():
+    a, b = pt.apply.doc_score(lambda r: 1.0), pt.apply.doc_score(lambda r: 2.0)
+    assert repr(a) == repr(b)                                       # why names are not reprs
+    rf = RunFeatures([a, b])
+    assert rf.names == [f"{type(a).__name__}0", f"{type(b).__name__}1"] == RunFeatures([a, b]).names
+
+
+def test_duplicate_qrels_count_once_and_conflicts_warn():
+    """Issue: pd.concat([qrels, qrels]) halved validation MAP (the relevant count doubled)."""
+    topics, runs, qrels = _synthetic_runs(np.random.default_rng(4))
+    res = RunFeatures(runs).transform(topics)
+    once = candidates_from_frame(res, qrels)
+    twice = candidates_from_frame(res, pd.concat([qrels, qrels]))
+    np.testing.assert_array_equal(once.n_relevant, twice.n_relevant)
+    np.testing.assert_array_equal(once.labels, twice.labels)
+    a = SVMMap(C=[0.1, 10.0], n_bins=5).fit(res.iloc[:200], qrels, res.iloc[200:], qrels)
+    b = SVMMap(C=[0.1, 10.0], n_bins=5).fit(res.iloc[:200], qrels, res.iloc[200:], pd.concat([qrels, qrels]))
+    assert a.validation_ == b.validation_
+    flipped = qrels.iloc[:3].assign(label=0)
+    with pytest.warns(UserWarning, match="3 \\(qid, docno\\) pairs have different labels.*last label"):
+        c = candidates_from_frame(res, pd.concat([qrels, flipped]))
+    assert c.n_relevant.sum() == once.n_relevant.sum() - 3
+
+
+def test_transform_keeps_the_input_query_order():
+    """Issue: transform reordered queries by qid as text (1, 10, 13, ...)."""
+    topics, runs, qrels = _synthetic_runs(np.random.default_rng(5), n_q=12)
+    res = RunFeatures(runs).transform(topics)
+    model = SVMMap(C=1.0, n_bins=5).fit(res, qrels)
+    shuffled_qids = ["11", "2", "10", "0", "9", "1"]
+    inp = pd.concat([res[res.qid == q] for q in shuffled_qids])
+    out = model.transform(inp)
+    assert list(pd.unique(out["qid"])) == shuffled_qids
+    for _, g in out.groupby("qid"):
+        assert list(g["rank"]) == list(range(len(g))) and (np.diff(g["score"].to_numpy()) <= 0).all()
+
+
+def test_a_two_dimensional_features_cell_is_rejected():
+    res = pd.DataFrame({"qid": ["1", "1"], "docno": ["a", "b"],
+                        "features": [np.ones((2, 2)), np.ones((2, 2))]})
+    with pytest.raises(ValueError, match=r"has shape \(2, 2\); each row needs a flat array"):
+        candidates_from_frame(res)
