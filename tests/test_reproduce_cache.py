@@ -58,9 +58,33 @@ def test_replacing_docs_in_the_same_folder_recomputes_indices_and_runs(tmp_path)
     runs1, _ = br.base_runs(load_directory(coll), tmp_path / "out", names=NAMES)
     assert all(int(d[1:]) < 100 for r in runs1.values() for d in r["docno"])
     (coll / "docs.trec").write_text(_docs_text(300))           # same first 100 docs, 200 more
+    (tmp_path / "out" / "indices" / ".none.killed.building").mkdir()   # left by a killed build
     runs2, _ = br.base_runs(load_directory(coll), tmp_path / "out", names=NAMES)
     for name in NAMES:       # the larger collection is searched: documents beyond d99 are retrieved
         assert any(int(d[1:]) >= 100 for d in runs2[name]["docno"]), name
+    assert sorted(p.name for p in (tmp_path / "out" / "indices").iterdir()) == ["none", "porter2"]
+
+
+def test_irds_content_key_follows_topics_and_qrels(monkeypatch):
+    pytest.importorskip("ir_datasets")
+    import pyterrier as pt
+    from pyterrier_svmmap.reproduce.collection import load_irds
+
+    class FakeDataset:
+        def __init__(self, label):
+            self.label = label
+
+        def get_topics(self):
+            return pd.DataFrame({"qid": ["1"], "query": ["Hello, world"]})
+
+        def get_qrels(self):
+            return pd.DataFrame({"qid": ["1"], "docno": ["d1"], "label": [self.label]})
+    monkeypatch.setattr(pt, "get_dataset", lambda name: FakeDataset(1))
+    a = load_irds("irds:fake")
+    assert list(a.topics["query"]) == ["hello world"]
+    assert load_irds("irds:fake").content_key() == a.content_key()
+    monkeypatch.setattr(pt, "get_dataset", lambda name: FakeDataset(2))
+    assert load_irds("irds:fake").content_key() != a.content_key()
 
 
 def test_same_content_elsewhere_reuses_the_cache_and_depth_is_part_of_the_key(tmp_path, monkeypatch):
@@ -273,12 +297,15 @@ def test_unreadable_checkpoint_is_recomputed_and_others_reused(tmp_path, capsys,
     files = sorted((out / "trials").glob("*.pkl"))
     assert len(files) == 4                                            # one per (trial, system)
     files[0].write_bytes(b"not a pickle")
+    stale = out / "trials" / f".{files[1].name}.x1y2.tmp"             # a killed worker's unfinished write
+    stale.write_bytes(b"half")
     fits = []
     real_fit = ev._Trials._fit_and_test
     monkeypatch.setattr(ev._Trials, "_fit_and_test", lambda self, *a: fits.append(a[1].trial) or real_fit(self, *a))
     with caplog.at_level(logging.WARNING):
         assert main(_argv(coll, out)) == 0
     assert len(fits) == 1 and any("unreadable" in r.message for r in caplog.records)
+    assert not stale.exists()
     assert _comparable(out) == first
 
 

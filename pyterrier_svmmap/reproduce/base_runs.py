@@ -232,6 +232,8 @@ def build_indices(collection, out: Path, stemmers=STEMMERS, threads: int = 1) ->
                 logger.info("PISA index %s was built from other documents or options: rebuilding", path)
             t = time.perf_counter()
             path.parent.mkdir(parents=True, exist_ok=True)
+            for stale in path.parent.glob(f".{stemmer}.*.building"):     # a killed build's leftovers
+                shutil.rmtree(stale, ignore_errors=True)
             tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{stemmer}.", suffix=".building"))
             try:
                 shutil.rmtree(tmp)       # PISA wants to create the folder itself

@@ -170,6 +170,7 @@ def _run(args: argparse.Namespace, progress: Optional[_Progress] = None) -> int:
     runs, timings = br.base_runs(coll, out, topics=topics, threads=args.threads)
     store = TrialStore(out / "trials", br.digest("reproduce-trials", coll.content_key(),
                                                  br.runs_key(coll, topics, runs), args.depth))
+    store.remove_temporaries()
     progress.store, progress.splits, progress.systems = store, splits, systems
     t = time.perf_counter()
     candidates = RunFeatures(runs).transform(topics[["qid", "query"]])   # union of the base runs

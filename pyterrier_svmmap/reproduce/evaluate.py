@@ -149,6 +149,14 @@ class TrialStore:
         write_pickle(self.path(key), {"key": key, "per_query": per_query, "fit_seconds": float(seconds),
                                       "model": model})
 
+    def remove_temporaries(self) -> int:
+        """Delete the temporary files of writes that never finished (a worker ended by Ctrl-C);
+        call it before the trials start, never while another run writes to the same folder."""
+        stale = list(self.directory.glob(".*.tmp")) if self.directory.is_dir() else []
+        for f in stale:
+            f.unlink(missing_ok=True)
+        return len(stale)
+
     def finished(self, splits, systems: Dict[str, Callable]) -> int:
         """How many of ``splits`` have a checkpoint for every system of ``systems``."""
         if not systems:
