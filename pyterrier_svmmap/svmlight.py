@@ -15,6 +15,18 @@ scikit-learn's ``load_svmlight_file`` was measured and not used: ~50 µs a line 
 LETOR lines) and quadratic with ``query_id=True`` (it grows the qid array with ``np.append`` per line). When scikit-learn rejects a file, a slow line-by-line check finds
 the first bad line and the error names ``file:line`` and what was expected there.
 
+**Width bound.** The learners need a dense (lines × F) matrix, F = the largest feature index used, and
+keep per-feature state (thresholds, weights; StructSVM's φ has F × n_bins dimensions), so a sparse
+store would only move the problem. A read therefore rejects, *before* allocating the matrix:
+
+* a line using a feature index above ``max_features`` (default :data:`MAX_FEATURES` = 100,000, about
+  140 times the widest LETOR collection, Yahoo!'s 700; a larger index is a hashed or mistaken feature
+  id, not a base function) — or, with ``n_features`` (a model's width), above that — with ``file:line``
+  of the first such line (the fix: renumber the features consecutively from 1);
+* a dense matrix (8 bytes × lines × F) larger than the memory this process can still get (the
+  system's available memory, and the address-space limit when one is set), with ``file:line`` of the
+  first line using the largest index.
+
 An *index file* (the original programs' convention of a file listing data files, one per line,
 relative to the index file's folder; blank lines and ``#`` lines ignored) is read as the concatenation
 of the files it lists.
@@ -34,6 +46,35 @@ import pandas as pd
 
 class SvmlightError(ValueError):
     """A file that is not valid svmlight/LETOR ranking data (message names file:line)."""
+
+
+#: the largest feature index :func:`read_svmlight` accepts unless told otherwise (see the module docstring)
+MAX_FEATURES = 100_000
+
+
+@dataclass(frozen=True)
+class _Width:
+    """The largest feature index a read accepts: a model's width (``model``) or the width bound."""
+    limit: int
+    model: bool
+
+    def problem(self, index) -> str:
+        """What is wrong with a line using ``index`` (> limit), and how to fix it."""
+        shown = int(index) if float(index) < 2 ** 53 else f"{float(index):.6g}"
+        if self.model:
+            return (f"uses feature index {shown} but the model has {self.limit} features "
+                    "(trained on data of another width?)")
+        return (f"feature index {shown} is above the limit of {self.limit:,} features (the learners need a dense "
+                "lines × features matrix with a column for every index up to the largest); renumber the features "
+                "consecutively from 1, or raise read_svmlight(max_features=...)")
+
+
+class _TooLarge(Exception):
+    """The fast parser found a feature index above the limit: (0-based line of the chunk, the index)."""
+
+    def __init__(self, line: int, index: float):
+        super().__init__(line, index)
+        self.line, self.index = line, index
 
 
 @dataclass
@@ -112,7 +153,7 @@ def index_file_members(path: Path) -> Optional[List[Path]]:
     return members
 
 
-def _explain(path: Path, data: bytes) -> str:
+def _explain(path: Path, data: bytes, width: _Width) -> str:
     """The first line of ``data`` that is not valid svmlight ranking data, as 'file:line: problem'."""
     for no, line in enumerate(data.split(b"\n"), 1):
         body = line.split(b"#", 1)[0].strip()
@@ -144,6 +185,8 @@ def _explain(path: Path, data: bytes) -> str:
                 return f"{where}: feature index {i}: indices start at 1"
             if i <= last:
                 return f"{where}: feature index {i} after {last}: indices must be strictly increasing"
+            if i > width.limit:
+                return f"{where}: {width.problem(i)}"
             if not math.isfinite(v):
                 return f"{where}: feature {i} is {val.decode()}: values must be finite numbers"
             last = i
@@ -168,9 +211,10 @@ def _token_starts(a: np.ndarray) -> np.ndarray:
     return np.flatnonzero(start)
 
 
-def _parse_chunk(data: bytes):
+def _parse_chunk(data: bytes, limit: int):
     """Numbers of the data lines in ``data`` (whole lines): labels, qids, pair counts, indices, values,
-    comments. Vectorised with numpy; raises _Bad on anything not well-formed."""
+    comments and the lines' 0-based numbers in ``data``. Vectorised with numpy; raises _Bad on anything not
+    well-formed, _TooLarge on the first feature index above ``limit``."""
     a = np.frombuffer(data, dtype=np.uint8).copy()
     a[(a == 9) | (a == 13) | (a == 11) | (a == 12)] = 32
     nl = np.flatnonzero(a == 10)
@@ -241,6 +285,10 @@ def _parse_chunk(data: bytes):
         new_line[pstart[n_pairs > 0]] = True
         if ((np.diff(idx) <= 0) & ~new_line[1:]).any():
             raise _Bad
+    over = idx > limit                          # before the int cast: an index beyond int64 would wrap
+    if over.any():
+        pair = int(np.argmax(over))
+        raise _TooLarge(int(data_lines[np.searchsorted(np.cumsum(n_pairs), pair, side="right")]), float(idx[pair]))
     text = np.full(len(data_lines), "", dtype=object)
     if comments is not None:
         hline, hpos = comments
@@ -248,7 +296,7 @@ def _parse_chunk(data: bytes):
         ok = (row < len(data_lines)) & (data_lines[np.minimum(row, len(data_lines) - 1)] == hline)
         for r, p, e in zip(row[ok], hpos[ok], line_end[hline[ok]]):
             text[r] = data[p + 1:e].strip().decode("utf-8", "replace")
-    return labels, qids.astype(np.int64), n_pairs, idx.astype(np.int64), val, text
+    return labels, qids.astype(np.int64), n_pairs, idx.astype(np.int64), val, text, data_lines.astype(np.int64)
 
 
 def _chunks(data: bytes):
@@ -260,34 +308,95 @@ def _chunks(data: bytes):
         pos = end
 
 
-def _read_one(path: Path):
-    """(labels, qids, CSR pieces, comments) of one data file; SvmlightError names file:line."""
+def _read_one(path: Path, width: _Width):
+    """(labels, qids, CSR pieces, comments, 1-based line numbers) of one data file; SvmlightError names
+    file:line, also for the first feature index above ``width.limit``."""
     try:
         data = path.read_bytes()
     except IsADirectoryError:
         raise SvmlightError(f"{path} is a directory, not an svmlight file") from None
     parts = []
+    lines_before = 0
     try:
         for chunk in _chunks(data):
-            r = _parse_chunk(chunk)
+            try:
+                r = _parse_chunk(chunk, width.limit)
+            except _TooLarge as e:
+                raise SvmlightError(f"{path}:{lines_before + e.line + 1}: {width.problem(e.index)}") from None
             if r is not None:
-                parts.append(r)
+                parts.append(r[:6] + (r[6] + lines_before + 1,))
+            lines_before += chunk.count(b"\n")
     except _Bad:
-        raise SvmlightError(_explain(path, data)) from None
+        raise SvmlightError(_explain(path, data, width)) from None
     if not parts:
         return np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), \
-            np.zeros(0), np.zeros(0, dtype=object)
-    return tuple(np.concatenate([p[i] for p in parts]) for i in range(6))
+            np.zeros(0), np.zeros(0, dtype=object), np.zeros(0, np.int64)
+    return tuple(np.concatenate([p[i] for p in parts]) for i in range(7))
+
+
+def _available_memory() -> Optional[int]:
+    """Bytes this process can still allocate: the system's available memory (Linux ``MemAvailable``),
+    and at most the address-space limit minus the address space in use when such a limit is set; None
+    when neither is known (then no memory check)."""
+    avail = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY:
+            with open("/proc/self/status") as f:
+                used = next(int(ln.split()[1]) * 1024 for ln in f if ln.startswith("VmSize:"))
+            avail = soft - used if avail is None else min(avail, soft - used)
+    except (ImportError, OSError, ValueError, StopIteration):
+        pass
+    return avail
+
+
+def _first_line_using(part, index: int) -> int:
+    """The 1-based file line of the first line of ``part`` (a :func:`_read_one` result) using ``index``."""
+    pair = int(np.flatnonzero(part[3] == index)[0])
+    return int(part[6][np.searchsorted(np.cumsum(part[2]), pair, side="right")])
+
+
+def _check_memory(files: List[Path], parts, n: int, width: int, n_features: Optional[int]) -> None:
+    """Refuse a dense (n, F) matrix larger than the memory available, before allocating it; F is the
+    largest index used, or the model's ``n_features``. The message names the first line using F."""
+    F = width if n_features is None else max(width, n_features)
+    need = 8 * n * F
+    avail = _available_memory()
+    if avail is None or need <= avail:
+        return
+    if F == width and width > 0:
+        f, part = next((f, p) for f, p in zip(files, parts) if len(p[3]) and p[3].max() == width)
+        where, why = f"{f}:{_first_line_using(part, width)}", f"feature index {width} makes"
+    else:
+        where, why = ", ".join(map(str, files)), f"the model's {F} features make"
+    raise SvmlightError(f"{where}: {why} the dense features matrix {n:,} lines × {F:,} features = "
+                        f"{need / 2**30:.3g} GiB, more than the {max(avail, 0) / 2**30:.3g} GiB of memory available; "
+                        "renumber the features consecutively from 1 if the indices are sparse, or read fewer lines")
 
 
 def read_svmlight(paths: Union[str, Path, Sequence[Union[str, Path]]],
-                  n_features: Optional[int] = None) -> RankingData:
+                  n_features: Optional[int] = None, max_features: int = MAX_FEATURES) -> RankingData:
     """Read one or more svmlight/LETOR ranking files (or index files listing them), in order.
 
     ``n_features`` fixes the width: lines using a larger index are an error, a file using fewer
-    gets zero columns (svmlight: absent = 0). Raises :class:`SvmlightError` (a ValueError) with
-    ``file:line`` for bad input, FileNotFoundError for a missing file.
+    gets zero columns (svmlight: absent = 0). Without it, a feature index above ``max_features`` is an
+    error (the dense matrix would have a column per index up to it; see the module docstring), and so is
+    a dense matrix larger than the available memory — both raised before allocating it. Raises
+    :class:`SvmlightError` (a ValueError) with ``file:line`` for bad input, FileNotFoundError for a
+    missing file.
     """
+    for name, value in (("n_features", n_features), ("max_features", max_features)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0):
+            raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    width_rule = _Width(int(n_features), True) if n_features is not None else _Width(int(max_features), False)
     if isinstance(paths, (str, Path)):
         paths = [paths]
     files: List[Path] = []
@@ -296,18 +405,15 @@ def read_svmlight(paths: Union[str, Path, Sequence[Union[str, Path]]],
             raise FileNotFoundError(f"{p} not found")
         members = index_file_members(p) if p.is_file() else None
         files.extend(members if members is not None else [p])
-    parts = [_read_one(f) for f in files]
+    parts = [_read_one(f, width_rule) for f in files]     # no index above width_rule.limit past here
     width = int(max((p[3].max() if len(p[3]) else 0) for p in parts))
-    if n_features is not None:
-        if width > n_features:
-            f = next(f for f, p in zip(files, parts) if len(p[3]) and p[3].max() > n_features)
-            raise SvmlightError(f"{f}: uses feature index {width} but the model has {n_features} features "
-                                "(trained on data of another width?)")
-        width = n_features
     labels = np.concatenate([p[0] for p in parts])
     n = len(labels)
     if n == 0:
         raise SvmlightError(f"{', '.join(map(str, files))}: no data lines (empty file?)")
+    _check_memory(files, parts, n, width, n_features)
+    if n_features is not None:
+        width = n_features          # pad with absent (0) columns
     qids = np.concatenate([p[1] for p in parts])
     n_pairs = np.concatenate([p[2] for p in parts])
     features = np.zeros((n, width))
