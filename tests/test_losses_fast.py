@@ -17,6 +17,7 @@ import pytest
 from pyterrier_svmmap.losses import DORMLoss, MRRLoss, NDCGLoss, ROCLoss, get_loss
 from pyterrier_svmmap.losses import _numba
 from pyterrier_svmmap.losses.base import Loss
+from pyterrier_svmmap.losses.combo import combine_members
 
 numba_available = _numba.kernels() is not None
 needs_numba = pytest.mark.skipif(not numba_available, reason="numba not installed or disabled")
@@ -51,6 +52,10 @@ def _scores(rng, n, ties):
         return rng.integers(0, 3, n).astype(float)
     if ties == "tiny":
         return rng.integers(1, 4, n) * 1e-20            # distinct scores, equal ROC keys s ± ¼
+    if ties == "keys":
+        # distinct non-relevant scores ~1e-20 share the key ¼ with a relevant score ½ (and −½ + ¼ = −¼
+        # with relevant ~1e-20): ROC's merge must order equal keys by index, within a class too
+        return rng.choice([0.5, -0.5, 1e-20, 2e-20, 3e-20], n)
     return rng.normal(0.0, rng.choice([0.01, 0.3, 3.0]), n)
 
 
@@ -155,7 +160,7 @@ def backend(request, monkeypatch):
 # the batch paths against the per-query reference
 # ------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("loss", single_losses(), ids=repr)
-@pytest.mark.parametrize("ties", ["none", "grid", "int", "tiny"])
+@pytest.mark.parametrize("ties", ["none", "grid", "int", "tiny", "keys"])
 def test_batch_matches_per_query(loss, ties, backend):
     rng = np.random.default_rng(zlib.crc32(f"{loss!r} {ties}".encode()))
     for _ in range(25):
@@ -215,6 +220,25 @@ def test_cutoff_around_query_size(loss, backend):
             scores = _scores(rng, n, ["none", "grid"][_ % 2])
             labels = _labels(rng, n, "random")
             compare(loss, scores, labels, np.array([0, n]), coefficients=_ % 2 == 0)
+
+
+def test_combine_members_ties_go_to_the_first_member():
+    """Violations equal up to rounding (1e-13 apart) pick the first member, as the per-query path does
+    (whose sums round differently); a clear winner is taken whatever its position."""
+    scores = np.array([0.3, -0.2, 1.0])
+    offsets = np.array([0, 2, 3])
+    first = (np.array([0.5, 0.2]), np.array([0.1, -0.1, 0.0]))
+    near = (np.array([0.5 + 1e-13, 0.2]), np.array([0.1, -0.1, 0.5]))
+    d, c = combine_members([first, near], scores, offsets)
+    np.testing.assert_array_equal(d, [0.5, 0.2])
+    np.testing.assert_array_equal(c, [0.1, -0.1, 0.0])
+    d, c = combine_members([near, first], scores, offsets)
+    np.testing.assert_array_equal(d, [0.5 + 1e-13, 0.2])     # query 1: 0.2 beats 0.2 − 0.5·1.0
+    np.testing.assert_array_equal(c, [0.1, -0.1, 0.0])
+    clear = (np.array([0.5, 0.9]), np.array([0.1, -0.1, 0.1]))
+    d, c = combine_members([first, clear], scores, offsets)
+    np.testing.assert_array_equal(d, [0.5, 0.9])       # query 0 tied: first; query 1: clear wins
+    np.testing.assert_array_equal(c, [0.1, -0.1, 0.1])
 
 
 # ------------------------------------------------------------------------------------------------

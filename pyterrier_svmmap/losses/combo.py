@@ -93,9 +93,7 @@ class ComboLoss(Loss):
         with the most violated constraint (:func:`first_best`, the rule of :meth:`violation`)."""
         scores = np.asarray(scores, dtype=float)
         offsets = np.asarray(offsets, dtype=np.int64)
-        results = self.member_batches(scores, labels, offsets)
-        values = np.stack([d - segment_sums(c * scores, offsets) for d, c in results])
-        return select_members(results, first_best(values), offsets)
+        return combine_members(self.member_batches(scores, labels, offsets), scores, offsets)
 
     def member_batches(self, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> list:
         """Every member's (Δ per query, coefficients): from one shared score sort through the members'
@@ -104,6 +102,13 @@ class ComboLoss(Loss):
         if all(c is not None for c in calls):
             return _numba.run_shared(calls, scores, labels, offsets)
         return [l.batch_violation(scores, labels, offsets) for l in self.losses]
+
+
+def combine_members(results: list, scores: np.ndarray, offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Shared slacks over the members' batch results [(Δ, coef)]: per query, the first member whose
+    violation Δ − coef·s ties the largest (:func:`first_best`, as :meth:`ComboLoss.violation`)."""
+    values = np.stack([d - segment_sums(c * scores, offsets) for d, c in results])
+    return select_members(results, first_best(values), offsets)
 
 
 def segment_sums(x: np.ndarray, offsets: np.ndarray) -> np.ndarray:
