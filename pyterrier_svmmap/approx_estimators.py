@@ -94,7 +94,7 @@ class _Approx(RankerEstimator):
     def _get_state(self):
         layout_meta, layout_arrays = self.layout_.get_state()
         ranker_meta, ranker_arrays = self.ranker_.get_state()
-        return (dict(layout=layout_meta, ranker=ranker_meta),
+        return (dict(layout=layout_meta, ranker=ranker_meta, tie_function=int(self.tie_function_)),
                 {**prefixed("layout", layout_arrays), **prefixed("ranker", ranker_arrays)})
 
     def _set_state(self, meta: dict, arrays: dict) -> None:
@@ -103,6 +103,7 @@ class _Approx(RankerEstimator):
         self.ranker_ = approx.ApproxRanker.from_state(meta["ranker"], unprefixed("ranker", arrays))
         self.n_functions_ = self.layout_.n_functions
         self.base_names_ = list(self.layout_.base_names)
+        self.tie_function_ = int(meta["tie_function"])
         self._adopt()
 
 
@@ -152,12 +153,13 @@ class _Peer(RankerEstimator):
 
     def _get_state(self):
         meta, arrays = self.ranker_.get_state()
-        return dict(ranker=meta, base_names=list(self.base_names_)), arrays
+        return dict(ranker=meta, base_names=list(self.base_names_), tie_function=int(self.tie_function_)), arrays
 
     def _set_state(self, meta: dict, arrays: dict) -> None:
         self.ranker_ = self.ranker_class.from_state(meta["ranker"], arrays)
         self.n_functions_ = int(getattr(self.ranker_, "n_functions_"))
         self.base_names_ = list(meta["base_names"])
+        self.tie_function_ = int(meta["tie_function"])
 
 
 class LambdaMART(_Peer):

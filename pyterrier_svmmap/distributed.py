@@ -35,6 +35,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from .features import top_of_queries
+from .ties import float_to_ordered, ordered_to_float
 
 log = logging.getLogger(__name__)
 
@@ -140,20 +141,6 @@ def shard_violation(shard: Shard, X, w: np.ndarray, losses) -> List[Tuple[np.nda
 # ---------------------------------------------------------------------------------------------
 # exact order statistics over all shards
 # ---------------------------------------------------------------------------------------------
-_MIN = np.iinfo(np.int64).min
-
-
-def float_to_ordered(v: np.ndarray) -> np.ndarray:
-    """float64 → int64 in the same order (−0.0 and 0.0 map to 0)."""
-    i = np.ascontiguousarray(v, dtype=np.float64).view(np.int64)
-    return np.where(i >= 0, i, _MIN - i)
-
-
-def ordered_to_float(o: np.ndarray) -> np.ndarray:
-    o = np.asarray(o, dtype=np.int64)
-    return np.where(o >= 0, o, _MIN - o).astype(np.int64).view(np.float64)
-
-
 def select_order_statistics(count_le, ranks: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """The value of 0-based rank ``ranks[f, t]`` among all shards' values of function f.
 

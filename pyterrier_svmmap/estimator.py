@@ -20,7 +20,8 @@ import pyterrier as pt
 
 from . import model_io
 from .frames import Candidates, candidates_from_frame
-from .ranker import DEFAULT_C_GRID, StructSVMRanker
+from .ranker import DEFAULT_C_GRID, StructSVMRanker, best_function
+from .ties import break_ties
 
 log = logging.getLogger(__name__)
 
@@ -69,11 +70,15 @@ class RankerEstimator(pt.Estimator, pt.Artifact):
         valid = None
         if valid_res is not None and len(valid_res):
             valid = candidates_from_frame(valid_res, valid_qrels, n_functions=self.n_functions_, context=self)
+        # the tie policy (pyterrier_svmmap.ties): equal scores ordered by the best training base function
+        self.tie_function_ = best_function(train.raw, train.labels, train.offsets)
         self._fit_arrays(train, valid)
         return self
 
     def transform(self, res: pd.DataFrame) -> pd.DataFrame:
-        """Add ``score`` (the model's) and ``rank`` to every candidate."""
+        """Add ``score`` (the model's) and ``rank`` to every candidate; equal model scores are separated by the
+        tie policy of :mod:`~pyterrier_svmmap.ties` (the best training base function's score, then docno), so
+        that ``pt.Experiment`` ranks as validation did. Rows come in the input's query order, by rank."""
         if not hasattr(self, "n_functions_"):
             raise RuntimeError(f"{type(self).__name__} is not fitted: call fit() or load() before transform()")
         if len(res) == 0:
@@ -84,7 +89,11 @@ class RankerEstimator(pt.Estimator, pt.Artifact):
             return out
         cands = candidates_from_frame(res, n_functions=self.n_functions_, context=self)
         out = cands.frame.copy()
-        out["score"] = self._score(cands.raw, cands.offsets)
+        scores, ties = break_ties(self._score(cands.raw, cands.offsets), cands.offsets,
+                                  cands.raw[:, self.tie_function_], cands.frame["docno"].to_numpy())
+        log.debug("%s: %d of %d top-%d rows tied before the tie policy", type(self).__name__, ties.tied_top_k,
+                  ties.top_k, ties.k)
+        out["score"] = scores
         out = pt.model.add_ranks(out)
         # the input's query order (first appearance), each query by rank
         position = pd.Series(np.arange(len(cands.qids)), index=pd.unique(res["qid"].astype(str)))
@@ -95,7 +104,8 @@ class RankerEstimator(pt.Estimator, pt.Artifact):
         return list(inp_cols) + [c for c in ("score", "rank") if c not in inp_cols]
 
     def decision_function(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        """Scores of a score matrix (candidates × base functions, NaN = missing) grouped by ``offsets``."""
+        """The model's scores of a score matrix (candidates × base functions, NaN = missing) grouped by
+        ``offsets``, ties not broken (``transform`` breaks them)."""
         if not hasattr(self, "n_functions_"):
             raise RuntimeError(f"{type(self).__name__} is not fitted: call fit() or load() first")
         return self._score(np.asarray(raw, dtype=float), np.asarray(offsets))
@@ -227,14 +237,16 @@ class StructSVM(RankerEstimator):
         return dict(super().get_params(), verbose=self.verbose)
 
     def _fit_arrays(self, train: Candidates, valid: Optional[Candidates]) -> None:
-        valid_arrays = None if valid is None else (valid.raw, valid.labels, valid.offsets, valid.n_relevant)
+        valid_arrays = None if valid is None else (valid.raw, valid.labels, valid.offsets, valid.n_relevant,
+                                                   valid.frame["docno"].to_numpy())
         ranker = self._ranker().fit(train.raw, train.labels, train.offsets, train.n_relevant, valid=valid_arrays,
                                     base_names=self.base_names_)
         self._adopt(ranker)
 
     #: learned attributes of the ranker that the estimator exposes as its own
     _LEARNED = ("coef_", "coefs_", "C_", "features_", "validation_", "selection_", "path_", "history_", "n_iter_", "converged_",
-                "feature_names_", "base_names_", "n_functions_", "layout_", "training_summary_", "prior_function_")
+                "feature_names_", "base_names_", "n_functions_", "layout_", "training_summary_", "prior_function_",
+                "tie_function_")
 
     def _adopt(self, ranker: StructSVMRanker) -> None:
         self.ranker_ = ranker

@@ -24,6 +24,7 @@ from .features import FeatureEncoder
 from .layout import FeatureLayout, default_base_names
 from .losses import make_slack_groups
 from .measures import average_precision
+from .ties import break_ties
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +122,8 @@ class StructSVMRanker:
             queries (fixed, so the model does not depend on the number of workers).
 
     Learned attributes: ``coef_`` (w), ``C_``, ``layout_`` (:class:`~.layout.FeatureLayout`),
-    ``feature_names_``, ``base_names_``, ``n_functions_``, ``features_`` (the blocks used: ``features``, or
+    ``feature_names_``, ``base_names_``, ``n_functions_``, ``tie_function_`` (the base function whose score
+    breaks ties, :mod:`~pyterrier_svmmap.ties`), ``features_`` (the blocks used: ``features``, or
     the one chosen by ``"auto"``), ``path_`` (per feature option and C of the grid, in the grid's order:
     features, C, validation MAP, n_iter, converged, gap, primal, seconds; with cross-validation ``cv_scores``,
     the held-out MAP of every fold, and ``validation`` their mean), ``coefs_`` (w of every C, same
@@ -246,6 +248,7 @@ class StructSVMRanker:
         cv_scores = None
         if valid is None and len(grid) * len(options) > 1:
             cv_scores = self._cross_validate(raw, labels, offsets, n_relevant, ok, grid, options)
+        self.tie_function_ = best_function(raw, labels, offsets)
         trained = [self._train(raw, labels, offsets, grid, option) for option in options]
         self._select(grid, options, trained, valid, cv_scores)
         self.training_summary_ = dict(n_queries=int(ok.sum()), n_candidates=int(len(raw)),
@@ -285,6 +288,7 @@ class StructSVMRanker:
             if base_names is not None and len(base_names) != self.n_functions_:
                 raise ValueError(f"{len(base_names)} base names for {self.n_functions_} base functions")
             self.base_names_ = list(base_names) if base_names is not None else default_base_names(self.n_functions_)
+            self.tie_function_ = int(np.argmax(data.map_per_function()))
             trained = [self._train_sharded(data, grid, option) for option in options]
             self._select(grid, options, trained, valid, None)
             self.training_summary_ = dict(n_queries=data.n_queries, n_candidates=data.n_candidates,
@@ -341,16 +345,23 @@ class StructSVMRanker:
         """w ↦ validation MAP (AP normalised by the qrels' relevant count when given), or None."""
         if valid is None:
             return None
-        if len(valid) not in (3, 4):
-            raise ValueError("valid must be (raw, labels, offsets) or (raw, labels, offsets, n_relevant)")
+        if len(valid) not in (3, 4, 5):
+            raise ValueError("valid must be (raw, labels, offsets), (raw, labels, offsets, n_relevant) or "
+                             "(raw, labels, offsets, n_relevant, docnos)")
         raw, labels, offsets = check_ranking_arrays(*valid[:3], what="validation")
         if labels is None:
             raise ValueError("validation needs labels")
         if raw.shape[1] != self.n_functions_:
             raise ValueError(f"validation candidates have {raw.shape[1]} base functions, training ones {self.n_functions_}")
-        n_rel = valid[3] if len(valid) == 4 and valid[3] is not None else None
+        n_rel = valid[3] if len(valid) >= 4 and valid[3] is not None else None
+        docnos = valid[4] if len(valid) == 5 else None
         X = layout.transform(raw, offsets)
-        return lambda w: validation_map(X.dot(w), labels, offsets, n_rel)
+        secondary = raw[:, self.tie_function_]
+
+        def score(w):
+            ranked, _ = break_ties(X.dot(w), offsets, secondary, docnos)   # the tie policy of ranker output
+            return validation_map(ranked, labels, offsets, n_rel)
+        return score
 
     def _train(self, raw, labels, offsets, grid, features):
         """Thresholds, φ (blocks ``features``) and the path of C on these (usable) training queries:
@@ -377,7 +388,7 @@ class StructSVMRanker:
         layout = FeatureLayout(encoder, self.needs_bias, self.base_names_)
         w0, f = None, None
         if self.prior:
-            f = int(np.argmax(data.map_per_function()))
+            f = self.tie_function_                                       # the best function on all shards
             if layout.blocks[0] == "raw":
                 raise ValueError("prior='best' with raw features needs the function's score range; it is not "
                                  "distributed yet: use bins or minmax features, or train in one process")
@@ -404,11 +415,13 @@ class StructSVMRanker:
         for k in range(self.cv):
             tr = subset_queries(raw, labels, offsets, fold != k)
             te = subset_queries(raw, labels, offsets, fold == k, n_rel)
+            tie = best_function(tr[0], tr[1], tr[2])                    # the fold's own tie-break function
             for o, option in enumerate(options):
                 layout, results, _ = self._train(tr[0], tr[1], tr[2], grid, option)
                 X = layout.transform(te[0], te[2])
-                out[k, o * len(grid):(o + 1) * len(grid)] = [validation_map(X.dot(r.w), te[1], te[2], te[3])
-                                                             for r in results]
+                out[k, o * len(grid):(o + 1) * len(grid)] = [
+                    validation_map(break_ties(X.dot(r.w), te[2], te[0][:, tie])[0], te[1], te[2], te[3])
+                    for r in results]
             log.debug("cv fold %d: %s", k, np.round(out[k], 4).tolist())
         return out
 
@@ -424,6 +437,15 @@ class StructSVMRanker:
                              f"candidate) but these candidates have {raw.shape[1]}")
         return self.layout_.transform(raw, offsets).dot(self.coef_)
 
+    def ranking_scores(self, raw, offsets, docnos=None) -> np.ndarray:
+        """:meth:`decision_function` with ties broken by the package's policy (:mod:`~pyterrier_svmmap.ties`):
+        equal scores ordered by the tie-break function (the base function with the best training MAP,
+        ``tie_function_``), then by docno descending when ``docnos`` are given. What ``transform`` and
+        ``svmmap classify`` output, and what validation MAP is computed on."""
+        raw = np.asarray(raw, dtype=float)
+        scores = self.decision_function(raw, offsets)
+        return break_ties(scores, offsets, raw[:, self.tie_function_], docnos)[0]
+
     # -- state ------------------------------------------------------------------------------------
     def get_state(self) -> Tuple[dict, Dict[str, np.ndarray]]:
         """(meta, arrays): everything :meth:`from_state` needs to rebuild this fitted ranker exactly."""
@@ -438,7 +460,7 @@ class StructSVMRanker:
         meta = dict(params=params, C_=self.C_, layout=layout_meta, path=self.path_, history=self.history_,
                     n_iter=int(self.n_iter_), converged=bool(self.converged_),
                     training=self.training_summary_, prior_function=getattr(self, "prior_function_", None),
-                    selection=self.selection_, features=self.features_)
+                    selection=self.selection_, features=self.features_, tie_function=int(self.tie_function_))
         arrays = dict(coef=np.asarray(self.coef_, dtype=float), coefs=np.asarray(self.coefs_, dtype=float),
                       **layout_arrays)
         return meta, arrays
@@ -464,6 +486,7 @@ class StructSVMRanker:
                              f"{'does not use' if self.layout_.bias else 'needs'}")
         self.coef_, self.coefs_ = coef, coefs
         self.features_ = meta.get("features", _features_name(self.layout_.blocks))
+        self.tie_function_ = int(meta.get("tie_function", 0))
         self.C_ = float(meta["C_"])
         self.n_functions_ = self.layout_.n_functions
         self.base_names_ = list(self.layout_.base_names)

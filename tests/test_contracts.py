@@ -12,6 +12,8 @@ import math
 import ir_measures
 import numpy as np
 import pandas as pd
+
+from pyterrier_svmmap.frames import candidates_from_frame
 import pytest
 
 from pyterrier_svmmap import RunFeatures, StructSVM, SVMMap
@@ -287,8 +289,15 @@ def _map(res, scores, qrels):
 
 
 def _scores(model, res):
+    """The model's own scores wᵀφ of ``res``'s rows, in ``res``'s order (transform's ``score`` column also
+    separates tied scores by a few float32 steps, pyterrier_svmmap.ties; those are checked in test_ties)."""
     out = model.transform(res)
-    return out.set_index(["qid", "docno"])["score"].reindex(pd.MultiIndex.from_frame(res[["qid", "docno"]]))
+    cands = candidates_from_frame(out)
+    scores = pd.Series(model.decision_function(cands.raw, cands.offsets),
+                       index=pd.MultiIndex.from_frame(cands.frame[["qid", "docno"]]))
+    ranked = out.set_index(["qid", "docno"])["score"].reindex(scores.index)
+    assert np.all(np.abs(ranked - scores) <= 1e-6 * np.maximum(1.0, np.abs(scores)))      # within float32 steps
+    return scores.reindex(pd.MultiIndex.from_frame(res[["qid", "docno"]]))
 
 
 def test_raw_weights_are_paired_with_their_names_and_the_informative_function_weighs_most():

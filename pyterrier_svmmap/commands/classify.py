@@ -23,9 +23,19 @@ def run(args: argparse.Namespace) -> int:
     from ..svmlight import read_svmlight
     model = load_ranker(args.model)          # the array-level ranker: PyTerrier is not imported
     data = read_svmlight(args.test, n_features=model.n_functions_)
-    scores = model.decision_function(data.grouped(data.features), data.offsets)
+    # ties broken as transform breaks them (pyterrier_svmmap.ties), docnos from the '#docid =' comments
+    scores = ranking_scores(model, data.grouped(data.features), data.offsets, data.grouped(data.docids))
     # full precision (shortest repr that reads back to the same float): 10 digits would create ties
     with open(args.predictions, "w") as out:
         out.writelines(f"{float(x)!r}\n" for x in data.ungroup(scores))
     log.info("wrote %d scores to %s", len(scores), args.predictions)
     return 0
+
+
+def ranking_scores(model, raw, offsets, docnos):
+    """The model's scores with ties broken by the package's policy: the array-level ranker's own method,
+    or, for an estimator loaded instead, the same policy with its tie-break function."""
+    if hasattr(model, "ranking_scores"):
+        return model.ranking_scores(raw, offsets, docnos)
+    from ..ties import break_ties
+    return break_ties(model.decision_function(raw, offsets), offsets, raw[:, model.tie_function_], docnos)[0]

@@ -1,0 +1,130 @@
+"""One tie policy for every learner: how candidates with equal model scores are ordered.
+
+A linear model over the paper's binned features (Yue et al. 2007 §4.2) gives many candidates exactly the
+same score (they fall into the same bins of every function): with the 16 Vaswani base functions about 6 % of
+the top-10 rows tie. Whoever orders them then decides part of MAP — trec_eval and ir_measures break ties by
+docno, a ranking by candidate order — so validation (which chooses C) and the reported numbers disagreed.
+
+The policy (:func:`break_ties`): within a query, candidates with equal scores are ordered
+
+1. by the score of the *tie-break function* — the base function with the best MAP on the training queries
+   (:func:`pyterrier_svmmap.ranker.best_function`), a candidate it did not retrieve last: a meaningful and
+   stable secondary key;
+2. then by docno, descending (trec_eval's own rule), where docnos are known;
+
+and the scores themselves are made to say so, *in single precision*: trec_eval (so pytrec_eval, ir_measures
+and ``pt.Experiment``) keeps a run's scores as 32-bit floats, so two scores closer than a float32 step are a
+tie there even when they differ as doubles. Walking down the query in the policy's order, a score that would
+not be below its predecessor as a float32 becomes the next float32 below it; every other score is kept exactly
+(as a double). So every evaluator — our validation MAP, ``pt.Experiment``, ir_measures, trec_eval on a written
+run — sees one and the same ranking, and a score moves by a few float32 steps (about 1e-7 relative) at most,
+and only where it was tied or crowded. Scores must lie within float32's range (±3.4e38), as trec_eval needs too.
+:class:`TieReport` counts the ties.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from .features import query_ids
+
+_MIN = np.iinfo(np.int64).min
+
+
+def float_to_ordered(v: np.ndarray) -> np.ndarray:
+    """float64 → int64 in the same order (−0.0 and 0.0 map to 0); consecutive doubles → consecutive ints."""
+    i = np.ascontiguousarray(v, dtype=np.float64).view(np.int64)
+    return np.where(i >= 0, i, _MIN - i)
+
+
+def ordered_to_float(o: np.ndarray) -> np.ndarray:
+    """The inverse of :func:`float_to_ordered`."""
+    o = np.asarray(o, dtype=np.int64)
+    return np.where(o >= 0, o, _MIN - o).astype(np.int64).view(np.float64)
+
+
+def tie_order(scores: np.ndarray, offsets: np.ndarray, secondary: Optional[np.ndarray] = None,
+              docnos: Optional[np.ndarray] = None) -> np.ndarray:
+    """Candidate indices by query, then score descending, then ``secondary`` descending (NaN last), then
+    docno descending; remaining ties keep candidate order."""
+    n = len(scores)
+    keys = [np.arange(n)]
+    if docnos is not None:
+        d = np.asarray(docnos).astype(str)
+        _, rank = np.unique(d, return_inverse=True)
+        keys.append(-rank)                                   # descending docno
+    if secondary is not None:
+        keys.append(-np.where(np.isnan(secondary), -np.inf, secondary))
+    keys += [-np.asarray(scores, dtype=float), query_ids(np.asarray(offsets))]
+    return np.lexsort(keys)
+
+
+_MIN32 = np.iinfo(np.int32).min
+
+
+def float32_ordered(v: np.ndarray) -> np.ndarray:
+    """The float32 rounding of ``v`` as ordered integers (int64): consecutive float32 → consecutive ints."""
+    i = np.ascontiguousarray(v, dtype=np.float64).astype(np.float32).view(np.int32).astype(np.int64)
+    return np.where(i >= 0, i, _MIN32 - i)
+
+
+def ordered_float32(o: np.ndarray) -> np.ndarray:
+    """The inverse of :func:`float32_ordered`, as float64 values (exactly representable in float32)."""
+    o = np.asarray(o, dtype=np.int64)
+    return np.where(o >= 0, o, _MIN32 - o).astype(np.int32).view(np.float32).astype(np.float64)
+
+
+@dataclass
+class TieReport:
+    """How many candidates shared their model score with another of their query (``tied``), how many of
+    the top ``k`` rows per query did (``tied_top_k`` of ``top_k`` rows), and how many scores were moved to
+    separate them as float32 (``moved``)."""
+    tied: int
+    tied_top_k: int
+    top_k: int
+    moved: int
+    k: int = 10
+
+    @property
+    def rate_top_k(self) -> float:
+        return self.tied_top_k / self.top_k if self.top_k else 0.0
+
+
+def break_ties(scores: np.ndarray, offsets: np.ndarray, secondary: Optional[np.ndarray] = None,
+               docnos: Optional[np.ndarray] = None, k: int = 10):
+    """Scores that rank every query in the order of :func:`tie_order` even as float32 (see the module).
+
+    Returns (new scores, :class:`TieReport`). A score already below its predecessor as a float32 is kept
+    exactly; the others (ties, and doubles closer than a float32 step) become the next float32 below their
+    predecessor: o_i = min(f32(s_i), o_{i−1} − 1) in float32 order, i.e. o_i = min_{j ≤ i}(f32(s_j) + j) − i.
+    """
+    scores = np.asarray(scores, dtype=float)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    n = len(scores)
+    if n == 0:
+        return scores.copy(), TieReport(0, 0, 0, 0, k)
+    order = tie_order(scores, offsets, secondary, docnos)
+    s = scores[order]
+    q = query_ids(offsets)[order]
+    start = offsets[:-1][q]
+    rank = np.arange(n) - start                                          # 0-based rank in the query
+    a = float32_ordered(s)
+    key = a + rank
+    # running minimum of a_j + j within each query (queries are contiguous in this order): one cumulative
+    # minimum over all, each query shifted below every earlier one (|key| < 2^33, so 2^34 apart suffices)
+    shift = q.astype(np.int64) << 34
+    o = np.minimum.accumulate(key - shift) + shift - rank
+    moved = o != a
+    new = np.where(moved, ordered_float32(o), s)
+    out = np.empty(n)
+    out[order] = new
+    tied = np.zeros(n, dtype=bool)
+    same = (s[1:] == s[:-1]) & (q[1:] == q[:-1])
+    tied[1:] |= same
+    tied[:-1] |= same
+    top = rank < k
+    report = TieReport(tied=int(tied.sum()), tied_top_k=int((tied & top).sum()), top_k=int(top.sum()),
+                       moved=int(moved.sum()), k=k)
+    return out, report
