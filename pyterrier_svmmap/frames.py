@@ -21,7 +21,8 @@ from .features import query_ids
 
 @dataclass
 class Candidates:
-    """A result frame as arrays, rows in query order (``frame`` is the re-ordered input)."""
+    """A result frame as arrays, rows by qid then docno (``frame`` is the re-ordered input): a canonical
+    order, so that training and scoring do not depend on the frame's row order."""
     frame: pd.DataFrame
     raw: np.ndarray                       # (n, F) base scores, NaN = not retrieved
     offsets: np.ndarray                   # (Q + 1,) query boundaries
@@ -100,7 +101,8 @@ def candidates_from_frame(res: pd.DataFrame, qrels: Optional[pd.DataFrame] = Non
                              f"docno={row.docno!r}; each candidate must appear once per query "
                              "(deduplicate, e.g. res.drop_duplicates(['qid', 'docno']))")
     qid_str = res["qid"].astype(str).to_numpy()
-    order = np.argsort(qid_str, kind="stable")
+    # by query, then by docno: a canonical order, so that no learner depends on the frame's row order
+    order = np.lexsort((res["docno"].astype(str).to_numpy(), qid_str))
     res = res.iloc[order].reset_index(drop=True)
     qid_str = qid_str[order]
     if len(res):

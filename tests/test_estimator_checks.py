@@ -41,29 +41,12 @@ LEARNERS = {
 }
 NAMES = list(LEARNERS)
 
-#: how far scores may move when the training rows are shuffled. ``candidates_from_frame`` groups the rows by
-#: qid but keeps the input order within a query, so sums over a query's candidates (Ψ, gradients) are taken
-#: in another order: for these learners that changes the scores by float rounding only (seen ≤ 3e-14).
-#: ApproxAP's minmax block is held in float32 in its training loop (approx._DenseBlock), so its rounding is
-#: float32's (seen 8e-7 on scores ~0.3). The others must be bit for bit (McRank) or are xfailed below.
-TRAIN_ORDER_TOLERANCE = {"svm-map": 1e-12, "svm-roc": 1e-12, "svm-ndcg": 1e-12, "svm-acc": 1e-12,
-                         "svm-acc2": 1e-12, "approx-ndcg": 1e-12, "approx-ap": 1e-5}
+#: frames.candidates_from_frame puts candidates in a canonical order (qid, docno), so shuffled training rows
+#: give every learner the same arrays: the scores must be bit for bit the same
+TRAIN_ORDER_TOLERANCE: dict = {}
 
-#: package bug: the within-query input order breaks ties, so shuffled training rows give another model
-#: (differences 1e-3 – 0.75 on this data; sorting each query's candidates by docno in
-#: frames.candidates_from_frame makes every learner here bit-for-bit invariant)
-_TIES = ("the within-query row order breaks ties in training (candidates_from_frame keeps the input order within "
-         "a query): {}")
-TRAIN_ORDER_BUGS = {
-    "svm-ndcg@5": _TIES.format("the most violated ranking of ndcg@k is chosen among tied scores (all tie at w = 0) "
-                               "by position"),
-    "svm-mrr@5": _TIES.format("mrr@k's most violated ranking breaks score ties by position"),
-    "svm-dorm": _TIES.format("dorm's most violated ranking breaks score ties by position"),
-    "svm-combo": _TIES.format("its ndcg@5 part breaks score ties by position"),
-    "adarank": _TIES.format("a weak ranker's AP (a feature with tied values, e.g. its missing ones) is computed with "
-                            "ties broken by position (measures.rank_within_queries)"),
-    "lambdamart": _TIES.format("LightGBM lambdarank orders tied scores (all 0 at the start) by position"),
-}
+#: learners that still depend on the training rows' order (none since frames sorts candidates by qid, docno)
+TRAIN_ORDER_BUGS: dict = {}
 
 
 def with_bugs(bugs: dict):
