@@ -233,6 +233,8 @@ class ShardedData:
         self.n_queries = sum(s["n_queries"] for s in usable)
         self.n_candidates = sum(s["n_candidates"] for s in usable)
         self.features = None
+        #: per feature option: cutting-plane iterations and bytes sent per iteration (see ShardOracle)
+        self.traffic: Dict[str, dict] = {}
 
     def _gather(self, futures):
         try:
@@ -263,31 +265,51 @@ class ShardedData:
         """φ of every shard, computed and kept on the workers."""
         self.features = [self.client.submit(shard_features, s, layout, retries=self.retries) for s in self.shards]
 
-    def oracle(self, groups):
-        """The solver's separation oracle: w ↦ per slack group (a, b) = (1/n Σ Ψ contributions, 1/n Σ Δ)."""
-        losses = [g.loss for g in groups]
-        client = self.client
-        n = self.n_queries
-
-        def oracle(w: np.ndarray):
-            w_future = client.scatter(np.asarray(w, dtype=float), broadcast=True, hash=False)
-            parts = self._gather([client.submit(shard_violation, s, X, w_future, losses, pure=False,
-                                                retries=self.retries)
-                                  for s, X in zip(self.shards, self.features)])
-            out = []
-            for k in range(len(losses)):
-                a = parts[0][k][0].copy()
-                b = parts[0][k][1]
-                for p in parts[1:]:                          # fixed order: shard 0, 1, 2, ...
-                    a += p[k][0]
-                    b += p[k][1]
-                out.append((a / n, b / n))
-            return out
-        return oracle
+    def oracle(self, groups, dim: int) -> "ShardOracle":
+        """The solver's separation oracle (:class:`~pyterrier_svmmap.solver.Oracle`) over the shards."""
+        return ShardOracle(self, [g.loss for g in groups], dim)
 
     def close(self) -> None:
         for f in self.shards + (self.features or []):
             f.release()
+
+
+class ShardOracle:
+    """w ↦ per slack group (a, b) = (1/n Σ_shards Σ Ψ contributions, 1/n Σ_shards Σ Δ), summed in shard order.
+
+    Each call sends w once to every worker (``scatter(broadcast=True)``) and gets back, per shard, one vector
+    of φ's dimension and one number per group; :attr:`bytes_per_iteration` counts what travels.
+    """
+
+    def __init__(self, data: ShardedData, losses, dim: int):
+        self.data = data
+        self.losses = list(losses)
+        self.n_groups = len(self.losses)
+        self.dim = int(dim)
+        self.calls = 0
+
+    @property
+    def bytes_per_iteration(self) -> int:
+        """w to every shard's task plus (vector, number) per group back from every shard."""
+        n_shards = len(self.data.shards)
+        return 8 * self.dim * n_shards + n_shards * self.n_groups * 8 * (self.dim + 1)
+
+    def __call__(self, w: np.ndarray):
+        data, client = self.data, self.data.client
+        self.calls += 1
+        w_future = client.scatter(np.asarray(w, dtype=float), broadcast=True, hash=False)
+        parts = data._gather([client.submit(shard_violation, s, X, w_future, self.losses, pure=False,
+                                            retries=data.retries)
+                              for s, X in zip(data.shards, data.features)])
+        out = []
+        for k in range(self.n_groups):
+            a = parts[0][k][0].copy()
+            b = parts[0][k][1]
+            for p in parts[1:]:                              # fixed order: shard 0, 1, 2, ...
+                a += p[k][0]
+                b += p[k][1]
+            out.append((a / data.n_queries, b / data.n_queries))
+        return out
 
 
 def _arrays(source) -> bool:

@@ -294,7 +294,8 @@ class StructSVMRanker:
             self.training_summary_ = dict(n_queries=data.n_queries, n_candidates=data.n_candidates,
                                           skipped_queries=data.n_queries_given - data.n_queries,
                                           skipped_candidates=data.n_candidates_given - data.n_candidates,
-                                          shards=len(sources), seconds=time.perf_counter() - t0)
+                                          shards=len(sources), traffic=data.traffic,
+                                          seconds=time.perf_counter() - t0)
             data.close()
         finally:
             if owned:
@@ -374,8 +375,8 @@ class StructSVMRanker:
             col = raw[:, f]
             span = float(np.nanmax(col) - np.nanmin(col)) if layout.blocks[0] == "raw" else 1.0
             w0 = layout.prior_weights(f, self.prior_scale, span)
-        results = _train_path(layout.transform(raw, offsets), labels, offsets, self._groups(1.0), grid,
-                              epsilon=self.epsilon, max_iter=self.max_iter, prior=w0)
+        results = solver.train_path(layout.transform(raw, offsets), labels, offsets, self._groups(1.0), grid,
+                                    epsilon=self.epsilon, max_iter=self.max_iter, prior=w0)
         return layout, results, f
 
     def _train_sharded(self, data, grid, features):
@@ -394,9 +395,11 @@ class StructSVMRanker:
                                  "distributed yet: use bins or minmax features, or train in one process")
             w0 = layout.prior_weights(f, self.prior_scale)
         data.set_layout(layout)
-        results = _train_path(None, None, None, self._groups(1.0), grid, epsilon=self.epsilon,
-                              max_iter=self.max_iter, prior=w0, oracle=data.oracle(self._groups(1.0)),
-                              dim=layout.dim, n_queries=data.n_queries)
+        oracle = data.oracle(self._groups(1.0), layout.dim)
+        results = solver.train_path(None, None, None, self._groups(1.0), grid, epsilon=self.epsilon,
+                                    max_iter=self.max_iter, prior=w0, oracle=oracle)
+        data.traffic[_features_name(features)] = dict(iterations=oracle.calls,
+                                                      bytes_per_iteration=oracle.bytes_per_iteration)
         return layout, results, f
 
     def _cross_validate(self, raw, labels, offsets, n_relevant, usable, grid, options) -> np.ndarray:
@@ -504,18 +507,6 @@ class StructSVMRanker:
         if meta.get("prior_function") is not None:
             self.prior_function_ = meta["prior_function"]
         return self
-
-
-def _train_path(X, labels, offsets, groups, grid, oracle=None, dim=None, n_queries=None, **kw):
-    # TODO(solver.train_path): until the warm-started path and its oracle seam land, one cold fit per C
-    if hasattr(solver, "train_path"):
-        if oracle is not None:
-            return solver.train_path(X, labels, offsets, groups, grid, oracle=oracle, dim=dim, **kw)
-        return solver.train_path(X, labels, offsets, groups, grid, **kw)
-    if oracle is not None:
-        raise NotImplementedError("distributed training needs solver.train_path's oracle")
-    return [solver.train_structural_svm(X, labels, offsets, [solver.SlackGroup(g.loss, g.C * C) for g in groups], **kw)
-            for C in grid]
 
 
 def _warn_skipped(skipped: int, total: int) -> None:
