@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/bench.py [--quick] [--collection DIR] [--cache DIR] [--parts abcde]
+    python benchmarks/bench.py [--quick] [--collection DIR] [--cache DIR] [--parts abcefgh]
 
 Parts (each prints a table; ratios are against reference runs made in the same process):
 
@@ -18,7 +18,16 @@ c. scaling on synthetic data (1,000 candidates per query, 16 functions, 50 bins)
    log size;
 d. cutting-plane iterations and final duality gap, reported next to every fit above;
 e. an svmlight file of 2,000 queries × 500 documents × 50 dense features: parse time (our reader) and
-   SVM-map training time (features="raw", fixed C) separately, and the test MAP on held-out queries.
+   SVM-map training time (features="raw", fixed C) separately, and the test MAP on held-out queries;
+f. the LETOR 4.0 MQ2008 protocol (benchmarks/mq2008.py): 5 folds, hyper-parameters chosen on vali by MAP,
+   test MAP / NDCG@10 with Eval-Score-4.0.pl's semantics and training seconds for ours (SVM-map raw,
+   50 bins, SVM-roc raw, C grid of 6), the previous release (commit 9f3a7af, same process; its 50-bin
+   learner on Fold1 only, and every previous learner on Fold1 only with --quick), LightGBM lambdarank
+   and XGBoost gblinear rank:map / rank:pairwise; per-fold MAP of ours raw;
+g. C path: seconds of StructSVMRanker(C=6-value grid, validation) ÷ one fit at C = 1, on MQ2008 Fold1
+   (raw, 50 bins) and a synthetic set, with the iterations per C;
+h. each loss's batch argmax (get_loss(name).batch_violation) on 300 queries × 1,000 candidates (5 %
+   relevant), µs and ratio to MAP's.
 
 Wall-clock targets are printed, never asserted.
 """
@@ -38,6 +47,7 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))          # benchmarks/mq2008.py
 
 from pyterrier_svmmap.features import FeatureEncoder  # noqa: E402
 from pyterrier_svmmap.losses import MAPLoss, make_slack_groups  # noqa: E402
@@ -325,12 +335,50 @@ def part_e(tmp):
           f"target: ≤ 2 s training ({t_train:.2f}), ≤ 20 s end to end ({t_parse + t_train:.2f})")
 
 
+# -------------------------------------------------------------------------------------------------
+# h. argmax of every loss vs MAP's
+# -------------------------------------------------------------------------------------------------
+ARGMAX_LOSSES = [("map", {}), ("roc", {}), ("ndcg@10", {}), ("ndcg", {}), ("mrr@10", {}),
+                 ("dorm@10", dict(window=20)), ("combo", dict(losses=["map", "ndcg@10", "mrr@10"]))]
+
+
+def part_h(quick):
+    """µs of get_loss(name).batch_violation on 300 × 1,000 candidates (5 % relevant), ratio to map's."""
+    from pyterrier_svmmap.losses import get_loss
+    n_q, n = 300, 1000
+    hdr(f"h. loss argmax (batch_violation) on {n_q} queries × {n:,} candidates, 5 % relevant")
+    scores, labels, offsets = random_queries(np.random.default_rng(11), n_q, n, 0.05)
+    repeat = 3 if quick else 7
+    times = {}
+    print(f"{'loss':<50} {'batch ms':>9} {'µs/query':>9} {'÷ map':>7}")
+    for name, kw in ARGMAX_LOSSES:
+        loss = get_loss(name, **kw)
+        times[name] = timed(lambda: loss.batch_violation(scores, labels, offsets), repeat)   # warmed first
+        label = name + (f" {kw}" if kw else "")
+        print(f"{label:<50} {times[name] * 1e3:>9.2f} {times[name] / n_q * 1e6:>9.1f} "
+              f"{times[name] / times['map']:>7.2f}", flush=True)
+    worst = max(times, key=lambda k: times[k] / times["map"])
+    print(f"target: every loss ≤ 3× map's — worst {worst} {times[worst] / times['map']:.2f}×")
+
+
+def part_f(quick):
+    hdr("f. MQ2008 (LETOR 4.0) protocol: 5 folds, selection on vali, test MAP / NDCG@10")
+    import mq2008
+    mq2008.protocol(quick=quick)
+
+
+def part_g(quick):
+    hdr("g. C path: StructSVMRanker(C=grid of 6, validation) ÷ one fit at C = 1")
+    import mq2008
+    mq2008.part_g(quick, synthetic)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="smaller part a, scaling up to 10^6 only")
     ap.add_argument("--collection", default=str(REPO.parent / "shared" / "data" / "vaswani"))
     ap.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "pyterrier-svmmap-bench"))
-    ap.add_argument("--parts", default="abce")
+    ap.add_argument("--parts", default="abcefgh", help="letters of the parts to run (default: all)")
     ap.add_argument("--_scale-one", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args._scale_one:
@@ -351,6 +399,15 @@ def main():
     if "e" in args.parts:
         with tempfile.TemporaryDirectory() as tmp:
             part_e(tmp)
+    mq_here = (REPO.parent / "shared" / "data" / "letor" / "MQ2008").exists()
+    for letter, part in (("f", part_f), ("g", part_g)):
+        if letter in args.parts:
+            if mq_here:
+                part(args.quick)
+            else:
+                print(f"\n({letter} skipped: no MQ2008 at {REPO.parent / 'shared/data/letor/MQ2008'})")
+    if "h" in args.parts:
+        part_h(args.quick)
     print(f"\ntotal {time.perf_counter() - t0:.0f}s")
 
 
