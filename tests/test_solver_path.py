@@ -1,0 +1,219 @@
+"""The cutting-plane solver as an engine: the warm-started C path, constraint dropping, the oracle seam
+and the scale-free QP tolerance (pyterrier_svmmap.solver)."""
+import numpy as np
+import pytest
+
+from pyterrier_svmmap.features import DenseBlock, FeatureEncoder, FeatureMatrix
+from pyterrier_svmmap.losses import make_slack_groups
+from pyterrier_svmmap.solver import (DataOracle, SlackGroup, TrainingResult, train_path,
+                                     train_structural_svm)
+
+EPS = 1e-3
+GRID = [0.1, 1.0, 10.0, 100.0]
+
+
+def _instance(seed=0, n_q=20, n=40, f=4, bins=5):
+    """A fixed ranking problem: 20 queries × 40 candidates, 4 noisy features, 5-bin encoding."""
+    rng = np.random.default_rng(seed)
+    offsets = np.arange(n_q + 1) * n
+    raw = rng.normal(size=(n_q * n, f))
+    labels = (raw[:, 0] + 0.5 * raw[:, 1] + rng.normal(size=n_q * n) > 1.2).astype(int)
+    X = FeatureEncoder("bins", n_bins=bins).fit(raw, offsets).transform(raw, offsets)
+    return X, labels, offsets
+
+
+@pytest.fixture(scope="module")
+def inst():
+    return _instance()
+
+
+@pytest.fixture(scope="module")
+def cold(inst):
+    X, labels, offsets = inst
+    return {c: train_structural_svm(X, labels, offsets, make_slack_groups("map", c), epsilon=EPS) for c in GRID}
+
+
+@pytest.fixture(scope="module")
+def path(inst):
+    X, labels, offsets = inst
+    return train_path(X, labels, offsets, make_slack_groups("map", 1.0), GRID, epsilon=EPS)
+
+
+def _close(r1: TrainingResult, r2: TrainingResult, budget: float) -> None:
+    """Two ε-solutions of one problem: objectives within Σ C_k ε of each other, each above the
+    other's dual (weak duality), and — the objective being 1-strongly convex in w — ‖w₁ − w₂‖ ≤
+    √(2·gap₁) + √(2·gap₂) (‖w − w*‖² ≤ 2(P(w) − P*) ≤ 2·gap)."""
+    assert abs(r1.primal - r2.primal) <= budget + 1e-9
+    assert r1.primal >= r2.dual - 1e-9 and r2.primal >= r1.dual - 1e-9
+    bound = np.sqrt(2 * max(r1.duality_gap, 0)) + np.sqrt(2 * max(r2.duality_gap, 0)) + 1e-9
+    assert np.linalg.norm(r1.w - r2.w) <= bound
+
+
+def test_path_solutions_equal_cold_solutions(path, cold):
+    assert [r.C for r in path] == GRID
+    for r in path:
+        assert r.converged
+        _close(r, cold[r.C], r.C * EPS)
+
+
+def test_path_gap_bound_at_every_C(path):
+    for r in path:
+        last = r.history[-1]
+        assert last["violation"] <= EPS
+        assert 0 <= r.duality_gap <= r.C * EPS + 1e-9
+        np.testing.assert_allclose(r.group_C, [r.C])
+        dual = [h["dual"] for h in r.history]
+        assert all(np.diff(dual) >= -1e-9)                 # the dual only grows within one C
+        assert min(h["primal"] for h in r.history) >= max(dual) - 1e-9
+
+
+def test_warm_start_reduces_total_iterations(path, cold):
+    assert sum(r.n_iter for r in path) < sum(r.n_iter for r in cold.values())
+    # the later Cs start from the earlier working set (it is not empty at their first iteration)
+    assert all(r.history[0]["working_set"] > 0 for r in path[1:])
+
+
+def test_grid_order_does_not_change_results(inst, path):
+    X, labels, offsets = inst
+    shuffled = [10.0, 0.1, 100.0, 1.0]
+    other = train_path(X, labels, offsets, make_slack_groups("map", 1.0), shuffled, epsilon=EPS)
+    assert [r.C for r in other] == shuffled
+    by_c = {r.C: r for r in path}
+    for r in other:
+        np.testing.assert_array_equal(r.w, by_c[r.C].w)
+        assert r.n_iter == by_c[r.C].n_iter
+
+
+@pytest.mark.parametrize("grid, match", [([1.0, 10.0, 1.0], "duplicates"), ([1.0, 0.0], "positive"),
+                                         ([-1.0], "positive"), ([], "positive"), ([1.0, np.inf], "positive")])
+def test_bad_grids_rejected(inst, grid, match):
+    X, labels, offsets = inst
+    with pytest.raises(ValueError, match=match):
+        train_path(X, labels, offsets, make_slack_groups("map", 1.0), grid)
+
+
+def test_separate_slack_groups_scale_with_C(inst):
+    """SVM-COMBO with separate slacks and C_weights: group k's constant at grid value c is c·C_k(1)."""
+    X, labels, offsets = inst
+    params = dict(losses=["map", "ndcg@10"], C_weights=[1.0, 0.25])
+    grid = [1.0, 20.0]
+    res = train_path(X, labels, offsets, make_slack_groups("combo", 1.0, **params), grid, epsilon=EPS)
+    for r in res:
+        np.testing.assert_allclose(r.group_C, [r.C, 0.25 * r.C])
+        ref = train_structural_svm(X, labels, offsets, make_slack_groups("combo", r.C, **params), epsilon=EPS)
+        assert r.converged and ref.converged
+        _close(r, ref, 1.25 * r.C * EPS)
+
+
+def test_dropping_constraints_does_not_change_the_solution(inst):
+    X, labels, offsets = inst
+    groups = make_slack_groups("map", 300.0)
+    keep = train_structural_svm(X, labels, offsets, groups, epsilon=EPS, drop_after=None)
+    drop = train_structural_svm(X, labels, offsets, groups, epsilon=EPS, drop_after=2)
+    assert keep.history[-1]["dropped"] == 0
+    assert drop.history[-1]["dropped"] > 10                 # it did drop (the test is not vacuous)
+    assert drop.history[-1]["working_set"] < keep.history[-1]["working_set"]
+    assert keep.converged and drop.converged
+    _close(drop, keep, 300.0 * EPS)
+    dual = [h["dual"] for h in drop.history]
+    assert all(np.diff(dual) >= -1e-9)                     # dropped planes had α = 0: the dual still grows
+    assert 0 <= drop.duality_gap <= 300.0 * EPS + 1e-9
+
+
+def test_oracle_seam_sharded_oracle_gives_the_same_solution(inst):
+    """A 'distributed' oracle summing per-shard contributions (in a fixed order) trains the same model."""
+    X, labels, offsets = inst
+    losses = [g.loss for g in make_slack_groups("map", 1.0)]
+    cut = 9
+    Xd = X.dense()
+    lo, hi = offsets[:cut + 1], offsets[cut:] - offsets[cut]
+    shards = [DataOracle(FeatureMatrix([DenseBlock(Xd[:offsets[cut]])]), labels[:offsets[cut]], lo, losses),
+              DataOracle(FeatureMatrix([DenseBlock(Xd[offsets[cut]:])]), labels[offsets[cut]:], hi, losses)]
+    n = len(offsets) - 1
+
+    class Sharded:
+        n_groups, dim = 1, X.dim
+        calls = 0
+
+        def __call__(self, w):
+            Sharded.calls += 1
+            parts = [s(w) for s in shards]
+            return [(sum(p[k][0] * s.n_queries for p, s in zip(parts, shards)) / n,
+                     sum(p[k][1] * s.n_queries for p, s in zip(parts, shards)) / n) for k in range(1)]
+
+    groups = make_slack_groups("map", 10.0)
+    ref = train_structural_svm(X, labels, offsets, groups, epsilon=EPS)
+    got = train_structural_svm(None, None, None, groups, epsilon=EPS, oracle=Sharded())
+    assert got.converged and Sharded.calls == got.n_iter
+    _close(got, ref, 10.0 * EPS)
+    res = train_path(None, None, None, make_slack_groups("map", 1.0), [1.0, 10.0], epsilon=EPS, oracle=Sharded())
+    _close(res[1], ref, 10.0 * EPS)
+    with pytest.raises(ValueError, match="either"):
+        train_structural_svm(X, labels, offsets, groups, oracle=Sharded())
+    with pytest.raises(ValueError, match="slack groups"):
+        train_structural_svm(None, None, None, make_slack_groups("combo", 1.0, losses=["map", "mrr@10"]),
+                             oracle=Sharded())
+
+
+def _scaled(X, lam):
+    return FeatureMatrix([DenseBlock(X.dense() * lam)])
+
+
+@pytest.mark.parametrize("lam", [1e3, 1e6])
+def test_same_problem_in_other_units_costs_the_same(inst, lam):
+    """φ×λ with C/λ² is the same problem (α ↦ α/λ², w ↦ w/λ, same rankings): the same iterations."""
+    X, labels, offsets = inst
+    base = train_structural_svm(X, labels, offsets, make_slack_groups("map", 10.0), epsilon=EPS)
+    got = train_structural_svm(_scaled(X, lam), labels, offsets, make_slack_groups("map", 10.0 / lam ** 2),
+                               epsilon=EPS)
+    assert got.converged and not any(h["qp_capped"] for h in got.history)
+    assert base.n_iter / 2 <= got.n_iter <= 2 * base.n_iter
+    np.testing.assert_allclose(got.w * lam, base.w, atol=1e-6 * np.abs(base.w).max())
+
+
+def test_unnormalised_features_at_fixed_C_do_not_exhaust_the_qp(inst):
+    """Issue 14 item 5: features ×1e3 at a fixed C (G ×1e6). The QP's tolerance is relative to the
+    scale at which its gradient is computed, so it never runs SMO to the step cap (the absolute 1e-12
+    of before did, from the 16th iteration on), and training converges with the gap bound."""
+    X, labels, offsets = inst
+    C = 100.0
+    res = {lam: train_structural_svm(_scaled(X, lam), labels, offsets, make_slack_groups("map", C),
+                                     epsilon=EPS, qp_max_steps=20_000) for lam in (1.0, 1e3)}
+    for r in res.values():
+        assert r.converged
+        assert not any(h["qp_capped"] for h in r.history)
+        assert max(h["qp_steps"] for h in r.history) < 1000
+        assert 0 <= r.duality_gap <= C * EPS + 1e-9
+
+
+def test_inaccurate_qp_is_not_reported_converged(inst, caplog):
+    """At ×1e6 and C = 100 (an effective C of 1e14) the dual QP cannot be solved in double precision:
+    the loop may find no violated constraint, but the gap bound fails, so it is not called converged."""
+    X, labels, offsets = inst
+    r = train_structural_svm(_scaled(X, 1e6), labels, offsets, make_slack_groups("map", 100.0), epsilon=EPS,
+                             max_iter=300)
+    assert r.converged == (r.duality_gap <= 100.0 * EPS * (1 + 1e-6) + 1e-9 * max(1.0, abs(r.primal)))
+    if r.history[-1]["violation"] <= EPS and not r.converged:
+        assert "numerically inaccurate" in caplog.text
+
+
+def test_bad_options_rejected(inst):
+    X, labels, offsets = inst
+    g = make_slack_groups("map", 1.0)
+    with pytest.raises(ValueError, match="epsilon"):
+        train_path(X, labels, offsets, g, [1.0], epsilon=0)
+    with pytest.raises(ValueError, match="drop_after"):
+        train_structural_svm(X, labels, offsets, g, drop_after=-1)
+    with pytest.raises(ValueError, match="prior"):
+        train_structural_svm(X, labels, offsets, g, prior=np.zeros(3))
+    with pytest.raises(ValueError, match="positive"):
+        train_path(X, labels, offsets, [SlackGroup(g[0].loss, -1.0)], [1.0])
+
+
+def test_path_with_a_prior_matches_cold_fits(inst):
+    X, labels, offsets = inst
+    w0 = np.random.default_rng(3).normal(size=X.dim) * 0.1
+    res = train_path(X, labels, offsets, make_slack_groups("map", 1.0), [0.1, 10.0], epsilon=EPS, prior=w0)
+    for r in res:
+        ref = train_structural_svm(X, labels, offsets, make_slack_groups("map", r.C), epsilon=EPS, prior=w0)
+        _close(r, ref, r.C * EPS)
