@@ -1,0 +1,418 @@
+"""Scale-out benchmark of pyterrier-svmmap's distributed training (issue "Scale-out"), one run, ratios.
+
+Usage::
+
+    python benchmarks/bench_dask.py [--quick] [--repeat R] [--tmp DIR]
+
+For each size (10⁶ and 10⁷ candidates; 10⁵ and 10⁶ with ``--quick``) of the synthetic data of
+``benchmarks/bench.py`` part c (1,000 candidates per query, 16 base functions, 5 % relevant, 10 % not
+retrieved), ``StructSVMRanker(C=1.0, features="bins", n_bins=50)`` is fitted
+
+* **one process**: no Dask; the shard files are read and concatenated, then ``fit`` (read timed apart);
+* **Dask, 1 worker** and **Dask, 2 workers**: a ``LocalCluster`` of single-threaded worker processes
+  (``processes=True``), the scheduler in the driver process, ``fit_shards(paths)``: every worker reads its
+  shard files itself, so the training set never passes through the driver.
+
+Where the data comes from: ``fit_shards`` takes svmlight file paths or in-memory array tuples. Arrays would
+put all 10⁷ × 16 values through the driver and into the task graph, so the shards are written once as
+svmlight files into a temp folder (timed apart, not part of any fit) and every configuration reads the same
+files. svmlight cannot say "not retrieved" (an absent feature is 0), so the synthetic NaNs become 0 — the
+data differ from bench.py's NaN data in that respect only; all three configurations see the same values
+(4 decimals, fixed-width lines written by numpy arithmetic: ``"+1.2345"``).
+
+Every configuration runs in its own subprocess (so ``ru_maxrss`` is that fit's peak) with one BLAS/numba
+thread, after a warm-up fit on 4,000 candidates in the driver and in every worker (so numba's cached
+kernels are loaded before timing). Reported: fit seconds (``fit_shards`` wall time, reading included, and the
+cutting-plane part, ``path_[0]["seconds"]``), iterations, seconds per iteration, worker-seconds per task kind
+(Dask's task stream: read, thresholds, φ, argmax), the speed-up of 2 vs 1 worker, peak RSS of the driver
+(with the scheduler) and of each worker, bytes sent per iteration (``training_summary_["traffic"]``), and
+whether the models are equal (iterations, max relative weight difference vs the one-process fit).
+
+The machine may be shared: every configuration is repeated ``--repeat`` times and the fastest kept. At the
+end, an estimate on paper for 10⁸ and 10⁹ candidates from the measured per-candidate cost and memory.
+Nothing is asserted.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench import synthetic  # noqa: E402  (the data generator of bench.py part c)
+
+PER_QUERY = 1000
+N_FUNCS = 16
+#: candidates per shard file (100 queries): ≥ 10 shards at 10⁶, so both workers get work; see shards_for
+SHARD_CANDIDATES = 100_000
+PARAMS = dict(C=1.0, features="bins", n_bins=50)
+ONE_THREAD = {k: "1" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                                "NUMBA_NUM_THREADS")}
+
+
+def rss_gb() -> float:
+    """This process's peak resident set size so far (Linux: ru_maxrss in KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 ** 2
+
+
+def hdr(title):
+    print(f"\n=== {title} ===", flush=True)
+
+
+# -------------------------------------------------------------------------------------------------
+# shard files
+# -------------------------------------------------------------------------------------------------
+def svmlight_bytes(raw: np.ndarray, labels: np.ndarray, first_qid: int, per_query: int) -> bytes:
+    """``raw`` (n × F, NaN = absent → written as 0) as fixed-width svmlight lines
+    ``L qid:QQQQQQQQ 1:+d.dddd ... F:+d.dddd``, built as a byte matrix by numpy arithmetic (Python string
+    formatting of 10⁸ numbers would take minutes). Values are clipped to ±9.9999 (|x| > 9.99 has probability
+    ~1e-20 here) and rounded to 4 decimals."""
+    n, F = raw.shape
+    v = np.clip(np.nan_to_num(raw, nan=0.0), -9.9999, 9.9999)
+    a = np.rint(np.abs(v) * 1e4).astype(np.int64)                  # 0 … 99999
+    neg = (v < 0) & (a > 0)
+    qid = first_qid + np.arange(n) // per_query
+    cols = []                                                     # (n, k) uint8 blocks, side by side
+
+    def const(s):
+        b = np.frombuffer(s.encode(), dtype=np.uint8)
+        cols.append(np.broadcast_to(b, (n, len(b))))
+
+    def digits(x, width):
+        cols.append(np.stack([(48 + (x // 10 ** p) % 10).astype(np.uint8) for p in range(width - 1, -1, -1)], 1))
+
+    digits(np.asarray(labels, dtype=np.int64), 1)
+    const(" qid:")
+    digits(qid, 8)
+    for f in range(F):
+        const(f" {f + 1}:")
+        cols.append(np.where(neg[:, f], np.uint8(45), np.uint8(43))[:, None])       # '-' or '+'
+        digits(a[:, f] // 10000, 1)
+        const(".")
+        digits(a[:, f] % 10000, 4)
+    const("\n")
+    return np.concatenate(cols, axis=1).tobytes()
+
+
+def shards_for(n: int) -> int:
+    """Shard files for n candidates: SHARD_CANDIDATES each, at least 4 (so that 2 workers can share them)."""
+    return max(4, n // SHARD_CANDIDATES)
+
+
+def write_shards(n: int, folder: Path) -> dict:
+    """Synthetic data of n candidates as shard files ``shard-00000.svmlight`` … (shard s generated by
+    bench.synthetic with seed s; query ids global and unique). Returns paths, seconds and bytes."""
+    folder.mkdir(parents=True, exist_ok=True)
+    n_shards = shards_for(n)
+    per_shard = n // n_shards
+    paths, size, t = [], 0, time.perf_counter()
+    for s in range(n_shards):
+        raw, labels, _ = synthetic(per_shard, n_funcs=N_FUNCS, per_query=PER_QUERY, seed=1000 + s)
+        data = svmlight_bytes(raw, labels, 1 + s * (per_shard // PER_QUERY), PER_QUERY)
+        p = folder / f"shard-{s:05d}.svmlight"
+        p.write_bytes(data)
+        paths.append(str(p))
+        size += len(data)
+    return dict(paths=paths, seconds=time.perf_counter() - t, bytes=size, n=n_shards * per_shard,
+                shards=n_shards)
+
+
+# -------------------------------------------------------------------------------------------------
+# one configuration (child process)
+# -------------------------------------------------------------------------------------------------
+def warm_up() -> float:
+    """A tiny fit in this process, so the numba kernels are loaded and numpy paths touched. Seconds."""
+    import warnings
+    from pyterrier_svmmap.ranker import StructSVMRanker
+    t = time.perf_counter()
+    raw, labels, offsets = synthetic(4000, n_funcs=N_FUNCS, seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        StructSVMRanker(**PARAMS).fit(raw, labels, offsets)
+    return time.perf_counter() - t
+
+
+def gen_shard(s: int, per_shard: int):
+    """Shard s of the synthetic data (bench.synthetic with seed 1000 + s): (raw, labels, offsets)."""
+    return synthetic(per_shard, n_funcs=N_FUNCS, per_query=PER_QUERY, seed=1000 + s)
+
+
+def shard_pieces(shard, i):
+    return shard[i]
+
+
+def run_one(spec: dict) -> dict:
+    """Build the data here (read the shard files, or generate the shards), concatenate, fit (no Dask)."""
+    from pyterrier_svmmap.distributed import shard_from_svmlight
+    from pyterrier_svmmap.ranker import StructSVMRanker
+    warm = warm_up()
+    t = time.perf_counter()
+    if spec["source"] == "files":
+        shards = [shard_from_svmlight(p) for p in spec["paths"]]
+        parts = [(sh.raw, sh.labels, sh.offsets) for sh in shards]
+    else:
+        parts = [gen_shard(s, spec["per_shard"]) for s in range(spec["shards"])]
+    raw = np.vstack([p[0] for p in parts])
+    labels = np.concatenate([p[1] for p in parts])
+    sizes = np.concatenate([np.diff(p[2]) for p in parts])
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    del parts
+    t_read = time.perf_counter() - t
+    t = time.perf_counter()
+    r = StructSVMRanker(**PARAMS).fit(raw, labels, offsets)
+    t_fit = time.perf_counter() - t
+    return dict(warm=warm, read=t_read, fit=t_fit, total=t_read + t_fit, cp=r.path_[0]["seconds"],
+                iters=int(r.n_iter_), gap=r.path_[0]["gap"], coef=r.coef_.tolist(), driver_rss=rss_gb(),
+                workers_rss=[], n=int(len(raw)))
+
+
+def task_kind(key) -> str:
+    """A Dask task key's function name (``"shard_violation-<hash>"`` → ``"shard_violation"``)."""
+    return str(key[0] if isinstance(key, tuple) else key).split("-", 1)[0]
+
+
+def run_dask(spec: dict, n_workers: int) -> dict:
+    """A LocalCluster of ``n_workers`` single-threaded worker processes; ``fit_shards`` on it, the sources
+    being the shard files (each read by a worker) or, with source "workers", tuples of futures of arrays that
+    the workers generate (``client.submit`` resolves futures in a task's arguments, so ``fit_shards``'s array
+    path takes them; the driver never holds the data)."""
+    from dask.distributed import Client, LocalCluster, get_task_stream
+    from pyterrier_svmmap.ranker import StructSVMRanker
+    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                           memory_limit=0)                       # no spilling/pausing: we measure memory
+    client = Client(cluster)
+    try:
+        warm = warm_up()
+        t = time.perf_counter()
+        client.run(warm_up)
+        warm_workers = time.perf_counter() - t
+        rss_before = client.run(rss_gb)
+        with get_task_stream(client) as ts:
+            t = time.perf_counter()
+            if spec["source"] == "files":
+                sources = spec["paths"]
+            else:
+                made = [client.submit(gen_shard, s, spec["per_shard"], pure=False) for s in range(spec["shards"])]
+                sources = [tuple(client.submit(shard_pieces, m, i) for i in range(3)) for m in made]
+                del made
+            r = StructSVMRanker(**PARAMS, executor=client).fit_shards(sources)
+            t_fit = time.perf_counter() - t
+        del sources
+        work, placement = {}, {}
+        for task in ts.data:
+            kind = task_kind(task["key"])
+            for ss in task["startstops"]:
+                if ss["action"] == "compute":
+                    work[kind] = work.get(kind, 0.0) + ss["stop"] - ss["start"]
+            if kind == "shard_violation":
+                placement[task["worker"]] = placement.get(task["worker"], 0) + 1
+        rss = client.run(rss_gb)
+        traffic = r.training_summary_["traffic"]["bins"]
+        return dict(warm=warm + warm_workers, read=float("nan"), fit=t_fit, total=t_fit, cp=r.path_[0]["seconds"],
+                    iters=int(r.n_iter_), gap=r.path_[0]["gap"], coef=r.coef_.tolist(), driver_rss=rss_gb(),
+                    workers_rss=sorted(rss.values()), workers_rss_before=sorted(rss_before.values()),
+                    bytes_per_iter=int(traffic["bytes_per_iteration"]), oracle_calls=int(traffic["iterations"]),
+                    work=work, violation_tasks_per_worker=sorted(placement.values()),
+                    n=int(r.training_summary_["n_candidates"]))
+    finally:
+        client.close()
+        cluster.close()
+
+
+def child(mode: str, spec_path: str) -> None:
+    spec = json.loads(Path(spec_path).read_text())
+    out = run_one(spec) if mode == "one" else run_dask(spec, int(mode))
+    print("RESULT " + json.dumps(out), flush=True)
+
+
+def run_config(mode: str, spec_path: Path, repeat: int) -> dict:
+    """Run one configuration ``repeat`` times in fresh subprocesses; keep the fastest (by total fit)."""
+    best, times = None, []
+    env = dict(os.environ, **ONE_THREAD)
+    for _ in range(repeat):
+        p = subprocess.run([sys.executable, __file__, "--_child", mode, str(spec_path)], capture_output=True,
+                           text=True, env=env)
+        lines = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
+        if p.returncode or not lines:
+            tail = (p.stderr.strip().splitlines() or [str(p.returncode)])[-1]
+            print(f"  {mode}: failed: {tail}", flush=True)
+            continue
+        r = json.loads(lines[-1][len("RESULT "):])
+        times.append(r["total"])
+        if best is None or r["total"] < best["total"]:
+            best = r
+    if best is not None:
+        best["all_totals"] = times
+    return best
+
+
+# -------------------------------------------------------------------------------------------------
+# tables
+# -------------------------------------------------------------------------------------------------
+NAMES = {"one": "one process", "1": "Dask 1 worker", "2": "Dask 2 workers"}
+
+
+def report_size(n, res):
+    print(f"{'configuration':<15} {'read s':>7} {'fit s':>7} {'cut-pl s':>8} {'iters':>5} {'s/iter':>7} "
+          f"{'driver':>8} {'workers (peak RSS)':>20} {'bytes/iter':>10} {'runs (fit s)':>18}")
+    for mode in ("one", "1", "2"):
+        r = res.get(mode)
+        if r is None:
+            print(f"{NAMES[mode]:<15} failed")
+            continue
+        wk = " ".join(f"{x:.2f}" for x in r["workers_rss"]) + " GB" if r["workers_rss"] else "-"
+        read = f"{r['read']:>7.2f}" if not math.isnan(r["read"]) else f"{'(in fit)':>7}"
+        bpi = f"{r['bytes_per_iter']:>10,}" if "bytes_per_iter" in r else f"{'-':>10}"
+        runs = " ".join(f"{x:.1f}" for x in r["all_totals"])
+        print(f"{NAMES[mode]:<15} {read} {r['fit']:>7.2f} {r['cp']:>8.2f} {r['iters']:>5} "
+              f"{r['cp'] / r['iters']:>7.3f} {r['driver_rss']:>6.2f}GB {wk:>20} {bpi} {runs:>18}")
+    one, d1, d2 = res.get("one"), res.get("1"), res.get("2")
+    if d1 and d2:
+        print(f"speed-up 2 vs 1 worker: fit {d1['fit'] / d2['fit']:.2f}×, cutting planes {d1['cp'] / d2['cp']:.2f}× "
+              f"(per iteration {d1['cp'] / d1['iters'] / (d2['cp'] / d2['iters']):.2f}×); peak RSS per worker "
+              f"2 vs 1: {max(d2['workers_rss']) / max(d1['workers_rss']):.2f} (above the warmed-up worker: "
+              f"{(max(d2['workers_rss']) - max(d2['workers_rss_before'])) / (max(d1['workers_rss']) - max(d1['workers_rss_before'])):.2f})")
+    if one and d1:
+        print(f"Dask overhead, 1 worker vs one process (read + fit): total {d1['fit'] / one['total']:.2f}×, "
+              f"cutting planes {d1['cp'] / one['cp']:.2f}× (per iteration "
+              f"{d1['cp'] / d1['iters'] / (one['cp'] / one['iters']):.2f}×)")
+    if one and d2:
+        print(f"2 workers vs one process: total {one['total'] / d2['fit']:.2f}× faster, cutting planes "
+              f"{one['cp'] / d2['cp']:.2f}×")
+    for mode in ("1", "2"):
+        r = res.get(mode)
+        if r and one:
+            w0, w = np.array(one["coef"]), np.array(r["coef"])
+            diff = float(np.max(np.abs(w - w0)) / max(np.max(np.abs(w0)), 1e-300))
+            print(f"model {NAMES[mode]} vs one process: iterations {r['iters']} vs {one['iters']} "
+                  f"({'equal' if r['iters'] == one['iters'] else 'DIFFERENT'}), max |Δw| / max |w| = {diff:.1e}")
+    for mode in ("1", "2"):
+        r = res.get(mode)
+        if r:
+            w = r["work"]
+            order = ["gen_shard", "shard_pieces", "shard_from_arrays", "shard_from_svmlight", "shard_summary",
+                     "usable_shard", "shard_sample", "sample_counts", "shard_map_sums",
+                     "shard_features", "shard_violation"]
+            parts = ", ".join(f"{k} {w[k]:.2f}" for k in order if k in w)
+            rest = sum(v for k, v in w.items() if k not in order)
+            print(f"worker-seconds ({NAMES[mode]}): {parts}, other {rest:.2f}; argmax tasks per worker "
+                  f"{r['violation_tasks_per_worker']}; oracle calls {r['oracle_calls']}")
+
+
+def paper_estimate(n, res):
+    """10⁸ and 10⁹ candidates from the largest measured size."""
+    one, d1, d2 = res.get("one"), res.get("1"), res.get("2")
+    if not (d1 and d2 and one):
+        return
+    hdr(f"paper estimate for 10⁸ and 10⁹ candidates (from the {n:,}-candidate runs)")
+    iters = d2["iters"]
+    # worker-seconds per candidate and iteration: the argmax task (scores, sort, MAP argmax, Ψ), measured
+    c_task = d1["work"]["shard_violation"] / (d1["oracle_calls"] * n)
+    # wall seconds per candidate and iteration on one worker (task + scheduling + driver QP)
+    c_wall1 = d1["cp"] / d1["iters"] / n
+    c_wall2 = d2["cp"] / d2["iters"] / (n / 2)
+    read = d1["work"].get("shard_from_svmlight", float("nan")) / n           # worker-seconds per candidate
+    setup = sum(d1["work"].get(k, 0.0) for k in ("usable_shard", "shard_sample", "sample_counts", "shard_map_sums",
+                                                  "shard_features")) / n
+    # memory: peak RSS above the warmed-up worker, per candidate it held (2-worker run: n/2 each)
+    b1 = (max(d1["workers_rss"]) - max(d1["workers_rss_before"])) * 1024 ** 3 / n
+    b2 = (max(d2["workers_rss"]) - max(d2["workers_rss_before"])) * 1024 ** 3 / (n / 2)
+    b = max(b1, b2)
+    base = max(d2["workers_rss_before"])
+    shard_cands = 1_000_000                                   # default queries_per_shard=1000 × 1,000 candidates
+    print(f"measured: argmax task {c_task * 1e9:.0f} ns per candidate-iteration (worker CPU); wall per "
+          f"iteration per candidate on a worker {c_wall1 * 1e9:.0f} ns (1 worker) / {c_wall2 * 1e9:.0f} ns (2 workers); "
+          f"read {read * 1e6:.1f} µs and thresholds+φ {setup * 1e6:.1f} µs per candidate (worker CPU, once); "
+          f"peak memory {b:.0f} B per candidate on a worker + {base:.2f} GB per worker process; "
+          f"{iters} iterations at C=1 (taken as the count at larger sizes too: {one['iters']} in one process)")
+    print(f"assumed: worker = one core; {shard_cands:,}-candidate shards (queries_per_shard=1000); a worker is "
+          "given 75 % of its memory for data; per iteration wall ≈ wall cost per candidate × candidates per "
+          "worker (2-worker measurement) + the driver's share; bytes per iteration as ShardOracle counts them")
+    print(f"{'candidates':>13} {'mem/worker':>10} {'workers':>7} {'cand/worker':>11} {'s/iter':>7} "
+          f"{'read+setup s':>12} {'fit s':>7} {'shards':>6} {'MB/iter':>8} {'driver':>24}")
+    dim = len(one["coef"])                                    # φ's dimension
+    for N in (10 ** 8, 10 ** 9):
+        for mem_gb in (4, 16, 64):
+            per_worker = int(0.75 * (mem_gb - base) * 1024 ** 3 / b)
+            if per_worker <= 0:
+                continue
+            W = math.ceil(N / per_worker)
+            S = math.ceil(N / shard_cands)
+            n_w = N / W
+            s_iter = c_wall2 * n_w
+            once = (read + setup) * n_w
+            mb = (8 * dim * S + S * 8 * (dim + 1)) / 1e6
+            print(f"{N:>13,} {mem_gb:>8} GB {W:>7} {n_w:>11,.0f} {s_iter:>7.2f} {once:>12.0f} "
+                  f"{once + iters * s_iter:>7.0f} {S:>6} {mb:>8.1f} {'QP ' + str(iters) + ' × ' + str(dim) + ' + ' + str(S) + ' futures':>24}")
+    print("driver: the dual QP has one row per cutting plane (≤ a few hundred × φ's "
+          f"{dim} dimensions: < 10 MB) and sums S vectors per iteration; its memory is the scheduler's "
+          "task state (~kB per task), not the data")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="10^5 and 10^6 candidates only")
+    ap.add_argument("--repeat", type=int, default=2, help="runs per configuration; the fastest is kept")
+    ap.add_argument("--tmp", default=None, help="folder for the shard files (default: a temp folder)")
+    ap.add_argument("--source", choices=("workers", "files"), default="workers",
+                    help="where the shards come from: generated on the workers (default) or svmlight files")
+    ap.add_argument("--sizes", default=None, help="comma-separated sizes instead of the defaults")
+    ap.add_argument("--_child", nargs=2, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args._child:
+        child(*args._child)
+        return
+    import dask
+    import distributed
+    sizes = [int(float(s)) for s in args.sizes.split(",")] if args.sizes else \
+        ([10 ** 5, 10 ** 6] if args.quick else [10 ** 6, 10 ** 7])
+    print(f"pyterrier-svmmap scale-out benchmark; numpy {np.__version__}, dask {dask.__version__}, "
+          f"distributed {distributed.__version__}, {os.cpu_count()} cores, load average "
+          f"{os.getloadavg()[0]:.1f}; best of {args.repeat} runs per configuration{' (quick)' if args.quick else ''}")
+    print(f"fit: StructSVMRanker({', '.join(f'{k}={v!r}' for k, v in PARAMS.items())}); synthetic data of "
+          f"bench.py part c ({PER_QUERY} candidates/query, {N_FUNCS} functions), NaN written as 0 (svmlight)")
+    t0 = time.perf_counter()
+    root = Path(tempfile.mkdtemp(prefix="svmmap-dask-", dir=args.tmp))
+    try:
+        res = {}
+        for n in sizes:
+            hdr(f"{n:,} candidates")
+            folder = root / str(n)
+            folder.mkdir(parents=True)
+            S = shards_for(n)
+            spec = dict(source=args.source, shards=S, per_shard=n // S)
+            if args.source == "files":
+                files = write_shards(n, folder)
+                spec["paths"] = files["paths"]
+                print(f"{files['n']:,} candidates in {S} shard files ({files['bytes'] / 1e9:.2f} GB), written in "
+                      f"{files['seconds']:.1f} s ({files['bytes'] / 1e6 / files['seconds']:.0f} MB/s; not in any "
+                      "fit); every fit reads them ('read' below, or in fit_shards on the workers)")
+            else:
+                print(f"{S * (n // S):,} candidates in {S} shards of {n // S:,}, each generated where it is used: "
+                      "by the one process ('read' below) or by a worker (inside fit_shards)")
+            spec_path = folder / "spec.json"
+            spec_path.write_text(json.dumps(spec))
+            res = {mode: run_config(mode, spec_path, args.repeat) for mode in ("one", "1", "2")}
+            report_size(n, res)
+            shutil.rmtree(folder)
+        paper_estimate(sizes[-1], res)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    print(f"\ntotal {time.perf_counter() - t0:.0f}s")
+
+
+if __name__ == "__main__":
+    main()
