@@ -264,11 +264,14 @@ class StructSVMRanker:
         (the driver never holds the training set), or ``(raw, labels, offsets)`` tuples. A query's candidates
         must all be in one shard. The model equals one process's fit on the concatenated shards (up to the
         summation order of floating-point sums, ~1e-15 relative). Without ``executor``, the shards are read and
-        concatenated here and :meth:`fit` trains as usual. ``valid`` as in :meth:`fit` (held by the driver);
-        a grid of C (or ``features="auto"``) needs it, cross-validation is not distributed."""
+        concatenated here and :meth:`fit` trains as usual. ``valid`` as in :meth:`fit` (held by the driver), or
+        an svmlight file path (read here, as wide as the training shards); a grid of C (or ``features="auto"``)
+        needs it, cross-validation is not distributed."""
         self._validate()
         if self.executor is None:
             raw, labels, offsets = _concatenate_sources(sources)
+            if isinstance(valid, (str, bytes)) or hasattr(valid, "__fspath__"):
+                valid = _read_valid(valid, raw.shape[1])
             return self.fit(raw, labels, offsets, valid=valid, base_names=base_names)
         from .distributed import ShardedData, get_client
         grid = c_grid(self.C)
@@ -288,6 +291,8 @@ class StructSVMRanker:
             if base_names is not None and len(base_names) != self.n_functions_:
                 raise ValueError(f"{len(base_names)} base names for {self.n_functions_} base functions")
             self.base_names_ = list(base_names) if base_names is not None else default_base_names(self.n_functions_)
+            if isinstance(valid, (str, bytes)) or hasattr(valid, "__fspath__"):
+                valid = _read_valid(valid, self.n_functions_)
             self.tie_function_ = int(np.argmax(data.map_per_function()))
             trained = [self._train_sharded(data, grid, option) for option in options]
             self._select(grid, options, trained, valid, None)
@@ -516,6 +521,13 @@ def _warn_skipped(skipped: int, total: int) -> None:
     if skipped == total:
         raise ValueError("no training query has both a relevant and a non-relevant candidate; check that the "
                          "labels match the candidates (for frames: the same qid and docno strings)")
+
+
+def _read_valid(path, n_functions: int) -> tuple:
+    """A validation svmlight file as ``valid`` arrays (raw, labels, offsets, None, docnos), n_functions wide."""
+    from .svmlight import read_svmlight
+    v = read_svmlight(path, n_features=n_functions)
+    return v.grouped(v.features), v.grouped(v.labels), v.offsets, None, v.grouped(v.docids)
 
 
 def _concatenate_sources(sources) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:

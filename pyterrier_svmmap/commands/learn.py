@@ -32,6 +32,11 @@ with Delta in [0, 1] (1 - AP for --loss map). This is SVMstruct's normalisation,
 svm_rank are built on, so -c means the same thing: C is divided by the number of queries n. It is not
 SVMlight's C (unnormalised): C_light = C/n.
 
+Several TRAIN files (or index files, or quoted globs such as "shards/*.txt") are one training set. With
+--workers N (a local Dask cluster) or --scheduler ADDRESS (an existing one) every file is a shard that a worker
+reads and keeps: the driver never holds the training set, and the model is the one a single process trains (a
+query's lines must all be in one file). Cross-validation is not distributed: give --valid with a grid of C.
+
 -c takes one value or a comma-separated grid (e.g. -c 0.01,0.1,1,10,100,1000): every C is trained, and the
 one with the best MAP on --valid FILE is kept, or, without --valid, the best mean held-out MAP of --cv-fold
 cross-validation over the training queries. The model file keeps every C's weights and score.
@@ -93,7 +98,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(f"-{opt}", dest=f"ignored_{opt}", metavar="X", default=None, help=argparse.SUPPRESS)
     parser.add_argument("-o", dest="rescaling", type=int, default=2, choices=(1, 2), help=argparse.SUPPRESS)
     parser.add_argument("-p", dest="slack_norm", type=int, default=1, choices=(1, 2), help=argparse.SUPPRESS)
-    parser.add_argument("train", metavar="TRAIN", help="svmlight/LETOR training file, or an index file listing files")
+    dist = parser.add_mutually_exclusive_group()
+    dist.add_argument("--workers", type=int, metavar="N",
+                      help="train on a local Dask cluster of N worker processes (pip install 'pyterrier-svmmap[dask]')")
+    dist.add_argument("--scheduler", metavar="ADDRESS",
+                      help="train on the Dask cluster at ADDRESS (e.g. tcp://head:8786; with dask-jobqueue on SLURM)")
+    parser.add_argument("train", metavar="TRAIN", nargs="+",
+                        help="svmlight/LETOR training file(s), index files listing files, or quoted glob patterns; "
+                             "with --workers/--scheduler each file is one shard, read by a worker")
     parser.add_argument("model", metavar="MODEL", help="model directory to write")
 
 
@@ -129,17 +141,34 @@ def run(args: argparse.Namespace) -> int:
         check_writable(args.model)
     except (ValueError, FileExistsError) as e:
         raise UsageError(str(e)) from None
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers must be at least 1, got {args.workers}")
+    files = training_files(args.train)
+    executor = None
+    if args.workers is not None or args.scheduler:
+        executor = dask_executor(args.workers, args.scheduler)
+        if args.valid is None and (len(args.C) > 1 or features == "auto"):
+            raise UsageError("on a cluster C (and --features auto) is chosen on --valid FILE: give it, or a single -c")
     t = time.perf_counter()
-    data = read_svmlight(args.train)
-    valid = read_svmlight(args.valid, n_features=data.n_features) if args.valid else None
-    log.info("read %d lines, %d queries, %d features from %s (%.1fs)", data.n_lines, len(data.query_ids),
-             data.n_features, ", ".join(data.sources), time.perf_counter() - t)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            fit_ranking_data(ranker, data, valid)
+            if executor is None:
+                data = read_svmlight(files)
+                valid = read_svmlight(args.valid, n_features=data.n_features) if args.valid else None
+                log.info("read %d lines, %d queries, %d features from %s (%.1fs)", data.n_lines, len(data.query_ids),
+                         data.n_features, ", ".join(data.sources), time.perf_counter() - t)
+                fit_ranking_data(ranker, data, valid)
+            else:
+                fit_on_cluster(ranker, files, args.valid, executor)
         except ValueError as e:
-            raise UsageError(f"{data.sources[0]}: {e}") from None
+            raise UsageError(f"{files[0] if len(files) == 1 else ', '.join(map(str, files))}: {e}") from None
+        finally:
+            if executor is not None:
+                cluster = getattr(executor, "cluster", None) if args.workers is not None else None
+                executor.close()
+                if cluster is not None:
+                    cluster.close()
     for w in caught:
         log.warning("%s", w.message)
     estimator = "pyterrier_svmmap.estimator:SVMMap" if args.loss == "map" else "pyterrier_svmmap.estimator:StructSVM"
@@ -150,12 +179,61 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def training_files(specs: List[str]) -> List[str]:
+    """TRAIN arguments as data files: index files expanded to their members, quoted globs to their matches
+    (sorted); a missing file or an empty glob is an error."""
+    import glob
+    from pathlib import Path
+    from ..svmlight import index_file_members
+    files: List[str] = []
+    for spec in specs:
+        matches = sorted(glob.glob(spec)) if glob.has_magic(spec) else [spec]
+        if not matches:
+            raise FileNotFoundError(f"no file matches {spec!r}")
+        for m in matches:
+            p = Path(m)
+            if not p.exists():
+                raise FileNotFoundError(f"{p} not found")
+            members = index_file_members(p) if p.is_file() else None
+            files.extend(str(f) for f in (members if members is not None else [p]))
+    return files
+
+
+def dask_executor(workers, scheduler):
+    """A ``dask.distributed.Client``: a LocalCluster of ``workers`` single-threaded processes, or the cluster at
+    ``scheduler``; UsageError with the install hint without dask."""
+    from ..cli import UsageError
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise UsageError("--workers/--scheduler need dask.distributed: pip install 'pyterrier-svmmap[dask]'") from None
+    if scheduler:
+        try:
+            return Client(scheduler, timeout="20s")
+        except OSError as e:
+            raise UsageError(f"cannot reach the Dask scheduler at {scheduler}: {e}") from None
+    return Client(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True))
+
+
+def fit_on_cluster(ranker, files: List[str], valid_file, client):
+    """Fit with every training file a shard on the cluster's workers; the validation file is read here."""
+    from ..layout import default_base_names
+    ranker.executor = client
+    ranker.fit_shards(files, valid=valid_file)
+    ranker.executor = None                                 # the model does not keep the client
+    ranker.base_names_ = default_base_names(ranker.n_functions_, start=1)
+    ranker.layout_.base_names = list(ranker.base_names_)
+    ranker.feature_names_ = ranker.layout_.names()
+    ranker.training_summary_["source"] = ", ".join(files)
+    return ranker
+
+
 def fit_ranking_data(ranker, data, valid=None):
     """Fit an array-level ranker on a :class:`~pyterrier_svmmap.svmlight.RankingData` (svmlight features
     are named ``f1, f2, ...`` after their 1-based indices); ``valid``: another RankingData or None."""
     from ..layout import default_base_names
     valid_arrays = None if valid is None else (valid.grouped(valid.features), valid.grouped(valid.labels),
-                                               valid.offsets)
+                                               valid.offsets, None, valid.grouped(valid.docids))
     ranker.fit(data.grouped(data.features), data.grouped(data.labels), data.offsets, valid=valid_arrays,
                base_names=default_base_names(data.n_features, start=1))
     ranker.training_summary_["source"] = ", ".join(data.sources)

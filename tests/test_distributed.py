@@ -1,0 +1,193 @@
+"""Training on a Dask cluster gives the model of one process: exact distributed thresholds, the same weights
+(1e-10 relative) and iteration counts on 1 and 2 workers, files read by workers, and a worker lost mid-fit."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pyterrier_svmmap.distributed import (DistributedTrainingError, ShardOracle, quantile_thresholds_from_counts,
+                                          sample_counts, sample_extent, split_into_shards)
+from pyterrier_svmmap.features import quantile_thresholds
+from pyterrier_svmmap.ranker import StructSVMRanker
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+# ---------------------------------------------------------------- exact thresholds (no cluster needed)
+@pytest.mark.parametrize("seed", range(3))
+def test_distributed_quantiles_equal_numpy_on_all_values(seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(60):
+        shards = []
+        for _ in range(rng.integers(1, 5)):
+            n = int(rng.integers(0, 40))
+            kind = rng.integers(4)
+            v = [rng.normal(size=(n, 3)), rng.integers(-3, 3, size=(n, 3)).astype(float),
+                 rng.normal(size=(n, 3)) * 1e-300, -rng.exponential(size=(n, 3)) * 1e10][kind]
+            v[rng.random(v.shape) < 0.2] = np.nan
+            shards.append(v)
+        n_bins = int(rng.integers(1, 12))
+        samples = [[np.sort(c[~np.isnan(c)]) for c in s.T] for s in shards]
+        ext = [sample_extent(s) for s in samples]
+        n = sum(e[0] for e in ext)
+        lo, hi = np.min([e[1] for e in ext], axis=0), np.max([e[2] for e in ext], axis=0)
+        calls = []
+
+        def count_le(p):
+            calls.append(1)
+            return sum(sample_counts(s, p) for s in samples)
+        got = quantile_thresholds_from_counts(count_le, n, lo, hi, n_bins)
+        every = np.vstack(shards)
+        expected = np.stack([quantile_thresholds(every[:, f], n_bins) for f in range(3)])
+        assert np.array_equal(got, expected)
+        assert len(calls) <= 64                                   # bisection over the float64 order
+
+
+def test_split_into_shards_keeps_queries_whole():
+    offsets = np.array([0, 3, 3, 7, 8, 12])
+    raw = np.arange(12.0)[:, None]
+    shards = split_into_shards(raw, np.zeros(12), offsets, 2)
+    assert [len(s[2]) - 1 for s in shards] == [2, 2, 1]
+    assert np.array_equal(np.concatenate([s[0] for s in shards]), raw)
+    assert [s[2].tolist() for s in shards] == [[0, 3, 3], [0, 4, 5], [0, 4]]
+
+
+# ---------------------------------------------------------------- on a LocalCluster
+distributed = pytest.importorskip("dask.distributed")
+
+
+def _cluster(n):
+    cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None)
+    return distributed.Client(cluster)
+
+
+@pytest.fixture(scope="module")
+def client2():
+    c = _cluster(2)
+    yield c
+    cluster = c.cluster
+    c.close()
+    cluster.close()
+
+
+def _data(seed=0, n_q=30, n=20, F=4):
+    rng = np.random.default_rng(seed)
+    raw = rng.normal(size=(n_q * n, F))
+    raw[rng.random(raw.shape) < 0.1] = np.nan
+    labels = (np.nan_to_num(raw[:, 0]) + 0.5 * np.nan_to_num(raw[:, 1]) + rng.normal(size=n_q * n) > 1.5).astype(float)
+    labels[::n] = 1.0                                            # every query has a relevant candidate
+    return raw, labels, np.arange(0, n_q * n + 1, n)
+
+
+def _close(a: StructSVMRanker, b: StructSVMRanker):
+    assert [p["n_iter"] for p in a.path_] == [p["n_iter"] for p in b.path_]
+    scale = np.abs(a.coefs_).max()
+    assert np.abs(a.coefs_ - b.coefs_).max() <= 1e-10 * scale
+    assert a.C_ == b.C_ and a.feature_names_ == b.feature_names_
+
+
+@pytest.mark.parametrize("params", [
+    dict(C=[0.1, 10.0], features="bins", n_bins=6),
+    dict(C=[1.0], features="bins+raw", n_bins=4, prior="best"),
+    dict(C=[1.0], features="raw", loss="combo", loss_params=dict(losses=["map", "ndcg@5"], slack="separate")),
+])
+def test_cluster_fit_equals_one_process(client2, params):
+    raw, labels, offsets = _data()
+    valid = (raw[:200], labels[:200], offsets[:11])
+    serial = StructSVMRanker(**params).fit(raw, labels, offsets, valid=valid)
+    dist = StructSVMRanker(**params, executor=client2, queries_per_shard=11).fit(raw, labels, offsets, valid=valid)
+    _close(serial, dist)
+    if "bins" in params["features"]:
+        assert np.array_equal(serial.layout_.encoder.thresholds_, dist.layout_.encoder.thresholds_)
+    assert dist.training_summary_["shards"] == 3 and dist.executor is client2
+    traffic = dist.training_summary_["traffic"][dist.features_]
+    assert traffic["iterations"] == sum(p["n_iter"] for p in dist.path_)
+    assert traffic["bytes_per_iteration"] < 3 * 8 * 4 * (dist.layout_.dim + 1)   # vectors of φ's size, not data
+
+
+def test_one_and_two_workers_give_the_same_model(client2):
+    raw, labels, offsets = _data(1)
+    c1 = _cluster(1)
+    try:
+        one = StructSVMRanker(C=1.0, n_bins=5, executor=c1, queries_per_shard=10).fit(raw, labels, offsets)
+    finally:
+        cluster = c1.cluster
+        c1.close()
+        cluster.close()
+    two = StructSVMRanker(C=1.0, n_bins=5, executor=client2, queries_per_shard=10).fit(raw, labels, offsets)
+    assert np.array_equal(one.coef_, two.coef_) and one.n_iter_ == two.n_iter_     # same shards, same sums
+
+
+def test_files_are_read_by_the_workers(client2, tmp_path):
+    lines = (EXAMPLES / "letor_train.txt").read_text().splitlines(keepends=True)   # a comment, then 8 lines a query
+    (tmp_path / "a.txt").write_text("".join(lines[:41]))
+    (tmp_path / "b.txt").write_text("".join(lines[41:]))
+    files = [str(tmp_path / "a.txt"), str(tmp_path / "b.txt")]
+    serial = StructSVMRanker(C=[0.1, 10.0], features="bins", n_bins=4).fit_shards(files, valid=str(EXAMPLES / "letor_test.txt"))
+    dist = StructSVMRanker(C=[0.1, 10.0], features="bins", n_bins=4, executor=client2).fit_shards(
+        files, valid=str(EXAMPLES / "letor_test.txt"))
+    _close(serial, dist)
+    # a query whose lines are in two files cannot be a shard
+    (tmp_path / "c.txt").write_text("".join(lines[:45]))
+    (tmp_path / "d.txt").write_text("".join(lines[45:]))
+    with pytest.raises(ValueError, match="query .* is in shard 0 and shard 1"):
+        StructSVMRanker(C=1.0, executor=client2).fit_shards([str(tmp_path / "c.txt"), str(tmp_path / "d.txt")])
+
+
+def test_grid_without_validation_is_refused_on_a_cluster(client2):
+    raw, labels, offsets = _data(2)
+    with pytest.raises(ValueError, match="on a cluster C .* is chosen on validation queries"):
+        StructSVMRanker(C=[0.1, 1.0], executor=client2).fit(raw, labels, offsets)
+
+
+def test_a_worker_lost_mid_fit_gives_the_same_model(monkeypatch):
+    """The shards are recomputed from the task graph on the remaining or restarted worker; the iteration is
+    repeated from the same w, so the model is unchanged."""
+    raw, labels, offsets = _data(3)
+    serial = StructSVMRanker(C=1.0, features="raw").fit(raw, labels, offsets)
+    client = _cluster(2)
+    original = ShardOracle.__call__
+
+    def call(self, w):
+        if self.calls == 3:                                      # in the middle of the cutting-plane loop
+            victim = sorted(client.scheduler_info()["workers"])[0]
+            try:
+                client.run(os._exit, 1, workers=[victim])
+            except Exception:                                    # noqa: BLE001 - the worker died, as intended
+                pass
+        return original(self, w)
+    monkeypatch.setattr(ShardOracle, "__call__", call)
+    try:
+        dist = StructSVMRanker(C=1.0, features="raw", executor=client, queries_per_shard=10).fit(raw, labels, offsets)
+    except DistributedTrainingError:
+        pytest.fail("the lost shards should have been recomputed")
+    finally:
+        cluster = client.cluster
+        client.close()
+        cluster.close()
+    _close(serial, dist)
+
+
+def test_estimator_and_cli_on_a_cluster(client2, tmp_path):
+    from test_core import _synthetic_runs
+    from pyterrier_svmmap import RunFeatures, SVMMap
+    from pyterrier_svmmap.cli import main
+    from pyterrier_svmmap.model_io import load_model
+    topics, runs, qrels = _synthetic_runs(np.random.default_rng(7))
+    res = RunFeatures(runs).transform(topics)
+    tr, va = res[res.qid.astype(int) < 8], res[res.qid.astype(int) >= 8]
+    serial = SVMMap(C=[0.1, 10.0], n_bins=5).fit(tr, qrels, va, qrels)
+    dist = SVMMap(C=[0.1, 10.0], n_bins=5, executor=client2, queries_per_shard=3).fit(tr, qrels, va, qrels)
+    _close(serial.ranker_, dist.ranker_)
+    assert repr(serial) == repr(dist)                           # the executor does not change the model
+    lines = (EXAMPLES / "letor_train.txt").read_text().splitlines(keepends=True)
+    (tmp_path / "a.txt").write_text("".join(lines[:41]))
+    (tmp_path / "b.txt").write_text("".join(lines[41:]))
+    assert main(["learn", "-c", "0.1,10", "--valid", str(EXAMPLES / "letor_test.txt"), str(tmp_path / "a.txt"),
+                 str(tmp_path / "b.txt"), str(tmp_path / "serial")]) == 0
+    assert main(["learn", "-c", "0.1,10", "--valid", str(EXAMPLES / "letor_test.txt"), "--scheduler",
+                 client2.scheduler.address, str(tmp_path / "*.txt"), str(tmp_path / "dist")]) == 0
+    _close(load_model(tmp_path / "serial").ranker_, load_model(tmp_path / "dist").ranker_)
