@@ -312,54 +312,84 @@ def report_size(n, res):
                   f"{r['violation_tasks_per_worker']}; oracle calls {r['oracle_calls']}")
 
 
-def paper_estimate(n, res):
-    """10⁸ and 10⁹ candidates from the largest measured size."""
+MAKE = ("gen_shard", "shard_pieces", "shard_from_arrays", "shard_from_svmlight", "shard_summary")
+SETUP = ("usable_shard", "shard_sample", "sample_extent", "sample_counts", "shard_map_sums", "shard_features")
+
+
+def parse_cost(folder: Path, repeat: int = 2) -> float:
+    """Seconds per candidate to read one 100,000-line shard file (shard_from_svmlight), best of ``repeat``."""
+    from pyterrier_svmmap.distributed import shard_from_svmlight
+    raw, labels, _ = gen_shard(0, SHARD_CANDIDATES)
+    p = folder / "parse-probe.svmlight"
+    p.write_bytes(svmlight_bytes(raw, labels, 1, PER_QUERY))
+    best = np.inf
+    for _ in range(repeat):
+        t = time.perf_counter()
+        shard_from_svmlight(str(p))
+        best = min(best, time.perf_counter() - t)
+    p.unlink()
+    return best / len(raw)
+
+
+def paper_estimate(n, res, parse_s):
+    """10⁸ and 10⁹ candidates on paper, from the largest measured size's 2-worker run.
+
+    Per iteration: ``c × N/W`` (the argmax task's worker-seconds per candidate, measured, on the candidates of
+    one worker) plus the Dask/driver overhead (wall time per iteration not spent in the busiest worker's
+    argmax tasks: scatter, scheduling, gathering, summing, the QP), scaled with the number of shards (the
+    scheduler handles one task per shard per iteration). Once: reading the shard files (the measured parse
+    cost) and the setup tasks (usable queries, threshold samples and counts, MAP per function, φ), on N/W
+    candidates per worker, plus their overhead scaled with shards. Memory: peak RSS above the warmed-up
+    worker per candidate held."""
     one, d1, d2 = res.get("one"), res.get("1"), res.get("2")
     if not (d1 and d2 and one):
         return
     hdr(f"paper estimate for 10⁸ and 10⁹ candidates (from the {n:,}-candidate runs)")
-    iters = d2["iters"]
-    # worker-seconds per candidate and iteration: the argmax task (scores, sort, MAP argmax, Ψ), measured
-    c_task = d1["work"]["shard_violation"] / (d1["oracle_calls"] * n)
-    # wall seconds per candidate and iteration on one worker (task + scheduling + driver QP)
-    c_wall1 = d1["cp"] / d1["iters"] / n
-    c_wall2 = d2["cp"] / d2["iters"] / (n / 2)
-    read = d1["work"].get("shard_from_svmlight", float("nan")) / n           # worker-seconds per candidate
-    setup = sum(d1["work"].get(k, 0.0) for k in ("usable_shard", "shard_sample", "sample_counts", "shard_map_sums",
-                                                  "shard_features")) / n
-    # memory: peak RSS above the warmed-up worker, per candidate it held (2-worker run: n/2 each)
+    S_meas = shards_for(n)
+    iters = max(d2["iters"], one["iters"])
+    c1 = d1["work"]["shard_violation"] / (d1["oracle_calls"] * n)
+    c2 = d2["work"]["shard_violation"] / (d2["oracle_calls"] * n)
+    per_iter2 = d2["cp"] / d2["iters"]
+    busiest = d2["work"]["shard_violation"] / d2["oracle_calls"] / 2
+    o_shard = max(per_iter2 - busiest, 0.0) / S_meas              # overhead per shard and iteration
+    setup_c = sum(d2["work"].get(k, 0.0) for k in SETUP) / n
+    make_c = sum(d2["work"].get(k, 0.0) for k in MAKE) / n
+    o_setup = max((d2["fit"] - d2["cp"]) - (setup_c + make_c) * n / 2, 0.0) / S_meas
     b1 = (max(d1["workers_rss"]) - max(d1["workers_rss_before"])) * 1024 ** 3 / n
     b2 = (max(d2["workers_rss"]) - max(d2["workers_rss_before"])) * 1024 ** 3 / (n / 2)
     b = max(b1, b2)
     base = max(d2["workers_rss_before"])
-    shard_cands = 1_000_000                                   # default queries_per_shard=1000 × 1,000 candidates
-    print(f"measured: argmax task {c_task * 1e9:.0f} ns per candidate-iteration (worker CPU); wall per "
-          f"iteration per candidate on a worker {c_wall1 * 1e9:.0f} ns (1 worker) / {c_wall2 * 1e9:.0f} ns (2 workers); "
-          f"read {read * 1e6:.1f} µs and thresholds+φ {setup * 1e6:.1f} µs per candidate (worker CPU, once); "
-          f"peak memory {b:.0f} B per candidate on a worker + {base:.2f} GB per worker process; "
-          f"{iters} iterations at C=1 (taken as the count at larger sizes too: {one['iters']} in one process)")
-    print(f"assumed: worker = one core; {shard_cands:,}-candidate shards (queries_per_shard=1000); a worker is "
-          "given 75 % of its memory for data; per iteration wall ≈ wall cost per candidate × candidates per "
-          "worker (2-worker measurement) + the driver's share; bytes per iteration as ShardOracle counts them")
-    print(f"{'candidates':>13} {'mem/worker':>10} {'workers':>7} {'cand/worker':>11} {'s/iter':>7} "
-          f"{'read+setup s':>12} {'fit s':>7} {'shards':>6} {'MB/iter':>8} {'driver':>24}")
     dim = len(one["coef"])                                    # φ's dimension
+    print(f"measured at {n:,}: argmax task {c1 * 1e9:.0f} ns (1 worker) / {c2 * 1e9:.0f} ns (2 workers) per "
+          f"candidate and iteration; overhead {per_iter2 - busiest:.3f} s per iteration with {S_meas} shards "
+          f"({o_shard * 1e3:.2f} ms per shard); setup (thresholds, φ, MAP per function) {setup_c * 1e6:.2f} µs "
+          f"per candidate once, overhead {o_setup * 1e3:.1f} ms per shard; reading svmlight "
+          f"{parse_s * 1e6:.1f} µs per candidate (one 100,000-line file, this process); peak worker memory "
+          f"{b1:.0f} B (1 worker) / {b2:.0f} B (2 workers) per candidate above a {base:.2f} GB warmed-up worker; "
+          f"{iters} iterations")
+    print("assumed: one worker per core, each core as fast as here; 1,000,000-candidate shards "
+          f"(queries_per_shard=1000 × 1,000 candidates: 100 at 10⁸, 1,000 at 10⁹; measured with {S_meas}), overheads "
+          f"scaled by the number of shards; 75 % of a worker's memory for data at {b:.0f} B per candidate; "
+          f"{iters} iterations (the count did not grow with size in bench.py part c: 36, 31, 31, 21)")
+    print(f"{'candidates':>13} {'mem/worker':>10} {'workers':>7} {'cand/worker':>12} {'s/iter':>7} "
+          f"{'load+setup s':>12} {'fit s':>7} {'shards':>6} {'MB/iter':>8}")
     for N in (10 ** 8, 10 ** 9):
+        S = math.ceil(N / 1_000_000)
         for mem_gb in (4, 16, 64):
             per_worker = int(0.75 * (mem_gb - base) * 1024 ** 3 / b)
             if per_worker <= 0:
                 continue
             W = math.ceil(N / per_worker)
-            S = math.ceil(N / shard_cands)
             n_w = N / W
-            s_iter = c_wall2 * n_w
-            once = (read + setup) * n_w
+            s_iter = c2 * n_w + o_shard * S
+            once = (parse_s + setup_c) * n_w + o_setup * S
             mb = (8 * dim * S + S * 8 * (dim + 1)) / 1e6
-            print(f"{N:>13,} {mem_gb:>8} GB {W:>7} {n_w:>11,.0f} {s_iter:>7.2f} {once:>12.0f} "
-                  f"{once + iters * s_iter:>7.0f} {S:>6} {mb:>8.1f} {'QP ' + str(iters) + ' × ' + str(dim) + ' + ' + str(S) + ' futures':>24}")
-    print("driver: the dual QP has one row per cutting plane (≤ a few hundred × φ's "
-          f"{dim} dimensions: < 10 MB) and sums S vectors per iteration; its memory is the scheduler's "
-          "task state (~kB per task), not the data")
+            print(f"{N:>13,} {mem_gb:>8} GB {W:>7} {n_w:>12,.0f} {s_iter:>7.2f} {once:>12.0f} "
+                  f"{once + iters * s_iter:>7.0f} {S:>6} {mb:>8.1f}")
+    print(f"driver: the dual QP has one row per cutting plane ({iters} here; ≤ max_iter) over φ's {dim} "
+          f"dimensions — kilobytes to a few MB; per iteration it scatters w ({8 * dim / 1e3:.1f} kB) and sums one "
+          f"{dim}-vector per shard. Its peak here was {d2['driver_rss']:.2f} GB with the scheduler in it, "
+          "independent of the data size (the data never passes through it).")
 
 
 def main():
@@ -408,7 +438,9 @@ def main():
             res = {mode: run_config(mode, spec_path, args.repeat) for mode in ("one", "1", "2")}
             report_size(n, res)
             shutil.rmtree(folder)
-        paper_estimate(sizes[-1], res)
+        probe = root / "probe"
+        probe.mkdir()
+        paper_estimate(sizes[-1], res, parse_cost(probe))
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print(f"\ntotal {time.perf_counter() - t0:.0f}s")
