@@ -8,17 +8,31 @@ For each size (10⁶ and 10⁷ candidates; 10⁵ and 10⁶ with ``--quick``) of 
 ``benchmarks/bench.py`` part c (1,000 candidates per query, 16 base functions, 5 % relevant, 10 % not
 retrieved), ``StructSVMRanker(C=1.0, features="bins", n_bins=50)`` is fitted
 
-* **one process**: no Dask; the shard files are read and concatenated, then ``fit`` (read timed apart);
+* **one process**: no Dask; the shards are built here (generated, or read from their files) and
+  concatenated (``read`` in the table, timed apart), then ``fit``;
 * **Dask, 1 worker** and **Dask, 2 workers**: a ``LocalCluster`` of single-threaded worker processes
-  (``processes=True``), the scheduler in the driver process, ``fit_shards(paths)``: every worker reads its
-  shard files itself, so the training set never passes through the driver.
+  (``processes=True``), the scheduler in the driver process, ``fit_shards(sources)``; every shard is built
+  on a worker, so the training set never passes through the driver.
 
-Where the data comes from: ``fit_shards`` takes svmlight file paths or in-memory array tuples. Arrays would
-put all 10⁷ × 16 values through the driver and into the task graph, so the shards are written once as
-svmlight files into a temp folder (timed apart, not part of any fit) and every configuration reads the same
-files. svmlight cannot say "not retrieved" (an absent feature is 0), so the synthetic NaNs become 0 — the
-data differ from bench.py's NaN data in that respect only; all three configurations see the same values
-(4 decimals, fixed-width lines written by numpy arithmetic: ``"+1.2345"``).
+Where the data comes from (``--source``). ``fit_shards`` takes svmlight file paths or ``(raw, labels,
+offsets)`` tuples. Arrays built on the driver would put all 10⁷ × 16 values through it and into the task
+graph. So:
+
+* ``workers`` (default): shard s is generated *on a worker* by ``bench.synthetic`` with seed 1000 + s, and
+  the source given to ``fit_shards`` is a tuple of three Dask futures (raw, labels, offsets of that
+  shard). ``client.submit`` resolves futures in a task's arguments, so ``fit_shards``'s array path takes them
+  unchanged — a use the ``fit_shards`` docstring does not mention. Generating is in the Dask fit times
+  (task kind ``gen_shard``) and in the one-process ``read`` column. The synthetic data keep their NaNs.
+  The original arrays stay referenced by these futures for the whole fit, next to ``usable_shard``'s copy,
+  so a worker holds the raw scores twice (a file shard is held once);
+* ``files``: the shards are written once as svmlight files into a temp folder (timed apart, in no fit; 4
+  decimals, fixed-width lines built by numpy arithmetic: ``"+1.2345"``) and every configuration reads the
+  same files (the workers themselves in ``fit_shards``). svmlight cannot say "not retrieved" (an absent
+  feature is 0), so the NaNs become 0. At 10⁷ the reading (30 µs per candidate measured on the loaded machine)
+  takes longer than the fit, which is why it is not the default. In both modes the paper estimate uses the
+  measured parse cost of one 100,000-line file for "load".
+
+Shards hold 100,000 candidates (100 queries), at least 4 per size, so that two workers share them.
 
 Every configuration runs in its own subprocess (so ``ru_maxrss`` is that fit's peak) with one BLAS/numba
 thread, after a warm-up fit on 4,000 candidates in the driver and in every worker (so numba's cached
@@ -413,7 +427,9 @@ def main():
           f"distributed {distributed.__version__}, {os.cpu_count()} cores, load average "
           f"{os.getloadavg()[0]:.1f}; best of {args.repeat} runs per configuration{' (quick)' if args.quick else ''}")
     print(f"fit: StructSVMRanker({', '.join(f'{k}={v!r}' for k, v in PARAMS.items())}); synthetic data of "
-          f"bench.py part c ({PER_QUERY} candidates/query, {N_FUNCS} functions), NaN written as 0 (svmlight)")
+          f"bench.py part c ({PER_QUERY} candidates/query, {N_FUNCS} functions); shards "
+          + ("generated on the workers (NaN kept)" if args.source == "workers" else
+             "read from svmlight files (NaN written as 0)"))
     t0 = time.perf_counter()
     root = Path(tempfile.mkdtemp(prefix="svmmap-dask-", dir=args.tmp))
     try:
