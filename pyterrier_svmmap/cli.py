@@ -20,6 +20,7 @@ COMMANDS = {
     "reproduce": "pyterrier_svmmap.reproduce.command",
     "learn": "pyterrier_svmmap.commands.learn",
     "classify": "pyterrier_svmmap.commands.classify",
+    "letor": "pyterrier_svmmap.commands.letor",
 }
 
 
