@@ -265,6 +265,7 @@ def run_config(mode: str, spec_path: Path, repeat: int) -> dict:
             print(f"  {mode}: failed: {tail}", flush=True)
             continue
         r = json.loads(lines[-1][len("RESULT "):])
+        print(f"  ({NAMES[mode]}, run {len(times) + 1}: {r['total']:.1f} s, {r['iters']} iterations)", flush=True)
         times.append(r["total"])
         if best is None or r["total"] < best["total"]:
             best = r
