@@ -339,6 +339,13 @@ def test_command_bad_input(letor_dir, capsys, args, expected):
     assert len(err.splitlines()) == 1 and err.startswith("svmmap letor: error: ") and expected in err
 
 
+def test_command_out_is_checked_first(letor_dir, tmp_path, capsys):
+    assert main(["letor", str(letor_dir), "--out", str(tmp_path)]) == 2
+    assert "is a directory" in capsys.readouterr().err
+    assert main(["letor", str(letor_dir), "--out", str(tmp_path / "no" / "r.json")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
 def test_command_missing_fold_file(letor_dir, tmp_path, capsys):
     d = copy_dir(letor_dir, tmp_path / "copy")
     (d / "Fold1" / "test.txt").unlink()

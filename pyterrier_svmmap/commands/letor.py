@@ -4,13 +4,14 @@ For each fold every learner trains on train.txt, chooses its hyper-parameters by
 and is scored on test.txt with LETOR 4.0's official evaluation (Eval-Score-4.0.pl): MAP and P@k with
 label >= REL relevant (--rel, default 1: ir_measures' AP(rel=1)), NDCG@k with gain 2^label - 1 (ranks 1-2
 undiscounted, NDCG@k = 0 for a query of fewer than k documents). Queries without a relevant document count 0
-in every mean. The table shows the fold averages and the training seconds (model selection included,
-reading the files excluded) of every learner, then each learner's MAP per fold.
+in every mean. The table shows the fold averages and the training seconds, wall clock and CPU time of the
+process (model selection included, reading the files excluded), of every learner, then each learner's MAP
+per fold.
 
 Learners: svm-map (raw features), svm-map-bins (50 bins), svm-map-auto, svm-roc, svm-ndcg@10, svm-acc2
 (C in 0.01 ... 1000), approx-ap, approx-ndcg, adarank, lambdamart, mcrank (LightGBM; skipped with a warning
 without it). The SVMs, ApproxAP and AdaRank train on label >= REL; LambdaMART, McRank and ApproxNDCG on the
-grades. See pyterrier_svmmap.letor for the grids.
+grades. The grids (every setting is trained; the best validation MAP is kept) are listed below.
 """
 from __future__ import annotations
 
@@ -32,7 +33,18 @@ def _folds(text: str) -> List[int]:
     return folds
 
 
+def _grids() -> str:
+    from ..letor import LEARNERS
+
+    def show(g: dict) -> str:
+        return ",".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in g.items())
+    return "learners and their grids:\n" + "\n".join(
+        f"  {name:<13} {learner.description}\n  {'':<13} grid: {' | '.join(show(g) for g in learner.grid)}"
+        for name, learner in LEARNERS.items())
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = _grids()
     parser.add_argument("directory", metavar="DIR", help="LETOR folder holding Fold1..FoldK/{train,vali,test}.txt")
     parser.add_argument("--learners", default="all", metavar="A,B,...",
                         help="comma-separated learners (default: all of them)")
@@ -63,6 +75,8 @@ def run(args: argparse.Namespace) -> int:
         parent = Path(args.out).resolve().parent
         if not parent.is_dir():
             raise UsageError(f"--out {args.out}: directory {parent} does not exist")
+        if Path(args.out).is_dir():
+            raise UsageError(f"--out {args.out} is a directory; give a file name")
     with _warnings_as_log():
         results = letor.run_letor(args.directory, names, rel=rel, folds=args.folds, warm_up=args.warm_up,
                                   threads=args.threads)
