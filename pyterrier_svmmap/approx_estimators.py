@@ -70,15 +70,19 @@ class _Approx(RankerEstimator):
         self.encoder_ = self.layout_.encoder
         kw = {}
         if valid is not None:
-            kw = dict(X_valid=self.layout_.transform(valid.raw, valid.offsets), labels_valid=valid.labels,
+            kw = dict(X_valid=self.layout_.transform(valid.raw, valid.offsets), labels_valid=self._labels(valid.labels),
                       offsets_valid=valid.offsets, n_relevant_valid=valid.n_relevant)
         self.ranker_ = approx.ApproxRanker(
             self.measure, self.alphas, self.betas if self.measure == "ap" else None, self.n_iter,
             self.learning_rate, track_error=self.track_error, max_entries=self.max_entries,
             random_state=self.random_state, verbose=self.verbose,
-        ).fit(self.layout_.transform(train.raw, train.offsets), train.labels, train.offsets,
+        ).fit(self.layout_.transform(train.raw, train.offsets), self._labels(train.labels), train.offsets,
               train.n_relevant, **kw)
         self._adopt()
+
+    def _labels(self, labels: np.ndarray) -> np.ndarray:
+        """ApproxAP's AP is binary: label ≥ 1 is relevant (the package's rule); ApproxNDCG keeps the grades."""
+        return (labels >= 1).astype(float) if self.measure == "ap" else labels
 
     def _adopt(self) -> None:
         for name in ("coef_", "alpha_", "beta_", "best_iteration_", "approx_error_", "search_results_"):
@@ -133,6 +137,13 @@ class _Peer(RankerEstimator):
 
     def _fit_arrays(self, train: Candidates, valid: Optional[Candidates]) -> None:
         self.ranker_ = self.ranker_class(**self.params)
+        if isinstance(self.ranker_, peers.AdaRankRanker) and self.ranker_.measure == "ap":
+            # AdaRank.MAP: binary relevance, label ≥ 1 (the package's rule)
+            train = Candidates(train.frame, train.raw, train.offsets, train.qids, (train.labels >= 1).astype(float),
+                               train.n_relevant)
+            if valid is not None:
+                valid = Candidates(valid.frame, valid.raw, valid.offsets, valid.qids,
+                                   (valid.labels >= 1).astype(float), valid.n_relevant)
         args = () if valid is None else (valid.raw, valid.labels, valid.offsets)
         if isinstance(self.ranker_, peers.AdaRankRanker):
             self.ranker_.fit(train.raw, train.labels, train.offsets, *(args or (None, None, None)),

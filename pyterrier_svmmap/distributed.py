@@ -83,10 +83,12 @@ def shard_summary(shard: Shard) -> dict:
                 query_ids=[str(q) for q in shard.query_ids])
 
 
-def usable_shard(shard: Shard, n_functions: int) -> Shard:
-    """The shard padded to ``n_functions`` columns (svmlight: an absent feature is 0) with only the queries
-    that can form constraints (a relevant and a non-relevant candidate)."""
+def usable_shard(shard: Shard, n_functions: int, rel: float = 1.0) -> Shard:
+    """The shard padded to ``n_functions`` columns (svmlight: an absent feature is 0), labels binarised at
+    ``rel`` (label ≥ rel is relevant), with only the queries that can form constraints (a relevant and a
+    non-relevant candidate)."""
     from .ranker import subset_queries, usable_queries
+    shard = Shard(shard.raw, (shard.labels >= rel).astype(float), shard.offsets, shard.query_ids)
     raw = shard.raw
     if raw.shape[1] < n_functions:
         raw = np.hstack([raw, np.zeros((len(raw), n_functions - raw.shape[1]))])
@@ -207,7 +209,7 @@ class ShardedData:
     ``sources`` are svmlight file paths (each read by a worker) or ``(raw, labels, offsets)`` tuples.
     """
 
-    def __init__(self, client, sources: Sequence[Union[str, Tuple]], retries: int = 3):
+    def __init__(self, client, sources: Sequence[Union[str, Tuple]], retries: int = 3, rel: float = 1.0):
         self.client = client
         self.retries = retries
         futures = []
@@ -228,7 +230,7 @@ class ShardedData:
                 seen.setdefault(q, i)
         self.n_queries_given = sum(s["n_queries"] for s in summaries)
         self.n_candidates_given = sum(s["n_candidates"] for s in summaries)
-        self.shards = [client.submit(usable_shard, f, self.n_functions, retries=retries) for f in futures]
+        self.shards = [client.submit(usable_shard, f, self.n_functions, rel, retries=retries) for f in futures]
         usable = self._gather([client.submit(shard_summary, f, retries=retries) for f in self.shards])
         self.n_queries = sum(s["n_queries"] for s in usable)
         self.n_candidates = sum(s["n_candidates"] for s in usable)

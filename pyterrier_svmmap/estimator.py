@@ -62,16 +62,17 @@ class RankerEstimator(pt.Estimator, pt.Artifact):
             raise ValueError("fit() needs train_qrels (columns qid, docno, label) to know the relevant candidates")
         if (valid_res is None) != (valid_qrels is None):
             raise ValueError("give both valid_res and valid_qrels, or neither")
-        train = candidates_from_frame(train_res, train_qrels, context=self)
+        rel = getattr(self, "rel", 1.0)                    # the relevance rule: label >= rel
+        train = candidates_from_frame(train_res, train_qrels, context=self, rel=rel)
         self.n_functions_ = train.raw.shape[1]
         names = train_res.attrs.get("feature_names")            # set by RunFeatures
         self.base_names_ = (list(names) if names and len(names) == self.n_functions_
                             else [f"f{i}" for i in range(self.n_functions_)])
         valid = None
         if valid_res is not None and len(valid_res):
-            valid = candidates_from_frame(valid_res, valid_qrels, n_functions=self.n_functions_, context=self)
+            valid = candidates_from_frame(valid_res, valid_qrels, n_functions=self.n_functions_, context=self, rel=rel)
         # the tie policy (pyterrier_svmmap.ties): equal scores ordered by the best training base function
-        self.tie_function_ = best_function(train.raw, train.labels, train.offsets)
+        self.tie_function_ = best_function(train.raw, (train.labels >= rel).astype(float), train.offsets)
         self._fit_arrays(train, valid)
         return self
 
@@ -191,6 +192,8 @@ class StructSVM(RankerEstimator):
         cv: folds of the cross-validation that chooses C when ``fit`` gets no validation data (by query,
             shuffled with ``random_state``); see :class:`~pyterrier_svmmap.ranker.StructSVMRanker`.
         random_state: seed of those folds.
+        rel: relevance threshold: a candidate is relevant when its qrels label ≥ ``rel`` (default 1, as
+            ir_measures' ``AP(rel=1)`` and LETOR's MAP); used for the loss, validation MAP and the relevant count.
         executor: ``None`` (train in this process), a ``dask.distributed.Client``, a scheduler address or
             ``"local"``: where the cutting-plane iterations run (:mod:`~pyterrier_svmmap.distributed`); the
             model is the same. ``queries_per_shard``: the shards' size on a cluster.
@@ -210,7 +213,7 @@ class StructSVM(RankerEstimator):
                  n_bins: int = 50, binning: str = "quantile", epsilon: float = 1e-3, max_iter: int = 1000,
                  verbose: bool = False, prior: Optional[str] = None, prior_scale: float = 1.0,
                  threshold_depth: Optional[int] = 200, cv: int = 5, random_state: Optional[int] = 0,
-                 executor=None, queries_per_shard: int = 1000):
+                 rel: float = 1.0, executor=None, queries_per_shard: int = 1000):
         self.C = C
         self.loss = loss
         self.loss_params = loss_params
@@ -224,6 +227,7 @@ class StructSVM(RankerEstimator):
         self.prior_scale = prior_scale
         self.cv = cv
         self.random_state = random_state
+        self.rel = rel
         self.verbose = verbose
         self.executor = executor
         self.queries_per_shard = queries_per_shard
@@ -281,8 +285,9 @@ class SVMMap(StructSVM):
                  n_bins: int = 50, binning: str = "quantile", epsilon: float = 1e-3, max_iter: int = 1000,
                  verbose: bool = False, loss="map", loss_params: Optional[dict] = None,
                  prior: Optional[str] = None, prior_scale: float = 1.0, threshold_depth: Optional[int] = 200,
-                 cv: int = 5, random_state: Optional[int] = 0, executor=None, queries_per_shard: int = 1000):
+                 cv: int = 5, random_state: Optional[int] = 0, rel: float = 1.0, executor=None,
+                 queries_per_shard: int = 1000):
         super().__init__(C=C, loss=loss, loss_params=loss_params, features=features, n_bins=n_bins,
                          binning=binning, epsilon=epsilon, max_iter=max_iter, verbose=verbose,
                          prior=prior, prior_scale=prior_scale, threshold_depth=threshold_depth, cv=cv,
-                         random_state=random_state, executor=executor, queries_per_shard=queries_per_shard)
+                         random_state=random_state, rel=rel, executor=executor, queries_per_shard=queries_per_shard)

@@ -77,12 +77,13 @@ def check_qrels(qrels: pd.DataFrame, context=None) -> pd.DataFrame:
 
 
 def candidates_from_frame(res: pd.DataFrame, qrels: Optional[pd.DataFrame] = None,
-                          n_functions: Optional[int] = None, context=None) -> Candidates:
+                          n_functions: Optional[int] = None, context=None, rel: float = 1.0) -> Candidates:
     """Validate a result frame with ``features`` and turn it into :class:`Candidates`.
 
     NaN features are legitimate (a base function missed the candidate); inf is an error. With
-    ``qrels``, labels are joined on (qid, docno), unjudged candidates get 0, and training queries
-    absent from the qrels are warned about.
+    ``qrels``, labels are joined on (qid, docno), unjudged candidates get 0, training queries absent from
+    the qrels are warned about, and ``n_relevant`` counts the qrels' documents with label ≥ ``rel`` (the
+    package's relevance rule, ir_measures' ``AP(rel=1)`` by default).
     """
     pt.validate.result_frame(res, extra_columns=["features"], context=context)
     res = res.reset_index(drop=True)
@@ -135,7 +136,7 @@ def candidates_from_frame(res: pd.DataFrame, qrels: Optional[pd.DataFrame] = Non
         judged = pd.Series(qrels["label"].to_numpy(), index=pd.MultiIndex.from_frame(qrels[["qid", "docno"]]))
         judged = judged[~judged.index.duplicated(keep="last")]
         cands.labels = judged.reindex(key).fillna(0.0).to_numpy()
-        rel_counts = qrels[qrels["label"] > 0].groupby("qid").size()
+        rel_counts = qrels[qrels["label"] >= rel].groupby("qid").size()
         cands.n_relevant = rel_counts.reindex(qids).fillna(0).to_numpy(dtype=float)
         absent = np.setdiff1d(qids, qrels["qid"].unique())
         if len(absent):

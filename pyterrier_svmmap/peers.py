@@ -74,8 +74,15 @@ def query_minmax(raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 
 def _int_labels(labels: np.ndarray) -> np.ndarray:
-    """Relevance grades as non-negative integers (negative judgements count as 0)."""
-    return np.clip(np.rint(np.asarray(labels, dtype=float)), 0, None).astype(int)
+    """Relevance grades as non-negative integers (negative judgements count as 0). The boosted learners use
+    graded labels as classes / gains, so a fractional label is an error, not silently rounded."""
+    labels = np.asarray(labels, dtype=float)
+    frac = labels != np.rint(labels)
+    if frac.any():
+        raise ValueError(f"{int(frac.sum())} labels are not whole numbers (e.g. {labels[frac][0]:g}); LambdaMART and "
+                         "McRank learn from integer relevance grades: round the qrels' labels, or binarise them "
+                         "(label >= 1 is relevant, the rule of the other learners)")
+    return np.clip(labels, 0, None).astype(int)
 
 
 def _check(raw, labels, offsets):

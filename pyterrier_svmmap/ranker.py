@@ -114,6 +114,9 @@ class StructSVMRanker:
             fold's training part), scikit-learn's ``*CV`` convention; then the whole path is trained on
             all training queries. Ignored when validation data is given or C is a single value.
         random_state: seed of the cross-validation folds.
+        rel: the relevance threshold: a candidate is relevant when its label ≥ ``rel`` (as ir_measures'
+            ``AP(rel=...)`` and LETOR's MAP with rel=1); graded labels are binarised with it for the losses
+            and validation MAP.
         verbose: a progress bar over the C grid.
         executor: where the cutting-plane iterations run: ``None`` (this process), a
             ``dask.distributed.Client``, a scheduler address, or ``"local"`` (a LocalCluster with a worker per
@@ -135,8 +138,8 @@ class StructSVMRanker:
                  loss_params: Optional[dict] = None, features: Union[str, Sequence[str]] = "bins",
                  n_bins: int = 50, binning: str = "quantile", threshold_depth: Optional[int] = 200,
                  epsilon: float = 1e-3, max_iter: int = 1000, prior: Optional[str] = None,
-                 prior_scale: float = 1.0, cv: int = 5, random_state: Optional[int] = 0, verbose: bool = False,
-                 executor=None, queries_per_shard: int = 1000):
+                 prior_scale: float = 1.0, cv: int = 5, random_state: Optional[int] = 0, rel: float = 1.0,
+                 verbose: bool = False, executor=None, queries_per_shard: int = 1000):
         self.C = C
         self.loss = loss
         self.loss_params = loss_params
@@ -150,6 +153,7 @@ class StructSVMRanker:
         self.prior_scale = prior_scale
         self.cv = cv
         self.random_state = random_state
+        self.rel = rel
         self.verbose = verbose
         self.executor = executor
         self.queries_per_shard = queries_per_shard
@@ -157,7 +161,7 @@ class StructSVMRanker:
 
     #: constructor parameters that change the model (``verbose`` does not)
     MODEL_PARAMS = ("C", "loss", "loss_params", "features", "n_bins", "binning", "threshold_depth", "epsilon",
-                    "max_iter", "prior", "prior_scale", "cv", "random_state")
+                    "max_iter", "prior", "prior_scale", "cv", "random_state", "rel")
 
     def _validate(self) -> None:
         c_grid(self.C)
@@ -181,9 +185,17 @@ class StructSVMRanker:
         if self.random_state is not None and (isinstance(self.random_state, bool)
                                               or not isinstance(self.random_state, (int, np.integer))):
             raise ValueError(f"random_state must be an integer or None, got {self.random_state!r}")
+        if isinstance(self.rel, bool) or not isinstance(self.rel, (int, float, np.integer, np.floating)) \
+                or not math.isfinite(self.rel) or self.rel <= 0:
+            raise ValueError(f"rel (the relevance threshold: label >= rel is relevant) must be a positive number, "
+                             f"got {self.rel!r}")
         if isinstance(self.queries_per_shard, bool) or not isinstance(self.queries_per_shard, (int, np.integer)) \
                 or self.queries_per_shard < 1:
             raise ValueError(f"queries_per_shard must be a positive integer, got {self.queries_per_shard!r}")
+
+    def relevant(self, labels: np.ndarray) -> np.ndarray:
+        """Labels as 1.0 (label ≥ ``rel``) and 0.0 — the package's relevance rule."""
+        return (np.asarray(labels, dtype=float) >= self.rel).astype(float)
 
     def _feature_options(self) -> List[Union[str, Sequence[str]]]:
         """The feature blocks to train: :data:`AUTO_FEATURES` for ``features="auto"``, else ``features``."""
@@ -236,6 +248,7 @@ class StructSVMRanker:
             from .distributed import split_into_shards
             return self.fit_shards(split_into_shards(raw, labels, offsets, self.queries_per_shard), valid=valid,
                                    base_names=base_names)
+        labels = self.relevant(labels)
         grid = c_grid(self.C)
         n_queries, n_candidates = len(offsets) - 1, len(raw)
         ok = usable_queries(labels, offsets)
@@ -283,7 +296,7 @@ class StructSVMRanker:
         client, owned = get_client(self.executor)
         t0 = time.perf_counter()
         try:
-            data = ShardedData(client, sources)
+            data = ShardedData(client, sources, rel=self.rel)
             _warn_skipped(data.n_queries_given - data.n_queries, data.n_queries_given)
             if data.n_queries == 0:
                 raise ValueError("no training query has both a relevant and a non-relevant candidate")
@@ -357,6 +370,7 @@ class StructSVMRanker:
         raw, labels, offsets = check_ranking_arrays(*valid[:3], what="validation")
         if labels is None:
             raise ValueError("validation needs labels")
+        labels = self.relevant(labels)
         if raw.shape[1] != self.n_functions_:
             raise ValueError(f"validation candidates have {raw.shape[1]} base functions, training ones {self.n_functions_}")
         n_rel = valid[3] if len(valid) >= 4 and valid[3] is not None else None

@@ -315,3 +315,40 @@ def test_a_two_dimensional_features_cell_is_rejected():
                         "features": [np.ones((2, 2)), np.ones((2, 2))]})
     with pytest.raises(ValueError, match=r"has shape \(2, 2\); each row needs a flat array"):
         candidates_from_frame(res)
+
+
+def test_one_relevance_rule_label_at_least_rel():
+    """Issue: fractional labels counted as relevant for the SVMs while LightGBM rounded them. The rule:
+    label >= rel (default 1, ir_measures' AP(rel=1)); graded learners refuse fractional grades."""
+    topics, runs, qrels = _synthetic_runs(np.random.default_rng(8))
+    res = RunFeatures(runs).transform(topics)
+    half = qrels.assign(label=0.5)
+    assert candidates_from_frame(res, half).n_relevant.sum() == 0
+    assert candidates_from_frame(res, half, rel=0.5).n_relevant.sum() == len(qrels)
+    tr, va = res[res.qid.astype(int) < 8], res[res.qid.astype(int) >= 8]
+    with pytest.raises(ValueError, match="no training query has both"):
+        SVMMap(C=1.0, n_bins=5).fit(tr, half)                             # nothing is relevant at rel=1
+    a = SVMMap(C=[0.1, 10.0], n_bins=5, rel=0.5).fit(tr, half, va, half)
+    b = SVMMap(C=[0.1, 10.0], n_bins=5).fit(tr, qrels, va, qrels)          # the same judgements as 1s
+    np.testing.assert_array_equal(a.coefs_, b.coefs_)
+    assert a.validation_ == b.validation_
+    graded = qrels.assign(label=np.where(np.arange(len(qrels)) % 2, 2, 1))  # grades 1 and 2: both relevant
+    c = SVMMap(C=[0.1, 10.0], n_bins=5).fit(tr, graded, va, graded)
+    np.testing.assert_array_equal(c.coefs_, b.coefs_)
+    judged = graded.rename(columns={"qid": "query_id", "docno": "doc_id", "label": "relevance"})
+    judged = judged[judged.query_id.isin(va.qid)]
+    for r in (1, 2):                   # validation MAP at rel=r is ir_measures' AP(rel=r) of what transform outputs
+        d = SVMMap(C=[0.1, 10.0], n_bins=5, rel=r).fit(tr, graded, va, graded)
+        out = d.transform(va).rename(columns={"qid": "query_id", "docno": "doc_id"})[["query_id", "doc_id", "score"]]
+        ap = ir_measures.calc_aggregate([ir_measures.AP(rel=r)], judged, out)[ir_measures.AP(rel=r)]
+        assert d.validation_[d.C_] == pytest.approx(ap, abs=1e-12)
+
+
+def test_boosted_learners_refuse_fractional_grades():
+    lightgbm = pytest.importorskip("lightgbm")
+    from pyterrier_svmmap import LambdaMART
+    topics, runs, qrels = _synthetic_runs(np.random.default_rng(9))
+    res = RunFeatures(runs).transform(topics)
+    with pytest.raises(ValueError, match="labels are not whole numbers .*LambdaMART and McRank"):
+        LambdaMART(n_estimators=5).fit(res, qrels.assign(label=0.5))
+    del lightgbm

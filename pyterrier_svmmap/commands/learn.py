@@ -19,8 +19,8 @@ log = logging.getLogger(__name__)
 DESCRIPTION = """\
 Train a ranking model on an svmlight/LETOR file (like svm_map_learn / svm_rank_learn).
 
-TRAIN holds lines "label qid:Q idx:val ... # comment" (label > 0 is relevant; a feature absent from a line
-is 0, as in svmlight), or is an index file listing such files. MODEL is a directory that svmmap classify,
+TRAIN holds lines "label qid:Q idx:val ... # comment" (label >= --rel, default 1, is relevant; a feature
+absent from a line is 0, as in svmlight), or is an index file listing such files. MODEL is a directory that svmmap classify,
 SVMMap.load and pt.Artifact.load read.
 
 The objective is OP 1 of Yue et al. (2007), the 1-slack structural SVM over the n training queries:
@@ -86,6 +86,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     grp.add_argument("--raw", action="store_true", help="features as they are (default)")
     grp.add_argument("--features", metavar="SPEC",
                      help="feature blocks: bins, raw, minmax, combinations like bins+raw, or auto (chosen with C)")
+    parser.add_argument("--rel", type=float, default=1.0, metavar="R",
+                        help="relevance threshold: label >= R is relevant (default 1, as ir_measures' AP(rel=1))")
     parser.add_argument("--n-bins", type=int, default=50, metavar="N", help="thresholds per feature for bins (default 50)")
     parser.add_argument("--valid", metavar="FILE", help="svmlight/LETOR validation file that chooses C (and --features auto)")
     parser.add_argument("--cv", type=int, default=5, metavar="K",
@@ -137,7 +139,8 @@ def run(args: argparse.Namespace) -> int:
     features, n_bins = _features(args)
     try:                                   # every parameter checked before any data is read
         ranker = StructSVMRanker(C=args.C if len(args.C) > 1 else args.C[0], loss=args.loss, features=features,
-                                 n_bins=n_bins, epsilon=args.epsilon, max_iter=args.max_iter, cv=args.cv)
+                                 n_bins=n_bins, epsilon=args.epsilon, max_iter=args.max_iter, cv=args.cv,
+                                 rel=args.rel)
         check_writable(args.model)
     except (ValueError, FileExistsError) as e:
         raise UsageError(str(e)) from None
@@ -150,19 +153,23 @@ def run(args: argparse.Namespace) -> int:
         if args.valid is None and (len(args.C) > 1 or features == "auto"):
             raise UsageError("on a cluster C (and --features auto) is chosen on --valid FILE: give it, or a single -c")
     t = time.perf_counter()
+    data = valid = None
+    if executor is None:                    # bad files raise SvmlightError (file:line) before any training
+        data = read_svmlight(files)
+        valid = read_svmlight(args.valid, n_features=data.n_features) if args.valid else None
+        log.info("read %d lines, %d queries, %d features from %s (%.1fs)", data.n_lines, len(data.query_ids),
+                 data.n_features, ", ".join(data.sources), time.perf_counter() - t)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             if executor is None:
-                data = read_svmlight(files)
-                valid = read_svmlight(args.valid, n_features=data.n_features) if args.valid else None
-                log.info("read %d lines, %d queries, %d features from %s (%.1fs)", data.n_lines, len(data.query_ids),
-                         data.n_features, ", ".join(data.sources), time.perf_counter() - t)
                 fit_ranking_data(ranker, data, valid)
             else:
                 fit_on_cluster(ranker, files, args.valid, executor)
         except ValueError as e:
-            raise UsageError(f"{files[0] if len(files) == 1 else ', '.join(map(str, files))}: {e}") from None
+            message = str(e)
+            raise UsageError(message if message.startswith(str(files[0])) else f"{', '.join(files)}: {message}") \
+                from None
         finally:
             if executor is not None:
                 cluster = getattr(executor, "cluster", None) if args.workers is not None else None
