@@ -192,12 +192,17 @@ def test_reproduce_end_to_end_on_vaswani_subset(tmp_path, monkeypatch, capsys):
         {"collection": str(coll), "trials": 2, "train": 4, "valid": 2, "seed": 0}
     assert res["n_queries"] == len(qids) and res["queries_left_out"] == 1
     names = [s["name"] for s in res["systems"]]
-    assert names[0] == "svm-map" and len(names) == 17 and len(set(names)) == 17
+    # svm-map, the base chosen per trial on its training and validation queries, 16 base functions
+    assert names[:2] == ["svm-map", "base-chosen-on-training"] and len(names) == 18 and len(set(names)) == 18
     bases = [s for s in res["systems"] if s["kind"] == "base"]
+    assert sum(res["chosen_bases"].values()) == 2 and set(res["chosen_bases"]) <= {s["name"] for s in bases}
+    assert res["protocol"] == "random"
+    splits = json.loads((out / "splits.json").read_text())["splits"]
+    assert [s["chosen_base"] in res["chosen_bases"] for s in splits] == [True, True]
     assert res["best_base"] == max(bases, key=lambda s: s["map"])["name"]
     for s in res["systems"]:
         assert set(s) >= {"name", "kind", "map", "ndcg_cut_10", "recip_rank_10", "wins", "losses", "p_value"}
-        assert s["kind"] in ("learned", "base")
+        assert s["kind"] in ("learned", "chosen", "base")
         assert 0.0 <= s["map"] <= 1.0 and 0.0 <= s["ndcg_cut_10"] <= 1.0 and 0.0 <= s["p_value"] <= 1.0
         assert s["wins"] + s["losses"] <= len(qids)
         assert ("fit_seconds" in s) == (s["kind"] == "learned")

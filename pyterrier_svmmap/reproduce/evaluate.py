@@ -11,9 +11,13 @@ MAP (etc.) is the mean over those queries. Against the reference system (``svm-m
 which the reference's averaged AP is higher, L = lower, and the two-sided Wilcoxon signed-rank p-value
 on the per-query averaged APs.
 
+The base function chosen per split on its training and validation queries (:func:`choose_bases`) is
+one more row, ``base-chosen-on-training`` (kind "chosen"), aggregated like a learned system.
+
 Checkpoints: with a :class:`TrialStore`, every (trial, learned system) result — per-query measures,
 fit seconds and, for the first trial, the model — is written atomically to ``OUT/trials/<key>.pkl``
-as soon as it is computed (in the worker process that computed it), keyed by everything that
+as soon as it is computed (by the worker process that computed it; with Dask, by the client as each
+trial's task finishes), keyed by everything that
 determines it: the caller's context (collection content, base runs, depth), the split, the system's
 name, its estimator's class and parameters, and the package version. A later run with the same inputs
 reuses them, so an interrupted ``svmmap reproduce`` resumes where it stopped, with the same results.
@@ -184,32 +188,76 @@ class _Trials:
         self.cand_groups = {q: np.asarray(ix) for q, ix in candidates.groupby("qid", sort=False).indices.items()}
         self.qrel_groups = {q: np.asarray(ix) for q, ix in qrels.groupby("qid", sort=False).indices.items()}
 
+    def __getstate__(self):
+        """What a Dask worker receives (``client.scatter``): the inputs, not the store (the client
+        writes the checkpoints) nor the evaluator and groups (rebuilt on arrival, once per worker)."""
+        return {"candidates": self.candidates, "qrels": self.qrels, "systems": self.systems,
+                "depth": self.depth}
+
+    def __setstate__(self, state):
+        self.__init__(state["candidates"], state["qrels"], state["systems"], state["depth"], None)
+
     def run(self, split, keep_models: bool) -> Tuple[List[pd.DataFrame], Dict[str, float], Dict[str, object]]:
-        """Fit every system on ``split``; (per-query rows, fit seconds, the models if ``keep_models``)."""
+        """Fit every system on ``split``; (per-query rows, fit seconds, the models if ``keep_models``).
+        With a store, a system with a checkpoint is not refitted and each fit is checkpointed at once."""
+        results = {}
+        todo = []
+        for name in self.systems:
+            done = self.load(split, name, keep_models)
+            if done is not None:
+                results[name] = done
+            else:
+                todo.append(name)
+        for name, (pq, sec, est) in self.compute(split, todo, keep_models, on_result=self.save).items():
+            results[name] = (pq, sec, est)
+        return self.assemble(split, results, keep_models)
+
+    def load(self, split, name: str, keep_models: bool) -> Optional[tuple]:
+        """``(per_query, fit_seconds, model or None)`` from the store's checkpoint, or None."""
+        if self.store is None:
+            return None
+        done = self.store.load(self.store.key(split, name, self.systems[name]()))
+        if done is None:
+            return None
+        logger.debug("trial %d %s: reused the checkpoint", split.trial, name)
+        return done["per_query"], done["fit_seconds"], done.get("model") if keep_models else None
+
+    def save(self, split, name: str, result: tuple, keep_models: bool) -> None:
+        """Checkpoint one ``(per_query, fit_seconds, model)`` (the model only if ``keep_models``)."""
+        if self.store is not None:
+            pq, sec, est = result
+            self.store.save(self.store.key(split, name, self.systems[name]()), pq, sec,
+                            est if keep_models else None)
+
+    def compute(self, split, names: Sequence[str], keep_models: bool, on_result: Optional[Callable] = None
+                ) -> Dict[str, tuple]:
+        """Fit the systems ``names`` on ``split``: ``{name: (per_query, fit_seconds, model or None)}``;
+        ``on_result(split, name, result, keep_models)`` is called after each fit (checkpointing)."""
+        if not names:
+            return {}
         test = list(split.test)
         tr, va, te = (_subset(self.candidates, self.cand_groups, split.train),
                       _subset(self.candidates, self.cand_groups, split.valid),
                       _subset(self.candidates, self.cand_groups, test))
         qtr = _subset(self.qrels, self.qrel_groups, split.train)
         qva = _subset(self.qrels, self.qrel_groups, split.valid)
+        out = {}
+        for name in names:
+            est = self.systems[name]()
+            pq, sec = self._fit_and_test(est, split, tr, qtr, va, qva, te, test)
+            out[name] = (pq, sec, est if keep_models else None)
+            if on_result is not None:
+                on_result(split, name, out[name], keep_models)
+            logger.debug("trial %d %s: fit %.2fs, test MAP %.4f", split.trial, name, sec, pq["map"].mean())
+        return out
+
+    def assemble(self, split, results: Dict[str, tuple], keep_models: bool):
+        """``run``'s return value from ``{name: (per_query, fit_seconds, model)}``, in system order."""
         rows, seconds, models = [], {}, {}
-        for name, factory in self.systems.items():
-            est = factory()
-            key = self.store.key(split, name, est) if self.store is not None else None
-            done = self.store.load(key) if key is not None else None
-            if done is not None:
-                pq, seconds[name] = done["per_query"], done["fit_seconds"]
-                if keep_models and done.get("model") is not None:
-                    models[name] = done["model"]
-                logger.debug("trial %d %s: reused the checkpoint", split.trial, name)
-            else:
-                pq, seconds[name] = self._fit_and_test(est, split, tr, qtr, va, qva, te, test)
-                if keep_models:
-                    models[name] = est
-                if key is not None:
-                    self.store.save(key, pq, seconds[name], est if keep_models else None)
-                logger.debug("trial %d %s: fit %.2fs, test MAP %.4f", split.trial, name, seconds[name],
-                             pq["map"].mean())
+        for name in self.systems:
+            pq, seconds[name], est = results[name]
+            if keep_models and est is not None:
+                models[name] = est
             rows.append(pq.reset_index().assign(system=name, kind="learned", trial=split.trial))
         return rows, seconds, models
 
@@ -264,16 +312,64 @@ def _run_in_worker(split, keep_models: bool):
         return _WORKER_TRIALS.run(split, keep_models)
 
 
+#: name of the row of the base function chosen per split on the split's non-test queries
+CHOSEN_BASE = "base-chosen-on-training"
+
+
+def choose_bases(base_pq: Dict[str, pd.DataFrame], splits) -> Dict[int, str]:
+    """Per split (by ``trial``): the base function whose MAP over the split's training *and*
+    validation queries — every judged query the learners were given — is highest; ties go to the
+    first in ``base_pq``'s order. This is the choice a user without a learner can make: its test
+    measures are the honest counterpart of the best base function in hindsight (chosen on the test
+    queries)."""
+    chosen = {}
+    for split in splits:
+        seen = list(split.train) + list(split.valid)
+        best, best_map = None, -np.inf
+        for name, pq in base_pq.items():
+            m = float(pq.loc[seen, "map"].mean())
+            if m > best_map:
+                best, best_map = name, m
+        chosen[split.trial] = best
+    return chosen
+
+
+def _base_rows(base_runs: Dict[str, pd.DataFrame], splits, evaluator: "Evaluator",
+               chosen: Optional[Dict[int, str]]) -> List[pd.DataFrame]:
+    """Per split, each base run's test rows and those of the base chosen on the split's training
+    and validation queries (:func:`choose_bases`; ``chosen`` receives ``{trial: name}``)."""
+    if not base_runs:
+        return []
+    all_qids = sorted({q for s in splits for q in (*s.train, *s.valid, *s.test)})
+    base_pq = {name: evaluator.per_query(run, all_qids) for name, run in base_runs.items()}
+    picks = choose_bases(base_pq, splits)
+    if chosen is not None:
+        chosen.update(picks)
+    rows: List[pd.DataFrame] = []
+    for split in splits:
+        test = list(split.test)
+        for name, pq in base_pq.items():
+            rows.append(pq.loc[test].reset_index().assign(system=name, kind="base", trial=split.trial))
+        rows.append(base_pq[picks[split.trial]].loc[test].reset_index().assign(
+            system=CHOSEN_BASE, kind="chosen", trial=split.trial))
+    return rows
+
+
 def run_trials(candidates: pd.DataFrame, qrels: pd.DataFrame, splits, systems: Dict[str, Callable],
                base_runs: Dict[str, pd.DataFrame], depth: Optional[int] = 1000,
                progress: bool = True, first_models: Optional[Dict[str, object]] = None, jobs: int = 1,
-               store: Optional[TrialStore] = None):
-    """Per-trial per-query measures of the learned ``systems`` and the ``base_runs``.
+               store: Optional[TrialStore] = None, client=None, chosen: Optional[Dict[int, str]] = None):
+    """Per-trial per-query measures of the learned ``systems``, the ``base_runs`` and the base run
+    chosen per split on its training and validation queries (:data:`CHOSEN_BASE`, kind "chosen").
 
     ``jobs`` > 1 runs that many trials at once in forked worker processes, each with its BLAS and
     OpenMP thread pools capped at cores // jobs (so the fit times are not inflated by oversubscribed
     cores); results do not depend on it.
-    ``first_models`` (a dict) receives each system's model of the first split.
+    ``client`` (a ``dask.distributed.Client``; ``jobs`` is then ignored) runs every trial as one Dask
+    task instead: the trials' inputs are scattered to every worker once, checkpoints are read and
+    written here (workers need no access to the store's folder), results as with ``jobs``.
+    ``first_models`` (a dict) receives each system's model of the first split; ``chosen`` (a dict)
+    receives ``{trial: chosen base function}``.
     ``store`` (a :class:`TrialStore`) checkpoints each (trial, system) result and reuses those already
     there; Ctrl-C raises :class:`TrialsInterrupted` (a KeyboardInterrupt) after stopping the workers.
 
@@ -285,23 +381,21 @@ def run_trials(candidates: pd.DataFrame, qrels: pd.DataFrame, splits, systems: D
     if depth is not None and depth < 1:
         raise ValueError(f"depth must be at least 1, got {depth}")
     trials = _Trials(candidates, qrels, systems, depth, store)
-    all_qids = sorted({q for s in splits for q in s.test})
-    base_pq = {name: trials.evaluator.per_query(run, all_qids) for name, run in base_runs.items()}
-    rows: List[pd.DataFrame] = []
-    for split in splits:
-        for name, pq in base_pq.items():
-            rows.append(pq.loc[list(split.test)].reset_index().assign(system=name, kind="base", trial=split.trial))
+    rows: List[pd.DataFrame] = _base_rows(base_runs, splits, trials.evaluator, chosen)
     fit_seconds: Dict[str, List[float]] = {n: [] for n in systems}
     if systems:
         keep = [first_models is not None and i == 0 for i in range(len(splits))]
         bar = dict(desc="trials", unit="trial", total=len(splits), disable=not progress)
         import multiprocessing
-        if jobs > 1 and "fork" not in multiprocessing.get_all_start_methods():
+        if client is None and jobs > 1 and "fork" not in multiprocessing.get_all_start_methods():
             logger.warning("jobs=%d needs the 'fork' start method, which this platform lacks: running the "
                            "trials one after another", jobs)
             jobs = 1
         try:
-            results = _execute(trials, splits, keep, jobs, bar)
+            if client is not None:
+                results = _execute_dask(trials, splits, keep, client, bar)
+            else:
+                results = _execute(trials, splits, keep, jobs, bar)
         except KeyboardInterrupt:
             raise TrialsInterrupted(store.finished(splits, systems) if store is not None else 0) from None
         for trial_rows, seconds, models in results:
@@ -310,7 +404,8 @@ def run_trials(candidates: pd.DataFrame, qrels: pd.DataFrame, splits, systems: D
                 fit_seconds[name].append(sec)
             if models:
                 first_models.update(models)
-    per_trial = pd.concat(rows, ignore_index=True)[["system", "kind", "trial", "qid", *MEASURES]]
+    columns = ["system", "kind", "trial", "qid", *MEASURES]
+    per_trial = pd.concat(rows, ignore_index=True)[columns] if rows else pd.DataFrame(columns=columns)
     return per_trial, fit_seconds
 
 
@@ -340,6 +435,87 @@ def _execute(trials: _Trials, splits, keep: List[bool], jobs: int, bar: dict) ->
         _WORKER_TRIALS = None
 
 
+DASK_HINT = "--workers/--scheduler need dask.distributed: pip install 'pyterrier-svmmap[dask]'"
+
+
+def dask_client(workers: Optional[int] = None, scheduler: Optional[str] = None):
+    """A ``dask.distributed.Client`` of a new LocalCluster of ``workers`` single-threaded worker
+    processes (no dashboard), or of the running cluster at ``scheduler``. ValueError (one line) without
+    dask.distributed (:data:`DASK_HINT`) or when the scheduler cannot be reached. The local workers
+    are started with SIGINT ignored (they inherit it), so that Ctrl-C reaches this process only, which
+    then cancels the pending trials."""
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise ValueError(DASK_HINT) from None
+    if scheduler:
+        try:
+            return Client(scheduler, timeout="20s")
+        except (OSError, TimeoutError) as e:
+            raise ValueError(f"cannot reach the Dask scheduler at {scheduler}: {e}") from None
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                               dashboard_address=None)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    return Client(cluster)
+
+
+def close_client(client) -> None:
+    """Close ``client`` and, if it started one, its LocalCluster."""
+    cluster = getattr(client, "cluster", None)
+    client.close()
+    if cluster is not None:
+        cluster.close()
+
+
+def _dask_trial(trials: _Trials, split, names: List[str], keep_models: bool) -> Dict[str, tuple]:
+    """A Dask task: fit the systems ``names`` on ``split`` (``trials`` is the scattered copy)."""
+    with _thread_limit(1):
+        return trials.compute(split, names, keep_models)
+
+
+def _execute_dask(trials: _Trials, splits, keep: List[bool], client, bar: dict) -> list:
+    """``trials.run`` of every split as Dask tasks on ``client``'s cluster, in split order.
+
+    Checkpointed (trial, system) results are loaded here; every split with systems left becomes one
+    task, whose results are checkpointed here as each task finishes. ``trials`` (candidates, qrels,
+    systems) is scattered to every worker once. Interrupted (Ctrl-C) or failed: the pending tasks are
+    cancelled and the exception propagates; finished tasks are already checkpointed."""
+    import pyterrier as pt
+    from dask.distributed import as_completed
+    found: List[Dict[str, tuple]] = []
+    todo: Dict[int, List[str]] = {}
+    for i, split in enumerate(splits):
+        found.append({})
+        for name in trials.systems:
+            done = trials.load(split, name, keep[i])
+            if done is not None:
+                found[i][name] = done
+            else:
+                todo.setdefault(i, []).append(name)
+    futures = {}
+    try:
+        with pt.tqdm(**bar) as progress:
+            progress.update(len(splits) - len(todo))
+            if todo:
+                shared = client.scatter(trials, broadcast=True, hash=False)
+                futures = {client.submit(_dask_trial, shared, splits[i], names, keep[i], pure=False): i
+                           for i, names in todo.items()}
+                for future in as_completed(list(futures)):
+                    i = futures[future]
+                    for name, result in future.result().items():
+                        trials.save(splits[i], name, result, keep[i])
+                        found[i][name] = result
+                    progress.update(1)
+    except BaseException:
+        if futures:
+            client.cancel(list(futures))
+        raise
+    return [trials.assemble(split, found[i], keep[i]) for i, split in enumerate(splits)]
+
+
 def per_query_means(per_trial: pd.DataFrame) -> pd.DataFrame:
     """Each (system, qid)'s measures averaged over the trials in which the query was tested."""
     return per_trial.groupby(["system", "qid"], sort=False)[list(MEASURES)].mean()
@@ -358,10 +534,15 @@ def compare(ref: pd.Series, other: pd.Series) -> dict:
     return {"wins": wins, "losses": losses, "p_value": p}
 
 
+#: the order of the kinds of systems in the summary (then by decreasing MAP within a kind)
+KIND_ORDER = {"learned": 0, "chosen": 1, "base": 2}
+
+
 def aggregate(per_trial: pd.DataFrame, reference: Optional[str], fit_seconds: Dict[str, List[float]]
               ) -> pd.DataFrame:
     """One row per system: kind, the measures' means over queries, W/L and p-value vs ``reference``
-    (0, 0, 1.0 for the reference itself or when there is none) and the median fit time."""
+    (0, 0, 1.0 for the reference itself or when there is none) and the median fit time (learned
+    systems); learned systems first, then the chosen base, then the base functions, each by MAP."""
     pq = per_query_means(per_trial)
     kinds = per_trial.drop_duplicates("system").set_index("system")["kind"]
     ref_ap = pq.loc[reference, "map"] if reference is not None else None
@@ -379,6 +560,6 @@ def aggregate(per_trial: pd.DataFrame, reference: Optional[str], fit_seconds: Di
             row["fit_seconds"] = float(np.median(secs))
         rows.append(row)
     out = pd.DataFrame(rows)
-    out["_learned"] = out["kind"] == "learned"
-    out = out.sort_values(["_learned", "map"], ascending=[False, False], kind="stable")
-    return out.drop(columns="_learned").reset_index(drop=True)
+    out["_order"] = out["kind"].map(KIND_ORDER).fillna(len(KIND_ORDER))
+    out = out.sort_values(["_order", "map"], ascending=[True, False], kind="stable")
+    return out.drop(columns="_order").reset_index(drop=True)

@@ -6,6 +6,11 @@
 * :func:`format_loss_table` — like Figure 9 of Chakrabarti et al. (2008): one row per training loss /
   learner, columns the test MAP, nDCG@10 and RR@10 (best of each column in bold);
 * :func:`tables_markdown` — the three in one Markdown document (``OUT/tables.md``).
+
+Systems are of three kinds: ``learned``; ``chosen`` — ``base-chosen-on-training``, per split the base
+function with the best MAP on the split's training and validation queries, a row of every table
+(the comparison a user without a learner can make); ``base`` — the base functions,
+whose best (in hindsight, on the test queries) is ``best_base`` in results.json.
 """
 from __future__ import annotations
 
@@ -23,9 +28,10 @@ def best_base(summary: pd.DataFrame) -> Optional[str]:
 
 
 def format_table(summary: pd.DataFrame, reference: Optional[str], title: str = "") -> str:
-    """Learned systems first, then base functions by decreasing MAP; W/L are the reference's wins
-    and losses (per query, averaged AP), ** marks p < 0.05 (two-sided Wilcoxon signed-rank)."""
-    s = pd.concat([summary[summary["kind"] == "learned"],
+    """Learned systems first, then the chosen base, then base functions by decreasing MAP; W/L are
+    the reference's wins and losses (per query, averaged AP), ** marks p < 0.05 (two-sided Wilcoxon
+    signed-rank)."""
+    s = pd.concat([summary[summary["kind"] == "learned"], summary[summary["kind"] == "chosen"],
                    summary[summary["kind"] == "base"].sort_values("map", ascending=False, kind="stable")])
     width = max([len("system")] + [len(n) for n in s["name"]])
     lines = []
@@ -45,7 +51,13 @@ def format_table(summary: pd.DataFrame, reference: Optional[str], title: str = "
     lines.append(f"W/L: queries where {reference} has the higher / lower AP (averaged over the trials "
                  "that tested the query); ** p < 0.05, two-sided Wilcoxon signed-rank."
                  if reference else "no learned reference system: W/L not computed.")
+    if (s["kind"] == "chosen").any():
+        lines.append(_CHOSEN_NOTE)
     return "\n".join(lines)
+
+
+_CHOSEN_NOTE = ("base-chosen-on-training: in each trial, the base function with the best MAP on its "
+                "training and validation queries, evaluated on its test queries.")
 
 
 def _wl(r, reference: Optional[str]) -> str:
@@ -55,7 +67,8 @@ def _wl(r, reference: Optional[str]) -> str:
 
 
 def _learned(summary: pd.DataFrame) -> pd.DataFrame:
-    return summary[summary["kind"] == "learned"].sort_values("map", ascending=False, kind="stable")
+    """The learned systems and the chosen base (the rows a learner is compared with), by MAP."""
+    return summary[summary["kind"].isin(["learned", "chosen"])].sort_values("map", ascending=False, kind="stable")
 
 
 def format_learner_table(summary: pd.DataFrame, reference: Optional[str], title: str = "") -> str:
@@ -74,6 +87,8 @@ def format_learner_table(summary: pd.DataFrame, reference: Optional[str], title:
     lines.append(f"W/L: queries where {reference} has the higher / lower AP than the learner (AP averaged "
                  "over the trials that tested the query); ** p < 0.05, two-sided Wilcoxon signed-rank; "
                  "fit s: median seconds per fit." if reference else "no reference system: W/L not computed.")
+    if (s["kind"] == "chosen").any():
+        lines.append(_CHOSEN_NOTE)
     return "\n".join(lines)
 
 
@@ -92,6 +107,8 @@ def format_loss_table(summary: pd.DataFrame, title: str = "") -> str:
         lines.append(f"{r['name']:<{width}}{cells}")
     lines.append("")
     lines.append("test measures of each learner; * the best of the column.")
+    if (s["kind"] == "chosen").any():
+        lines.append(_CHOSEN_NOTE)
     return "\n".join(lines)
 
 
@@ -114,8 +131,11 @@ def _clean(v):
     return v
 
 
-def results_dict(summary: pd.DataFrame, *, collection: str, trials: int, train: int, valid: int,
-                 seed: int, reference: Optional[str], extra: Optional[dict] = None) -> dict:
+def results_dict(summary: pd.DataFrame, *, collection: str, trials: int, train: Optional[int],
+                 valid: Optional[int], seed: int, reference: Optional[str], extra: Optional[dict] = None) -> dict:
+    """The summary as results.json's dict: the run's settings (``trials`` = number of splits; ``train``
+    and ``valid`` None for k-fold splits, whose sizes vary), ``best_base`` (best base function in
+    hindsight) and one entry per system (``fit_seconds`` for the learned ones)."""
     systems = []
     for _, r in summary.iterrows():
         d = {"name": str(r["name"]), "kind": str(r["kind"]), "map": float(r["map"]),
@@ -124,7 +144,8 @@ def results_dict(summary: pd.DataFrame, *, collection: str, trials: int, train: 
         if r["kind"] == "learned":
             d["fit_seconds"] = _clean(float(r["fit_seconds"]))
         systems.append(d)
-    out = {"collection": collection, "trials": int(trials), "train": int(train), "valid": int(valid),
+    out = {"collection": collection, "trials": int(trials), "train": None if train is None else int(train),
+           "valid": None if valid is None else int(valid),
            "seed": int(seed), "best_base": best_base(summary), "reference": reference,
            "systems": systems}
     if extra:
