@@ -214,23 +214,10 @@ class StructSVM(RankerEstimator):
                  verbose: bool = False, prior: Optional[str] = None, prior_scale: float = 1.0,
                  threshold_depth: Optional[int] = 200, cv: int = 5, random_state: Optional[int] = 0,
                  rel: float = 1.0, executor=None, queries_per_shard: int = 1000):
-        self.C = C
-        self.loss = loss
-        self.loss_params = loss_params
-        self.features = features
-        self.n_bins = n_bins
-        self.binning = binning
-        self.threshold_depth = threshold_depth
-        self.epsilon = epsilon
-        self.max_iter = max_iter
-        self.prior = prior
-        self.prior_scale = prior_scale
-        self.cv = cv
-        self.random_state = random_state
-        self.rel = rel
-        self.verbose = verbose
-        self.executor = executor
-        self.queries_per_shard = queries_per_shard
+        # the ranker's parameters, stored as given (scikit-learn's habit); StructSVMRanker documents them
+        for name, value in dict(locals()).items():
+            if name not in ("self", "__class__"):
+                setattr(self, name, value)
         self._ranker()                       # validates every parameter now (scikit-learn's habit)
 
     def _ranker(self) -> StructSVMRanker:
