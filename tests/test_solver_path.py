@@ -217,3 +217,28 @@ def test_path_with_a_prior_matches_cold_fits(inst):
     for r in res:
         ref = train_structural_svm(X, labels, offsets, make_slack_groups("map", r.C), epsilon=EPS, prior=w0)
         _close(r, ref, r.C * EPS)
+
+
+def test_drop_idle_keeps_active_constraints_and_a_consistent_gram_matrix():
+    """_WorkingSet.drop_idle removes only constraints with α = 0 idle ``after`` solves, and compacts
+    A, G = AAᵀ, b, groups, α and the idle counts together (capacity doubling on the way)."""
+    from pyterrier_svmmap.solver import _WorkingSet
+    rng = np.random.default_rng(0)
+    w0 = rng.normal(size=3)
+    ws = _WorkingSet(3, w0, capacity=2)
+    A, b = rng.normal(size=(5, 3)), rng.uniform(size=5)
+    for c in range(5):
+        ws.add(A[c], b[c], c % 2)
+    ws.alpha[:5] = [0.0, 0.5, 0.0, 0.2, 0.0]
+    ws.idle[:5] = [9, 9, 1, 0, 3]                    # constraint 1 is active although its count is high
+    assert ws.drop_idle(3) == 2                      # constraints 0 and 4
+    keep = [1, 2, 3]
+    assert ws.m == 3 and ws.n_dropped == 2
+    np.testing.assert_allclose(ws.A[:3], A[keep])
+    np.testing.assert_allclose(ws.G[:3, :3], A[keep] @ A[keep].T)
+    np.testing.assert_allclose(ws.b[:3], b[keep] - A[keep] @ w0)
+    np.testing.assert_array_equal(ws.grp[:3], [1, 0, 1])
+    np.testing.assert_array_equal(ws.alpha[:3], [0.5, 0.0, 0.2])
+    np.testing.assert_array_equal(ws.idle[:3], [9, 1, 0])
+    np.testing.assert_allclose(ws.v(), A[keep].T @ np.array([0.5, 0.0, 0.2]))
+    assert ws.drop_idle(3) == 0
