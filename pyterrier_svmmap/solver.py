@@ -224,10 +224,11 @@ def _active_set(G: np.ndarray, b: np.ndarray, group: np.ndarray, C: np.ndarray, 
         Ks, rhs = K * np.outer(d, d), d * np.concatenate([grad_P, np.zeros(n_groups)])
         y = _kkt_solve(Ks, rhs)
         resid = rhs - Ks @ y
-        if np.linalg.norm(resid) > 1e-9 * max(np.linalg.norm(rhs), 1e-300):
+        null = (d * resid)[:p]
+        if np.linalg.norm(resid) > 1e-9 * max(np.linalg.norm(rhs), 1e-300) and (null < 0).any():
             # singular face and g not in its range: a direction of zero curvature and ascent
             # (N&W §16.5, semidefinite case) — move along it until a variable hits 0
-            step, lam = (d * resid)[:p], None
+            step, lam = null, None
         else:
             step, lam = (d * y)[:p], (d * y)[p:]
         z = x[idx] + step
