@@ -147,7 +147,7 @@ def ndcg_counts(pos_scores: np.ndarray, neg_scores: np.ndarray, k: Optional[int]
 
 
 def _running_argmax(row: np.ndarray) -> np.ndarray:
-    """Index of the (first) maximum of row[:a + 1], for every a."""
+    """Index of the maximum of row[:a + 1], for every a (ties: the last column attaining it)."""
     idx = np.arange(len(row))
     best = np.maximum.accumulate(row)
     is_new = row >= best                     # positions where the running maximum is attained
