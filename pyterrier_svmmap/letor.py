@@ -416,6 +416,11 @@ class LetorResults:
     skipped: Dict[str, str] = field(default_factory=dict)
     parse_seconds: float = 0.0
 
+    @property
+    def complete(self) -> bool:
+        """Whether every learner has a result on every fold (False while :func:`run_letor` is running)."""
+        return all([r.fold for r in res] == self.folds for res in self.results.values())
+
     def mean(self, learner: str) -> Dict[str, float]:
         """The fold average of every measure, and ``seconds``, ``cpu_seconds``: the totals over the folds."""
         res = self.results[learner]
@@ -427,7 +432,7 @@ class LetorResults:
     def to_json(self) -> dict:
         """A JSON-serialisable dict: settings, per learner the means and every fold."""
         return {
-            "directory": self.directory, "rel": self.rel, "folds": self.folds,
+            "directory": self.directory, "rel": self.rel, "folds": self.folds, "complete": self.complete,
             "evaluation": "Eval-Score-4.0.pl semantics: MAP/P@k with label >= rel relevant, NDCG@k gain "
                           "2^label-1 (ranks 1-2 undiscounted, then 1/log2(rank)), NDCG@k = 0 for queries of fewer "
                           "than k documents, queries without a relevant document count 0 in every mean",
@@ -453,7 +458,8 @@ class LetorResults:
         lines.append(f"{'MAP per fold':<{w}}  " + "  ".join(f"{'Fold' + str(k):>6}" for k in self.folds))
         for n in names:
             by_fold = {r.fold: r for r in self.results[n]}
-            lines.append(f"{n:<{w}}  " + "  ".join(f"{by_fold[k].measures['MAP']:6.4f}" for k in self.folds))
+            lines.append(f"{n:<{w}}  " + "  ".join(f"{by_fold[k].measures['MAP']:6.4f}" if k in by_fold else f"{'-':>6}"
+                                                   for k in self.folds))
         first = next(iter(self.results.values()), None)
         if first:
             q = sum(r.n_test_queries for r in first)
@@ -503,11 +509,12 @@ def _warm_up(name: str, fold: Fold, rel: float, threads: int) -> None:
 
 def run_letor(directory: Union[str, Path], learners: Optional[Union[str, Sequence[str]]] = None, rel: float = 1,
               folds: Optional[Sequence[int]] = None, warm_up: bool = True, threads: int = 1,
-              progress: Optional[Callable[[FoldResult], None]] = None) -> LetorResults:
+              progress: Optional[Callable[[FoldResult, "LetorResults"], None]] = None) -> LetorResults:
     """The LETOR protocol (module docstring) on ``directory/Fold1..FoldK`` for ``learners`` (names of
     :data:`LEARNERS`, default all) with relevance threshold ``rel``; ``folds`` restricts the folds.
     LightGBM learners are skipped, with one warning, when LightGBM is not installed. ``threads``: LightGBM's
-    threads. ``progress`` is called with every :class:`FoldResult` as it is measured."""
+    threads. ``progress`` is called with every :class:`FoldResult` as it is measured and the results so far
+    (e.g. to save them: a long run interrupted keeps its finished folds)."""
     rel = check_rel(rel)
     names = learner_names(learners)
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
@@ -545,7 +552,7 @@ def run_letor(directory: Union[str, Path], learners: Optional[Union[str, Sequenc
                      res.measures["NDCG@10"], ", ".join(f"{a}={b:g}" if isinstance(b, float) else f"{a}={b}"
                                                         for a, b in res.chosen.items() if a != "validation"), seconds)
             if progress is not None:
-                progress(res)
+                progress(res, out)
     return out
 
 

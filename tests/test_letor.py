@@ -304,6 +304,7 @@ def test_command_table_and_json(letor_dir, tmp_path, capsys):
     text = capsys.readouterr().out
     data = json.loads(out.read_text())
     assert data["rel"] == 1 and data["folds"] == [1, 2] and list(data["learners"]) == ["svm-map", "adarank"]
+    assert data["complete"] is True
     lines = text.splitlines()
     assert lines[0].split() == ["learner", "MAP", "NDCG@10", "P@10", "NDCG@5", "P@5", "train", "s", "cpu", "s"]
     for name in ("svm-map", "adarank"):
@@ -316,6 +317,21 @@ def test_command_table_and_json(letor_dir, tmp_path, capsys):
         assert [f["chosen"]["validation"] for f in data["learners"][name]["folds"]]
     assert "MAP per fold" in text and "Fold1" in text and "Fold2" in text
     assert "relevant = label >= 1" in text
+
+
+def test_interrupted_run_keeps_finished_folds(letor_dir, tmp_path, monkeypatch):
+    out = tmp_path / "r.json"
+    real = letor.fit_learner
+
+    def fail_on_fold2(name, train, vali, *args, **kwargs):
+        if "Fold2" in train.source:
+            raise KeyboardInterrupt
+        return real(name, train, vali, *args, **kwargs)
+    monkeypatch.setattr(letor, "fit_learner", fail_on_fold2)
+    with pytest.raises(KeyboardInterrupt):
+        main(["letor", str(letor_dir), "--learners", "adarank", "--out", str(out), "--no-warm-up"])
+    data = json.loads(out.read_text())
+    assert data["complete"] is False and [f["fold"] for f in data["learners"]["adarank"]["folds"]] == [1]
 
 
 def test_command_folds_and_rel(letor_dir, tmp_path, capsys):

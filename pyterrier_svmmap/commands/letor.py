@@ -52,7 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="labels >= REL are relevant for MAP, P@k and the binary learners (default 1)")
     parser.add_argument("--folds", type=_folds, default=None, metavar="K,K,...",
                         help="only these folds (default: all)")
-    parser.add_argument("--out", metavar="FILE", help="write every fold's results as JSON to FILE")
+    parser.add_argument("--out", metavar="FILE",
+                        help="write every fold's results as JSON to FILE (rewritten after every fold, so an "
+                             "interrupted run keeps its finished folds; \"complete\" says whether all ran)")
     parser.add_argument("--threads", type=int, default=1, metavar="N", help="LightGBM threads (default 1)")
     parser.add_argument("--no-warm-up", dest="warm_up", action="store_false",
                         help="do not fit each learner once on a few queries before timing it")
@@ -77,9 +79,11 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--out {args.out}: directory {parent} does not exist")
         if Path(args.out).is_dir():
             raise UsageError(f"--out {args.out} is a directory; give a file name")
+    def save(_, so_far):
+        letor.write_json(so_far, args.out)
     with _warnings_as_log():
         results = letor.run_letor(args.directory, names, rel=rel, folds=args.folds, warm_up=args.warm_up,
-                                  threads=args.threads)
+                                  threads=args.threads, progress=save if args.out else None)
     print(results.table())
     sys.stdout.flush()
     if args.out:
