@@ -469,6 +469,10 @@ class LetorResults:
                          f"2^label - 1, NDCG@k = 0 for queries of < k documents; {z} of {q} test queries have no "
                          "relevant document and count 0. Seconds (wall clock; CPU of this process): training + model "
                          "selection on vali, all folds.")
+        for n in names:
+            done = len(self.results[n])
+            if done < len(self.folds):
+                lines.append(f"{n}: {done} of {len(self.folds)} folds only (run interrupted): its means are over those")
         for n, why in self.skipped.items():
             lines.append(f"{n}: skipped ({why})")
         return "\n".join(lines)

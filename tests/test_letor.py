@@ -332,6 +332,11 @@ def test_interrupted_run_keeps_finished_folds(letor_dir, tmp_path, monkeypatch):
         main(["letor", str(letor_dir), "--learners", "adarank", "--out", str(out), "--no-warm-up"])
     data = json.loads(out.read_text())
     assert data["complete"] is False and [f["fold"] for f in data["learners"]["adarank"]["folds"]] == [1]
+    partial = letor.LetorResults(data["directory"], data["rel"], data["folds"])
+    partial.results["adarank"] = [letor.FoldResult(**f) for f in data["learners"]["adarank"]["folds"]]
+    table = partial.table()
+    assert "adarank: 1 of 2 folds only" in table and table.splitlines()[-4].split()[1:] == [
+        f"{data['learners']['adarank']['folds'][0]['measures']['MAP']:.4f}", "-"]
 
 
 def test_command_folds_and_rel(letor_dir, tmp_path, capsys):
