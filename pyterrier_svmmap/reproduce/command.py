@@ -117,6 +117,12 @@ def check_arguments(args: argparse.Namespace) -> None:
     if dask and getattr(args, "jobs", None) is not None:
         raise ValueError("--jobs runs the trials in forked processes; with --workers or --scheduler the "
                          "Dask cluster runs them: give one of them")
+    if dask:
+        try:
+            import dask.distributed  # noqa: F401
+        except ImportError:
+            from .evaluate import DASK_HINT
+            raise ValueError(DASK_HINT) from None
     if getattr(args, "jobs", None) is None:
         args.jobs = min(2, os.cpu_count() or 1)
 

@@ -453,10 +453,13 @@ def dask_client(workers: Optional[int] = None, scheduler: Optional[str] = None):
             return Client(scheduler, timeout="20s")
         except (OSError, TimeoutError) as e:
             raise ValueError(f"cannot reach the Dask scheduler at {scheduler}: {e}") from None
+    import warnings
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                               dashboard_address=None)
+        with warnings.catch_warnings():     # another cluster's HTTP port: Dask takes a free one
+            warnings.filterwarnings("ignore", message="Port .* is already in use")
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                   dashboard_address=None)
     finally:
         signal.signal(signal.SIGINT, previous)
     return Client(cluster)
