@@ -35,8 +35,8 @@ from typing import Optional
 
 logger = logging.getLogger(__name__)
 
-#: the default run fits every learner of the papers (systems.PAPER_SYSTEMS; 31 minutes on 2 cores with
-#: --jobs 2, see the README); ``--systems svm-map`` is the paper's Table 6 alone, in about 2 minutes
+#: the default run fits every learner of the papers (systems.PAPER_SYSTEMS; about 40 minutes on 2 cores with
+#: --jobs 2, estimated, see the README); ``--systems svm-map`` is the paper's Table 6 alone, in a few minutes
 DEFAULT_SYSTEMS = "default"
 
 
