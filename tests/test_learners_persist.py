@@ -313,3 +313,28 @@ def test_model_file_names_a_foreign_class_fails(data, tmp_path):
     (tmp_path / "m" / "model.json").write_text(json.dumps(doc))
     with pytest.raises(ModelFormatError, match="not a pyterrier_svmmap class"):
         load_model(tmp_path / "m")
+
+
+def test_plot_leaves_the_users_matplotlib_backend_alone(data, tmp_path):
+    """Issue: model.plot() switched the user's backend (matplotlib.use("Agg") at import)."""
+    matplotlib = pytest.importorskip("matplotlib")
+    code = ("import matplotlib; matplotlib.use('svg'); from pyterrier_svmmap import plot; "
+            "import numpy as np; print(matplotlib.get_backend())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "svg"
+    model = _fit("svm-map", data)
+    before = matplotlib.get_backend()
+    model.plot(path=tmp_path / "p.png")
+    assert matplotlib.get_backend() == before and (tmp_path / "p.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("drop", ["n_bins", "features", "loss"])
+def test_format_2_file_missing_a_parameter_is_a_format_error(data, tmp_path, drop):
+    """Issue: model.json without params.n_bins ended in a KeyError traceback."""
+    model = _fit("svm-map", data)
+    _write_v2_model(model, tmp_path / "v2")
+    doc = json.loads((tmp_path / "v2" / "model.json").read_text())
+    del doc["params"][drop]
+    (tmp_path / "v2" / "model.json").write_text(json.dumps(doc))
+    with pytest.raises(ModelFormatError, match=f"incomplete: missing .*{drop}"):
+        load_model(tmp_path / "v2")
