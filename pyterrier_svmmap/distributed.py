@@ -93,6 +93,8 @@ def usable_shard(shard: Shard, n_functions: int, rel: float = 1.0) -> Shard:
     if raw.shape[1] < n_functions:
         raw = np.hstack([raw, np.zeros((len(raw), n_functions - raw.shape[1]))])
     ok = usable_queries(shard.labels, shard.offsets)
+    if ok.all():                                            # no copy of the scores when every query is usable
+        return Shard(raw, shard.labels, shard.offsets, shard.query_ids)
     raw, labels, offsets, _ = subset_queries(raw, shard.labels, shard.offsets, ok)
     return Shard(raw, labels, offsets, shard.query_ids[ok])
 

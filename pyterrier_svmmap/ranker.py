@@ -274,9 +274,10 @@ class StructSVMRanker:
                    base_names: Optional[Sequence[str]] = None) -> "StructSVMRanker":
         """Train on data that comes in shards, on the Dask cluster of ``executor`` (see
         :mod:`~pyterrier_svmmap.distributed`): ``sources`` are svmlight/LETOR file paths, each read by a worker
-        (the driver never holds the training set), or ``(raw, labels, offsets)`` tuples. A query's candidates
-        must all be in one shard. The model equals one process's fit on the concatenated shards (up to the
-        summation order of floating-point sums, ~1e-15 relative). Without ``executor``, the shards are read and
+        (the driver never holds the training set), or ``(raw, labels, offsets)`` tuples (of arrays, or of Dask
+        futures of arrays made on the workers). A query's candidates must all be in one shard. The model equals
+        one process's fit on the concatenated shards up to the summation order of floating-point sums (weights
+        within 1e-11 relative and the same iterations, measured at 10⁷ candidates). Without ``executor``, the shards are read and
         concatenated here and :meth:`fit` trains as usual. ``valid`` as in :meth:`fit` (held by the driver), or
         an svmlight file path (read here, as wide as the training shards); a grid of C (or ``features="auto"``)
         needs it, cross-validation is not distributed."""
