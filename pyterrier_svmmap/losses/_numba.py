@@ -121,3 +121,15 @@ def longest(offsets: np.ndarray) -> int:
 def as_int(value: Optional[int]) -> int:
     """A cutoff or window for the kernels: −1 stands for None (no cutoff / no window)."""
     return -1 if value is None else int(value)
+
+
+class CompiledBatch:
+    """Mixin of the losses with a compiled batch: ``batch_violation`` runs the loss's kernel
+    (``kernel_call(n_max)``) over all queries after one score sort, or, without numba, the loss's
+    ``batch_violation_fallback`` (its numpy or per-query reference path)."""
+
+    def batch_violation(self, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray):
+        call = self.kernel_call(longest(offsets))
+        if call is None:
+            return self.batch_violation_fallback(scores, labels, offsets)
+        return run_sorted(call, scores, labels, offsets)

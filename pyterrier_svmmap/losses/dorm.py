@@ -43,7 +43,7 @@ from .base import Loss, positions, sort_by_score
 from .ndcg import discount_table, discounts, ndcg_of_ranking
 
 
-class DORMLoss(Loss):
+class DORMLoss(_numba.CompiledBatch, Loss):
     """Δ = 1 − nDCG@k, Ψ = φ_dorm with A(r) = 1/sqrt(1 + r) truncated at ``window``; assignment argmax."""
 
     name = "dorm"
@@ -111,14 +111,10 @@ class DORMLoss(Loss):
         rest = idx[~placed]
         return np.concatenate([top, rest[np.argsort(-scores[rest], kind="stable")]])
 
-    def batch_violation(self, scores: np.ndarray, labels: np.ndarray,
-                        offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-        """:meth:`violation` for every query: compiled (:func:`._rank_jit.dorm_batch`, a DP over merges
-        of the two score-sorted classes) when numba is available, else the per-query assignment."""
-        call = self.kernel_call(_numba.longest(offsets))
-        if call is None:
-            return super().batch_violation(scores, labels, offsets)
-        return _numba.run_sorted(call, scores, labels, offsets)
+    def batch_violation_fallback(self, scores: np.ndarray, labels: np.ndarray,
+                                 offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """Without numba: the per-query loop over :meth:`violation` (the reference)."""
+        return Loss.batch_violation(self, scores, labels, offsets)
 
     def kernel_call(self, n_max: int) -> Optional[_numba.KernelCall]:
         """The compiled batch (:func:`._rank_jit.dorm_batch`) for queries of ≤ ``n_max`` candidates,

@@ -38,7 +38,7 @@ def reciprocal_rank(ranking: np.ndarray, labels: np.ndarray, k: Optional[int] = 
     return 0.0 if (k is not None and r >= k) else 1.0 / (1 + r)
 
 
-class MRRLoss(CutoffLoss):
+class MRRLoss(_numba.CompiledBatch, CutoffLoss):
     """Δ = 1 − RR@k, Ψ = φ_mrr (Chakrabarti et al. Eq. 5), exact argmax of their Figure 3."""
 
     name = "mrr"
@@ -95,14 +95,10 @@ class MRRLoss(CutoffLoss):
         coef[pos[-1]] = float(r)
         return float(self._delta_by_r(len(neg))[r]), coef
 
-    def batch_violation(self, scores: np.ndarray, labels: np.ndarray,
-                        offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-        """:meth:`violation` for all queries at once: compiled (:func:`._rank_jit.mrr_batch`) when
-        numba is available, else :meth:`batch_violation_numpy`."""
-        call = self.kernel_call(_numba.longest(offsets))
-        if call is None:
-            return self.batch_violation_numpy(scores, labels, offsets)
-        return _numba.run_sorted(call, scores, labels, offsets)
+    def batch_violation_fallback(self, scores: np.ndarray, labels: np.ndarray,
+                                 offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """Without numba: :meth:`batch_violation_numpy`."""
+        return self.batch_violation_numpy(scores, labels, offsets)
 
     def kernel_call(self, n_max: int) -> Optional[_numba.KernelCall]:
         """The compiled batch (:func:`._rank_jit.mrr_batch`), or None without numba."""

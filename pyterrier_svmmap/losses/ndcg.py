@@ -41,7 +41,7 @@ from typing import Optional, Tuple
 import numpy as np
 
 from . import _numba
-from .base import CutoffLoss, split_by_relevance
+from .base import CutoffLoss, Loss, split_by_relevance
 from .map import pairwise_psi_coef
 
 
@@ -154,7 +154,7 @@ def _running_argmax(row: np.ndarray) -> np.ndarray:
     return np.maximum.accumulate(np.where(is_new, idx, 0))
 
 
-class NDCGLoss(CutoffLoss):
+class NDCGLoss(_numba.CompiledBatch, CutoffLoss):
     """Δ = 1 − nDCG@k (binary gains; ``k=None``: no cutoff, SVM-NDCG-NC), pairwise Ψ, exact DP argmax."""
 
     name = "ndcg"
@@ -174,14 +174,10 @@ class NDCGLoss(CutoffLoss):
         counts, _ = ndcg_counts(scores[pos], scores[neg], self.k)
         return merge_by_counts(pos, neg, counts)
 
-    def batch_violation(self, scores: np.ndarray, labels: np.ndarray,
-                        offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-        """:meth:`violation` for every query: compiled (:func:`._rank_jit.ndcg_batch`) when numba is
-        available, else the per-query loop over :meth:`argmax`."""
-        call = self.kernel_call(_numba.longest(offsets))
-        if call is None:
-            return super().batch_violation(scores, labels, offsets)
-        return _numba.run_sorted(call, scores, labels, offsets)
+    def batch_violation_fallback(self, scores: np.ndarray, labels: np.ndarray,
+                                 offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """Without numba: the per-query loop over :meth:`violation` (the reference)."""
+        return Loss.batch_violation(self, scores, labels, offsets)
 
     def kernel_call(self, n_max: int) -> Optional[_numba.KernelCall]:
         """The compiled batch (:func:`._rank_jit.ndcg_batch`) for queries of ≤ ``n_max`` candidates,

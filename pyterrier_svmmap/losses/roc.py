@@ -46,7 +46,7 @@ def segment_exclusive_cumsum(x: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return exc - np.repeat(start, np.diff(offsets))
 
 
-class ROCLoss(Loss):
+class ROCLoss(_numba.CompiledBatch, Loss):
     """Δ = 1 − ROC area (pairwise misorderings), pairwise Ψ; exact O(n log n) argmax."""
 
     name = "roc"
@@ -80,14 +80,10 @@ class ROCLoss(Loss):
         coef[y_hat] = np.where(rel, norm * neg_above, -norm * pos_below)
         return float(neg_above[rel].sum()) / (n_pos * n_neg), coef
 
-    def batch_violation(self, scores: np.ndarray, labels: np.ndarray,
-                        offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-        """:meth:`violation` for all queries at once: compiled (:func:`._rank_jit.roc_batch`) when
-        numba is available, else :meth:`batch_violation_numpy`."""
-        call = self.kernel_call(_numba.longest(offsets))
-        if call is None:
-            return self.batch_violation_numpy(scores, labels, offsets)
-        return _numba.run_sorted(call, scores, labels, offsets)
+    def batch_violation_fallback(self, scores: np.ndarray, labels: np.ndarray,
+                                 offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """Without numba: :meth:`batch_violation_numpy`."""
+        return self.batch_violation_numpy(scores, labels, offsets)
 
     def kernel_call(self, n_max: int) -> Optional[_numba.KernelCall]:
         """The compiled batch (:func:`._rank_jit.roc_batch`), or None without numba."""
