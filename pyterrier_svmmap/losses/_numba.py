@@ -126,7 +126,11 @@ def as_int(value: Optional[int]) -> int:
 class CompiledBatch:
     """Mixin of the losses with a compiled batch: ``batch_violation`` runs the loss's kernel
     (``kernel_call(n_max)``) over all queries after one score sort, or, without numba, the loss's
-    ``batch_violation_fallback`` (its numpy or per-query reference path)."""
+    ``batch_violation_fallback`` (by default the per-query loop of :class:`~.base.Loss`, the reference;
+    a loss with a vectorised numpy path overrides it)."""
+
+    def batch_violation_fallback(self, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray):
+        return super().batch_violation(scores, labels, offsets)
 
     def batch_violation(self, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray):
         call = self.kernel_call(longest(offsets))

@@ -111,11 +111,6 @@ class DORMLoss(_numba.CompiledBatch, Loss):
         rest = idx[~placed]
         return np.concatenate([top, rest[np.argsort(-scores[rest], kind="stable")]])
 
-    def batch_violation_fallback(self, scores: np.ndarray, labels: np.ndarray,
-                                 offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-        """Without numba: the per-query loop over :meth:`violation` (the reference)."""
-        return Loss.batch_violation(self, scores, labels, offsets)
-
     def kernel_call(self, n_max: int) -> Optional[_numba.KernelCall]:
         """The compiled batch (:func:`._rank_jit.dorm_batch`) for queries of ≤ ``n_max`` candidates,
         or None without numba."""

@@ -41,7 +41,7 @@ from typing import Optional, Tuple
 import numpy as np
 
 from . import _numba
-from .base import CutoffLoss, Loss, split_by_relevance
+from .base import CutoffLoss, split_by_relevance
 from .map import pairwise_psi_coef
 
 
@@ -173,11 +173,6 @@ class NDCGLoss(_numba.CompiledBatch, CutoffLoss):
             return np.concatenate([pos, neg])
         counts, _ = ndcg_counts(scores[pos], scores[neg], self.k)
         return merge_by_counts(pos, neg, counts)
-
-    def batch_violation_fallback(self, scores: np.ndarray, labels: np.ndarray,
-                                 offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-        """Without numba: the per-query loop over :meth:`violation` (the reference)."""
-        return Loss.batch_violation(self, scores, labels, offsets)
 
     def kernel_call(self, n_max: int) -> Optional[_numba.KernelCall]:
         """The compiled batch (:func:`._rank_jit.ndcg_batch`) for queries of ≤ ``n_max`` candidates,
