@@ -35,6 +35,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from .features import top_of_queries
+from .solver import reduce_shard_sums, shard_sums
 from .ties import float_to_ordered, ordered_to_float
 
 log = logging.getLogger(__name__)
@@ -133,13 +134,9 @@ def shard_map_sums(shard: Shard) -> np.ndarray:
 
 
 def shard_violation(shard: Shard, X, w: np.ndarray, losses) -> List[Tuple[np.ndarray, float]]:
-    """Per slack group: (Σ_q Ψ coefficients as a vector, Σ_q Δ) of the most violated constraints at w."""
-    scores = X.dot(w)
-    out = []
-    for loss in losses:
-        deltas, coef = loss.batch_violation(scores, shard.labels, shard.offsets)
-        out.append((X.rdot(coef), float(deltas.sum())))
-    return out
+    """Per slack group: (Σ_q Ψ coefficients as a vector, Σ_q Δ) of the most violated constraints at w
+    (:func:`~pyterrier_svmmap.solver.shard_sums`, the same function a one-process fit runs per shard)."""
+    return shard_sums(X, shard.labels, shard.offsets, w, losses)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -305,15 +302,7 @@ class ShardOracle:
         parts = data._gather([client.submit(shard_violation, s, X, w_future, self.losses, pure=False,
                                             retries=data.retries)
                               for s, X in zip(data.shards, data.features)])
-        out = []
-        for k in range(self.n_groups):
-            a = parts[0][k][0].copy()
-            b = parts[0][k][1]
-            for p in parts[1:]:                              # fixed order: shard 0, 1, 2, ...
-                a += p[k][0]
-                b += p[k][1]
-            out.append((a / data.n_queries, b / data.n_queries))
-        return out
+        return reduce_shard_sums(parts, data.n_queries)                 # fixed order: shard 0, 1, 2, ...
 
 
 def _arrays(source) -> bool:

@@ -222,7 +222,8 @@ class StructSVMRanker:
 
     # -- training ---------------------------------------------------------------------------------
     def fit(self, raw, labels, offsets, n_relevant=None, valid: Optional[ValidSet] = None,
-            base_names: Optional[Sequence[str]] = None) -> "StructSVMRanker":
+            base_names: Optional[Sequence[str]] = None, *, shard_queries: Optional[Sequence[int]] = None
+            ) -> "StructSVMRanker":
         """Train on candidates grouped by query.
 
         Args:
@@ -237,6 +238,11 @@ class StructSVMRanker:
 
         Queries without a relevant or without a non-relevant candidate cannot form constraints: they are
         skipped with one warning that counts them. Returns self.
+
+        The cutting-plane sums are taken over shards of whole queries, in order, as a Dask cluster takes
+        them (:mod:`~pyterrier_svmmap.distributed`), so that this process and a cluster give the same model
+        bit for bit: shards of ``queries_per_shard`` queries, or ``shard_queries`` (keyword-only: the
+        number of queries of each shard, e.g. one per file; :meth:`fit_shards` passes it).
         """
         self._validate()
         raw, labels, offsets = check_ranking_arrays(raw, labels, offsets)
@@ -253,6 +259,7 @@ class StructSVMRanker:
         n_queries, n_candidates = len(offsets) - 1, len(raw)
         ok = usable_queries(labels, offsets)
         _warn_skipped(int((~ok).sum()), len(ok))
+        shards = _usable_shard_sizes(ok, shard_queries, self.queries_per_shard)
         raw, labels, offsets, _ = subset_queries(raw, labels, offsets, ok)
         self.n_functions_ = raw.shape[1]
         self.base_names_ = list(base_names) if base_names is not None else default_base_names(self.n_functions_)
@@ -262,7 +269,7 @@ class StructSVMRanker:
         if valid is None and len(grid) * len(options) > 1:
             cv_scores = self._cross_validate(raw, labels, offsets, n_relevant, ok, grid, options)
         self.tie_function_ = best_function(raw, labels, offsets)
-        trained = [self._train(raw, labels, offsets, grid, option) for option in options]
+        trained = [self._train(raw, labels, offsets, grid, option, shards) for option in options]
         self._select(grid, options, trained, valid, cv_scores)
         self.training_summary_ = dict(n_queries=int(ok.sum()), n_candidates=int(len(raw)),
                                       skipped_queries=int(n_queries - ok.sum()),
@@ -283,10 +290,10 @@ class StructSVMRanker:
         needs it, cross-validation is not distributed."""
         self._validate()
         if self.executor is None:
-            raw, labels, offsets = _concatenate_sources(sources)
+            raw, labels, offsets, sizes = _concatenate_sources(sources)
             if isinstance(valid, (str, bytes)) or hasattr(valid, "__fspath__"):
                 valid = _read_valid(valid, raw.shape[1])
-            return self.fit(raw, labels, offsets, valid=valid, base_names=base_names)
+            return self.fit(raw, labels, offsets, valid=valid, base_names=base_names, shard_queries=sizes)
         from .distributed import ShardedData, get_client
         grid = c_grid(self.C)
         options = self._feature_options()
@@ -336,7 +343,7 @@ class StructSVMRanker:
                 scores = [scorer(r.w) if scorer else float("nan") for r in results]
             for i, (C, res) in enumerate(zip(grid, results)):
                 entry = dict(features=_features_name(option), C=C, validation=float(scores[i]), n_iter=res.n_iter,
-                             converged=bool(res.converged), gap=float(res.duality_gap),
+                             oracle_calls=res.oracle_calls, converged=bool(res.converged), gap=float(res.duality_gap),
                              primal=float(res.history[-1]["primal"]), seconds=float(res.history[-1]["seconds"]))
                 if cv_scores is not None:
                     entry["cv_scores"] = [float(x) for x in cv_scores[:, o * len(grid) + i]]
@@ -384,9 +391,10 @@ class StructSVMRanker:
             return validation_map(ranked, labels, offsets, n_rel)
         return score
 
-    def _train(self, raw, labels, offsets, grid, features):
+    def _train(self, raw, labels, offsets, grid, features, shards: Optional[np.ndarray] = None):
         """Thresholds, φ (blocks ``features``) and the path of C on these (usable) training queries:
-        (layout, results, index of the prior's base function or None)."""
+        (layout, results, index of the prior's base function or None). ``shards``: queries per shard (the
+        sums' order, see :meth:`fit`); None or one shard: all queries at once."""
         layout = FeatureLayout.fit(raw, offsets, features, self.n_bins, self.binning, self.threshold_depth,
                                    bias=self.needs_bias, base_names=self.base_names_)
         w0, f = None, None
@@ -395,8 +403,18 @@ class StructSVMRanker:
             col = raw[:, f]
             span = float(np.nanmax(col) - np.nanmin(col)) if layout.blocks[0] == "raw" else 1.0
             w0 = layout.prior_weights(f, self.prior_scale, span)
-        results = solver.train_path(layout.transform(raw, offsets), labels, offsets, self._groups(1.0), grid,
-                                    epsilon=self.epsilon, max_iter=self.max_iter, prior=w0)
+        losses = [g.loss for g in self._groups(1.0)]
+        if shards is None or len(shards) <= 1:
+            oracle = solver.DataOracle(layout.transform(raw, offsets), labels, offsets, losses)
+        else:
+            parts = []
+            for lo, hi in zip(np.cumsum(shards) - shards, np.cumsum(shards)):      # φ built shard by shard
+                r_lo, r_hi = offsets[lo], offsets[hi]
+                off = offsets[lo:hi + 1] - r_lo
+                parts.append((layout.transform(raw[r_lo:r_hi], off), labels[r_lo:r_hi], off))
+            oracle = solver.DataOracle(None, None, None, losses, shards=parts)
+        results = solver.train_path(None, None, None, self._groups(1.0), grid, epsilon=self.epsilon,
+                                    max_iter=self.max_iter, prior=w0, oracle=oracle)
         return layout, results, f
 
     def _train_sharded(self, data, grid, features):
@@ -545,8 +563,24 @@ def _read_valid(path, n_functions: int) -> tuple:
     return v.grouped(v.features), v.grouped(v.labels), v.offsets, None, v.grouped(v.docids)
 
 
-def _concatenate_sources(sources) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Shards (svmlight paths or (raw, labels, offsets) tuples) as one set of arrays, in order."""
+def _usable_shard_sizes(ok: np.ndarray, shard_queries: Optional[Sequence[int]], queries_per_shard: int
+                        ) -> np.ndarray:
+    """Usable queries per shard (shards without any dropped), from the given queries per shard
+    (``shard_queries``, or blocks of ``queries_per_shard``): the shards a cluster would form and filter."""
+    n = len(ok)
+    sizes = (np.asarray(shard_queries, dtype=np.int64) if shard_queries is not None
+             else np.diff(np.r_[np.arange(0, n, queries_per_shard), n]).astype(np.int64))
+    if sizes.sum() != n or (sizes < 0).any():
+        raise ValueError(f"shard_queries must be non-negative and sum to the {n} queries, got {list(sizes)}")
+    cum = np.r_[0, np.cumsum(ok, dtype=np.int64)]
+    ends = np.cumsum(sizes)
+    usable = cum[ends] - cum[ends - sizes]
+    return usable[usable > 0]
+
+
+def _concatenate_sources(sources) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Shards (svmlight paths or (raw, labels, offsets) tuples) as one set of arrays, in order, and the
+    number of queries of each shard."""
     from .distributed import shard_from_arrays, shard_from_svmlight
     shards = [shard_from_svmlight(str(s)) if isinstance(s, (str, bytes)) or hasattr(s, "__fspath__")
               else shard_from_arrays(*s) for s in sources]
@@ -556,7 +590,8 @@ def _concatenate_sources(sources) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     raw = np.vstack([np.hstack([sh.raw, np.zeros((len(sh.raw), F - sh.raw.shape[1]))]) for sh in shards])
     labels = np.concatenate([sh.labels for sh in shards])
     sizes = np.concatenate([np.diff(sh.offsets) for sh in shards])
-    return raw, labels, np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    return (raw, labels, np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+            np.array([sh.n_queries for sh in shards], dtype=np.int64))
 
 
 def best_function(raw: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> int:

@@ -96,10 +96,25 @@ class RankingData:
     offsets: np.ndarray
     query_ids: np.ndarray
     sources: List[str]
+    #: lines read from each of ``sources`` (None: not recorded)
+    source_lines: Optional[List[int]] = None
 
     @property
     def n_lines(self) -> int:
         return len(self.labels)
+
+    def queries_per_source(self) -> Optional[np.ndarray]:
+        """How many of the grouped queries each source holds, when every query's lines are in one source
+        (the shards a cluster would make of the files); None otherwise or when not recorded."""
+        if self.source_lines is None or len(self.source_lines) < 2:
+            return None
+        if len(self.offsets) < 2:
+            return None
+        source = np.repeat(np.arange(len(self.source_lines)), self.source_lines)[self.order]
+        first = np.minimum.reduceat(source, self.offsets[:-1])
+        if (first != np.maximum.reduceat(source, self.offsets[:-1])).any():
+            return None
+        return np.bincount(first, minlength=len(self.source_lines))
 
     @property
     def n_features(self) -> int:
@@ -431,7 +446,8 @@ def read_svmlight(paths: Union[str, Path, Sequence[Union[str, Path]]],
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     query_ids = uniq[np.argsort(rank_of_query)]
     return RankingData(features=features, labels=labels, qids=qids, comments=comments, docids=docids,
-                       order=order, offsets=offsets, query_ids=query_ids, sources=[str(f) for f in files])
+                       order=order, offsets=offsets, query_ids=query_ids, sources=[str(f) for f in files],
+                       source_lines=[len(p[0]) for p in parts])
 
 
 def _docid(comment: str, line_no: int) -> str:

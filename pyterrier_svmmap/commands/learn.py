@@ -242,7 +242,8 @@ def fit_ranking_data(ranker, data, valid=None):
     valid_arrays = None if valid is None else (valid.grouped(valid.features), valid.grouped(valid.labels),
                                                valid.offsets, None, valid.grouped(valid.docids))
     ranker.fit(data.grouped(data.features), data.grouped(data.labels), data.offsets, valid=valid_arrays,
-               base_names=default_base_names(data.n_features, start=1))
+               base_names=default_base_names(data.n_features, start=1),
+               shard_queries=data.queries_per_source())        # one shard a file, as on a cluster
     ranker.training_summary_["source"] = ", ".join(data.sources)
     return ranker
 
