@@ -24,6 +24,17 @@ first-stage run is used. The (m × n) pair matrices are built in row chunks of a
 ``max_entries`` cells, which bounds memory on re-ranking depths of thousands (chunks are recomputed
 for the backward pass when there is more than one).
 
+Speed. With numba installed (extra ``speed``) the training loop uses the compiled kernels of
+:mod:`._approx_jit` (:func:`jit`): per query, ÂP / N̂DCG and their gradient as loops over the m × n
+pairs with one exponential per candidate (σ(−α(s_x − s_y)) = 1 / (1 + e^{α(s_x − c)} e^{α(c − s_y)}),
+memory O(m + n), ``max_entries`` unused), and the exact AP / NDCG@n of model selection from the ranks of
+the relevant candidates alone, bit-identical to :mod:`.measures`. The numpy functions of this module
+are the fallback (``PYTERRIER_SVMMAP_NO_NUMBA=1``) and the reference of ``tests/test_approx_fast.py``:
+per-query values agree to ~1e-14 and gradients to ~1e-11 relative. Whole fits on dense (float32)
+features came out identical; on binned features at large α, Algorithm 1 amplifies rounding-level
+differences by ~10³ per pass (the numpy path's own ``max_entries`` chunking does the same), so
+fast and numpy fits there agree only for the first passes.
+
 Numerics: logistic functions via ``scipy.special.expit`` (no overflow for any α·s); π̂ ≥ 1 so
 1/π̂ and 1/log2(1 + π̂) are bounded. Very large α·|s_xy| saturates σ and the gradient vanishes,
 which is the paper's trade-off between tightness (Theorem 3-5) and smoothness.
@@ -31,6 +42,7 @@ which is the paper's trade-off between tightness (Theorem 3-5) and smoothness.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from itertools import product
@@ -53,6 +65,28 @@ AP_BETAS: Tuple[float, ...] = (1.0, 10.0, 20.0, 50.0, 100.0)
 NDCG_ALPHAS: Tuple[float, ...] = (10.0, 20.0, 50.0, 100.0, 150.0, 200.0, 250.0, 300.0)
 
 DEFAULT_MAX_ENTRIES = 1 << 22   # cells of one pair-matrix chunk (32 MiB of float64)
+
+#: the loaded kernels module (False: unavailable); filled on first use
+_LOADED: dict = {}
+
+
+def jit():
+    """The compiled per-query kernels :mod:`._approx_jit`, or None when numba is missing or disabled
+    with ``PYTERRIER_SVMMAP_NO_NUMBA=1`` (then :class:`ApproxRanker` uses :func:`approx_ap_query` /
+    :func:`approx_ndcg_query`, the numpy reference). Look it up at call time (``approx.jit()``), as
+    :func:`.losses._numba.kernels`, so that the switch and the tests' monkeypatching work."""
+    if "approx" not in _LOADED:
+        mod = False
+        if os.environ.get("PYTERRIER_SVMMAP_NO_NUMBA"):
+            log.debug("numba disabled by PYTERRIER_SVMMAP_NO_NUMBA: ApproxAP/ApproxNDCG use numpy")
+        else:
+            try:
+                from . import _approx_jit as mod
+            except ImportError:                                  # numba not installed
+                log.debug("numba not available: ApproxAP/ApproxNDCG use numpy")
+                mod = False
+        _LOADED["approx"] = mod
+    return _LOADED["approx"] or None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -248,6 +282,7 @@ def approx_ndcg(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray, alp
 # Algorithm 1 with model selection over the T models and the (α, β) grid
 # ---------------------------------------------------------------------------------------------
 MEASURES = ("ap", "ndcg")
+_EMPTY = np.empty(0)
 
 
 class _Dense32:
@@ -302,6 +337,8 @@ class _QuerySet:
     n_relevant: Optional[np.ndarray]
     idcg: np.ndarray
     parts: List[FeatureMatrix] = field(default_factory=list)
+    rel: List[np.ndarray] = field(default_factory=list)      # per query: relevant candidates (local)
+    rel_gains: List[np.ndarray] = field(default_factory=list)  # per query: their gains 2^r − 1
 
     @classmethod
     def build(cls, X: FeatureMatrix, labels, offsets, n_relevant, split: bool) -> "_QuerySet":
@@ -315,16 +352,45 @@ class _QuerySet:
         qs.X = _single_precision(X)
         if split:
             qs.parts = [qs.X.take(np.arange(lo, hi)) for lo, hi in zip(offsets[:-1], offsets[1:])]
+        g = gains(labels)
+        for lo, hi in zip(offsets[:-1], offsets[1:]):
+            r = np.flatnonzero(labels[lo:hi] > 0).astype(np.int64)
+            qs.rel.append(r)
+            qs.rel_gains.append(np.ascontiguousarray(g[lo:hi][r]))
+        # the same, flat, for the compiled exact measures
+        qs._rel_flat = np.concatenate(qs.rel + [np.zeros(0, np.int64)])
+        qs._rel_offsets = np.r_[0, np.cumsum([len(r) for r in qs.rel])].astype(np.int64)
+        qs._rel_gains_flat = np.concatenate(qs.rel_gains + [np.zeros(0)])
+        qs._ap_n_rel = np.array([qs.n_rel(q) for q in range(qs.n_queries)], dtype=float)
+        longest = int(np.diff(offsets).max()) if len(offsets) > 1 else 0
+        qs._disc = 1.0 / np.log2(np.arange(1, longest + 1) + 1)       # as measures.dcg_at computes it
         return qs
+
+    def n_rel(self, q: int) -> float:
+        """|D+| of query q: ``n_relevant`` if given, else its relevant candidates."""
+        return float(len(self.rel[q]) if self.n_relevant is None else self.n_relevant[q])
 
     @property
     def n_queries(self) -> int:
         return len(self.offsets) - 1
 
     def exact(self, measure: str, scores: np.ndarray) -> np.ndarray:
+        """Exact AP or NDCG@n per query (ties by candidate order): :func:`.measures.average_precision`
+        / :func:`ndcg`, or bit for bit the same from the compiled kernels, which rank only the
+        relevant candidates (O(m·n) comparisons per query instead of sorting all candidates)."""
+        k = jit()
+        if k is None or not np.all(np.isfinite(scores)):
+            if measure == "ap":
+                return average_precision(scores, self.labels, self.offsets, self.n_relevant)
+            return ndcg(scores, self.labels, self.offsets, idcg=self.idcg)
+        scores = np.ascontiguousarray(scores, dtype=np.float64)
+        out = np.zeros(self.n_queries)
         if measure == "ap":
-            return average_precision(scores, self.labels, self.offsets, self.n_relevant)
-        return ndcg(scores, self.labels, self.offsets, idcg=self.idcg)
+            k.exact_ap(scores, self.offsets, self._rel_flat, self._rel_offsets, self._ap_n_rel, out)
+            return out
+        k.exact_dcg(scores, self.offsets, self._rel_flat, self._rel_offsets, self._rel_gains_flat,
+                    self._disc, out)
+        return np.divide(out, self.idcg, out=np.zeros(len(out)), where=self.idcg > 0)
 
 
 class ApproxRanker:
@@ -376,16 +442,37 @@ class ApproxRanker:
         return [(float(a), float("nan")) for a in alphas]
 
     # -- per-query objective ---------------------------------------------------------------------
-    def _query(self, s, labels, alpha, beta, n_rel, idcg, grad):
+    def _query(self, qs: _QuerySet, q: int, s: np.ndarray, alpha: float, beta: float,
+               grad: bool) -> Tuple[float, Optional[np.ndarray]]:
+        """(M̂, ∂M̂/∂s) of query q of ``qs`` at scores ``s``: the compiled kernel (:func:`jit`; memory
+        O(n), ``max_entries`` does not apply) or the numpy reference."""
+        k = jit()
+        if k is None:
+            o = qs.offsets
+            labels = qs.labels[o[q]:o[q + 1]]
+            if self.measure == "ap":
+                n_rel = None if qs.n_relevant is None else qs.n_relevant[q]
+                return approx_ap_query(s, labels, alpha, beta, n_rel, grad, self.max_entries)
+            return approx_ndcg_query(s, labels, alpha, qs.idcg[q], grad, self.max_entries)
+        rel = qs.rel[q]
+        s = np.ascontiguousarray(s, dtype=np.float64)
+        out = np.empty(len(s)) if grad else _EMPTY
         if self.measure == "ap":
-            return approx_ap_query(s, labels, alpha, beta, n_rel, grad, self.max_entries)
-        return approx_ndcg_query(s, labels, alpha, idcg, grad, self.max_entries)
+            n_rel = qs.n_rel(q)
+            if len(rel) == 0 or n_rel <= 0:
+                return 0.0, (np.zeros(len(s)) if grad else None)
+            value = k.ap_query(s, rel, float(alpha), float(beta), n_rel, grad, out)
+        else:
+            idcg = float(qs.idcg[q])
+            if len(rel) == 0 or idcg <= 0:
+                return 0.0, (np.zeros(len(s)) if grad else None)
+            value = k.ndcg_query(s, rel, qs.rel_gains[q], float(alpha), idcg, grad, out)
+        return float(value), (out if grad else None)
 
     def _approx_all(self, qs: _QuerySet, scores, alpha, beta) -> np.ndarray:
         o = qs.offsets
-        return np.array([self._query(scores[o[q]:o[q + 1]], qs.labels[o[q]:o[q + 1]], alpha, beta,
-                                     None if qs.n_relevant is None else qs.n_relevant[q],
-                                     qs.idcg[q], False)[0] for q in range(qs.n_queries)])
+        return np.array([self._query(qs, q, scores[o[q]:o[q + 1]], alpha, beta, False)[0]
+                         for q in range(qs.n_queries)])
 
     # -- training --------------------------------------------------------------------------------
     def fit(self, X: FeatureMatrix, labels: np.ndarray, offsets: np.ndarray,
@@ -435,13 +522,12 @@ class ApproxRanker:
         """Algorithm 1 for one (α, β): the T models, and the curves needed to choose among them."""
         t0 = time.perf_counter()
         rng = np.random.default_rng(self.random_state)
-        T, eta, o = int(self.n_iter), float(self.learning_rate), train.offsets
+        T, eta = int(self.n_iter), float(self.learning_rate)
         w = w0.copy()
         path = np.empty((T, len(w)))
         rho = np.full(T, np.nan)
         train_score = np.full(T, np.nan)
         valid_score = np.empty(T)
-        n_rel = train.n_relevant
         iterations = range(T)
         if self.verbose:
             import pyterrier as pt
@@ -449,8 +535,7 @@ class ApproxRanker:
         for t in iterations:
             for q in rng.permutation(active):
                 Xq = train.parts[q]
-                _, gs = self._query(Xq.dot(w), train.labels[o[q]:o[q + 1]], alpha, beta,
-                                    None if n_rel is None else n_rel[q], train.idcg[q], True)
+                _, gs = self._query(train, q, Xq.dot(w), alpha, beta, True)
                 w += eta * Xq.rdot(gs)                         # Algorithm 1, line 11
             path[t] = w
             if not np.all(np.isfinite(w)):
