@@ -27,10 +27,14 @@ Three kinds of blocks can make up φ, alone or together (``FeatureEncoder(featur
 """
 from __future__ import annotations
 
+import logging
+import os
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
+
+log = logging.getLogger(__name__)
 
 BINNINGS = ("quantile", "minmax", "percentile")
 BLOCKS = ("bins", "raw", "minmax")
@@ -118,36 +122,132 @@ class BinnedBlock:
 
     ``codes[d, f]`` ∈ 0..T is the number of thresholds of f that candidate d's score exceeds; the
     block has F·T dimensions, ordered function by function, threshold by threshold (ascending).
+    Codes are stored in the smallest unsigned type that holds 0..T (uint8 for T ≤ 255, else uint16 or
+    uint32); a code outside 0..T is a ValueError.
+
+    Φw and Φᵀc run compiled kernels (:mod:`._features_jit`) when numba is available and not disabled
+    (:func:`kernels`); the numpy code (:meth:`dot_numpy`, :meth:`rdot_numpy`) is the fallback and the
+    reference, and the kernels add in its order, so both paths give the same bits.
     """
 
     def __init__(self, codes: np.ndarray, n_thresholds: int):
-        self.codes = np.ascontiguousarray(codes)
         self.n_thresholds = int(n_thresholds)
-        n_funcs = self.codes.shape[1]
-        # codes shifted so that every (function, code) has its own cell in one flat table
-        self._flat = (self.codes.astype(np.int64) + np.arange(n_funcs) * (self.n_thresholds + 1)).ravel()
+        if self.n_thresholds < 0:
+            raise ValueError(f"n_thresholds must be ≥ 0, got {n_thresholds}")
+        codes = np.asarray(codes)
+        if codes.ndim != 2:
+            raise ValueError(f"codes must be a (candidates, functions) array, got shape {codes.shape}")
+        self.codes = np.ascontiguousarray(_as_code_dtype(codes, self.n_thresholds))
+        self._flat = None                       # numpy path only: built on first use
+
+    # pickles (e.g. Dask) carry the codes only; the numpy path's flat index is rebuilt where needed
+    def __getstate__(self):
+        return {"codes": self.codes, "n_thresholds": self.n_thresholds}
+
+    def __setstate__(self, state):
+        self.codes = state["codes"]
+        self.n_thresholds = state["n_thresholds"]
+        self._flat = None
 
     @property
     def dim(self) -> int:
         return self.codes.shape[1] * self.n_thresholds
 
+    def _flat_index(self) -> np.ndarray:
+        """Codes shifted so that every (function, code) has its own cell in one flat (F·(T+1)) table."""
+        if self._flat is None:
+            # intp on purpose: numpy converts any other index type on every gather and bincount (an int32
+            # index made the numpy path 2–4× slower); the compiled path never builds this array
+            n_funcs = self.codes.shape[1]
+            self._flat = (self.codes.astype(np.intp) + np.arange(n_funcs, dtype=np.intp) * (self.n_thresholds + 1)).ravel()
+        return self._flat
+
     def dot(self, w: np.ndarray) -> np.ndarray:
         """Φw: each candidate's score is Σ_f (cumulative weight of f's thresholds below its score)."""
+        jit = kernels()
+        if jit is None or w.dtype != np.float64:
+            return self.dot_numpy(w)
+        if w.shape != (self.dim,):                             # the kernels do not check bounds
+            raise ValueError(f"w has shape {w.shape}, this block has {self.dim} dimensions")
         n, n_funcs = self.codes.shape
-        cum = np.zeros((n_funcs, self.n_thresholds + 1))
-        np.cumsum(w.reshape(n_funcs, self.n_thresholds), axis=1, out=cum[:, 1:])
-        return cum.ravel()[self._flat].reshape(n, n_funcs).sum(axis=1)
+        cum = jit.cumulative_table(np.ascontiguousarray(w), n_funcs, self.n_thresholds)
+        out = np.empty(n)
+        jit.binned_dot(self.codes, cum, out)
+        return out
 
     def rdot(self, c: np.ndarray) -> np.ndarray:
         """Φᵀc: per function, a weighted histogram of codes, then Σ over codes above each threshold."""
+        jit = kernels()
+        if jit is None or c.dtype != np.float64:
+            return self.rdot_numpy(c)
+        if c.shape != (len(self.codes),):
+            raise ValueError(f"c has shape {c.shape}, this block has {len(self.codes)} candidates")
+        out = np.empty(self.dim)
+        jit.binned_rdot(self.codes, np.ascontiguousarray(c), self.n_thresholds, out)
+        return out
+
+    def dot_numpy(self, w: np.ndarray) -> np.ndarray:
+        """:meth:`dot` in numpy (the reference): a gather of the cumulative weights, then row sums."""
         n, n_funcs = self.codes.shape
-        hist = np.bincount(self._flat, weights=np.repeat(c, n_funcs),
-                           minlength=n_funcs * (self.n_thresholds + 1)).reshape(n_funcs, -1)
+        cum = np.zeros((n_funcs, self.n_thresholds + 1))
+        np.cumsum(w.reshape(n_funcs, self.n_thresholds), axis=1, out=cum[:, 1:])
+        return cum.ravel()[self._flat_index()].reshape(n, n_funcs).sum(axis=1)
+
+    def rdot_numpy(self, c: np.ndarray) -> np.ndarray:
+        """:meth:`rdot` in numpy (the reference): a weighted bincount, then reverse cumulative sums."""
+        n, n_funcs = self.codes.shape
+        hist = np.bincount(self._flat_index(), weights=np.repeat(c, n_funcs),
+                           minlength=n_funcs * (self.n_thresholds + 1)).reshape(n_funcs, self.n_thresholds + 1)
         above = np.cumsum(hist[:, ::-1], axis=1)[:, ::-1]     # above[f, b] = Σ_{code ≥ b} c
         return above[:, 1:].ravel()                            # threshold t is exceeded by codes > t
 
     def take(self, rows: np.ndarray) -> "BinnedBlock":
-        return BinnedBlock(self.codes[rows], self.n_thresholds)
+        out = BinnedBlock.__new__(BinnedBlock)                 # codes already checked and compact
+        out.__setstate__({"codes": np.ascontiguousarray(self.codes[rows]), "n_thresholds": self.n_thresholds})
+        return out
+
+
+def code_dtype(n_thresholds: int) -> np.dtype:
+    """The smallest unsigned integer type holding the codes 0..``n_thresholds``."""
+    for dtype in (np.uint8, np.uint16, np.uint32):
+        if n_thresholds <= np.iinfo(dtype).max:
+            return np.dtype(dtype)
+    return np.dtype(np.uint64)
+
+
+def _as_code_dtype(codes: np.ndarray, n_thresholds: int) -> np.ndarray:
+    """``codes`` in :func:`code_dtype` (no copy when they already are), checked to lie in 0..T."""
+    dtype = code_dtype(n_thresholds)
+    if codes.size:
+        if codes.dtype.kind not in "biu":
+            raise ValueError(f"bin codes must be integers, got dtype {codes.dtype}")
+        lo, hi = codes.min(), codes.max()
+        if lo < 0 or hi > n_thresholds:
+            raise ValueError(f"bin codes must lie in 0..{n_thresholds} (the number of thresholds), "
+                             f"got {lo}..{hi}")
+    return codes.astype(dtype, copy=False)
+
+
+#: the loaded kernels module (False: unavailable); filled on first use
+_LOADED: dict = {}
+
+
+def kernels():
+    """The compiled kernels module :mod:`._features_jit`, or None when numba is missing or disabled with
+    the environment variable ``PYTERRIER_SVMMAP_NO_NUMBA=1`` (as the losses' kernels,
+    :func:`pyterrier_svmmap.losses._numba.kernels`). Looked up at call time, so tests can monkeypatch it."""
+    if "features" not in _LOADED:
+        mod = False
+        if os.environ.get("PYTERRIER_SVMMAP_NO_NUMBA"):
+            log.debug("numba disabled by PYTERRIER_SVMMAP_NO_NUMBA: bin features use their numpy path")
+        else:
+            try:
+                from . import _features_jit as mod
+            except ImportError:                                  # numba not installed
+                log.debug("numba not available: bin features use their numpy path")
+                mod = False
+        _LOADED["features"] = mod
+    return _LOADED["features"] or None
 
 
 class DenseBlock:
@@ -191,8 +291,12 @@ class FeatureMatrix:
 
     def dot(self, w: np.ndarray) -> np.ndarray:
         """Scores Φw of every candidate."""
-        out = np.zeros(self.n_rows)
-        for b, lo, hi in zip(self.blocks, self._bounds[:-1], self._bounds[1:]):
+        if not self.blocks:
+            return np.zeros(0)
+        parts = zip(self.blocks, self._bounds[:-1], self._bounds[1:])
+        b, lo, hi = next(parts)
+        out = np.array(b.dot(w[lo:hi]), dtype=float)          # = 0 + first block, without the zeros
+        for b, lo, hi in parts:
             out += b.dot(w[lo:hi])
         return out
 

@@ -1,0 +1,197 @@
+"""The compiled Φw / Φᵀc of bin-code blocks (pyterrier_svmmap._features_jit) against the numpy reference.
+
+The kernels add in the reference's order, so results are compared bit for bit; both are also checked
+against an explicit indicator matrix built here from the definition φ_{f,t}(d) = 1[codes[d, f] > t].
+"""
+import os
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from pyterrier_svmmap import features
+from pyterrier_svmmap.features import BinnedBlock, DenseBlock, FeatureEncoder, FeatureMatrix
+
+needs_numba = pytest.mark.skipif(features.kernels() is None, reason="numba not installed or disabled")
+
+# (n, F, T): empty and single candidates, F below/at/above numpy's pairwise block sizes (8, 128)
+SHAPES = [(0, 3, 5), (1, 1, 1), (1, 7, 50), (2, 8, 3), (17, 9, 50), (50, 16, 50), (33, 46, 50),
+          (40, 128, 4), (25, 129, 4), (12, 300, 2), (30, 5, 0), (64, 3, 255), (20, 4, 256), (300, 46, 50)]
+
+
+def explicit(codes, T):
+    """φ from its definition: column f·T + t is 1[codes[:, f] > t]."""
+    n, F = codes.shape
+    return (codes[:, :, None] > np.arange(T)[None, None, :]).reshape(n, F * T).astype(float)
+
+
+def random_block(rng, n, F, T):
+    codes = rng.integers(0, T + 1, size=(n, F))
+    if n and F:                                          # both extreme codes present
+        codes[0, 0] = 0
+        codes[-1, -1] = T
+    return codes, BinnedBlock(codes, T)
+
+
+def wide_floats(rng, size):
+    """Values over many magnitudes, so that a different summation order shows in the last bits."""
+    return rng.normal(size=size) * 10.0 ** rng.uniform(-6, 6, size=size)
+
+
+@pytest.fixture
+def numpy_only(monkeypatch):
+    monkeypatch.setattr(features, "kernels", lambda: None)
+
+
+@needs_numba
+@pytest.mark.parametrize("n,F,T", SHAPES)
+def test_kernels_equal_numpy_reference_bit_for_bit(n, F, T):
+    rng = np.random.default_rng(n * 1000 + F * 10 + T)
+    codes, b = random_block(rng, n, F, T)
+    for _ in range(3):
+        w, c = wide_floats(rng, F * T), wide_floats(rng, n)
+        fast_dot, ref_dot = b.dot(w), b.dot_numpy(w)
+        fast_rdot, ref_rdot = b.rdot(c), b.rdot_numpy(c)
+        assert fast_dot.shape == (n,) and fast_rdot.shape == (F * T,)
+        np.testing.assert_array_equal(fast_dot, ref_dot)
+        np.testing.assert_array_equal(fast_rdot, ref_rdot)
+
+
+@pytest.mark.parametrize("path", ["default", "numpy"])
+@pytest.mark.parametrize("n,F,T", SHAPES)
+def test_dot_and_rdot_follow_the_definition(n, F, T, path, monkeypatch):
+    if path == "numpy":
+        monkeypatch.setattr(features, "kernels", lambda: None)
+    rng = np.random.default_rng(7 + n + F + T)
+    codes, b = random_block(rng, n, F, T)
+    Phi = explicit(codes, T)
+    w, c = rng.normal(size=F * T), rng.normal(size=n)
+    np.testing.assert_allclose(b.dot(w), Phi @ w, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(b.rdot(c), c @ Phi, rtol=1e-12, atol=1e-12)
+
+
+def test_threshold_direction_and_function_offsets():
+    """A unit weight on (f, t) scores exactly the candidates whose code of f exceeds t (strictly)."""
+    codes = np.array([[0, 3], [1, 2], [3, 0], [2, 3]])
+    b = BinnedBlock(codes, 3)
+    for f in range(2):
+        for t in range(3):
+            e = np.zeros(6)
+            e[f * 3 + t] = 1.0
+            np.testing.assert_array_equal(b.dot(e), (codes[:, f] > t).astype(float))
+    c = np.array([1.0, 10.0, 100.0, 1000.0])
+    np.testing.assert_array_equal(b.rdot(c), [1110.0, 1100.0, 100.0, 1011.0, 1011.0, 1001.0])
+
+
+@needs_numba
+def test_feature_matrix_bins_and_raw_blocks_match_numpy_path(monkeypatch):
+    rng = np.random.default_rng(3)
+    offsets = np.array([0, 7, 7, 20, 41, 60])
+    raw = rng.normal(size=(60, 5))
+    raw[rng.random(raw.shape) < 0.2] = np.nan
+    enc = FeatureEncoder(features="bins+raw", n_bins=6).fit(raw, offsets)
+    X = enc.transform(raw, offsets)
+    X = FeatureMatrix(list(X.blocks) + [DenseBlock(np.ones((X.n_rows, 1)))])
+    assert [type(b).__name__ for b in X.blocks] == ["BinnedBlock", "DenseBlock", "DenseBlock"]
+    w, c = wide_floats(rng, X.dim), wide_floats(rng, X.n_rows)
+    fast_dot, fast_rdot, fast_dense = X.dot(w), X.rdot(c), X.dense()
+    monkeypatch.setattr(features, "kernels", lambda: None)
+    np.testing.assert_array_equal(fast_dot, X.dot(w))
+    np.testing.assert_array_equal(fast_rdot, X.rdot(c))
+    np.testing.assert_array_equal(fast_dense, X.dense())
+
+
+@pytest.mark.parametrize("path", ["default", "numpy"])
+def test_dense_is_consistent_with_dot_rdot_and_take(path, monkeypatch):
+    if path == "numpy":
+        monkeypatch.setattr(features, "kernels", lambda: None)
+    rng = np.random.default_rng(11)
+    codes = rng.integers(0, 5, size=(9, 3))
+    values = rng.normal(size=(9, 2))
+    X = FeatureMatrix([BinnedBlock(codes, 4), DenseBlock(values)])
+    D = X.dense()
+    np.testing.assert_array_equal(D, np.hstack([explicit(codes, 4), values]))
+    w, c = rng.normal(size=X.dim), rng.normal(size=9)
+    np.testing.assert_allclose(X.dot(w), D @ w, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(X.rdot(c), D.T @ c, rtol=1e-12, atol=1e-12)
+    rows = np.array([8, 0, 3, 3])
+    np.testing.assert_array_equal(X.take(rows).dense(), D[rows])
+    np.testing.assert_array_equal(X.take(rows).dot(w), X.dot(w)[rows])
+
+
+def test_codes_stored_compactly_and_checked():
+    assert BinnedBlock(np.zeros((4, 2), dtype=np.int64), 50).codes.dtype == np.uint8
+    assert BinnedBlock(np.full((4, 2), 255), 255).codes.dtype == np.uint8
+    assert BinnedBlock(np.full((4, 2), 256), 256).codes.dtype == np.uint16
+    assert BinnedBlock(np.zeros((4, 2), dtype=np.int64), 70000).codes.dtype == np.uint32
+    codes = np.zeros((4, 2), dtype=np.uint8)
+    assert BinnedBlock(codes, 50).codes is codes                        # already compact: no copy
+    with pytest.raises(ValueError, match="0..3"):
+        BinnedBlock(np.array([[4]]), 3)
+    with pytest.raises(ValueError, match="0..3"):
+        BinnedBlock(np.array([[-1]]), 3)
+    with pytest.raises(ValueError, match="integers"):
+        BinnedBlock(np.array([[1.0]]), 3)
+    raw = np.random.default_rng(0).normal(size=(30, 2))
+    X = FeatureEncoder(features="bins", n_bins=50).fit(raw, np.array([0, 30])).transform(raw, np.array([0, 30]))
+    assert X.blocks[0].codes.dtype == np.uint8
+
+
+@pytest.mark.parametrize("path", ["default", "numpy"])
+def test_pickle_round_trip_keeps_codes_and_results(path, monkeypatch):
+    if path == "numpy":
+        monkeypatch.setattr(features, "kernels", lambda: None)
+    rng = np.random.default_rng(5)
+    b = BinnedBlock(rng.integers(0, 51, size=(40, 6)), 50)
+    w, c = rng.normal(size=b.dim), rng.normal(size=40)
+    expected = b.dot(w), b.rdot(c)                    # (numpy path: builds the flat index first)
+    blob = pickle.dumps(b)
+    assert len(blob) < b.codes.nbytes + 1000          # the codes (uint8) only, no n×F index
+    b2 = pickle.loads(blob)
+    assert b2.codes.dtype == np.uint8 and b2.n_thresholds == 50
+    np.testing.assert_array_equal(b2.dot(w), expected[0])
+    np.testing.assert_array_equal(b2.rdot(c), expected[1])
+    np.testing.assert_array_equal(b2.take([3, 1]).codes, b.codes[[3, 1]])
+
+
+@pytest.mark.parametrize("path", ["default", "numpy"])
+def test_wrong_lengths_raise(path, monkeypatch):
+    if path == "numpy":
+        monkeypatch.setattr(features, "kernels", lambda: None)
+    b = BinnedBlock(np.zeros((4, 3), dtype=np.uint8), 5)
+    with pytest.raises(ValueError):
+        b.dot(np.zeros(14))
+    with pytest.raises(ValueError):
+        b.rdot(np.zeros(5))
+
+
+def test_float32_inputs_take_the_numpy_path():
+    rng = np.random.default_rng(2)
+    b = BinnedBlock(rng.integers(0, 4, size=(10, 3)), 3)
+    w, c = rng.normal(size=9).astype(np.float32), rng.normal(size=10).astype(np.float32)
+    np.testing.assert_array_equal(b.dot(w), b.dot_numpy(w))
+    np.testing.assert_array_equal(b.rdot(c), b.rdot_numpy(c))
+
+
+def _kernels_in_subprocess(env_value):
+    env = dict(os.environ)
+    env.pop("PYTERRIER_SVMMAP_NO_NUMBA", None)
+    if env_value is not None:
+        env["PYTERRIER_SVMMAP_NO_NUMBA"] = env_value
+    code = ("from pyterrier_svmmap import features; import numpy as np\n"
+            "b = features.BinnedBlock(np.array([[0, 2], [1, 1]]), 2)\n"
+            "assert list(b.dot(np.ones(4))) == [2.0, 2.0]\n"
+            "print(features.kernels() is None)")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+def test_no_numba_switch_disables_the_kernels():
+    assert _kernels_in_subprocess("1") == "True"
+
+
+@needs_numba
+def test_kernels_load_without_the_switch():
+    assert _kernels_in_subprocess(None) == "False"
