@@ -18,7 +18,7 @@ from numba import njit
 _PW_BLOCK = 128
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def cumulative_table(w, n_funcs, n_thresholds):
     """(F, T + 1) table: ``cum[f, b]`` = Σ of f's first b threshold weights (``cum[f, 0] = 0``)."""
     cum = np.zeros((n_funcs, n_thresholds + 1))
@@ -33,7 +33,7 @@ def cumulative_table(w, n_funcs, n_thresholds):
     return cum
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _pairwise_block(buf, lo, n):
     """numpy's ``pairwise_sum`` of ``buf[lo:lo + n]`` for n ≤ 128 (one block: no halving)."""
     if n < 8:
@@ -65,7 +65,7 @@ def _pairwise_block(buf, lo, n):
     return res
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _pairwise(buf, n):
     """numpy's ``pairwise_sum`` of ``buf[:n]``: blocks of ≤ 128 summed by :func:`_pairwise_block`, halved
     (at a multiple of 8) above, the halves added left + right. An explicit stack, not recursion (numba's
@@ -110,7 +110,7 @@ def _pairwise(buf, n):
     return vals[0]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def binned_dot(codes, cum, out):
     """``out[d] = Σ_f cum[f, codes[d, f]]``, summed as numpy sums a contiguous row.
 
@@ -169,7 +169,7 @@ def binned_dot(codes, cum, out):
             out[d] = _pairwise(buf, n_funcs)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def binned_rdot(codes, c, n_thresholds, out):
     """``out[f·T + t] = Σ_{d: codes[d, f] > t} c[d]``: a per-function histogram of the codes weighted by
     c (rows in order, as ``np.bincount``), then Σ over the codes above each threshold (from the top)."""
