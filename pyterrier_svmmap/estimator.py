@@ -19,6 +19,7 @@ import pandas as pd
 import pyterrier as pt
 
 from . import model_io
+from .features import query_ids
 from .frames import Candidates, candidates_from_frame
 from .ranker import DEFAULT_C_GRID, StructSVMRanker, best_function
 from .ties import break_ties
@@ -64,17 +65,49 @@ class RankerEstimator(pt.Estimator, pt.Artifact):
             raise ValueError("give both valid_res and valid_qrels, or neither")
         rel = getattr(self, "rel", 1.0)                    # the relevance rule: label >= rel
         train = candidates_from_frame(train_res, train_qrels, context=self, rel=rel)
-        self.n_functions_ = train.raw.shape[1]
-        names = train_res.attrs.get("feature_names")            # set by RunFeatures
-        self.base_names_ = (list(names) if names and len(names) == self.n_functions_
-                            else [f"f{i}" for i in range(self.n_functions_)])
         valid = None
         if valid_res is not None and len(valid_res):
-            valid = candidates_from_frame(valid_res, valid_qrels, n_functions=self.n_functions_, context=self, rel=rel)
+            valid = candidates_from_frame(valid_res, valid_qrels, n_functions=train.raw.shape[1], context=self,
+                                          rel=rel)
+        return self.fit_candidates(train, valid, feature_names=train_res.attrs.get("feature_names"))
+
+    def fit_candidates(self, train: Candidates, valid: Optional[Candidates] = None,
+                       feature_names: Optional[Sequence[str]] = None):
+        """``fit`` on frames already converted by :func:`~pyterrier_svmmap.frames.candidates_from_frame`
+        (``train`` and ``valid`` with qrels, at this estimator's ``rel``; ``valid`` with as many features
+        as ``train``). ``feature_names`` are the base functions' names (``RunFeatures`` puts them in
+        ``attrs["feature_names"]``). The same model as ``fit`` on the frames; lets a caller that trains
+        several estimators on the same frames (``svmmap reproduce``) convert them once. Returns self."""
+        if train.labels is None or train.n_relevant is None or (
+                valid is not None and (valid.labels is None or valid.n_relevant is None)):
+            raise ValueError("fit_candidates() needs candidates converted with their qrels "
+                             "(candidates_from_frame(res, qrels))")
+        if valid is not None and valid.raw.shape[1] != train.raw.shape[1]:
+            raise ValueError(f"valid has {valid.raw.shape[1]} features per row, train {train.raw.shape[1]}")
+        rel = getattr(self, "rel", 1.0)
+        self.n_functions_ = train.raw.shape[1]
+        names = feature_names
+        self.base_names_ = (list(names) if names and len(names) == self.n_functions_
+                            else [f"f{i}" for i in range(self.n_functions_)])
         # the tie policy (pyterrier_svmmap.ties): equal scores ordered by the best training base function
         self.tie_function_ = best_function(train.raw, (train.labels >= rel).astype(float), train.offsets)
         self._fit_arrays(train, valid)
         return self
+
+    def score_candidates(self, cands: Candidates) -> np.ndarray:
+        """The scores ``transform`` gives the rows of ``cands`` (in ``cands``' order): the model's, with
+        equal scores separated by the tie policy (:func:`~pyterrier_svmmap.ties.break_ties`)."""
+        if not hasattr(self, "n_functions_"):
+            raise RuntimeError(f"{type(self).__name__} is not fitted: call fit() or load() first")
+        if len(cands.raw) and cands.raw.shape[1] != self.n_functions_:
+            raise ValueError(f"the model was trained with {self.n_functions_} features per row but these rows "
+                             f"have {cands.raw.shape[1]}; use the same RunFeatures (same base functions) as in "
+                             "training")
+        scores, ties = break_ties(self._score(cands.raw, cands.offsets), cands.offsets,
+                                  cands.raw[:, self.tie_function_], cands.frame["docno"].to_numpy())
+        log.debug("%s: %d of %d top-%d rows tied before the tie policy", type(self).__name__, ties.tied_top_k,
+                  ties.top_k, ties.k)
+        return scores
 
     def transform(self, res: pd.DataFrame) -> pd.DataFrame:
         """Add ``score`` (the model's) and ``rank`` to every candidate; equal model scores are separated by the
@@ -89,17 +122,23 @@ class RankerEstimator(pt.Estimator, pt.Artifact):
             out["rank"] = pd.Series(dtype="int64")
             return out
         cands = candidates_from_frame(res, n_functions=self.n_functions_, context=self)
-        out = cands.frame.copy()
-        scores, ties = break_ties(self._score(cands.raw, cands.offsets), cands.offsets,
-                                  cands.raw[:, self.tie_function_], cands.frame["docno"].to_numpy())
-        log.debug("%s: %d of %d top-%d rows tied before the tie policy", type(self).__name__, ties.tied_top_k,
-                  ties.top_k, ties.k)
-        out["score"] = scores
-        out = pt.model.add_ranks(out)
-        # the input's query order (first appearance), each query by rank
-        position = pd.Series(np.arange(len(cands.qids)), index=pd.unique(res["qid"].astype(str)))
-        key = position.reindex(out["qid"].astype(str)).to_numpy()
-        return out.iloc[np.lexsort((out["rank"].to_numpy(), key))].reset_index(drop=True)
+        scores = self.score_candidates(cands)
+        # rank (0-based) within each query by decreasing score, equal scores in the candidates' order (as
+        # pt.model.add_ranks: method "first"); queries in the input's order of first appearance
+        q = query_ids(cands.offsets)
+        by_rank = np.lexsort((np.arange(len(scores)), -scores, q))
+        rank = np.empty(len(scores), dtype=np.int64)
+        rank[by_rank] = np.arange(len(scores)) - cands.offsets[:-1][q[by_rank]]
+        codes, uniques = pd.factorize(res["qid"], use_na_sentinel=False)
+        first_seen = pd.unique(pd.Series(uniques).astype(str).to_numpy(dtype=object))
+        position = pd.Index(first_seen).get_indexer(cands.qids)
+        rows = by_rank[np.argsort(position[q[by_rank]], kind="stable")]
+        frame = cands.frame
+        out = frame.drop(columns="rank").iloc[rows] if "rank" in frame.columns else frame.iloc[rows]
+        out = out.reset_index(drop=True)
+        out["score"] = scores[rows]
+        out["rank"] = rank[rows]
+        return out
 
     def transform_outputs(self, inp_cols: List[str]) -> List[str]:
         return list(inp_cols) + [c for c in ("score", "rank") if c not in inp_cols]

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
+import pandas as pd
 
 from .features import query_ids
 
@@ -52,9 +53,11 @@ def tie_order(scores: np.ndarray, offsets: np.ndarray, secondary: Optional[np.nd
     n = len(scores)
     keys = [np.arange(n)]
     if docnos is not None:
-        d = np.asarray(docnos).astype(str)
-        _, rank = np.unique(d, return_inverse=True)
-        keys.append(-rank)                                   # descending docno
+        # the rank of each docno's string among the distinct ones: converted and sorted once per distinct
+        # value (pd.factorize), the same ranks as np.unique over every row's string
+        codes, distinct = pd.factorize(np.asarray(docnos), use_na_sentinel=False)
+        _, rank = np.unique(np.asarray(distinct).astype(str), return_inverse=True)
+        keys.append(-rank.reshape(-1)[codes])                # descending docno
     if secondary is not None:
         keys.append(-np.where(np.isnan(secondary), -np.inf, secondary))
     keys += [-np.asarray(scores, dtype=float), query_ids(np.asarray(offsets))]

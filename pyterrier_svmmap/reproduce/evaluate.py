@@ -2,9 +2,12 @@
 
 Per trial, every learned system is fitted on the training queries (choosing its hyper-parameters on
 the validation queries) and ranks the candidates of the test queries; every base function's ranking
-of a test query is its own run. Per-query AP, nDCG@10 and RR@10 come from ``ir_measures`` against the
-full qrels (relevant documents outside the candidates count as missed; a test query a system returns
-nothing for scores 0). Learned rankings are cut at ``depth`` (1000, the base runs' depth).
+of a test query is its own run. Per-query AP, nDCG@10 and RR@10 are computed as ``ir_measures``
+computes them, in one vectorised pass per run (:class:`Evaluator`), against the full qrels (relevant
+documents outside the candidates count as missed; a test query a system returns nothing for scores 0).
+Learned rankings are cut at ``depth`` (1000, the base runs' depth). The estimators with an array-level
+path (every :class:`~pyterrier_svmmap.estimator.RankerEstimator`) share one conversion of each split's
+frames (``fit_candidates`` / ``score_candidates``); any other ``pt.Estimator`` gets the frames.
 
 Aggregation, per system: each query's values are averaged over the trials in which it was tested;
 MAP (etc.) is the mean over those queries. Against the reference system (``svm-map``): W = queries on
@@ -42,45 +45,113 @@ logger = logging.getLogger(__name__)
 MEASURES = {"map": "AP", "ndcg_cut_10": "nDCG@10", "recip_rank_10": "RR@10"}
 
 
+def _str_factorize(column) -> Tuple[np.ndarray, np.ndarray]:
+    """(codes, uniques) of ``column.astype(str)``, converting only the distinct values to str."""
+    codes, uniques = pd.factorize(pd.Series(column), use_na_sentinel=False)
+    merged, strings = pd.factorize(pd.Series(uniques).astype(str).to_numpy(dtype=object))
+    return merged[codes], np.asarray(strings, dtype=object)
+
+
+def _string_rank(strings: np.ndarray) -> np.ndarray:
+    """The rank of each of ``strings`` (distinct) in sorted order."""
+    rank = np.empty(len(strings), dtype=np.int64)
+    rank[np.argsort(strings, kind="stable")] = np.arange(len(strings))
+    return rank
+
+
 class Evaluator:
-    """Per-query measures of runs (qid, docno, score) against fixed qrels (qid, docno, label)."""
+    """Per-query measures of runs (qid, docno, score) against fixed qrels (qid, docno, label).
+
+    ``AP``, ``nDCG@10`` and ``RR@10`` (relevant: label ≥ 1) exactly as ``ir_measures`` computes them, in
+    one vectorised pass over the run (:mod:`pyterrier_svmmap.measures` on the run sorted once), with
+    ir_measures' semantics (tests/test_frames_fast.py compares them per query on Vaswani runs):
+
+    * AP and nDCG@10 come from trec_eval (ir_measures' pytrec_eval backend): scores compared as float32,
+      equal ones ordered by docno descending; AP divides by all relevant documents in the qrels (those
+      not retrieved count as missed); nDCG's gain is the label (negative labels 0), the ideal ranking is
+      the qrels' labels sorted;
+    * RR@10 comes from ir_measures' msmarco backend: scores compared as doubles, equal ones ordered by
+      docno ascending;
+    * a query without results, or without qrels, scores 0; a document listed twice for a query keeps
+      its last score; a (qid, docno) twice in the qrels keeps its last label.
+    """
+
+    #: relevance threshold of AP and RR@10 (ir_measures' default rel=1) and nDCG's cutoff
+    REL = 1
+    NDCG_K = 10
+    RR_K = 10
 
     def __init__(self, qrels: pd.DataFrame):
-        import ir_measures
-        self._names = {ir_measures.parse_measure(v): k for k, v in MEASURES.items()}
-        q = pd.DataFrame({"query_id": qrels["qid"].astype(str), "doc_id": qrels["docno"].astype(str),
-                          "relevance": qrels["label"].astype(int)})
-        self._evaluator = ir_measures.evaluator(list(self._names), q)
+        q = pd.DataFrame({"qid": qrels["qid"].astype(str).to_numpy(), "docno": qrels["docno"].astype(str).to_numpy(),
+                          "label": qrels["label"].astype(int).to_numpy()})
+        q = q.drop_duplicates(["qid", "docno"], keep="last")
+        q_code, qids = pd.factorize(q["qid"])
+        d_code, docnos = pd.factorize(q["docno"])
+        self._qids, self._docnos = pd.Index(qids), pd.Index(docnos)
+        key = q_code.astype(np.int64) * max(len(docnos), 1) + d_code
+        order = np.argsort(key, kind="stable")
+        self._keys, self._labels = key[order], q["label"].to_numpy()[order]
+        labels = q["label"].to_numpy()
+        self._n_relevant = np.bincount(q_code, weights=labels >= self.REL, minlength=len(qids))
+        # ideal DCG@k per query: the positive labels sorted, the first k discounted
+        gains = np.maximum(labels, 0).astype(float)
+        ideal = np.lexsort((-gains, q_code))
+        starts = np.searchsorted(q_code[ideal], np.arange(len(qids)))
+        rank = np.arange(len(ideal)) - starts[q_code[ideal]]
+        disc = np.where(rank < self.NDCG_K, 1.0 / np.log2(rank + 2.0), 0.0)
+        self._idcg = np.bincount(q_code[ideal], weights=gains[ideal] * disc, minlength=len(qids))
 
     def per_query(self, run: pd.DataFrame, qids: Sequence[str]) -> pd.DataFrame:
-        """Frame indexed by ``qids`` with one column per measure; queries without results get 0.
+        """Frame indexed by ``qids`` with one column per measure; queries without results get 0."""
+        q_code, q_strings = _str_factorize(run["qid"])
+        d_code, d_strings = _str_factorize(run["docno"])
+        return self._per_query(q_code, q_strings, d_code, d_strings, run["score"].astype(float).to_numpy(), qids)
 
-        One ir_measures call; its input (a dict of dicts, ir_measures' fastest) is built one query at
-        a time from sorted arrays, and its output gathered into one frame (no per-row Python loop, no
-        per-value writes). A document listed twice for a query keeps its last score."""
+    def per_query_arrays(self, row_qids: np.ndarray, docnos: np.ndarray, scores: np.ndarray,
+                         qids: Sequence[str]) -> pd.DataFrame:
+        """:meth:`per_query` of a run given as arrays (qid and docno of each row, as str, and its score)."""
+        q_code, q_strings = _str_factorize(row_qids)
+        d_code, d_strings = _str_factorize(docnos)
+        return self._per_query(q_code, q_strings, d_code, d_strings, np.asarray(scores, dtype=float), qids)
+
+    def _per_query(self, q_code, q_strings, d_code, d_strings, score, qids) -> pd.DataFrame:
+        from ..measures import average_precision, dcg_at, reciprocal_rank_at
         qids = [str(q) for q in qids]
-        out = pd.DataFrame(0.0, index=pd.Index(qids, name="qid"), columns=list(MEASURES))
-        q = run["qid"].astype(str).to_numpy()
-        keep = np.isin(q, qids)
-        if not keep.any():
-            return out
-        q = q[keep]
-        d = run["docno"].astype(str).to_numpy()[keep]
-        sc = run["score"].astype(float).to_numpy()[keep]
-        order = np.argsort(q, kind="stable")          # stable: later rows stay later (last one wins)
-        q, d, sc = q[order], d[order], sc[order].tolist()
-        starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
-        ends = np.r_[starts[1:], len(q)]
-        r = {q[s]: dict(zip(d[s:e].tolist(), sc[s:e])) for s, e in zip(starts, ends)}
-        ms = list(self._evaluator.iter_calc(r))
-        if not ms:
-            return out
-        values = pd.DataFrame({"qid": [m.query_id for m in ms],
-                               "measure": [self._names[m.measure] for m in ms],
-                               "value": [float(m.value) for m in ms]})
-        wide = values.pivot(index="qid", columns="measure", values="value")
-        wide = wide.reindex(index=out.index, columns=out.columns)
-        return wide.fillna(0.0).astype(float)
+        wanted = pd.Index(pd.unique(np.asarray(qids, dtype=object)))
+        out = np.zeros((len(wanted), len(MEASURES)))
+        qi = wanted.get_indexer(q_strings)[q_code]
+        keep = qi >= 0
+        n_docs = max(len(d_strings), 1)
+        # a document listed twice for a query keeps its last score
+        keep &= ~pd.Index(np.where(keep, qi.astype(np.int64) * n_docs + d_code, -1 - np.arange(len(qi)))
+                          ).duplicated(keep="last")
+        if keep.any():
+            qi, d_code, score = qi[keep], d_code[keep], score[keep]
+            # each row's label from the qrels (0 when unjudged)
+            rq = self._qids.get_indexer(wanted)[qi]
+            rd = self._docnos.get_indexer(d_strings)[d_code]
+            label = np.zeros(len(qi))
+            judged = (rq >= 0) & (rd >= 0)
+            key = rq[judged].astype(np.int64) * max(len(self._docnos), 1) + rd[judged]
+            at = np.minimum(np.searchsorted(self._keys, key), max(len(self._keys) - 1, 0))
+            hit = self._keys[at] == key if len(self._keys) else np.zeros(len(key), bool)
+            label[np.flatnonzero(judged)[hit]] = self._labels[at[hit]]
+            known = self._qids.get_indexer(wanted)            # -1 (no qrels) picks the appended 0
+            n_rel = np.append(self._n_relevant, 0.0)[known]
+            idcg = np.append(self._idcg, 0.0)[known]
+            doc_rank = _string_rank(d_strings)[d_code]
+            offsets = np.concatenate([[0], np.cumsum(np.bincount(qi, minlength=len(wanted)))])
+            position = -np.arange(len(qi), dtype=float)          # scores that keep a given order
+            # trec_eval's ranking (AP, nDCG@10): float32 scores descending, then docno descending
+            trec = np.lexsort((-doc_rank, -score.astype(np.float32), qi))
+            out[:, 0] = average_precision(position, label[trec] >= self.REL, offsets, n_rel)
+            dcg = dcg_at(position, np.maximum(label[trec], 0.0), offsets, self.NDCG_K)
+            out[:, 1] = np.divide(dcg, idcg, out=np.zeros(len(wanted)), where=idcg > 0)
+            # ir_measures' msmarco ranking (RR@10): double scores descending, then docno ascending
+            msmarco = np.lexsort((doc_rank, -score, qi))
+            out[:, 2] = reciprocal_rank_at(position, label[msmarco] >= self.REL, offsets, self.RR_K)
+        frame = pd.DataFrame(out, index=wanted, columns=list(MEASURES))
+        return frame.reindex(pd.Index(qids, name="qid"))
 
 
 def cut_depth(res: pd.DataFrame, depth: Optional[int]) -> pd.DataFrame:
@@ -242,9 +313,10 @@ class _Trials:
         qtr = _subset(self.qrels, self.qrel_groups, split.train)
         qva = _subset(self.qrels, self.qrel_groups, split.valid)
         out = {}
+        converted: Dict[object, object] = {}      # the split's frames as Candidates, shared by the estimators
         for name in names:
             est = self.systems[name]()
-            pq, sec = self._fit_and_test(est, split, tr, qtr, va, qva, te, test)
+            pq, sec = self._fit_and_test(est, split, tr, qtr, va, qva, te, test, converted)
             out[name] = (pq, sec, est if keep_models else None)
             if on_result is not None:
                 on_result(split, name, out[name], keep_models)
@@ -261,9 +333,14 @@ class _Trials:
             rows.append(pq.reset_index().assign(system=name, kind="learned", trial=split.trial))
         return rows, seconds, models
 
-    def _fit_and_test(self, est, split, tr, qtr, va, qva, te, test) -> Tuple[pd.DataFrame, float]:
+    def _fit_and_test(self, est, split, tr, qtr, va, qva, te, test, converted: Optional[dict] = None
+                      ) -> Tuple[pd.DataFrame, float]:
         """Fit ``est`` on the split's training (and validation) queries; its per-query test measures
-        and the fit's seconds."""
+        and the fit's seconds. An estimator with an array-level path takes it, sharing the conversions
+        of the split's frames in ``converted`` (see :meth:`_fit_and_test_candidates`)."""
+        if converted is not None and hasattr(est, "fit_candidates") and hasattr(est, "score_candidates") \
+                and len(tr) and len(te):
+            return self._fit_and_test_candidates(est, split, tr, qtr, va, qva, te, test, converted)
         t = time.perf_counter()
         if len(split.valid):
             est.fit(tr, qtr, va, qva)
@@ -271,6 +348,42 @@ class _Trials:
             est.fit(tr, qtr)
         seconds = time.perf_counter() - t
         return self.evaluator.per_query(cut_depth(est.transform(te), self.depth), test), seconds
+
+    def _fit_and_test_candidates(self, est, split, tr, qtr, va, qva, te, test, converted: dict
+                                 ) -> Tuple[pd.DataFrame, float]:
+        """:meth:`_fit_and_test` for an estimator with an array-level path (``fit_candidates`` and
+        ``score_candidates``, as every :class:`~pyterrier_svmmap.estimator.RankerEstimator`): the split's
+        frames are converted once (per relevance threshold ``rel``) and kept in ``converted`` for the
+        split's other estimators; the same model, scores and measures as ``fit`` and ``transform``. The
+        test rows are cut at ``depth`` by score (the tie policy makes a query's scores distinct, so the
+        cut is the one :func:`cut_depth` makes on ``transform``'s output)."""
+        from ..features import query_ids
+        from ..frames import candidates_from_frame
+        rel = getattr(est, "rel", 1.0)
+        if ("train", rel) not in converted:
+            train = candidates_from_frame(tr, qtr, rel=rel)
+            valid = None
+            if len(split.valid) and len(va):
+                valid = candidates_from_frame(va, qva, n_functions=train.raw.shape[1], rel=rel)
+            converted["train", rel] = (train, valid)
+        train, valid = converted["train", rel]
+        if "test" not in converted:
+            converted["test"] = candidates_from_frame(te, n_functions=train.raw.shape[1])
+        cands = converted["test"]
+        t = time.perf_counter()
+        est.fit_candidates(train, valid, feature_names=tr.attrs.get("feature_names"))
+        seconds = time.perf_counter() - t
+        scores = est.score_candidates(cands)
+        q = query_ids(cands.offsets)
+        keep = np.ones(len(scores), dtype=bool)
+        if self.depth is not None:
+            by_rank = np.lexsort((np.arange(len(scores)), -scores, q))
+            rank = np.empty(len(scores), dtype=np.int64)
+            rank[by_rank] = np.arange(len(scores)) - cands.offsets[:-1][q[by_rank]]
+            keep = rank < self.depth
+        pq = self.evaluator.per_query_arrays(cands.qids[q][keep], cands.frame["docno"].to_numpy()[keep],
+                                             scores[keep], test)
+        return pq, seconds
 
 
 _WORKER_TRIALS: Optional[_Trials] = None      # set in the parent before forking the workers
