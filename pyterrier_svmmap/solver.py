@@ -382,14 +382,13 @@ _ROUNDING = 1e-12
 LINE_SEARCH_STEPS = 2
 
 
-def _line_search(oracle: Oracle, w0: np.ndarray, best: _Point, v_c: np.ndarray, C: np.ndarray) -> List[_Point]:
-    """The points evaluated on the segment from ``best`` (t = 0) to the QP's solution v_c (t = 1): v_c itself
-    and, if the objective rises before t = 1, :data:`LINE_SEARCH_STEPS` secant steps on the slope
+def _line_search(oracle: Oracle, w0: np.ndarray, best: _Point, p1: _Point, C: np.ndarray) -> List[_Point]:
+    """The points evaluated on the segment from ``best`` (t = 0) to the QP's solution ``p1`` (t = 1, already
+    evaluated): if the objective rises before t = 1, :data:`LINE_SEARCH_STEPS` secant steps on the slope
     bracketing its minimum (Franc & Sonnenburg's OCAS, JMLR 2009, with an inexact search since the slope
     of a structural risk is only known point by point). Every point's constraints are valid cuts."""
-    d = v_c - best.v
-    p1 = _evaluate(oracle, w0, v_c)
-    points = [p1]
+    d = p1.v - best.v
+    points: List[_Point] = []
     lo, g_lo, hi, g_hi = 0.0, best.slope(d, C), 1.0, p1.slope(d, C)
     if not (g_lo < 0 < g_hi):
         return points
@@ -415,14 +414,16 @@ def _cutting_planes_ls(oracle: Oracle, ws: _WorkingSet, C: np.ndarray, epsilon: 
 
     The plain loop (:func:`_cutting_planes`) asks the oracle at the QP's solution v_c only; at large C
     the model's minimiser jumps far from the true objective's, and the loop needs hundreds of
-    iterations (on MQ2008 Fold 1 with 50 bins, 1,200 at C = 1000). Here the loop keeps the best point
-    found so far, v_b (exact objective F known from its oracle call), searches the segment v_b → v_c
-    (:func:`_line_search`), moves v_b to the best point seen, and adds every evaluated point's
-    constraints to the working set. It stops when F(v_b) − D ≤ Σ_k C_k ε, D the QP's dual value (a lower
-    bound of the optimum): the same certificate as the plain loop's (for one group its test
-    "violation ≤ ε" *is* F − D ≤ Cε), now for v_b, which is returned. ``start`` is the best point of a
-    previous C (its constraints and ξ do not depend on C). Returns (w, converged, history, v_b's point);
-    a history entry's ``violation`` is the gap per unit of C, (F − D) / Σ_k C_k, ≤ ε once converged.
+    iterations (on MQ2008 Fold 1 with 50 bins, 1,200 at C = 1000). Here the loop also keeps the best
+    point found so far, v_b (exact objective F known from its oracle call), searches the segment
+    v_b → v_c (:func:`_line_search`), moves v_b to the best point seen, and adds every evaluated point's
+    constraints to the working set, so that the model becomes exact where the optimum is. It stops, as
+    the plain loop, when the QP's solution is certified: F(v_c) − D ≤ Σ_k C_k ε, D the QP's dual value (a
+    lower bound of the optimum; for one group this *is* the plain test "violation ≤ ε"), and returns v_c
+    — never v_b, which may be the trivial start w = w₀ while still within Σ_k C_k ε of the optimum (at
+    small C it is, and with w = 0 every score ties). ``start`` is the best point of a previous C (its
+    constraints and ξ do not depend on C). Returns (w, converged, history, the point to start the next C
+    from); a history entry's ``violation`` is the gap per unit of C, (F − D) / Σ_k C_k, ≤ ε once converged.
     """
     t0 = time.perf_counter()
     calls = 0
@@ -434,21 +435,27 @@ def _cutting_planes_ls(oracle: Oracle, ws: _WorkingSet, C: np.ndarray, epsilon: 
     qp_steps = ws.solve(C, qp_max_steps) if ws.m else 0
     history: List[dict] = []
     converged = False
+    current = best
     for iteration in range(1, max_iter + 1):
         v_c = ws.v()
         dual = ws.dual(v_c)
-        primal = best.objective(C)
+        if np.array_equal(v_c, current.v):
+            current = current                      # the QP did not move (e.g. the first cut is flat): known
+        else:
+            current = _evaluate(oracle, ws.w0, v_c)
+            calls += 1
+        primal = current.objective(C)
         gap = primal - dual
         history.append(dict(iteration=iteration, primal=primal, dual=dual, gap=gap,
-                            violation=gap / float(C.sum()), xi=float(best.xi.max(initial=0.0)),
+                            violation=gap / float(C.sum()), xi=float(current.xi.max(initial=0.0)),
                             working_set=ws.m, qp_steps=qp_steps, qp_capped=qp_steps >= qp_max_steps,
                             dropped=ws.n_dropped, oracle_calls=calls, seconds=time.perf_counter() - t0))
         log.debug("iteration %d: primal %.6g dual %.6g gap %.3g working set %d", iteration, primal, dual, gap, ws.m)
         if gap <= _gap_bound(C, epsilon, primal):
             converged = True
             break
-        points = _line_search(oracle, ws.w0, best, v_c, C)
-        calls += len(points)
+        points = [current] + _line_search(oracle, ws.w0, best, current, C)
+        calls += len(points) - 1
         previous = best
         for p in points:
             # a move must gain beyond rounding, so that sums taken in another order (shards) take the same path
@@ -469,7 +476,8 @@ def _cutting_planes_ls(oracle: Oracle, ws: _WorkingSet, C: np.ndarray, epsilon: 
                     "model: the dual QP is numerically inaccurate at this scale (max|G|=%.3g); normalise the "
                     "features or lower C", history[-1]["gap"], float(C.sum() * epsilon),
                     float(np.abs(np.diag(ws.G[:ws.m, :ws.m])).max(initial=0.0)))
-    return ws.w0 + best.v, converged, history, best
+    nxt = current if current.objective(C) <= best.objective(C) else best
+    return ws.w0 + current.v, converged, history, nxt
 
 
 def _gap_bound(C: np.ndarray, epsilon: float, primal: float) -> float:

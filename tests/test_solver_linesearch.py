@@ -71,8 +71,9 @@ def test_path_with_line_search_equals_cold_fits(inst):
         cold = train_structural_svm(X, labels, offsets, make_slack_groups("map", r.C), epsilon=EPS)
         assert r.converged
         _close(r, cold, r.C * EPS)
-    # the next C starts from the previous best point: no pass over the data before its first QP
-    assert all(r.history[0]["oracle_calls"] == 0 for r in path[1:])
+    # the next C starts from the previous best point: its first pass is at its own first QP's solution
+    assert all(r.history[0]["oracle_calls"] == 1 for r in path[1:])
+    assert path[0].history[0]["oracle_calls"] == 2                  # cold: w = w0, then the QP's solution
 
 
 def _split(X, labels, offsets, sizes):
@@ -121,3 +122,16 @@ def test_ranker_sums_by_shard_of_queries_per_shard(inst):
     oracle = DataOracle(None, None, None, losses, shards=_split(X, labels, offsets, [5, 5, 2]))
     ref = train_path(None, None, None, make_slack_groups("map", 1.0), [50.0], epsilon=r.epsilon, oracle=oracle)[0]
     assert np.array_equal(r.coef_, ref.w)
+
+
+@pytest.mark.parametrize("loss", ["map", "ndcg@10"])
+def test_tiny_C_returns_the_qp_solution_not_the_start(inst, loss):
+    """At tiny C the start w = 0 is itself within C·ε of the optimum, but w = 0 ties every score (the tie
+    policy would then rank by a base function): the loop returns the QP's certified solution, as the plain
+    loop does, never its start."""
+    X, labels, offsets = inst
+    groups = make_slack_groups(loss, 1e-4)
+    ls = train_structural_svm(X, labels, offsets, groups, epsilon=EPS)
+    plain = train_structural_svm(X, labels, offsets, groups, epsilon=EPS, line_search=False)
+    assert ls.converged and np.abs(ls.w).max() > 0
+    np.testing.assert_allclose(ls.w, plain.w, rtol=1e-9, atol=1e-15)
