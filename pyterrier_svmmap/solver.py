@@ -377,6 +377,9 @@ def _add_cuts(ws: _WorkingSet, p: _Point) -> int:
 #: sums are taken in another order (a sharded oracle) makes the same decisions
 _ROUNDING = 1e-12
 
+#: at most this many iterations are run without a search after searches that were wasted in a row
+_MAX_BACKOFF = 16
+
 #: oracle calls of the line search per iteration besides the one at the QP's solution (measured on
 #: LETOR MQ2008 Fold 1, bins and raw, C = 1 … 1000: 2 needs the fewest passes over the data in all)
 LINE_SEARCH_STEPS = 2
@@ -436,6 +439,7 @@ def _cutting_planes_ls(oracle: Oracle, ws: _WorkingSet, C: np.ndarray, epsilon: 
     history: List[dict] = []
     converged = False
     current = best
+    skip, backoff = 0, 1                  # iterations left without a search; the next wasted search's skip
     for iteration in range(1, max_iter + 1):
         v_c = ws.v()
         dual = ws.dual(v_c)
@@ -454,14 +458,27 @@ def _cutting_planes_ls(oracle: Oracle, ws: _WorkingSet, C: np.ndarray, epsilon: 
         if gap <= _gap_bound(C, epsilon, primal):
             converged = True
             break
-        points = [current] + _line_search(oracle, ws.w0, best, current, C)
-        calls += len(points) - 1
+        if skip:
+            skip -= 1
+            extra: List[_Point] = []
+        else:
+            extra = _line_search(oracle, ws.w0, best, current, C)
+            calls += len(extra)
         previous = best
-        for p in points:
+        for p in [current] + extra:
             # a move must gain beyond rounding, so that sums taken in another order (shards) take the same path
             if p.objective(C) < best.objective(C) - _ROUNDING * abs(best.objective(C)):
                 best = p
-        if sum(_add_cuts(ws, p) for p in points) == 0 and best is previous:
+        added = _add_cuts(ws, current)
+        added_by_search = sum(_add_cuts(ws, p) for p in extra)
+        if extra:
+            # a search that neither cut the model nor moved the best point was wasted passes (losses whose
+            # argmax is constant along the segment, e.g. NDCG@10 and MRR@10 on Vaswani): back off
+            if added_by_search or any(best is p for p in extra):
+                backoff = 1
+            else:
+                skip, backoff = backoff, min(2 * backoff, _MAX_BACKOFF)
+        if added + added_by_search == 0 and best is previous:
             # no constraint cuts the model and v_b did not move: the next iteration would repeat this
             # one (the QP is at its precision limit, the plain loop's "gap above the bound" case)
             break

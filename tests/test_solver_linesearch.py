@@ -135,3 +135,18 @@ def test_tiny_C_returns_the_qp_solution_not_the_start(inst, loss):
     plain = train_structural_svm(X, labels, offsets, groups, epsilon=EPS, line_search=False)
     assert ls.converged and np.abs(ls.w).max() > 0
     np.testing.assert_allclose(ls.w, plain.w, rtol=1e-9, atol=1e-15)
+
+
+def test_wasted_searches_back_off(inst, monkeypatch):
+    """MRR@10's argmax is constant along most segments, so its searches neither cut the model nor move the
+    best point: after such a search the loop skips searching for 1, 2, 4, ... iterations, and needs fewer
+    passes over the data than a loop that always searches, at the same certificate."""
+    import pyterrier_svmmap.solver as solver_module
+    X, labels, offsets = inst
+    groups = make_slack_groups("mrr@10", 3.0)
+    backoff = train_structural_svm(X, labels, offsets, groups, epsilon=EPS)
+    monkeypatch.setattr(solver_module, "_MAX_BACKOFF", 0)
+    always = train_structural_svm(X, labels, offsets, groups, epsilon=EPS)
+    assert backoff.converged and always.converged
+    assert backoff.oracle_calls < always.oracle_calls
+    _close(backoff, always, 3.0 * EPS)
