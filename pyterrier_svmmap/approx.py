@@ -42,7 +42,6 @@ which is the paper's trade-off between tightness (Theorem 3-5) and smoothness.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from dataclasses import dataclass, field
 from itertools import product
@@ -51,6 +50,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 import numpy as np
 from scipy.special import expit
 
+from . import _jit
 from .features import DenseBlock, FeatureMatrix
 from .measures import average_precision, dcg_at
 from .peers import (check_state, constructor_params, float_from_json, int_from_json, json_float,
@@ -66,8 +66,6 @@ NDCG_ALPHAS: Tuple[float, ...] = (10.0, 20.0, 50.0, 100.0, 150.0, 200.0, 250.0, 
 
 DEFAULT_MAX_ENTRIES = 1 << 22   # cells of one pair-matrix chunk (32 MiB of float64)
 
-#: the loaded kernels module (False: unavailable); filled on first use
-_LOADED: dict = {}
 
 
 def jit():
@@ -75,18 +73,7 @@ def jit():
     with ``PYTERRIER_SVMMAP_NO_NUMBA=1`` (then :class:`ApproxRanker` uses :func:`approx_ap_query` /
     :func:`approx_ndcg_query`, the numpy reference). Look it up at call time (``approx.jit()``), as
     :func:`.losses._numba.kernels`, so that the switch and the tests' monkeypatching work."""
-    if "approx" not in _LOADED:
-        mod = False
-        if os.environ.get("PYTERRIER_SVMMAP_NO_NUMBA"):
-            log.debug("numba disabled by PYTERRIER_SVMMAP_NO_NUMBA: ApproxAP/ApproxNDCG use numpy")
-        else:
-            try:
-                from . import _approx_jit as mod
-            except ImportError:                                  # numba not installed
-                log.debug("numba not available: ApproxAP/ApproxNDCG use numpy")
-                mod = False
-        _LOADED["approx"] = mod
-    return _LOADED["approx"] or None
+    return _jit.load("_approx_jit", "ApproxAP/ApproxNDCG use numpy")
 
 
 # ---------------------------------------------------------------------------------------------

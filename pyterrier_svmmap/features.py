@@ -28,11 +28,12 @@ Three kinds of blocks can make up φ, alone or together (``FeatureEncoder(featur
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
+
+from . import _jit
 
 log = logging.getLogger(__name__)
 
@@ -228,26 +229,11 @@ def _as_code_dtype(codes: np.ndarray, n_thresholds: int) -> np.ndarray:
     return codes.astype(dtype, copy=False)
 
 
-#: the loaded kernels module (False: unavailable); filled on first use
-_LOADED: dict = {}
-
-
 def kernels():
     """The compiled kernels module :mod:`._features_jit`, or None when numba is missing or disabled with
     the environment variable ``PYTERRIER_SVMMAP_NO_NUMBA=1`` (as the losses' kernels,
     :func:`pyterrier_svmmap.losses._numba.kernels`). Looked up at call time, so tests can monkeypatch it."""
-    if "features" not in _LOADED:
-        mod = False
-        if os.environ.get("PYTERRIER_SVMMAP_NO_NUMBA"):
-            log.debug("numba disabled by PYTERRIER_SVMMAP_NO_NUMBA: bin features use their numpy path")
-        else:
-            try:
-                from . import _features_jit as mod
-            except ImportError:                                  # numba not installed
-                log.debug("numba not available: bin features use their numpy path")
-                mod = False
-        _LOADED["features"] = mod
-    return _LOADED["features"] or None
+    return _jit.load("_features_jit", "bin features use their numpy path")
 
 
 class DenseBlock:

@@ -16,35 +16,22 @@ code :func:`solve_dual_reference`. Look the fast path up with :func:`compiled` a
 from __future__ import annotations
 
 import logging
-import os
 from typing import Optional, Tuple
 
 import numpy as np
+
+from . import _jit
 
 log = logging.getLogger(__name__)
 
 #: default cap on the QP's SMO pair steps per solve
 QP_MAX_STEPS = 200_000
 
-#: the loaded compiled module (False: unavailable); filled on first use, as :mod:`.losses._numba`
-_LOADED: dict = {}
-
 
 def compiled():
     """The compiled QP module :mod:`._qp_jit`, or None when numba is missing or disabled with
     ``PYTERRIER_SVMMAP_NO_NUMBA=1`` (imported lazily: numba is not loaded with the package)."""
-    if "qp" not in _LOADED:
-        mod = False
-        if os.environ.get("PYTERRIER_SVMMAP_NO_NUMBA"):
-            log.debug("numba disabled by PYTERRIER_SVMMAP_NO_NUMBA: the dual QP runs in numpy")
-        else:
-            try:
-                from . import _qp_jit as mod
-            except ImportError:                                  # numba not installed
-                log.debug("numba not available: the dual QP runs in numpy")
-                mod = False
-        _LOADED["qp"] = mod
-    return _LOADED["qp"] or None
+    return _jit.load("_qp_jit", "the dual QP runs in numpy")
 
 
 def gradient_scale(G: np.ndarray, b: np.ndarray, alpha: np.ndarray) -> float:

@@ -7,6 +7,7 @@ Without numba the kernel tests are skipped; ``PYTERRIER_SVMMAP_NO_NUMBA=1`` (or 
 import importlib.util
 
 import numpy as np
+from pyterrier_svmmap import _jit
 import pytest
 
 from pyterrier_svmmap import approx
@@ -222,10 +223,10 @@ def test_fit_is_deterministic():
 
 def test_switch_off_by_environment(monkeypatch):
     """PYTERRIER_SVMMAP_NO_NUMBA=1 makes jit() None (read on first use, as losses/_numba.py)."""
-    monkeypatch.setattr(approx, "_LOADED", {})
+    monkeypatch.setattr(_jit, "_LOADED", {})
     monkeypatch.setenv("PYTERRIER_SVMMAP_NO_NUMBA", "1")
     assert approx.jit() is None
-    monkeypatch.setattr(approx, "_LOADED", {})
+    monkeypatch.setattr(_jit, "_LOADED", {})
     monkeypatch.delenv("PYTERRIER_SVMMAP_NO_NUMBA")
     assert (approx.jit() is None) == (importlib.util.find_spec("numba") is None)
 

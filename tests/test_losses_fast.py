@@ -13,6 +13,7 @@ import importlib.util
 import zlib
 
 import numpy as np
+from pyterrier_svmmap import _jit
 import pytest
 
 from pyterrier_svmmap.losses import DORMLoss, MRRLoss, NDCGLoss, ROCLoss, get_loss
@@ -265,11 +266,11 @@ def test_batch_uses_the_kernels_by_default(loss, monkeypatch):
 
 
 def test_env_variable_disables_numba(monkeypatch):
-    monkeypatch.setattr(_numba, "_LOADED", {})
+    monkeypatch.setattr(_jit, "_LOADED", {})
     monkeypatch.setenv("PYTERRIER_SVMMAP_NO_NUMBA", "1")
     assert _numba.kernels() is None
     assert NDCGLoss(10).kernel_call(10) is None and _numba.kernel_call(get_loss("map"), 10) is None
-    monkeypatch.setattr(_numba, "_LOADED", {})
+    monkeypatch.setattr(_jit, "_LOADED", {})
     monkeypatch.delenv("PYTERRIER_SVMMAP_NO_NUMBA")
     assert (_numba.kernels() is not None) == (importlib.util.find_spec("numba") is not None)
 

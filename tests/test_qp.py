@@ -3,6 +3,7 @@ against the KKT conditions, and against independent solvers on tiny instances.""
 import itertools
 
 import numpy as np
+from pyterrier_svmmap import _jit as jit_loader
 import pytest
 from scipy.optimize import minimize
 
@@ -231,7 +232,7 @@ def test_environment_variable_selects_the_numpy_reference(monkeypatch):
     rng = np.random.default_rng(5)
     G, b, grp, C = instance(rng, 20, 6, 1)
     monkeypatch.setenv("PYTERRIER_SVMMAP_NO_NUMBA", "1")
-    monkeypatch.setattr(qp, "_LOADED", {})
+    monkeypatch.setattr(jit_loader, "_LOADED", {})
     assert qp.compiled() is None
     a, s = qp.solve_dual(G, b, grp, C)
     a_ref, s_ref = qp.solve_dual_reference(G, b, grp, C)

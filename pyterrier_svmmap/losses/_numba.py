@@ -14,31 +14,19 @@ restore the stable order themselves), and hands the kernel the arrays it fills.
 from __future__ import annotations
 
 import logging
-import os
 from typing import Callable, Optional, Tuple
 
 import numpy as np
 
+from .. import _jit
+
 log = logging.getLogger(__name__)
 
-#: the loaded kernels module (False: unavailable); filled on first use
-_LOADED: dict = {}
 
 
 def kernels():
     """The compiled kernels module :mod:`._rank_jit`, or None when numba is missing or disabled."""
-    if "rank" not in _LOADED:
-        mod = False
-        if os.environ.get("PYTERRIER_SVMMAP_NO_NUMBA"):
-            log.debug("numba disabled by PYTERRIER_SVMMAP_NO_NUMBA: losses use their numpy paths")
-        else:
-            try:
-                from . import _rank_jit as mod
-            except ImportError:                                  # numba not installed
-                log.debug("numba not available: losses use their numpy paths")
-                mod = False
-        _LOADED["rank"] = mod
-    return _LOADED["rank"] or None
+    return _jit.load("losses._rank_jit", "losses use their numpy paths")
 
 
 def check_batch(scores: np.ndarray, labels: np.ndarray,

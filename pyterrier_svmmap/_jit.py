@@ -1,0 +1,37 @@
+"""The one place that loads the optional compiled (numba) kernels.
+
+Every kernel module (:mod:`._qp_jit`, :mod:`._features_jit`, :mod:`._approx_jit`,
+:mod:`.losses._rank_jit`) is imported lazily on first use, so that numba is not loaded with the package,
+and not at all when it is missing or when the environment variable ``PYTERRIER_SVMMAP_NO_NUMBA=1`` is set:
+callers then run their numpy code, which is also the reference the tests compare the kernels with. Callers
+look the module up at call time (``load(...)`` inside the function that needs it), never bind it at import,
+so that the switch and the tests' ``monkeypatch.setattr(_jit, "_LOADED", {})`` work.
+"""
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+from types import ModuleType
+from typing import Dict, Optional, Union
+
+log = logging.getLogger(__name__)
+
+#: module name → the loaded module, or False when unavailable; filled on first use
+_LOADED: Dict[str, Union[ModuleType, bool]] = {}
+
+
+def load(module: str, fallback: str) -> Optional[ModuleType]:
+    """The compiled kernel module ``pyterrier_svmmap.<module>`` (e.g. ``"_qp_jit"``), or None when numba is
+    missing or disabled; ``fallback`` says what runs instead (for the debug log)."""
+    if module not in _LOADED:
+        mod: Union[ModuleType, bool] = False
+        if os.environ.get("PYTERRIER_SVMMAP_NO_NUMBA"):
+            log.debug("numba disabled by PYTERRIER_SVMMAP_NO_NUMBA: %s", fallback)
+        else:
+            try:
+                mod = importlib.import_module(f"pyterrier_svmmap.{module}")
+            except ImportError:                                  # numba not installed
+                log.debug("numba not available: %s", fallback)
+        _LOADED[module] = mod
+    return _LOADED[module] or None
