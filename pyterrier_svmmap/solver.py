@@ -443,9 +443,7 @@ def _cutting_planes_ls(oracle: Oracle, ws: _WorkingSet, C: np.ndarray, epsilon: 
     for iteration in range(1, max_iter + 1):
         v_c = ws.v()
         dual = ws.dual(v_c)
-        if np.array_equal(v_c, current.v):
-            current = current                      # the QP did not move (e.g. the first cut is flat): known
-        else:
+        if not np.array_equal(v_c, current.v):   # else the QP did not move (e.g. a flat first cut): known
             current = _evaluate(oracle, ws.w0, v_c)
             calls += 1
         primal = current.objective(C)
