@@ -128,9 +128,9 @@ def _backward(s, rel, alpha, factored, E, F, g_pi, wsum, grad):
 
 
 @njit(cache=True, nogil=True)
-def ap_query(s, rel, alpha, beta, n_rel, want_grad, grad):
-    """ÂP of Eq. (22) for one query with relevant candidates ``rel`` (m ≥ 1) and |D+| = ``n_rel`` > 0;
-    with ``want_grad``, ∂ÂP/∂s (Eqs. (44)–(47)) into ``grad`` (n cells)."""
+def _query_positions(s, rel, alpha):
+    """The shared start of both measures: the exponential factors and the relevant candidates' π̂
+    (Eq. 20) with their sums for the backward pass: (factored, E, F, π̂, wsum)."""
     n = s.shape[0]
     m = rel.shape[0]
     pi = np.empty(m)
@@ -139,6 +139,15 @@ def ap_query(s, rel, alpha, beta, n_rel, want_grad, grad):
     F = np.empty(m)
     factored = _factors(s, rel, alpha, E, F)
     _positions(s, rel, alpha, factored, E, F, pi, wsum)
+    return factored, E, F, pi, wsum
+
+
+@njit(cache=True, nogil=True)
+def ap_query(s, rel, alpha, beta, n_rel, want_grad, grad):
+    """ÂP of Eq. (22) for one query with relevant candidates ``rel`` (m ≥ 1) and |D+| = ``n_rel`` > 0;
+    with ``want_grad``, ∂ÂP/∂s (Eqs. (44)–(47)) into ``grad`` (n cells)."""
+    m = rel.shape[0]
+    factored, E, F, pi, wsum = _query_positions(s, rel, alpha)
     inv_pi = np.empty(m)
     for i in range(m):
         inv_pi[i] = 1.0 / pi[i]
@@ -180,14 +189,8 @@ def ndcg_query(s, rel, gains, alpha, idcg, want_grad, grad):
     """N̂DCG of Eq. (21) for one query with relevant candidates ``rel`` (m ≥ 1) of gains ``gains``
     (2^r − 1, one per relevant) and N_n = ``idcg`` > 0; with ``want_grad``, ∂N̂DCG/∂s (Eqs. (41)–(43))
     into ``grad``."""
-    n = s.shape[0]
     m = rel.shape[0]
-    pi = np.empty(m)
-    wsum = np.empty(m)
-    E = np.empty(n)
-    F = np.empty(m)
-    factored = _factors(s, rel, alpha, E, F)
-    _positions(s, rel, alpha, factored, E, F, pi, wsum)
+    factored, E, F, pi, wsum = _query_positions(s, rel, alpha)
     value = 0.0
     ln2 = math.log(2.0)
     g_pi = np.empty(m)
