@@ -311,11 +311,5 @@ def _arrays(source) -> bool:
 
 def split_into_shards(raw, labels, offsets, queries_per_shard: int) -> List[Tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Arrays cut into shards of ``queries_per_shard`` whole queries (the last may be smaller)."""
-    offsets = np.asarray(offsets, dtype=np.int64)
-    n_q = len(offsets) - 1
-    out = []
-    for start in range(0, n_q, queries_per_shard):
-        stop = min(start + queries_per_shard, n_q)
-        lo, hi = offsets[start], offsets[stop]
-        out.append((raw[lo:hi], labels[lo:hi], offsets[start:stop + 1] - lo))
-    return out
+    from .ranker import shard_sizes, split_queries
+    return split_queries(raw, labels, offsets, shard_sizes(len(offsets) - 1, queries_per_shard))

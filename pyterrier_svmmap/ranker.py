@@ -92,6 +92,24 @@ def subset_queries(raw, labels, offsets, keep: np.ndarray, n_relevant=None):
     return raw[rows], labels[rows], new_offsets, (None if n_relevant is None else np.asarray(n_relevant)[keep])
 
 
+def shard_sizes(n_queries: int, queries_per_shard: int) -> np.ndarray:
+    """Queries per shard when ``n_queries`` queries are cut into blocks of ``queries_per_shard`` (the last
+    may be smaller)."""
+    return np.diff(np.r_[np.arange(0, n_queries, queries_per_shard), n_queries]).astype(np.int64)
+
+
+def split_queries(raw, labels, offsets, sizes: Sequence[int]) -> List[Tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The arrays cut into consecutive shards of ``sizes[i]`` whole queries each (views, re-offset)."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    out, start = [], 0
+    for size in sizes:
+        stop = start + int(size)
+        lo, hi = offsets[start], offsets[stop]
+        out.append((raw[lo:hi], labels[lo:hi], offsets[start:stop + 1] - lo))
+        start = stop
+    return out
+
+
 class StructSVMRanker:
     """A linear ranking function trained as a structural SVM for a ranking loss, on arrays.
 
@@ -407,12 +425,8 @@ class StructSVMRanker:
         if shards is None or len(shards) <= 1:
             oracle = solver.DataOracle(layout.transform(raw, offsets), labels, offsets, losses)
         else:
-            parts = []
-            for lo, hi in zip(np.cumsum(shards) - shards, np.cumsum(shards)):      # φ built shard by shard
-                r_lo, r_hi = offsets[lo], offsets[hi]
-                off = offsets[lo:hi + 1] - r_lo
-                parts.append((layout.transform(raw[r_lo:r_hi], off), labels[r_lo:r_hi], off))
-            oracle = solver.DataOracle(None, None, None, losses, shards=parts)
+            parts = [(layout.transform(r, o), y, o) for r, y, o in split_queries(raw, labels, offsets, shards)]
+            oracle = solver.DataOracle(None, None, None, losses, shards=parts)      # φ built shard by shard
         results = solver.train_path(None, None, None, self._groups(1.0), grid, epsilon=self.epsilon,
                                     max_iter=self.max_iter, prior=w0, oracle=oracle)
         return layout, results, f
@@ -569,7 +583,7 @@ def _usable_shard_sizes(ok: np.ndarray, shard_queries: Optional[Sequence[int]], 
     (``shard_queries``, or blocks of ``queries_per_shard``): the shards a cluster would form and filter."""
     n = len(ok)
     sizes = (np.asarray(shard_queries, dtype=np.int64) if shard_queries is not None
-             else np.diff(np.r_[np.arange(0, n, queries_per_shard), n]).astype(np.int64))
+             else shard_sizes(n, queries_per_shard))
     if sizes.sum() != n or (sizes < 0).any():
         raise ValueError(f"shard_queries must be non-negative and sum to the {n} queries, got {list(sizes)}")
     cum = np.r_[0, np.cumsum(ok, dtype=np.int64)]

@@ -43,7 +43,7 @@ import numpy as np
 
 from .features import FeatureMatrix
 from .losses.base import Loss
-from .qp import QP_MAX_STEPS, gradient_scale, solve_dual  # noqa: F401  (re-exported)
+from .qp import QP_MAX_STEPS, solve_dual
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ class TrainingResult:
     def oracle_calls(self) -> int:
         """Number of passes over the data (oracle calls) for this C: one per iteration without the line
         search, one to three with it."""
-        return int(self.history[-1].get("oracle_calls", len(self.history))) if self.history else 0
+        return int(self.history[-1]["oracle_calls"]) if self.history else 0
 
     @property
     def duality_gap(self) -> float:
