@@ -88,6 +88,13 @@ def _sorted_str_codes(raw_codes: np.ndarray, raw_uniques) -> tuple:
     return rank[merged][raw_codes], strings[by_string]
 
 
+def sorted_string_codes(column) -> tuple:
+    """(codes, strings) of ``column`` as its ``astype(str)`` values: int64 codes that order the rows as
+    their strings do, and the distinct strings sorted (``strings[codes]`` is each row's string). Only the
+    distinct values are converted."""
+    return _sorted_str_codes(*pd.factorize(pd.Series(column), use_na_sentinel=False))
+
+
 def _flat_features(cells: np.ndarray) -> Optional[np.ndarray]:
     """The common case of a ``features`` column: every cell a flat array of one length F → the (n, F)
     float matrix by one ``np.concatenate``; None for anything else (numbers, nested or ragged cells)."""

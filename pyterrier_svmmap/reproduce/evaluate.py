@@ -39,24 +39,12 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import pandas as pd
 
+from ..frames import sorted_string_codes
+
 logger = logging.getLogger(__name__)
 
 #: results.json key -> ir_measures measure name
 MEASURES = {"map": "AP", "ndcg_cut_10": "nDCG@10", "recip_rank_10": "RR@10"}
-
-
-def _str_factorize(column) -> Tuple[np.ndarray, np.ndarray]:
-    """(codes, uniques) of ``column.astype(str)``, converting only the distinct values to str."""
-    codes, uniques = pd.factorize(pd.Series(column), use_na_sentinel=False)
-    merged, strings = pd.factorize(pd.Series(uniques).astype(str).to_numpy(dtype=object))
-    return merged[codes], np.asarray(strings, dtype=object)
-
-
-def _string_rank(strings: np.ndarray) -> np.ndarray:
-    """The rank of each of ``strings`` (distinct) in sorted order."""
-    rank = np.empty(len(strings), dtype=np.int64)
-    rank[np.argsort(strings, kind="stable")] = np.arange(len(strings))
-    return rank
 
 
 class Evaluator:
@@ -103,15 +91,15 @@ class Evaluator:
 
     def per_query(self, run: pd.DataFrame, qids: Sequence[str]) -> pd.DataFrame:
         """Frame indexed by ``qids`` with one column per measure; queries without results get 0."""
-        q_code, q_strings = _str_factorize(run["qid"])
-        d_code, d_strings = _str_factorize(run["docno"])
+        q_code, q_strings = sorted_string_codes(run["qid"])
+        d_code, d_strings = sorted_string_codes(run["docno"])
         return self._per_query(q_code, q_strings, d_code, d_strings, run["score"].astype(float).to_numpy(), qids)
 
     def per_query_arrays(self, row_qids: np.ndarray, docnos: np.ndarray, scores: np.ndarray,
                          qids: Sequence[str]) -> pd.DataFrame:
         """:meth:`per_query` of a run given as arrays (qid and docno of each row, as str, and its score)."""
-        q_code, q_strings = _str_factorize(row_qids)
-        d_code, d_strings = _str_factorize(docnos)
+        q_code, q_strings = sorted_string_codes(row_qids)
+        d_code, d_strings = sorted_string_codes(docnos)
         return self._per_query(q_code, q_strings, d_code, d_strings, np.asarray(scores, dtype=float), qids)
 
     def _per_query(self, q_code, q_strings, d_code, d_strings, score, qids) -> pd.DataFrame:
@@ -139,7 +127,7 @@ class Evaluator:
             known = self._qids.get_indexer(wanted)            # -1 (no qrels) picks the appended 0
             n_rel = np.append(self._n_relevant, 0.0)[known]
             idcg = np.append(self._idcg, 0.0)[known]
-            doc_rank = _string_rank(d_strings)[d_code]
+            doc_rank = d_code                            # codes order docnos as their strings do
             offsets = np.concatenate([[0], np.cumsum(np.bincount(qi, minlength=len(wanted)))])
             position = -np.arange(len(qi), dtype=float)          # scores that keep a given order
             # trec_eval's ranking (AP, nDCG@10): float32 scores descending, then docno descending
