@@ -303,3 +303,26 @@ def test_empty_batch(backend):
     for loss in (NDCGLoss(3), MRRLoss(2), ROCLoss(), DORMLoss(k=2, window=2)):
         d, c = loss.batch_violation(np.zeros(0), np.zeros(0, dtype=int), np.array([0]))
         assert d.shape == (0,) and c.shape == (0,)
+
+
+@pytest.mark.parametrize("sizes", [[3, 3000, 7, 1, 40, 2, 0, 5], [3, 120, 7, 1, 40, 2], [50, 50, 50]])
+@pytest.mark.parametrize("compiled", [True, False])
+def test_query_score_order_is_the_stable_lexsort(monkeypatch, sizes, compiled):
+    """Candidates by query then decreasing score, ties by position — compiled, numpy, padded or not."""
+    from pyterrier_svmmap.features import query_ids
+    from pyterrier_svmmap.losses.map import query_score_order
+    monkeypatch.setattr(_jit, "_LOADED", {})
+    if not compiled:
+        monkeypatch.setenv("PYTERRIER_SVMMAP_NO_NUMBA", "1")
+    elif not numba_available:
+        pytest.skip("numba not installed or disabled")
+    rng = np.random.default_rng(len(sizes))
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    scores = np.round(rng.normal(size=offsets[-1]), 1)              # many ties
+    got = query_score_order(scores, offsets)
+    want = np.lexsort((-scores, query_ids(offsets)))
+    if max(sizes) * len(sizes) > 2 * offsets[-1] + 4096:               # one query much longer: sorted per query
+        assert np.array_equal(got, want)                            # stable: the lexsort's own order
+    else:                                                           # padded quicksort: ties in any order
+        assert np.array_equal(scores[got], scores[want]) and np.array_equal(np.sort(got), np.arange(len(got)))
+        assert np.array_equal(query_ids(offsets)[got], query_ids(offsets)[want])

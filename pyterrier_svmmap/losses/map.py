@@ -313,12 +313,19 @@ def query_score_order(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Candidates (global indices) by query, then by decreasing score (ties in any fixed order).
 
     Queries are padded into one (queries × longest) matrix sorted row-wise by numpy's SIMD quicksort
-    when padding at most doubles the work; otherwise a lexsort.
+    when padding at most doubles the work; otherwise a stable sort per query (compiled, else a lexsort:
+    the same order, ties by position).
     """
     sizes = np.diff(offsets)
     n_q, n = len(sizes), len(scores)
     longest = int(sizes.max())
     if n_q * longest > 2 * n + 4096:
+        jit = _jit()
+        if jit:                                  # the same stable order, ~5× faster on LETOR-sized queries
+            order = np.empty(n, dtype=np.int64)
+            jit.score_order(np.ascontiguousarray(scores, dtype=float), np.ascontiguousarray(offsets, dtype=np.int64),
+                            order)
+            return order
         return np.lexsort((-scores, query_ids(offsets)))
     if n_q * longest == n:
         local = np.argsort(-scores.reshape(n_q, longest), axis=1)
@@ -358,23 +365,10 @@ def query_class_order(scores: np.ndarray, labels: np.ndarray,
 # ---------------------------------------------------------------------------------------------
 # batch path: all queries at once (numba kernels when available, else vectorised numpy)
 # ---------------------------------------------------------------------------------------------
-_JIT = None
-
-
 def _jit():
-    """The numba kernels module, or False when numba is missing or disabled."""
-    global _JIT
-    if _JIT is None:
-        import os
-        if os.environ.get("PYTERRIER_SVMMAP_NO_NUMBA"):
-            _JIT = False
-        else:
-            try:
-                from . import _map_jit
-                _JIT = _map_jit
-            except ImportError:
-                _JIT = False
-    return _JIT
+    """The compiled MAP kernels (:mod:`._map_jit`), or None when numba is missing or disabled."""
+    from .. import _jit as loader
+    return loader.load("losses._map_jit", "the MAP argmax runs in numpy")
 
 
 def map_batch_violation_numpy(scores: np.ndarray, labels: np.ndarray,
