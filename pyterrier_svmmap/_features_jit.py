@@ -7,7 +7,9 @@ the fallback and the reference. Both kernels add in the reference's order, so th
 * :func:`binned_dot`: per row, the F looked-up cumulative weights are summed as numpy's ``sum(axis=1)``
   sums a contiguous row (its pairwise summation: 8 interleaved partial sums for 8 ≤ F ≤ 128, halving
   above; a plain loop below 8);
-* :func:`binned_rdot`: ``np.bincount``'s per-cell sums (rows in order), then the reverse cumulative sum.
+* :func:`binned_rdot`: ``np.bincount``'s per-cell sums (rows in order), then the reverse cumulative sum;
+* :func:`bin_codes`: the codes themselves, ``np.searchsorted(thresholds[f], score, side="left")`` per
+  retrieved score (a binary search on ``threshold < score``: NaN thresholds, sorted last, are never below).
 """
 from __future__ import annotations
 
@@ -186,3 +188,25 @@ def binned_rdot(codes, c, n_thresholds, out):
         for t in range(n_thresholds - 1, -1, -1):
             out[base + t] = s
             s += hist[f, t]
+
+
+@njit(cache=True, nogil=True)
+def bin_codes(scaled, thresholds, codes):
+    """``codes[d, f]`` = how many of ``thresholds[f]`` (ascending) lie strictly below ``scaled[d, f]``;
+    NaN scores (not retrieved) keep the code already there (0)."""
+    n, n_funcs = scaled.shape
+    n_thr = thresholds.shape[1]
+    for d in range(n):
+        for f in range(n_funcs):
+            x = scaled[d, f]
+            if x != x:
+                continue
+            lo = 0
+            hi = n_thr
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if thresholds[f, mid] < x:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            codes[d, f] = lo

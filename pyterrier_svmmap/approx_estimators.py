@@ -16,6 +16,8 @@ LambdaMART or McRank model is fitted.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import logging
 from typing import Optional, Sequence
 
@@ -139,11 +141,9 @@ class _Peer(RankerEstimator):
         self.ranker_ = self.ranker_class(**self.params)
         if isinstance(self.ranker_, peers.AdaRankRanker) and self.ranker_.measure == "ap":
             # AdaRank.MAP: binary relevance, label ≥ 1 (the package's rule)
-            train = Candidates(train.frame, train.raw, train.offsets, train.qids, (train.labels >= 1).astype(float),
-                               train.n_relevant)
+            train = dataclasses.replace(train, labels=(train.labels >= 1).astype(float))
             if valid is not None:
-                valid = Candidates(valid.frame, valid.raw, valid.offsets, valid.qids,
-                                   (valid.labels >= 1).astype(float), valid.n_relevant)
+                valid = dataclasses.replace(valid, labels=(valid.labels >= 1).astype(float))
         args = () if valid is None else (valid.raw, valid.labels, valid.offsets)
         if isinstance(self.ranker_, peers.AdaRankRanker):
             self.ranker_.fit(train.raw, train.labels, train.offsets, *(args or (None, None, None)),

@@ -423,6 +423,11 @@ class FeatureEncoder:
         scaled = scale_for_binning(raw, offsets, self.binning)
         dtype = np.uint8 if self.n_bins < 256 else np.uint16
         codes = np.zeros(scaled.shape, dtype=dtype)
+        jit = kernels()
+        if jit is not None and len(scaled):
+            jit.bin_codes(np.ascontiguousarray(scaled, dtype=float),
+                          np.ascontiguousarray(self.thresholds_, dtype=float), codes)
+            return codes
         for f in range(scaled.shape[1]):
             col = scaled[:, f]
             ok = ~np.isnan(col)

@@ -29,6 +29,9 @@ class Candidates:
     qids: np.ndarray                      # (Q,) qid of each query
     labels: Optional[np.ndarray] = None   # (n,) relevance labels (0 when not in the qrels)
     n_relevant: Optional[np.ndarray] = None  # (Q,) relevant documents per query in the qrels
+    #: (n,) int codes that order the rows as their docno strings do (the tie policy's docno key without
+    #: converting the strings again); None: taken from ``frame["docno"]`` when needed
+    docno_codes: Optional[np.ndarray] = None
 
     @property
     def n_queries(self) -> int:
@@ -41,7 +44,8 @@ class Candidates:
         return Candidates(frame=self.frame.iloc[rows], raw=self.raw[rows],
                           offsets=np.concatenate([[0], np.cumsum(sizes)]), qids=self.qids[query_mask],
                           labels=None if self.labels is None else self.labels[rows],
-                          n_relevant=None if self.n_relevant is None else self.n_relevant[query_mask])
+                          n_relevant=None if self.n_relevant is None else self.n_relevant[query_mask],
+                          docno_codes=None if self.docno_codes is None else self.docno_codes[rows])
 
 
 def check_qrels(qrels: pd.DataFrame, context=None) -> pd.DataFrame:
@@ -183,7 +187,7 @@ def candidates_from_frame(res: pd.DataFrame, qrels: Optional[pd.DataFrame] = Non
     starts = np.flatnonzero(np.r_[True, q_code[1:] != q_code[:-1]]) if len(res) else np.zeros(0, np.int64)
     qids = qid_str[starts]
     offsets = np.append(starts, len(res)).astype(np.int64)
-    cands = Candidates(frame=res, raw=raw, offsets=offsets, qids=qids)
+    cands = Candidates(frame=res, raw=raw, offsets=offsets, qids=qids, docno_codes=d_code)
     if qrels is not None:
         qrels = check_qrels(qrels)                     # one row per (qid, docno), the last label kept
         # the qrels' (qid, docno) as the candidates' codes (-1: no such qid / docno among the candidates)

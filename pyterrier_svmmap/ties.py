@@ -47,12 +47,16 @@ def ordered_to_float(o: np.ndarray) -> np.ndarray:
 
 
 def tie_order(scores: np.ndarray, offsets: np.ndarray, secondary: Optional[np.ndarray] = None,
-              docnos: Optional[np.ndarray] = None) -> np.ndarray:
+              docnos: Optional[np.ndarray] = None, docno_codes: Optional[np.ndarray] = None) -> np.ndarray:
     """Candidate indices by query, then score descending, then ``secondary`` descending (NaN last), then
-    docno descending; remaining ties keep candidate order."""
+    docno descending; remaining ties keep candidate order. ``docno_codes`` (integers that order the rows as
+    their docno strings do, :attr:`~pyterrier_svmmap.frames.Candidates.docno_codes`) stand for ``docnos``
+    without converting the strings again."""
     n = len(scores)
     keys = [np.arange(n)]
-    if docnos is not None:
+    if docno_codes is not None:
+        keys.append(-np.asarray(docno_codes, dtype=np.int64))   # descending docno
+    elif docnos is not None:
         # the rank of each docno's string among the distinct ones: converted and sorted once per distinct
         # value (pd.factorize), the same ranks as np.unique over every row's string
         codes, distinct = pd.factorize(np.asarray(docnos), use_na_sentinel=False)
@@ -96,7 +100,7 @@ class TieReport:
 
 
 def break_ties(scores: np.ndarray, offsets: np.ndarray, secondary: Optional[np.ndarray] = None,
-               docnos: Optional[np.ndarray] = None, k: int = 10):
+               docnos: Optional[np.ndarray] = None, k: int = 10, docno_codes: Optional[np.ndarray] = None):
     """Scores that rank every query in the order of :func:`tie_order` even as float32 (see the module).
 
     Returns (new scores, :class:`TieReport`). A score already below its predecessor as a float32 is kept
@@ -108,7 +112,7 @@ def break_ties(scores: np.ndarray, offsets: np.ndarray, secondary: Optional[np.n
     n = len(scores)
     if n == 0:
         return scores.copy(), TieReport(0, 0, 0, 0, k)
-    order = tie_order(scores, offsets, secondary, docnos)
+    order = tie_order(scores, offsets, secondary, docnos, docno_codes)
     s = scores[order]
     q = query_ids(offsets)[order]
     start = offsets[:-1][q]

@@ -82,6 +82,28 @@ def test_measures_agree_with_ir_measures():
             assert v == pytest.approx(ref[(m, str(q))], abs=1e-12), (m, q)
 
 
+@pytest.mark.parametrize("compiled", [True, False])
+def test_rank_within_queries_is_stable_by_query_then_score(monkeypatch, compiled):
+    """By query, then decreasing score, ties (−0.0 = 0.0 included) by position; NaN scores last (lexsort)."""
+    from pyterrier_svmmap import _jit
+    from pyterrier_svmmap.measures import rank_within_queries
+    monkeypatch.setattr(_jit, "_LOADED", {})
+    if not compiled:
+        monkeypatch.setenv("PYTERRIER_SVMMAP_NO_NUMBA", "1")
+    scores = np.array([1.0, 2.0, 1.0, -0.0, 0.0, 2.0, 3.0, 0.0, 5.0, 5.0, 4.0])
+    offsets = np.array([0, 6, 6, 7, 11])
+    assert rank_within_queries(scores, offsets).tolist() == [1, 5, 0, 2, 3, 4, 6, 8, 9, 10, 7]
+    with_nan = scores.copy()
+    with_nan[1] = np.nan
+    assert rank_within_queries(with_nan, offsets).tolist()[:6] == [5, 0, 2, 3, 4, 1]
+    rng = np.random.default_rng(1)
+    sizes = rng.integers(0, 300, size=40)
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    scores = np.round(rng.normal(size=offsets[-1]), 1)
+    want = np.lexsort((np.arange(len(scores)), -scores, np.repeat(np.arange(40), sizes)))
+    assert np.array_equal(rank_within_queries(scores, offsets), want)
+
+
 def test_training_loss_ap_equals_ir_measures_ap_with_qrels_restricted_to_candidates():
     rng = np.random.default_rng(5)
     run, qrels, scores, labels, offsets, _ = _run_and_qrels(rng, n_q=4)

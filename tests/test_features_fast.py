@@ -195,3 +195,26 @@ def test_no_numba_switch_disables_the_kernels():
 @needs_numba
 def test_kernels_load_without_the_switch():
     assert _kernels_in_subprocess(None) == "False"
+
+
+@needs_numba
+@pytest.mark.parametrize("binning", ["quantile", "minmax", "percentile"])
+@pytest.mark.parametrize("n_bins", [1, 7, 50, 300])
+def test_compiled_bin_codes_equal_searchsorted(monkeypatch, binning, n_bins):
+    """FeatureEncoder.bin_codes: the kernel gives numpy's codes — NaN scores 0, a score equal to a
+    threshold not above it, NaN thresholds (a function never retrieved in training) never below."""
+    rng = np.random.default_rng(n_bins)
+    offsets = np.array([0, 40, 41, 90, 200])
+    train = np.round(rng.normal(size=(200, 5)), 1)
+    train[rng.random(train.shape) < 0.2] = np.nan
+    train[:, 4] = np.nan                                       # never retrieved: NaN thresholds
+    enc = FeatureEncoder(["bins"], n_bins, binning, None).fit(train, offsets)
+    test = np.round(rng.normal(size=(200, 5)), 1)
+    test[rng.random(test.shape) < 0.2] = np.nan
+    test[0, :4] = enc.thresholds_[:4, 0]                       # on a threshold
+    test[1, 0], test[2, 0] = -np.inf, np.inf
+    fast = enc.bin_codes(test, offsets)
+    monkeypatch.setattr(features, "kernels", lambda: None)
+    slow = enc.bin_codes(test, offsets)
+    assert fast.dtype == slow.dtype and np.array_equal(fast, slow)
+    assert fast.max() > 0 and (fast[np.isnan(test)] == 0).all()

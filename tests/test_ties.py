@@ -65,6 +65,26 @@ def test_random_instances(seed):
         assert np.all(steps < np.maximum(sizes[qid], 1))
 
 
+def test_candidates_docno_codes_order_as_the_docno_strings():
+    """Candidates.docno_codes stand for the docnos in the tie policy: the same order as converting the
+    strings, for docnos whose string order is not their numeric or object order (and after subset)."""
+    from pyterrier_svmmap.frames import candidates_from_frame
+    rng = np.random.default_rng(7)
+    docnos = [10, 9, "9", "d10", "d9", 100, "D1", "b", "a"]              # "10" < "100" < "9"; 9 and "9" differ
+    rows = [(q, d, np.array([float(rng.integers(0, 2)), float(rng.integers(0, 2))]))
+            for q in ("q2", "q1") for d in docnos]
+    res = pd.DataFrame(rows, columns=["qid", "docno", "features"])
+    res["score"] = 0.0
+    cands = candidates_from_frame(res)
+    for c in (cands, cands.subset(np.array([False, True]))):
+        scores = np.zeros(len(c.raw))                                    # all tied: secondary, then docno
+        strings = c.frame["docno"].to_numpy()
+        want = tie_order(scores, c.offsets, c.raw[:, 0], strings)
+        assert np.array_equal(tie_order(scores, c.offsets, c.raw[:, 0], docno_codes=c.docno_codes), want)
+        assert np.array_equal(break_ties(scores, c.offsets, c.raw[:, 0], docno_codes=c.docno_codes)[0],
+                              break_ties(scores, c.offsets, c.raw[:, 0], strings)[0])
+
+
 def test_crowded_scores_cascade_below_in_order():
     tiny = np.array([1.0, 1.0, 1.0, float(np.nextafter(np.float32(1.0), np.float32(0)))])   # 3 tied, one 1 step below
     new, report = break_ties(tiny, np.array([0, 4]), np.array([1.0, 2.0, 3.0, 0.0]))

@@ -130,13 +130,3 @@ def batch_violation_parallel(scores, rel, order, offsets, H, deltas, coef):
     for q in prange(offsets.shape[0] - 1):
         deltas[q] = violation_sorted(scores, rel, order, offsets[q], offsets[q + 1], H, coef)
 
-
-@njit(cache=True, nogil=True)
-def score_order(scores, offsets, order):
-    """Global indices of each query's candidates by decreasing score, ties by position (a stable
-    mergesort per query: the order of ``np.lexsort((-scores, query_ids(offsets)))``)."""
-    for q in range(offsets.shape[0] - 1):
-        lo = offsets[q]
-        local = np.argsort(-scores[lo:offsets[q + 1]], kind="mergesort")
-        for i in range(local.shape[0]):
-            order[lo + i] = lo + local[i]

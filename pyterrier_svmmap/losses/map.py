@@ -30,6 +30,7 @@ from typing import Tuple
 import numpy as np
 
 from ..features import query_ids
+from ..measures import rank_within_queries
 from .base import Loss, sort_by_score, split_by_relevance  # noqa: F401  (sort_by_score re-exported)
 
 #: entries of the (non-relevant × relevant) gain table built at once; bounds memory on big queries
@@ -313,20 +314,14 @@ def query_score_order(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Candidates (global indices) by query, then by decreasing score (ties in any fixed order).
 
     Queries are padded into one (queries × longest) matrix sorted row-wise by numpy's SIMD quicksort
-    when padding at most doubles the work; otherwise a stable sort per query (compiled, else a lexsort:
-    the same order, ties by position).
+    when padding at most doubles the work; otherwise :func:`~pyterrier_svmmap.measures.rank_within_queries`
+    (stable, ties by position).
     """
     sizes = np.diff(offsets)
     n_q, n = len(sizes), len(scores)
     longest = int(sizes.max())
     if n_q * longest > 2 * n + 4096:
-        jit = _jit()
-        if jit:                                  # the same stable order, ~5× faster on LETOR-sized queries
-            order = np.empty(n, dtype=np.int64)
-            jit.score_order(np.ascontiguousarray(scores, dtype=float), np.ascontiguousarray(offsets, dtype=np.int64),
-                            order)
-            return order
-        return np.lexsort((-scores, query_ids(offsets)))
+        return rank_within_queries(scores, offsets)      # stable, compiled when numba is there
     if n_q * longest == n:
         local = np.argsort(-scores.reshape(n_q, longest), axis=1)
         local += offsets[:-1, None]
