@@ -89,9 +89,12 @@ class RankerEstimator(pt.Estimator, pt.Artifact):
         names = feature_names
         self.base_names_ = (list(names) if names and len(names) == self.n_functions_
                             else [f"f{i}" for i in range(self.n_functions_)])
-        # the tie policy (pyterrier_svmmap.ties): equal scores ordered by the best training base function
-        self.tie_function_ = best_function(train.raw, (train.labels >= rel).astype(float), train.offsets)
+        # the tie policy (pyterrier_svmmap.ties): equal scores ordered by the best training base function;
+        # a ranker that chooses it itself (StructSVMRanker, on the usable queries) sets it in _fit_arrays
+        self.__dict__.pop("tie_function_", None)
         self._fit_arrays(train, valid)
+        if not hasattr(self, "tie_function_"):
+            self.tie_function_ = best_function(train.raw, (train.labels >= rel).astype(float), train.offsets)
         return self
 
     def score_candidates(self, cands: Candidates) -> np.ndarray:
