@@ -247,3 +247,18 @@ def test_worker_thread_limit_covers_lightgbm():
             "    print(sorted({i['num_threads'] for i in threadpool_info() if i['internal_api'] == 'openmp'}))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[1]"
+
+
+@pytest.mark.parametrize("name", ["lambdamart", "mcrank"])
+def test_registry_lightgbm_learners_train_on_one_thread(name):
+    """The comparison's LightGBM learners are given one thread explicitly: in forked trial workers the
+    threadpoolctl limit alone left LightGBM's OpenMP pool stalling (fits of ~1 s took 30–70 s)."""
+    pytest.importorskip("lightgbm")
+    from pyterrier_svmmap.reproduce.systems import resolve
+    est = resolve([name])[name]()
+    rng = np.random.default_rng(0)
+    offsets = np.arange(0, 121, 20)
+    raw, labels = rng.normal(size=(120, 3)), rng.integers(0, 3, 120).astype(float)
+    ranker = est.ranker_class(**est.params).fit(raw, labels, offsets)
+    assert ranker.booster_.params["num_threads"] == 1
+    assert "n_jobs=1" in repr(est).replace("'n_jobs': 1", "n_jobs=1")

@@ -394,8 +394,9 @@ def _thread_limit(threads: int):
 def _load_thread_pools() -> None:
     """Import LightGBM (if installed) before the limit is set: threadpoolctl limits only the libraries
     loaded when it is entered, and LightGBM, imported lazily inside the first LambdaMART fit, would
-    otherwise start a pool of every core's threads in each worker. Measured on the default Vaswani run
-    with --jobs 2: the first LambdaMART fit of each worker took 60 s instead of ~1 s."""
+    otherwise start a pool of every core's threads in each worker. This alone did not keep LightGBM's
+    OpenMP pool from stalling in the forked workers (fits of ~1 s took 30–70 s); the comparison's
+    LightGBM learners also set their thread count (``systems.LIGHTGBM_PARAMS``)."""
     try:
         import lightgbm  # noqa: F401
     except ImportError:
