@@ -24,7 +24,7 @@ from .features import FeatureEncoder
 from .layout import FeatureLayout, default_base_names
 from .losses import make_slack_groups
 from .measures import average_precision
-from .ties import break_ties
+from .ties import break_ties, docno_ranks
 
 log = logging.getLogger(__name__)
 
@@ -400,12 +400,12 @@ class StructSVMRanker:
         if raw.shape[1] != self.n_functions_:
             raise ValueError(f"validation candidates have {raw.shape[1]} base functions, training ones {self.n_functions_}")
         n_rel = valid[3] if len(valid) >= 4 and valid[3] is not None else None
-        docnos = valid[4] if len(valid) == 5 else None
+        codes = docno_ranks(valid[4]) if len(valid) == 5 and valid[4] is not None else None   # once, not per C
         X = layout.transform(raw, offsets)
         secondary = raw[:, self.tie_function_]
 
         def score(w):
-            ranked, _ = break_ties(X.dot(w), offsets, secondary, docnos)   # the tie policy of ranker output
+            ranked, _ = break_ties(X.dot(w), offsets, secondary, docno_codes=codes)   # the policy of ranker output
             return validation_map(ranked, labels, offsets, n_rel)
         return score
 

@@ -100,7 +100,12 @@ class Evaluator:
         """:meth:`per_query` of a run given as arrays (qid and docno of each row, as str, and its score)."""
         q_code, q_strings = sorted_string_codes(row_qids)
         d_code, d_strings = sorted_string_codes(docnos)
-        return self._per_query(q_code, q_strings, d_code, d_strings, np.asarray(scores, dtype=float), qids)
+        return self.per_query_codes(q_code, q_strings, d_code, d_strings, np.asarray(scores, dtype=float), qids)
+
+    def per_query_codes(self, q_code, q_strings, d_code, d_strings, score, qids) -> pd.DataFrame:
+        """:meth:`per_query` of a run whose qids and docnos are given as :func:`sorted_string_codes` of
+        them (codes per row, the sorted distinct strings): for runs over the same rows, coded once."""
+        return self._per_query(q_code, q_strings, d_code, d_strings, np.asarray(score, dtype=float), qids)
 
     def _per_query(self, q_code, q_strings, d_code, d_strings, score, qids) -> pd.DataFrame:
         from ..measures import average_precision, dcg_at, reciprocal_rank_at
@@ -356,8 +361,13 @@ class _Trials:
             converted["train", rel] = (train, valid)
         train, valid = converted["train", rel]
         if "test" not in converted:
-            converted["test"] = candidates_from_frame(te, n_functions=train.raw.shape[1])
+            cands = candidates_from_frame(te, n_functions=train.raw.shape[1])
+            converted["test"] = cands
+            # the evaluator's codes of the test rows' qid and docno, shared by the split's estimators
+            converted["test codes"] = (sorted_string_codes(cands.qids[query_ids(cands.offsets)]),
+                                       sorted_string_codes(cands.frame["docno"]))
         cands = converted["test"]
+        (q_code, q_strings), (d_code, d_strings) = converted["test codes"]
         t = time.perf_counter()
         est.fit_candidates(train, valid, feature_names=tr.attrs.get("feature_names"))
         seconds = time.perf_counter() - t
@@ -369,8 +379,7 @@ class _Trials:
             rank = np.empty(len(scores), dtype=np.int64)
             rank[by_rank] = np.arange(len(scores)) - cands.offsets[:-1][q[by_rank]]
             keep = rank < self.depth
-        pq = self.evaluator.per_query_arrays(cands.qids[q][keep], cands.frame["docno"].to_numpy()[keep],
-                                             scores[keep], test)
+        pq = self.evaluator.per_query_codes(q_code[keep], q_strings, d_code[keep], d_strings, scores[keep], test)
         return pq, seconds
 
 
