@@ -8,6 +8,8 @@ the fallback and the reference. Both kernels add in the reference's order, so th
   sums a contiguous row (its pairwise summation: 8 interleaved partial sums for 8 ≤ F ≤ 128, halving
   above; a plain loop below 8);
 * :func:`binned_rdot`: ``np.bincount``'s per-cell sums (rows in order), then the reverse cumulative sum;
+* :func:`minmax_normalise`: (f − min_q f)/(max_q f − min_q f) per query and function, with the reference's
+  arithmetic (the same bits);
 * :func:`bin_codes`: the codes themselves, ``np.searchsorted(thresholds[f], score, side="left")`` per
   retrieved score (a binary search on ``threshold < score``: NaN thresholds, sorted last, are never below).
 """
@@ -210,3 +212,37 @@ def bin_codes(scaled, thresholds, codes):
                 else:
                     hi = mid
             codes[d, f] = lo
+
+
+@njit(cache=True, nogil=True)
+def minmax_normalise(raw, offsets, out):
+    """:func:`pyterrier_svmmap.features.minmax_normalise` into ``out``: per query and function, NaN stays
+    NaN, (x − min)/(max − min) where max > min, else 1 — the reference's operations, so the same bits."""
+    n_funcs = raw.shape[1]
+    lo = np.empty(n_funcs)
+    hi = np.empty(n_funcs)
+    for q in range(offsets.shape[0] - 1):
+        a = offsets[q]
+        b = offsets[q + 1]
+        lo[:] = np.inf
+        hi[:] = -np.inf
+        for d in range(a, b):
+            for f in range(n_funcs):
+                x = raw[d, f]
+                if x == x:
+                    if x < lo[f]:
+                        lo[f] = x
+                    if x > hi[f]:
+                        hi[f] = x
+        for f in range(n_funcs):
+            if not (-np.inf < lo[f] < np.inf):      # none retrieved, or a −inf score: the reference's NaN
+                hi[f] = np.nan                      # range, so every retrieved score → 1
+        for d in range(a, b):
+            for f in range(n_funcs):
+                x = raw[d, f]
+                if x != x:
+                    out[d, f] = np.nan
+                elif hi[f] - lo[f] > 0:
+                    out[d, f] = (x - lo[f]) / (hi[f] - lo[f])
+                else:
+                    out[d, f] = 1.0

@@ -70,7 +70,14 @@ def query_min_max(raw: np.ndarray, offsets: np.ndarray) -> Tuple[np.ndarray, np.
 
 
 def minmax_normalise(raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """(f − min_q f)/(max_q f − min_q f) per query and function; NaN stays NaN; a constant function → 1."""
+    """(f − min_q f)/(max_q f − min_q f) per query and function; NaN stays NaN; a constant function → 1.
+    Compiled (:mod:`._features_jit`, the same bits, ~10× faster) when numba is available."""
+    jit = kernels()
+    if jit is not None and np.ndim(raw) == 2 and len(raw):
+        out = np.empty(np.shape(raw))
+        jit.minmax_normalise(np.ascontiguousarray(raw, dtype=float), np.ascontiguousarray(offsets, dtype=np.int64),
+                             out)
+        return out
     lo, hi = query_min_max(raw, offsets)
     qid = query_ids(offsets)
     lo, hi = lo[qid], hi[qid]

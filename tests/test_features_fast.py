@@ -218,3 +218,23 @@ def test_compiled_bin_codes_equal_searchsorted(monkeypatch, binning, n_bins):
     slow = enc.bin_codes(test, offsets)
     assert fast.dtype == slow.dtype and np.array_equal(fast, slow)
     assert fast.max() > 0 and (fast[np.isnan(test)] == 0).all()
+
+
+@needs_numba
+@pytest.mark.parametrize("seed", range(3))
+def test_compiled_minmax_normalise_equals_numpy_bit_for_bit(monkeypatch, seed):
+    """features.minmax_normalise: the kernel's values are the numpy reference's, NaN and edge cases included
+    (a constant function → 1, nothing retrieved → NaN, ±inf scores, empty queries)."""
+    rng = np.random.default_rng(seed)
+    offsets = np.array([0, 0, 7, 8, 30, 30, 61])
+    raw = wide_floats(rng, (61, 6))
+    raw[rng.random(raw.shape) < 0.25] = np.nan
+    raw[7, :] = 3.0                                         # a one-candidate query: constant
+    raw[8:30, 1] = np.nan                                   # function 1 retrieved nothing in query 3
+    raw[8:30, 2] = 0.5                                      # constant
+    raw[31, 3], raw[40, 4], raw[41, 4] = -np.inf, np.inf, -np.inf
+    fast = features.minmax_normalise(raw, offsets)
+    monkeypatch.setattr(features, "kernels", lambda: None)
+    slow = features.minmax_normalise(raw, offsets)
+    assert np.array_equal(fast, slow, equal_nan=True)
+    assert np.array_equal(np.isnan(fast), np.isnan(raw) | np.isnan(slow)) and (fast[7] == 1.0).all()
