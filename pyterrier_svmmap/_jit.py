@@ -12,8 +12,9 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+from contextlib import contextmanager
 from types import ModuleType
-from typing import Dict, Optional, Union
+from typing import Dict, Iterator, Optional, Union
 
 log = logging.getLogger(__name__)
 
@@ -35,3 +36,19 @@ def load(module: str, fallback: str) -> Optional[ModuleType]:
                 log.debug("numba not available: %s", fallback)
         _LOADED[module] = mod
     return _LOADED[module] or None
+
+
+@contextmanager
+def without(module: str) -> Iterator[None]:
+    """Run the block with the kernel module ``module`` off (its callers take their numpy path), then load
+    it again on next use: lets one process compile the other kernels while another compiles this one
+    (``svmmap reproduce``'s warm-up, :func:`pyterrier_svmmap.reproduce.evaluate._warm_up`)."""
+    saved = _LOADED.get(module)
+    _LOADED[module] = False
+    try:
+        yield
+    finally:
+        if saved is None:
+            _LOADED.pop(module, None)
+        else:
+            _LOADED[module] = saved

@@ -9,6 +9,7 @@
   documents listed twice — on synthetic runs and on real PISA runs over Vaswani;
 * the harness's shared-conversion path gives the per-query measures of the frame path.
 """
+import logging
 import warnings
 from pathlib import Path
 
@@ -392,3 +393,47 @@ def test_harness_candidates_path_equals_the_frame_path():
     assert {"test", ("train", 1.0)} <= set(shared)
     out = trials.compute(split, list(systems), keep_models=False)
     assert set(out) == set(systems)
+
+
+def test_kernel_warm_up_fits_every_system_on_a_tiny_split_and_leaves_no_trace(monkeypatch, tmp_path):
+    """reproduce's warm-up (part 1): every system fitted on a few of the split's queries with the QP's
+    numpy path, nothing checkpointed, the QP kernel and the package's log level as they were; part 0 only
+    runs the QP; a failing system is skipped (its trials report it)."""
+    from pyterrier_svmmap import _jit, qp, solver
+    from pyterrier_svmmap.reproduce import evaluate as ev
+    rng = np.random.default_rng(5)
+    res = _frame(rng, n_q=12, n_docs=40, n_f=3)
+    qrels = _qrels_for(res, rng)
+    qids = sorted(set(res["qid"]))
+    split = Split(trial=0, train=tuple(qids[:6]), valid=tuple(qids[6:8]), test=tuple(qids[8:]))
+    fitted, qp_paths = [], []
+
+    def broken():
+        raise RuntimeError("no such learner")
+    systems = {"svm-map": lambda: SVMMap(C=[0.1, 1.0], n_bins=5), "broken": broken, "adarank": AdaRank}
+    store = ev.TrialStore(tmp_path, "ctx")
+    trials = _Trials(res, qrels, systems, depth=7, store=store)
+    real_compute, real_solve = _Trials.compute, qp.solve_dual
+    monkeypatch.setattr(_Trials, "compute", lambda self, s, names, **k: fitted.append((s, names)) or
+                        real_compute(self, s, names, **k))
+    def spy(*a, **k):
+        qp_paths.append(qp.compiled() is None)
+        return real_solve(*a, **k)
+    monkeypatch.setattr(qp, "solve_dual", spy)
+    monkeypatch.setattr(solver, "solve_dual", spy)
+    monkeypatch.setattr(ev, "_WORKER_TRIALS", trials)
+    loaded_before = dict(_jit._LOADED)
+    level = logging.getLogger("pyterrier_svmmap").level
+    assert ev._warm_up(1, split) >= 0
+    assert [names for _, names in fitted] == [["svm-map"], ["broken"], ["adarank"]]
+    tiny = fitted[0][0]
+    assert (tiny.train, tiny.valid, tiny.test) == (split.train[:3], split.valid[:2], split.test[:2])
+    assert qp_paths and all(qp_paths)                       # the QP's numpy path during part 1
+    assert _jit._LOADED.get("_qp_jit") == loaded_before.get("_qp_jit")
+    assert logging.getLogger("pyterrier_svmmap").level == level
+    assert not list(tmp_path.iterdir())                     # nothing checkpointed
+    fitted.clear(), qp_paths.clear()
+    ev._warm_up(0, split)
+    assert not fitted and len(qp_paths) == 1
+    ev._warm_up(2, split)
+    assert not fitted and len(qp_paths) == 1

@@ -27,12 +27,14 @@ reuses them, so an interrupted ``svmmap reproduce`` resumes where it stopped, wi
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import pickle
 import re
 import signal
 import time
+import warnings
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -435,6 +437,42 @@ def _run_in_worker(split, keep_models: bool):
         return _WORKER_TRIALS.run(split, keep_models)
 
 
+#: queries per role of the warm-up's tiny split (see :func:`_warm_up`)
+_WARM_UP_QUERIES = (3, 2, 2)
+
+
+def _warm_up(part: int, split) -> float:
+    """Compile the numba kernels in two workers at once, before the trials: part 0 the dual QP (about half
+    of all compile time, ~35 s cold), part 1 every other kernel, by fitting every system on a tiny split
+    (a few of ``split``'s queries) with the QP's numpy path; other parts do nothing. Each kernel is then
+    compiled once and cached on disk, and the trials load it (without this, every worker compiled them all
+    in its first trial: ~70 s). Kernels already cached just load; nothing here is kept or checkpointed,
+    and a failure only logs (the trial that needs the system reports it). Returns the seconds it took."""
+    from .. import _jit
+    from ..qp import solve_dual
+    t = time.perf_counter()
+    with _thread_limit(_WORKER_THREADS):
+        if part == 0:
+            solve_dual(np.array([[2.0, 0.5], [0.5, 1.0]]), np.array([1.0, 0.5]), np.zeros(2, dtype=np.int64),
+                       np.array([1.0]), np.zeros(2))
+        elif part == 1:
+            train, valid, test = _WARM_UP_QUERIES
+            tiny = dataclasses.replace(split, train=tuple(split.train)[:train], valid=tuple(split.valid)[:valid],
+                                       test=tuple(split.test)[:test])
+            package_log = logging.getLogger("pyterrier_svmmap")
+            level = package_log.level
+            package_log.setLevel(logging.WARNING)                    # the tiny fits' INFO lines are noise
+            with _jit.without("_qp_jit"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                for name in _WORKER_TRIALS.systems:
+                    try:
+                        _WORKER_TRIALS.compute(tiny, [name], keep_models=False)
+                    except Exception as e:                           # noqa: BLE001 (a warm-up only)
+                        logger.debug("warm-up of %s failed (its trials will report it): %r", name, e)
+            package_log.setLevel(level)
+    return time.perf_counter() - t
+
+
 #: name of the row of the base function chosen per split on the split's non-test queries
 CHOSEN_BASE = "base-chosen-on-training"
 
@@ -548,7 +586,9 @@ def _execute(trials: _Trials, splits, keep: List[bool], jobs: int, bar: dict) ->
         pool = ProcessPoolExecutor(min(jobs, len(splits)), mp_context=multiprocessing.get_context("fork"),
                                    initializer=_ignore_sigint)
         try:
+            warm = [pool.submit(_warm_up, part, splits[0]) for part in range(min(jobs, 2))]
             results = list(pt.tqdm(pool.map(_run_in_worker, splits, keep), **bar))
+            logger.debug("kernel warm-up: %s s", [round(w.result(), 1) for w in warm])
         except BaseException:
             _stop_pool(pool)
             raise
