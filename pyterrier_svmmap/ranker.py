@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import solver
+from . import _jit, solver
 from .features import FeatureEncoder
 from .layout import FeatureLayout, default_base_names
 from .losses import make_slack_groups
@@ -608,8 +608,23 @@ def _concatenate_sources(sources) -> Tuple[np.ndarray, np.ndarray, np.ndarray, n
             np.array([sh.n_queries for sh in shards], dtype=np.int64))
 
 
+#: above this many relevant candidates in a query, best_function sorts (its kernel counts |query| per one)
+_COUNT_RELEVANT_MAX = 256
+
+
 def best_function(raw: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> int:
-    """The base function with the highest MAP on these queries (a missing score ranks last)."""
+    """The base function with the highest MAP on these queries (a missing score ranks last; the first of
+    equal MAPs). Compiled (:mod:`._measures_jit`: counts instead of sorts, ~10× faster on Vaswani's
+    queries, the same APs bit for bit) when numba is there and no query has many relevant candidates."""
+    raw = np.asarray(raw, dtype=float)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    rel = np.ascontiguousarray(np.asarray(labels) > 0)
+    jit = _jit.load("_measures_jit", "best_function sorts with numpy")
+    if jit is not None and len(raw) and raw.shape[1] and \
+            np.add.reduceat(rel.astype(np.int64), offsets[:-1][np.diff(offsets) > 0]).max(initial=0) <= _COUNT_RELEVANT_MAX:
+        ap = np.empty((raw.shape[1], len(offsets) - 1))
+        jit.function_ap(np.ascontiguousarray(raw), rel, offsets, ap)
+        return int(np.argmax([row.mean() for row in ap]))
     filled = np.where(np.isnan(raw), -np.inf, raw)
     return int(np.argmax([average_precision(filled[:, f], labels, offsets).mean() for f in range(raw.shape[1])]))
 

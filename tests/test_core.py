@@ -104,6 +104,36 @@ def test_rank_within_queries_is_stable_by_query_then_score(monkeypatch, compiled
     assert np.array_equal(rank_within_queries(scores, offsets), want)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_best_function_kernel_gives_the_sorted_aps_bit_for_bit(monkeypatch, seed):
+    """ranker.best_function: the counting kernel's per-query APs equal average_precision's (NaN scores last,
+    ties by position, empty queries, queries without relevant candidates), and so does its choice; above
+    _COUNT_RELEVANT_MAX relevant candidates in a query it takes the sorting path."""
+    from pyterrier_svmmap import _jit, ranker
+    kernels = _jit.load("_measures_jit", "")
+    if kernels is None:
+        pytest.skip("numba not installed or disabled")
+    rng = np.random.default_rng(seed)
+    for _ in range(60):
+        sizes = rng.integers(0, 30, rng.integers(1, 10))
+        offsets = np.r_[0, np.cumsum(sizes)].astype(np.int64)
+        raw = np.round(rng.normal(size=(offsets[-1], rng.integers(1, 6))), 1)
+        raw[rng.random(raw.shape) < 0.3] = np.nan
+        labels = (rng.random(offsets[-1]) < rng.uniform(0, 0.6)).astype(float)
+        filled = np.where(np.isnan(raw), -np.inf, raw)
+        want = np.array([average_precision(filled[:, f], labels, offsets) for f in range(raw.shape[1])])
+        got = np.empty_like(want)
+        if len(raw):
+            kernels.function_ap(np.ascontiguousarray(raw), np.ascontiguousarray(labels > 0), offsets, got)
+            assert np.array_equal(got, want)
+        assert ranker.best_function(raw, labels, offsets) == int(np.argmax(want.mean(axis=1)))
+    calls = []
+    monkeypatch.setattr(ranker, "average_precision", lambda *a, **k: calls.append(1) or average_precision(*a, **k))
+    raw, labels = rng.normal(size=(600, 2)), np.r_[np.ones(300), np.zeros(300)]
+    ranker.best_function(raw, labels, np.array([0, 600]))
+    assert calls                                         # 300 relevant > _COUNT_RELEVANT_MAX: sorted
+
+
 def test_training_loss_ap_equals_ir_measures_ap_with_qrels_restricted_to_candidates():
     rng = np.random.default_rng(5)
     run, qrels, scores, labels, offsets, _ = _run_and_qrels(rng, n_q=4)
