@@ -106,9 +106,8 @@ class RankerEstimator(pt.Estimator, pt.Artifact):
             raise ValueError(f"the model was trained with {self.n_functions_} features per row but these rows "
                              f"have {cands.raw.shape[1]}; use the same RunFeatures (same base functions) as in "
                              "training")
-        docnos = cands.frame["docno"].to_numpy() if cands.docno_codes is None else None
         scores, ties = break_ties(self._score(cands.raw, cands.offsets), cands.offsets,
-                                  cands.raw[:, self.tie_function_], docnos, docno_codes=cands.docno_codes)
+                                  base_order=cands.tie_base_order(self.tie_function_))
         log.debug("%s: %d of %d top-%d rows tied before the tie policy", type(self).__name__, ties.tied_top_k,
                   ties.top_k, ties.k)
         return scores

@@ -9,7 +9,7 @@ at the door, with messages that say what to do.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
@@ -32,10 +32,22 @@ class Candidates:
     #: (n,) int codes that order the rows as their docno strings do (the tie policy's docno key without
     #: converting the strings again); None: taken from ``frame["docno"]`` when needed
     docno_codes: Optional[np.ndarray] = None
+    #: tie_base_order per tie-break function, computed on first use (not copied by dataclasses.replace)
+    _tie_orders: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def n_queries(self) -> int:
         return len(self.qids)
+
+    def tie_base_order(self, function: int) -> np.ndarray:
+        """:func:`~pyterrier_svmmap.ties.tie_base_order` of these rows with base function ``function`` as
+        the tie-break function: computed once per function, for every estimator that scores these rows."""
+        if function not in self._tie_orders:
+            from .ties import tie_base_order
+            docnos = self.frame["docno"].to_numpy() if self.docno_codes is None else None
+            self._tie_orders[function] = tie_base_order(self.offsets, self.raw[:, function], docnos,
+                                                        self.docno_codes)
+        return self._tie_orders[function]
 
     def subset(self, query_mask: np.ndarray) -> "Candidates":
         """The candidates of the queries where ``query_mask`` is True."""

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from .features import query_ids
+from .measures import rank_within_queries
 
 _MIN = np.iinfo(np.int64).min
 
@@ -55,13 +56,27 @@ def docno_ranks(docnos: np.ndarray) -> np.ndarray:
     return rank.reshape(-1)[codes].astype(np.int64)
 
 
+def tie_base_order(offsets: np.ndarray, secondary: Optional[np.ndarray] = None,
+                   docnos: Optional[np.ndarray] = None, docno_codes: Optional[np.ndarray] = None) -> np.ndarray:
+    """:func:`tie_order` without the scores: by query, then ``secondary`` descending (NaN last), then docno
+    descending, then position. ``tie_order(scores, …) == base[rank_within_queries(scores[base], offsets)]``
+    (a stable sort by score keeps this order among equal scores), so a caller that ranks the same rows under
+    many scores (every learner of a split) computes it once (``tie_order(..., base_order=)``)."""
+    return tie_order(np.zeros(int(np.asarray(offsets)[-1])), offsets, secondary, docnos, docno_codes)
+
+
 def tie_order(scores: np.ndarray, offsets: np.ndarray, secondary: Optional[np.ndarray] = None,
-              docnos: Optional[np.ndarray] = None, docno_codes: Optional[np.ndarray] = None) -> np.ndarray:
+              docnos: Optional[np.ndarray] = None, docno_codes: Optional[np.ndarray] = None,
+              base_order: Optional[np.ndarray] = None) -> np.ndarray:
     """Candidate indices by query, then score descending, then ``secondary`` descending (NaN last), then
     docno descending; remaining ties keep candidate order. ``docno_codes`` (integers that order the rows as
     their docno strings do, :attr:`~pyterrier_svmmap.frames.Candidates.docno_codes`) stand for ``docnos``
-    without converting the strings again."""
+    without converting the strings again; ``base_order`` (:func:`tie_base_order` of the same rows) stands
+    for all three and leaves one stable sort by score."""
     n = len(scores)
+    if base_order is not None:
+        base_order = np.asarray(base_order, dtype=np.int64)
+        return base_order[rank_within_queries(np.asarray(scores, dtype=float)[base_order], offsets)]
     keys = [np.arange(n)]
     if docno_codes is not None:
         keys.append(-np.asarray(docno_codes, dtype=np.int64))   # descending docno
@@ -105,7 +120,8 @@ class TieReport:
 
 
 def break_ties(scores: np.ndarray, offsets: np.ndarray, secondary: Optional[np.ndarray] = None,
-               docnos: Optional[np.ndarray] = None, k: int = 10, docno_codes: Optional[np.ndarray] = None):
+               docnos: Optional[np.ndarray] = None, k: int = 10, docno_codes: Optional[np.ndarray] = None,
+               base_order: Optional[np.ndarray] = None):
     """Scores that rank every query in the order of :func:`tie_order` even as float32 (see the module).
 
     Returns (new scores, :class:`TieReport`). A score already below its predecessor as a float32 is kept
@@ -117,7 +133,7 @@ def break_ties(scores: np.ndarray, offsets: np.ndarray, secondary: Optional[np.n
     n = len(scores)
     if n == 0:
         return scores.copy(), TieReport(0, 0, 0, 0, k)
-    order = tie_order(scores, offsets, secondary, docnos, docno_codes)
+    order = tie_order(scores, offsets, secondary, docnos, docno_codes, base_order)
     s = scores[order]
     q = query_ids(offsets)[order]
     start = offsets[:-1][q]

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from pyterrier_svmmap import RunFeatures, SVMMap
-from pyterrier_svmmap.ties import break_ties, float32_ordered, tie_order
+from pyterrier_svmmap.ties import break_ties, float32_ordered, tie_base_order, tie_order
 
 from test_core import _synthetic_runs
 
@@ -51,6 +51,9 @@ def test_random_instances(seed):
         new, report = break_ties(scores, offsets, secondary, docnos)
         qid = np.repeat(np.arange(len(sizes)), sizes)
         order = tie_order(scores, offsets, secondary, docnos)
+        base = tie_base_order(offsets, secondary, docnos)                          # the scores' sort alone
+        assert np.array_equal(tie_order(scores, offsets, base_order=base), order)
+        assert np.array_equal(break_ties(scores, offsets, base_order=base)[0], new)
         for q in range(len(sizes)):
             seg = slice(offsets[q], offsets[q + 1])
             as32 = new[seg].astype(np.float32)
@@ -83,6 +86,11 @@ def test_candidates_docno_codes_order_as_the_docno_strings():
         assert np.array_equal(tie_order(scores, c.offsets, c.raw[:, 0], docno_codes=c.docno_codes), want)
         assert np.array_equal(break_ties(scores, c.offsets, c.raw[:, 0], docno_codes=c.docno_codes)[0],
                               break_ties(scores, c.offsets, c.raw[:, 0], strings)[0])
+        base = c.tie_base_order(0)                                   # computed once per function
+        assert c.tie_base_order(0) is base and np.array_equal(tie_order(scores, c.offsets, base_order=base), want)
+        assert not np.array_equal(c.tie_base_order(1), base) or np.array_equal(c.raw[:, 0], c.raw[:, 1])
+    import dataclasses
+    assert dataclasses.replace(cands, labels=None)._tie_orders == {}      # a copy starts without them
 
 
 def test_crowded_scores_cascade_below_in_order():
