@@ -449,27 +449,33 @@ def _warm_up(part: int, split) -> float:
     in its first trial: ~70 s). Kernels already cached just load; nothing here is kept or checkpointed,
     and a failure only logs (the trial that needs the system reports it). Returns the seconds it took."""
     from .. import _jit
-    from ..qp import solve_dual
+    from ..qp import compiled, solve_dual
     t = time.perf_counter()
-    with _thread_limit(_WORKER_THREADS):
-        if part == 0:
-            solve_dual(np.array([[2.0, 0.5], [0.5, 1.0]]), np.array([1.0, 0.5]), np.zeros(2, dtype=np.int64),
-                       np.array([1.0]), np.zeros(2))
-        elif part == 1:
-            train, valid, test = _WARM_UP_QUERIES
-            tiny = dataclasses.replace(split, train=tuple(split.train)[:train], valid=tuple(split.valid)[:valid],
-                                       test=tuple(split.test)[:test])
-            package_log = logging.getLogger("pyterrier_svmmap")
-            level = package_log.level
-            package_log.setLevel(logging.WARNING)                    # the tiny fits' INFO lines are noise
-            with _jit.without("_qp_jit"), warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                for name in _WORKER_TRIALS.systems:
-                    try:
-                        _WORKER_TRIALS.compute(tiny, [name], keep_models=False)
-                    except Exception as e:                           # noqa: BLE001 (a warm-up only)
-                        logger.debug("warm-up of %s failed (its trials will report it): %r", name, e)
-            package_log.setLevel(level)
+    if compiled() is None:                                           # no numba: nothing to compile
+        return 0.0
+    package_log = logging.getLogger("pyterrier_svmmap")
+    level = package_log.level
+    try:
+        with _thread_limit(_WORKER_THREADS):
+            if part == 0:
+                solve_dual(np.array([[2.0, 0.5], [0.5, 1.0]]), np.array([1.0, 0.5]), np.zeros(2, dtype=np.int64),
+                           np.array([1.0]), np.zeros(2))
+            elif part == 1:
+                train, valid, test = _WARM_UP_QUERIES
+                tiny = dataclasses.replace(split, train=tuple(split.train)[:train],
+                                           valid=tuple(split.valid)[:valid], test=tuple(split.test)[:test])
+                package_log.setLevel(logging.WARNING)                # the tiny fits' INFO lines are noise
+                with _jit.without("_qp_jit"), warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    for name in _WORKER_TRIALS.systems:
+                        try:
+                            _WORKER_TRIALS.compute(tiny, [name], keep_models=False)
+                        except Exception as e:                       # noqa: BLE001 (a warm-up only)
+                            logger.debug("warm-up of %s failed (its trials will report it): %r", name, e)
+    except Exception as e:                                           # noqa: BLE001 (a warm-up only)
+        logger.debug("kernel warm-up part %d failed (the trials compile what they need): %r", part, e)
+    finally:
+        package_log.setLevel(level)
     return time.perf_counter() - t
 
 
