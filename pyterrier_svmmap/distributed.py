@@ -29,6 +29,7 @@ exhausted), training stops with :class:`DistributedTrainingError`.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
@@ -298,11 +299,25 @@ class ShardOracle:
     def __call__(self, w: np.ndarray):
         data, client = self.data, self.data.client
         self.calls += 1
-        w_future = client.scatter(np.asarray(w, dtype=float), broadcast=True, hash=False)
+        w_future = _broadcast(client, np.asarray(w, dtype=float), data.retries)
         parts = data._gather([client.submit(shard_violation, s, X, w_future, self.losses, pure=False,
                                             retries=data.retries)
                               for s, X in zip(data.shards, data.features)])
         return reduce_shard_sums(parts, data.n_queries)                 # fixed order: shard 0, 1, 2, ...
+
+
+def _broadcast(client, value, retries: int):
+    """``client.scatter(value, broadcast=True)``, tried again (up to ``retries`` times) when a worker is lost
+    during the broadcast: distributed then raises a CommClosedError (an OSError) until the scheduler has
+    removed the worker, and the shards it held are recomputed from the task graph as for any lost worker."""
+    for attempt in range(retries + 1):
+        try:
+            return client.scatter(value, broadcast=True, hash=False)
+        except OSError as e:
+            if attempt == retries:
+                raise
+            log.warning("a worker was lost while w was sent to the cluster (%s); sending it again", e)
+            time.sleep(0.5 * (attempt + 1))
 
 
 def _arrays(source) -> bool:

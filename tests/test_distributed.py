@@ -192,3 +192,26 @@ def test_estimator_and_cli_on_a_cluster(client2, tmp_path):
     assert main(["learn", "-c", "0.1,10", "--valid", str(EXAMPLES / "letor_test.txt"), "--scheduler",
                  client2.scheduler.address, str(tmp_path / "*.txt"), str(tmp_path / "dist")]) == 0
     _close(load_model(tmp_path / "serial").ranker_, load_model(tmp_path / "dist").ranker_)
+
+
+def test_w_is_sent_again_when_a_worker_is_lost_during_the_broadcast(monkeypatch):
+    """A worker lost while w is broadcast makes distributed raise a CommClosedError (an OSError) until the
+    scheduler drops it: the broadcast is tried again up to ``retries`` times, then the error is raised."""
+    from pyterrier_svmmap import distributed
+    monkeypatch.setattr(distributed.time, "sleep", lambda s: None)
+
+    class Flaky:
+        def __init__(self, failures):
+            self.failures, self.calls = failures, 0
+
+        def scatter(self, value, broadcast, hash):
+            self.calls += 1
+            assert broadcast and not hash
+            if self.calls <= self.failures:
+                raise OSError("in <TCP (closed) ConnectionPool.scatter>: Stream is closed")
+            return ("future", value)
+
+    client = Flaky(2)
+    assert distributed._broadcast(client, 7, retries=3) == ("future", 7) and client.calls == 3
+    with pytest.raises(OSError):
+        distributed._broadcast(Flaky(4), 7, retries=3)
