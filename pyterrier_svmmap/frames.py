@@ -17,6 +17,7 @@ import pandas as pd
 import pyterrier as pt
 
 from .features import query_ids
+from .string_codes import factorised_string_codes
 
 
 @dataclass
@@ -92,25 +93,6 @@ def check_qrels(qrels: pd.DataFrame, context=None) -> pd.DataFrame:
     return out
 
 
-def _sorted_str_codes(raw_codes: np.ndarray, raw_uniques) -> tuple:
-    """(codes, strings) of a factorised column as ``column.astype(str)`` would give it: the distinct raw
-    values are converted (merged where two print the same, 1 and "1") and sorted, so that the codes
-    (int64) order the rows exactly as their strings do."""
-    merged, strings = pd.factorize(pd.Series(raw_uniques).astype(str).to_numpy(dtype=object))
-    strings = np.asarray(strings, dtype=object)
-    by_string = np.argsort(strings, kind="stable")
-    rank = np.empty(len(strings), dtype=np.int64)
-    rank[by_string] = np.arange(len(strings))
-    return rank[merged][raw_codes], strings[by_string]
-
-
-def sorted_string_codes(column) -> tuple:
-    """(codes, strings) of ``column`` as its ``astype(str)`` values: int64 codes that order the rows as
-    their strings do, and the distinct strings sorted (``strings[codes]`` is each row's string). Only the
-    distinct values are converted."""
-    return _sorted_str_codes(*pd.factorize(pd.Series(column), use_na_sentinel=False))
-
-
 def _flat_features(cells: np.ndarray) -> Optional[np.ndarray]:
     """The common case of a ``features`` column: every cell a flat array of one length F → the (n, F)
     float matrix by one ``np.concatenate``; None for anything else (numbers, nested or ragged cells)."""
@@ -174,8 +156,8 @@ def candidates_from_frame(res: pd.DataFrame, qrels: Optional[pd.DataFrame] = Non
                              f"docno={row.docno!r}; each candidate must appear once per query "
                              "(deduplicate, e.g. res.drop_duplicates(['qid', 'docno']))")
     # by query, then by docno: a canonical order, so that no learner depends on the frame's row order
-    q_code, q_strings = _sorted_str_codes(raw_q, raw_q_uniques)
-    d_code, d_strings = _sorted_str_codes(raw_d, raw_d_uniques)
+    q_code, q_strings = factorised_string_codes(raw_q, raw_q_uniques)
+    d_code, d_strings = factorised_string_codes(raw_d, raw_d_uniques)
     order = np.lexsort((d_code, q_code))
     # the common case stacked in the frame's own row order (its arrays lie in memory that way), then
     # gathered: the same values as stacking the reordered column

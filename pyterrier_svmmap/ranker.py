@@ -24,7 +24,8 @@ from .features import FeatureEncoder
 from .layout import FeatureLayout, default_base_names
 from .losses import make_slack_groups
 from .measures import average_precision
-from .ties import break_ties, docno_ranks
+from .string_codes import sorted_string_codes
+from .ties import break_ties
 
 log = logging.getLogger(__name__)
 
@@ -400,7 +401,7 @@ class StructSVMRanker:
         if raw.shape[1] != self.n_functions_:
             raise ValueError(f"validation candidates have {raw.shape[1]} base functions, training ones {self.n_functions_}")
         n_rel = valid[3] if len(valid) >= 4 and valid[3] is not None else None
-        codes = docno_ranks(valid[4]) if len(valid) == 5 and valid[4] is not None else None   # once, not per C
+        codes = sorted_string_codes(valid[4])[0] if len(valid) == 5 and valid[4] is not None else None   # once, not per C
         X = layout.transform(raw, offsets)
         secondary = raw[:, self.tie_function_]
 

@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
-import pandas as pd
 
 from .features import query_ids
 from .measures import rank_within_queries
+from .string_codes import sorted_string_codes
 
 _MIN = np.iinfo(np.int64).min
 
@@ -45,15 +45,6 @@ def ordered_to_float(o: np.ndarray) -> np.ndarray:
     """The inverse of :func:`float_to_ordered`."""
     o = np.asarray(o, dtype=np.int64)
     return np.where(o >= 0, o, _MIN - o).astype(np.int64).view(np.float64)
-
-
-def docno_ranks(docnos: np.ndarray) -> np.ndarray:
-    """The rank of each docno's string among the distinct ones (int64): what :func:`tie_order` orders by,
-    for callers that order the same rows more than once. Converted and sorted once per distinct value
-    (pd.factorize), the same ranks as np.unique over every row's string."""
-    codes, distinct = pd.factorize(np.asarray(docnos), use_na_sentinel=False)
-    _, rank = np.unique(np.asarray(distinct).astype(str), return_inverse=True)
-    return rank.reshape(-1)[codes].astype(np.int64)
 
 
 def tie_base_order(offsets: np.ndarray, secondary: Optional[np.ndarray] = None,
@@ -81,7 +72,7 @@ def tie_order(scores: np.ndarray, offsets: np.ndarray, secondary: Optional[np.nd
     if docno_codes is not None:
         keys.append(-np.asarray(docno_codes, dtype=np.int64))   # descending docno
     elif docnos is not None:
-        keys.append(-docno_ranks(docnos))                    # descending docno
+        keys.append(-sorted_string_codes(docnos)[0])          # descending docno
     if secondary is not None:
         keys.append(-np.where(np.isnan(secondary), -np.inf, secondary))
     keys += [-np.asarray(scores, dtype=float), query_ids(np.asarray(offsets))]

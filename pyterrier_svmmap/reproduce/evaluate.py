@@ -41,7 +41,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import pandas as pd
 
-from ..frames import sorted_string_codes
+from ..string_codes import sorted_string_codes
 
 logger = logging.getLogger(__name__)
 
