@@ -21,6 +21,7 @@ import pyterrier as pt
 from . import model_io
 from .features import query_ids
 from .frames import Candidates, candidates_from_frame
+from .measures import ranks_within_queries
 from .ranker import DEFAULT_C_GRID, StructSVMRanker, best_function
 from .ties import break_ties
 
@@ -129,10 +130,8 @@ class RankerEstimator(pt.Estimator, pt.Artifact):
         # rank (0-based) within each query by decreasing score, equal scores in the candidates' order (as
         # pt.model.add_ranks: method "first"); queries in the input's order of first appearance
         q = query_ids(cands.offsets)
-        by_rank = np.lexsort((np.arange(len(scores)), -scores, q))
-        rank = np.empty(len(scores), dtype=np.int64)
-        rank[by_rank] = np.arange(len(scores)) - cands.offsets[:-1][q[by_rank]]
-        codes, uniques = pd.factorize(res["qid"], use_na_sentinel=False)
+        by_rank, rank = ranks_within_queries(scores, cands.offsets)
+        _, uniques = pd.factorize(res["qid"], use_na_sentinel=False)
         first_seen = pd.unique(pd.Series(uniques).astype(str).to_numpy(dtype=object))
         position = pd.Index(first_seen).get_indexer(cands.qids)
         rows = by_rank[np.argsort(position[q[by_rank]], kind="stable")]

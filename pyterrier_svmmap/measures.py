@@ -31,6 +31,17 @@ def rank_within_queries(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return np.lexsort((-scores, query_ids(offsets)))
 
 
+def ranks_within_queries(scores: np.ndarray, offsets: np.ndarray):
+    """(order, rank): :func:`rank_within_queries`, and each candidate's 0-based rank in its query (ties by
+    position, as ``pt.model.add_ranks``)."""
+    order = rank_within_queries(scores, offsets)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    q = query_ids(offsets)[order]
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order)) - offsets[:-1][q]
+    return order, rank
+
+
 def _ranked_relevance(scores, labels, offsets):
     order = rank_within_queries(scores, offsets)
     rel = (np.asarray(labels)[order] > 0).astype(float)

@@ -354,6 +354,7 @@ class _Trials:
         cut is the one :func:`cut_depth` makes on ``transform``'s output)."""
         from ..features import query_ids
         from ..frames import candidates_from_frame
+        from ..measures import ranks_within_queries
         rel = getattr(est, "rel", 1.0)
         if ("train", rel) not in converted:
             train = candidates_from_frame(tr, qtr, rel=rel)
@@ -374,13 +375,9 @@ class _Trials:
         est.fit_candidates(train, valid, feature_names=tr.attrs.get("feature_names"))
         seconds = time.perf_counter() - t
         scores = est.score_candidates(cands)
-        q = query_ids(cands.offsets)
         keep = np.ones(len(scores), dtype=bool)
         if self.depth is not None:
-            by_rank = np.lexsort((np.arange(len(scores)), -scores, q))
-            rank = np.empty(len(scores), dtype=np.int64)
-            rank[by_rank] = np.arange(len(scores)) - cands.offsets[:-1][q[by_rank]]
-            keep = rank < self.depth
+            keep = ranks_within_queries(scores, cands.offsets)[1] < self.depth
         pq = self.evaluator.per_query_codes(q_code[keep], q_strings, d_code[keep], d_strings, scores[keep], test)
         return pq, seconds
 
