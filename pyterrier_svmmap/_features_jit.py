@@ -75,7 +75,7 @@ def _pairwise(buf, n):
     (at a multiple of 8) above, the halves added left + right. An explicit stack, not recursion (numba's
     cache cannot reload recursive functions)."""
     if n <= _PW_BLOCK:
-        return _pairwise_block(buf, 0, n)
+        return _pairwise_block(buf, np.int64(0), n)     # np.int64: compiled once, not per literal
     los = np.empty(64, np.int64)
     ns = np.empty(64, np.int64)
     stage = np.empty(64, np.int64)

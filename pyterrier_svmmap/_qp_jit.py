@@ -365,14 +365,17 @@ def active_set(G, b, group, C, alpha, max_rounds, rtol, factor):
     c_full[:m] = b
     scale = gradient_scale(G, b, x[:m])
     P = x > 0
-    entering = -1
+    # counters start as np.int64, not as literals: numba types a callee once per argument type it sees
+    # while inferring this loop, and a literal 0 or -1 (before the loop widens it) compiled
+    # _sync_factor, _chol_remove, _factor_step, _face_step and _pair_step_into a second time
+    entering = np.int64(-1)
     L = np.empty((m, m))
     order = np.empty(m, dtype=np.int64)
     where = np.full(m, -1, dtype=np.int64)
-    r, use_factor, retries = 0, factor, 0
+    r, use_factor, retries = np.int64(0), factor, 0
     for _ in range(max_rounds):
         idx = np.flatnonzero(P)
-        nr = 0
+        nr = np.int64(0)
         for a in range(idx.shape[0]):
             if idx[a] < m:
                 nr += 1
@@ -524,9 +527,13 @@ def solve_dual(G, b, group, C, alpha, tol, max_steps, factor=True):
     steps = 0
     if m > 0:
         rounds = 4 * m + 20 * C.shape[0]
+        # ``dense`` is False whenever it is used, but a runtime value: numba compiles a function once per
+        # literal argument, and ``active_set(..., False)`` beside ``active_set(..., factor)`` compiled
+        # active_set and its callees twice (~10 s of a cold start)
+        dense = not factor
         x, settled = active_set(G, b, group, C, alpha, rounds, tol, factor)
         if factor and not settled:                      # safety net: the reference's dense rounds
-            x, settled = active_set(G, b, group, C, alpha, rounds, tol, False)
+            x, settled = active_set(G, b, group, C, alpha, rounds, tol, dense)
         if settled:
             alpha[:] = x
             steps += 1

@@ -229,7 +229,7 @@ def solve_dual(G: np.ndarray, b: np.ndarray, group: np.ndarray, C: np.ndarray,
     start = np.zeros(m) if alpha is None else np.array(alpha, dtype=np.float64)   # a copy: overwritten
     return jit.solve_dual(np.ascontiguousarray(G, dtype=np.float64), np.ascontiguousarray(b, dtype=np.float64),
                           np.ascontiguousarray(group, dtype=np.int64), np.ascontiguousarray(C, dtype=np.float64),
-                          start, float(tol), int(max_steps))
+                          start, float(tol), int(max_steps), True)
 
 
 def solve_dual_reference(G: np.ndarray, b: np.ndarray, group: np.ndarray, C: np.ndarray,

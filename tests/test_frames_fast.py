@@ -396,8 +396,8 @@ def test_harness_candidates_path_equals_the_frame_path():
 
 
 def test_kernel_warm_up_fits_every_system_on_a_tiny_split_and_leaves_no_trace(monkeypatch, tmp_path):
-    """reproduce's warm-up (part 1): every system fitted on a few of the split's queries with the QP's
-    numpy path, nothing checkpointed, the QP kernel and the package's log level as they were; part 0 only
+    """reproduce's warm-up (part 1): every system fitted on a few of the split's queries, with the two
+    smallest C of its grid and the QP's numpy path, nothing checkpointed, the QP kernel and the package's log level as they were; part 0 only
     runs the QP; a failing system is skipped (its trials report it)."""
     from pyterrier_svmmap import qp, solver
     from pyterrier_svmmap.reproduce import evaluate as ev
@@ -410,7 +410,12 @@ def test_kernel_warm_up_fits_every_system_on_a_tiny_split_and_leaves_no_trace(mo
 
     def broken():
         raise RuntimeError("no such learner")
-    systems = {"svm-map": lambda: SVMMap(C=[0.1, 1.0], n_bins=5), "broken": broken, "adarank": AdaRank}
+    made = []
+
+    def svm_map():
+        made.append(SVMMap(C=[10.0, 0.1, 1.0], n_bins=5))
+        return made[-1]
+    systems = {"svm-map": svm_map, "broken": broken, "adarank": AdaRank}
     store = ev.TrialStore(tmp_path, "ctx")
     trials = _Trials(res, qrels, systems, depth=7, store=store)
     real_compute, real_solve = _Trials.compute, qp.solve_dual
@@ -429,6 +434,9 @@ def test_kernel_warm_up_fits_every_system_on_a_tiny_split_and_leaves_no_trace(mo
     assert [names for _, names in fitted] == [["svm-map"], ["broken"], ["adarank"]]
     tiny = fitted[0][0]
     assert (tiny.train, tiny.valid, tiny.test) == (split.train[:3], split.valid[:2], split.test[:2])
+    assert [est.C for est in made] == [[0.1, 1.0]]           # the two smallest C of the grid
+    assert trials.systems == systems                        # the trials' own systems untouched
+    assert svm_map().C == [10.0, 0.1, 1.0]
     assert qp_paths and all(qp_paths)                       # the QP's numpy path during part 1
     assert qp.compiled() is not None                        # the QP kernel is back after part 1
     assert logging.getLogger("pyterrier_svmmap").level == level

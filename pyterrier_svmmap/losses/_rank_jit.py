@@ -127,7 +127,7 @@ def ndcg_counts_k(ps, ns, kk, D, idcg, counts):
         acc += norm * (2.0 * pref_b[a] - tot_b + (N - 2.0 * a) * ps[g])
         suf_opt[g] = acc
     rows = min(P, kk)
-    best_val = _ndcg_tail(0, kk, P, N, norm, pref_b, tot_b, pref_g, a_star, suf_opt)
+    best_val = _ndcg_tail(np.int64(0), kk, P, N, norm, pref_b, tot_b, pref_g, a_star, suf_opt)
     best_g0 = 0
     T = np.empty((rows, kk))
     back = np.empty((rows, kk), dtype=np.int64)
@@ -332,7 +332,7 @@ def mrr_query(scores, rel, order, lo, hi, k, coef):
         return 0.0
     s_min = ps[P - 1]                            # g_min: the last relevant in stable score order
     best = 0.0
-    br = 0
+    br = np.int64(0)                             # not a literal 0: mrr_delta compiles once
     pref = 0.0
     for r in range(1, N + 1):
         pref += ns[r - 1]
