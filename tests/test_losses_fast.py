@@ -16,7 +16,7 @@ import numpy as np
 from pyterrier_svmmap import _jit
 import pytest
 
-from pyterrier_svmmap.losses import DORMLoss, MRRLoss, NDCGLoss, ROCLoss, get_loss
+from pyterrier_svmmap.losses import BalancedClassificationLoss, ClassificationLoss, DORMLoss, MRRLoss, NDCGLoss, ROCLoss, get_loss
 from pyterrier_svmmap.losses import _numba
 from pyterrier_svmmap.losses.base import Loss
 from pyterrier_svmmap.losses.combo import combine_members
@@ -246,16 +246,33 @@ def test_combine_members_ties_go_to_the_first_member():
 # ------------------------------------------------------------------------------------------------
 # the fast path is the default, and the switch works
 # ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("loss", [ClassificationLoss(), ClassificationLoss(2.5), BalancedClassificationLoss()],
+                         ids=repr)
+def test_classification_kernel_equals_numpy_bit_for_bit(loss, backend):
+    """SVM_acc / SVM_acc2's batch (compiled, or numpy with numba off) against the vectorised numpy path:
+    the same floats, ties at the margin z·s = 1 and NaN scores included; costs and n̄ from the batch."""
+    rng = np.random.default_rng(11)
+    for ties in ("none", "grid", "int"):
+        scores, labels, offsets = batch(rng, ties, edge=True)
+        scores[rng.integers(len(scores))] = np.nan
+        d, c = loss.batch_violation(scores, labels, offsets)
+        rd, rc = loss.batch_violation_numpy(scores, labels, offsets)
+        np.testing.assert_array_equal(d, rd)
+        np.testing.assert_array_equal(c, rc)
+        assert (c != 0).any() and (c == 0).any()
+
+
 @needs_numba
 @pytest.mark.parametrize("loss", [NDCGLoss(10), NDCGLoss(None), MRRLoss(10), ROCLoss(), DORMLoss(),
-                                  get_loss("combo", losses=["map", "ndcg@10", "mrr@10", "roc", "dorm"])],
+                                  get_loss("combo", losses=["map", "ndcg@10", "mrr@10", "roc", "dorm"]),
+                                  ClassificationLoss(), BalancedClassificationLoss()],
                          ids=repr)
 def test_batch_uses_the_kernels_by_default(loss, monkeypatch):
     """With numba, batch_violation never calls the per-query argmax / violation / numpy batch."""
     def boom(*args, **kwargs):
         raise AssertionError("per-query or numpy path called")
 
-    for cls in (NDCGLoss, MRRLoss, ROCLoss, DORMLoss):
+    for cls in (NDCGLoss, MRRLoss, ROCLoss, DORMLoss, ClassificationLoss):
         for name in ("argmax", "violation", "batch_violation_numpy"):
             if hasattr(cls, name):
                 monkeypatch.setattr(cls, name, boom)

