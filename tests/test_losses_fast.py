@@ -246,6 +246,27 @@ def test_combine_members_ties_go_to_the_first_member():
 # ------------------------------------------------------------------------------------------------
 # the fast path is the default, and the switch works
 # ------------------------------------------------------------------------------------------------
+@needs_numba
+def test_split_query_restores_the_stable_order_for_short_and_long_tie_runs():
+    """The kernels' split of a query into classes, each by decreasing score with equal scores by
+    candidate index, from an order whose ties are shuffled: runs of 2 to 200 equal scores (insertion
+    below ``_INSERTION_RUN``, np.sort above), against a stable lexsort."""
+    from pyterrier_svmmap.losses import _rank_jit
+    rng = np.random.default_rng(12)
+    lengths = [1, 2, 3, _rank_jit._INSERTION_RUN, _rank_jit._INSERTION_RUN + 1, 200, 5, 1]
+    scores = np.concatenate([np.full(n, float(v)) for v, n in zip(rng.permutation(len(lengths)), lengths)])
+    perm = rng.permutation(len(scores))                     # candidates' positions shuffled
+    scores = scores[perm]
+    rel = np.ascontiguousarray(rng.random(len(scores)) < 0.5)
+    by_score = np.argsort(-scores, kind="stable")
+    shuffled = np.concatenate([rng.permutation(by_score[scores[by_score] == v]) for v in np.unique(scores)[::-1]])
+    pi, ps, ni, ns = _rank_jit.split_query(scores, rel, shuffled.astype(np.int64), 0, len(scores))
+    np.testing.assert_array_equal(pi, by_score[rel[by_score]])
+    np.testing.assert_array_equal(ni, by_score[~rel[by_score]])
+    np.testing.assert_array_equal(ps, scores[pi])
+    np.testing.assert_array_equal(ns, scores[ni])
+
+
 @pytest.mark.parametrize("loss", [ClassificationLoss(), ClassificationLoss(2.5), BalancedClassificationLoss()],
                          ids=repr)
 def test_classification_kernel_equals_numpy_bit_for_bit(loss, backend):
