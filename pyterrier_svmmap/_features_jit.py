@@ -11,7 +11,8 @@ the fallback and the reference. Both kernels add in the reference's order, so th
 * :func:`minmax_normalise`: (f − min_q f)/(max_q f − min_q f) per query and function, with the reference's
   arithmetic (the same bits);
 * :func:`bin_codes`: the codes themselves, ``np.searchsorted(thresholds[f], score, side="left")`` per
-  retrieved score (a binary search on ``threshold < score``: NaN thresholds, sorted last, are never below).
+  retrieved score (a binary search on ``threshold < score``: NaN thresholds, sorted last, are never below);
+* :func:`percentiles`: SVM_acc3's per-query percentiles, one sort per query and function (the same bits).
 """
 from __future__ import annotations
 
@@ -246,3 +247,38 @@ def minmax_normalise(raw, offsets, out):
                     out[d, f] = (x - lo[f]) / (hi[f] - lo[f])
                 else:
                     out[d, f] = 1.0
+
+
+@njit(cache=True, nogil=True)
+def percentiles(raw, offsets, out):
+    """:func:`pyterrier_svmmap.features.percentiles` into ``out``: per query and function, the number of
+    retrieved candidates scoring ≤ this one over the number retrieved (ties share the larger value, NaN
+    stays NaN) — the same integers divided as the reference divides them, so the same bits."""
+    n_funcs = raw.shape[1]
+    for q in range(offsets.shape[0] - 1):
+        a = offsets[q]
+        b = offsets[q + 1]
+        vals = np.empty(b - a)
+        rows = np.empty(b - a, dtype=np.int64)
+        for f in range(n_funcs):
+            cnt = 0
+            for d in range(a, b):
+                x = raw[d, f]
+                if x == x:
+                    vals[cnt] = x
+                    rows[cnt] = d
+                    cnt += 1
+                else:
+                    out[d, f] = np.nan
+            if cnt == 0:
+                continue
+            order = np.argsort(vals[:cnt])
+            i = 0
+            while i < cnt:                           # a run of equal scores: all get its last rank
+                j = i
+                while j + 1 < cnt and vals[order[j + 1]] == vals[order[i]]:
+                    j += 1
+                p = (j + 1) / cnt
+                for t in range(i, j + 1):
+                    out[rows[order[t]], f] = p
+                i = j + 1

@@ -222,6 +222,26 @@ def test_compiled_bin_codes_equal_searchsorted(monkeypatch, binning, n_bins):
 
 @needs_numba
 @pytest.mark.parametrize("seed", range(3))
+def test_compiled_percentiles_equal_numpy_bit_for_bit(monkeypatch, seed):
+    """features.percentiles (SVM_acc3's binning): the kernel's values are the numpy reference's, with ties
+    (they share the larger percentile, −0.0 = 0.0), NaN, ±inf, nothing retrieved and empty queries."""
+    rng = np.random.default_rng(seed)
+    offsets = np.array([0, 0, 7, 8, 30, 30, 61, 161])
+    raw = np.round(rng.normal(size=(161, 5)), 1)            # many ties
+    raw[rng.random(raw.shape) < 0.25] = np.nan
+    raw[8:30, 1] = np.nan                                   # function 1 retrieved nothing in query 3
+    raw[8:30, 2] = 0.5                                      # constant: every candidate → 1
+    raw[31, 3], raw[40, 4], raw[41, 4], raw[42, 4], raw[43, 4] = -np.inf, np.inf, -np.inf, -0.0, 0.0
+    fast = features.percentiles(raw, offsets)
+    monkeypatch.setattr(features, "kernels", lambda: None)
+    slow = features.percentiles(raw, offsets)
+    assert np.array_equal(fast, slow, equal_nan=True)
+    assert np.array_equal(np.isnan(fast), np.isnan(raw)) and (fast[8:30, 2] == 1.0).all()
+    assert fast[42, 4] == fast[43, 4] and len(np.unique(fast[~np.isnan(fast)])) > 20
+
+
+@needs_numba
+@pytest.mark.parametrize("seed", range(3))
 def test_compiled_minmax_normalise_equals_numpy_bit_for_bit(monkeypatch, seed):
     """features.minmax_normalise: the kernel's values are the numpy reference's, NaN and edge cases included
     (a constant function → 1, nothing retrieved → NaN, ±inf scores, empty queries)."""
