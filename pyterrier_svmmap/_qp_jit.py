@@ -520,6 +520,21 @@ def _smo(G, b, group, C, alpha, tol, max_steps, steps):
 
 
 @njit(cache=True)
+def compact_working_set(G, A, keep):
+    """The working set's rows ``keep`` (increasing) moved to the front, in order, in place: A's rows and
+    G's rows and columns, as ``A[:r] = A[keep]; G[:r, :r] = G[np.ix_(keep, keep)]`` give them (a copy,
+    the same bits) at ~¼ of their cost (:meth:`.solver._WorkingSet.drop_idle`). In place is safe:
+    ``keep[i] ≥ i``, so row i reads a row not yet written and, within it, a column at or right of j."""
+    r = keep.shape[0]
+    for i in range(r):
+        ki = keep[i]
+        if ki != i:
+            A[i, :] = A[ki, :]
+        for j in range(r):
+            G[i, j] = G[ki, keep[j]]
+
+
+@njit(cache=True)
 def solve_dual(G, b, group, C, alpha, tol, max_steps, factor=True):
     """(α, steps) of :func:`.qp.solve_dual`: the active set (``factor``: with the updated Cholesky
     factor; False: the reference's dense rounds), then SMO; ``alpha`` is overwritten."""

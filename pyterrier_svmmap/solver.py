@@ -43,7 +43,7 @@ import numpy as np
 
 from .features import FeatureMatrix
 from .losses.base import Loss
-from .qp import QP_MAX_STEPS, solve_dual
+from .qp import QP_MAX_STEPS, compiled, solve_dual
 
 log = logging.getLogger(__name__)
 
@@ -240,8 +240,12 @@ class _WorkingSet:
             return 0
         keep = np.flatnonzero(~gone)
         r = len(keep)
-        self.A[:r] = self.A[keep]
-        self.G[:r, :r] = self.G[np.ix_(keep, keep)]
+        jit = compiled()
+        if jit is not None:                     # in place, compiled: the same bits as the two lines below
+            jit.compact_working_set(self.G, self.A, keep)
+        else:
+            self.A[:r] = self.A[keep]
+            self.G[:r, :r] = self.G[np.ix_(keep, keep)]
         for arr in (self.b, self.grp, self.alpha, self.idle):
             arr[:r] = arr[keep]
         self.m = r

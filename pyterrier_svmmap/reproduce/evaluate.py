@@ -454,8 +454,8 @@ def _smallest_c(factory: Callable[[], object]) -> Callable[[], object]:
 
 
 def _warm_up(part: int, split) -> float:
-    """Compile the numba kernels in two workers at once, before the trials: part 0 the dual QP (~23 s
-    cold), part 1 every other kernel (~25 s), by fitting every system on a tiny split (a few of
+    """Compile the numba kernels in two workers at once, before the trials: part 0 the dual QP and the
+    working set's compaction (~23 s cold), part 1 every other kernel (~25 s), by fitting every system on a tiny split (a few of
     ``split``'s queries, the two smallest C of its grid: :func:`_smallest_c`) with the QP's numpy path;
     other parts do nothing. Each kernel is then
     compiled once and cached on disk, and the trials load it (without this, every worker compiled them all
@@ -470,9 +470,10 @@ def _warm_up(part: int, split) -> float:
     level = package_log.level
     try:
         with _thread_limit(_WORKER_THREADS):
-            if part == 0:
+            if part == 0:                                                # the QP and the working set's compaction
                 solve_dual(np.array([[2.0, 0.5], [0.5, 1.0]]), np.array([1.0, 0.5]), np.zeros(2, dtype=np.int64),
                            np.array([1.0]), np.zeros(2))
+                compiled().compact_working_set(np.eye(2), np.eye(2), np.array([1]))
             elif part == 1:
                 train, valid, test = _WARM_UP_QUERIES
                 tiny = dataclasses.replace(split, train=tuple(split.train)[:train],
