@@ -455,12 +455,12 @@ def _smallest_c(factory: Callable[[], object]) -> Callable[[], object]:
 
 def _warm_up(part: int, split) -> float:
     """Compile the numba kernels in two workers at once, before the trials: part 0 the dual QP and the
-    working set's compaction (~23 s cold), part 1 every other kernel (~25 s), by fitting every system on a tiny split (a few of
-    ``split``'s queries, the two smallest C of its grid: :func:`_smallest_c`) with the QP's numpy path;
-    other parts do nothing. Each kernel is then
-    compiled once and cached on disk, and the trials load it (without this, every worker compiled them all
-    in its first trial: ~70 s). Kernels already cached just load; nothing here is kept or checkpointed,
-    and a failure only logs (the trial that needs the system reports it). Returns the seconds it took."""
+    working set's compaction (~23 s cold), part 1 every other kernel (~30 s), by fitting every system on
+    a tiny split (a few of ``split``'s queries, the two smallest C of its grid: :func:`_smallest_c`) with
+    the QP's numpy path; other parts do nothing. Each kernel is then compiled once and cached on disk,
+    and the trials load it (without this, every worker compiled them all in its first trial: ~70 s).
+    Kernels already cached just load; nothing here is kept or checkpointed, and a failure only logs (the
+    trial that needs the system reports it). Returns the seconds it took."""
     from .. import _jit
     from ..qp import compiled, solve_dual
     t = time.perf_counter()
