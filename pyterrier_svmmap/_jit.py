@@ -1,8 +1,9 @@
 """The one place that loads the optional compiled (numba) kernels.
 
 Every kernel module (:mod:`._qp_jit`, :mod:`._features_jit`, :mod:`._approx_jit`, :mod:`._order_jit`,
-:mod:`._measures_jit`, :mod:`.losses._map_jit`, :mod:`.losses._rank_jit`) is imported lazily on first use, so that numba is not loaded with the package,
-and not at all when it is missing or when the environment variable ``PYTERRIER_SVMMAP_NO_NUMBA=1`` is set:
+:mod:`._measures_jit`, :mod:`.losses._map_jit`, :mod:`.losses._rank_jit`) is imported lazily on first use,
+so that numba is not loaded with the package, and not at all when it is missing or when the environment
+variable ``PYTERRIER_SVMMAP_NO_NUMBA=1`` is set:
 callers then run their numpy code, which is also the reference the tests compare the kernels with. Callers
 look the module up at call time (``load(...)`` inside the function that needs it), never bind it at import,
 so that the switch and the tests' ``monkeypatch.setattr(_jit, "_LOADED", {})`` work.

@@ -103,7 +103,7 @@ class Evaluator:
         """:meth:`per_query` of a run given as arrays (qid and docno of each row, as str, and its score)."""
         q_code, q_strings = sorted_string_codes(row_qids)
         d_code, d_strings = sorted_string_codes(docnos)
-        return self.per_query_codes(q_code, q_strings, d_code, d_strings, np.asarray(scores, dtype=float), qids)
+        return self.per_query_codes(q_code, q_strings, d_code, d_strings, scores, qids)
 
     def per_query_codes(self, q_code, q_strings, d_code, d_strings, score, qids) -> pd.DataFrame:
         """:meth:`per_query` of a run whose qids and docnos are given as :func:`sorted_string_codes` of
