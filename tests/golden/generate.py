@@ -1,0 +1,29 @@
+"""Write the golden references with the code installed now: ``python tests/golden/generate.py``.
+
+Run it only with the code whose behaviour is the reference (the package before a refactor), never to make
+a failing golden test pass.
+"""
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from cases import compute  # noqa: E402
+
+
+def main() -> None:
+    models = HERE / "models"
+    shutil.rmtree(models, ignore_errors=True)
+    models.mkdir()
+    with tempfile.TemporaryDirectory() as tmp:
+        ref = compute(Path(tmp), saved_models=models)
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=HERE).stdout.strip()
+    (HERE / "reference.json").write_text(json.dumps(dict(commit=commit, cases=ref), indent=1, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    main()
