@@ -33,7 +33,7 @@ setup(
     },
     entry_points={
         "console_scripts": ["svmmap=pyterrier_svmmap.cli:main"],
-        "pyterrier.artifact": ["learned_ranker.svmmap = pyterrier_svmmap.model_io:load_artifact"],
+        "pyterrier.artifact": ["learned_ranker.svmmap = pyterrier_svmmap.io.model_files:load_artifact"],
     },
     classifiers=[
         "Programming Language :: Python :: 3",

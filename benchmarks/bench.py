@@ -49,12 +49,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))          # benchmarks/mq2008.py
 
-from pyterrier_svmmap.features import FeatureEncoder  # noqa: E402
-from pyterrier_svmmap.losses import MAPLoss, make_slack_groups  # noqa: E402
-from pyterrier_svmmap.losses.map import (interleave, map_slots_reference, sort_by_score,  # noqa: E402
+from pyterrier_svmmap.features.encoder import FeatureEncoder  # noqa: E402
+from pyterrier_svmmap.svm.losses import MAPLoss, make_slack_groups  # noqa: E402
+from pyterrier_svmmap.svm.losses.map import (interleave, map_slots_reference, sort_by_score,  # noqa: E402
                                          _jit)
 from pyterrier_svmmap.measures import average_precision  # noqa: E402
-from pyterrier_svmmap.solver import train_structural_svm  # noqa: E402
+from pyterrier_svmmap.svm.cutting_plane import train_structural_svm  # noqa: E402
 
 C_FIXED = 1.0
 EPSILON = 1e-3
@@ -143,9 +143,9 @@ def part_a(quick):
 # b. Vaswani: SVM-map vs LightGBM
 # -------------------------------------------------------------------------------------------------
 def vaswani_candidates(collection_dir, cache):
-    from pyterrier_svmmap.reproduce.base_runs import base_runs
+    from pyterrier_svmmap.experiments.reproduce.base_runs import base_runs
     from pyterrier_svmmap import RunFeatures
-    from pyterrier_svmmap.reproduce.collection import load_directory
+    from pyterrier_svmmap.experiments.reproduce.collection import load_directory
     coll = load_directory(collection_dir)
     topics = coll.judged_topics()
     t = time.perf_counter()
@@ -195,7 +195,7 @@ def part_b(collection_dir, cache):
     fit_report(f"SVM-map C={C_FIXED:g} (fit, from the frame)", out["svm"], m.n_iter_, m.history_[-1]["gap"],
                test_map(m.decision_function(test.raw, test.offsets)))
     # the same fit on the arrays, as LightGBM is timed below (no DataFrame → array conversion)
-    from pyterrier_svmmap.ranker import StructSVMRanker
+    from pyterrier_svmmap.svm.ranker import StructSVMRanker
     t = time.perf_counter()
     a = StructSVMRanker(C=C_FIXED, epsilon=EPSILON).fit(train.raw, train.labels, train.offsets)
     out["svm_arrays"] = time.perf_counter() - t
@@ -309,12 +309,12 @@ def part_e(tmp):
     t_gen = time.perf_counter() - t
     del X
     t = time.perf_counter()
-    from pyterrier_svmmap.svmlight import read_svmlight       # the reader of `svmmap learn`
+    from pyterrier_svmmap.io.svmlight import read_svmlight       # the reader of `svmmap learn`
     data = read_svmlight(str(path))
     Xd, ys = data.features[data.order], data.labels[data.order]
     offsets = data.offsets
     t_parse = time.perf_counter() - t
-    reader = "pyterrier_svmmap.svmlight.read_svmlight"
+    reader = "pyterrier_svmmap.io.svmlight.read_svmlight"
     n_train_q = int(0.8 * n_q)
     cut = offsets[n_train_q]
     tr_off, te_off = offsets[: n_train_q + 1], offsets[n_train_q:] - cut
@@ -343,7 +343,7 @@ ARGMAX_LOSSES = [("map", {}), ("roc", {}), ("ndcg@10", {}), ("ndcg", {}), ("mrr@
 
 def part_h(quick):
     """µs of get_loss(name).batch_violation on 300 × 1,000 candidates (5 % relevant), ratio to map's."""
-    from pyterrier_svmmap.losses import get_loss
+    from pyterrier_svmmap.svm.losses import get_loss
     n_q, n = 300, 1000
     hdr(f"h. loss argmax (batch_violation) on {n_q} queries × {n:,} candidates, 5 % relevant")
     scores, labels, offsets = random_queries(np.random.default_rng(11), n_q, n, 0.05)

@@ -150,7 +150,7 @@ def write_shards(n: int, folder: Path) -> dict:
 def warm_up() -> float:
     """A tiny fit in this process, so the numba kernels are loaded and numpy paths touched. Seconds."""
     import warnings
-    from pyterrier_svmmap.ranker import StructSVMRanker
+    from pyterrier_svmmap.svm.ranker import StructSVMRanker
     t = time.perf_counter()
     raw, labels, offsets = synthetic(4000, n_funcs=N_FUNCS, seed=1)
     with warnings.catch_warnings():
@@ -170,8 +170,8 @@ def shard_pieces(shard, i):
 
 def run_one(spec: dict) -> dict:
     """Build the data here (read the shard files, or generate the shards), concatenate, fit (no Dask)."""
-    from pyterrier_svmmap.distributed import shard_from_svmlight
-    from pyterrier_svmmap.ranker import StructSVMRanker
+    from pyterrier_svmmap.scale.dask import shard_from_svmlight
+    from pyterrier_svmmap.svm.ranker import StructSVMRanker
     warm = warm_up()
     t = time.perf_counter()
     if spec["source"] == "files":
@@ -204,7 +204,7 @@ def run_dask(spec: dict, n_workers: int) -> dict:
     the workers generate (``client.submit`` resolves futures in a task's arguments, so ``fit_shards``'s array
     path takes them; the driver never holds the data)."""
     from dask.distributed import Client, LocalCluster, get_task_stream
-    from pyterrier_svmmap.ranker import StructSVMRanker
+    from pyterrier_svmmap.svm.ranker import StructSVMRanker
     cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
                            memory_limit=0)                       # no spilling/pausing: we measure memory
     client = Client(cluster)
@@ -333,7 +333,7 @@ SETUP = ("usable_shard", "shard_sample", "sample_extent", "sample_counts", "shar
 
 def parse_cost(folder: Path, repeat: int = 2) -> float:
     """Seconds per candidate to read one 100,000-line shard file (shard_from_svmlight), best of ``repeat``."""
-    from pyterrier_svmmap.distributed import shard_from_svmlight
+    from pyterrier_svmmap.scale.dask import shard_from_svmlight
     raw, labels, _ = gen_shard(0, SHARD_CANDIDATES)
     p = folder / "parse-probe.svmlight"
     p.write_bytes(svmlight_bytes(raw, labels, 1, PER_QUERY))

@@ -4,7 +4,7 @@ Runs StructSVMRanker fits on LETOR MQ2008 Fold1 (train, C chosen on vali) — SV
 binned features, and SVM-COMBO (map, ndcg@10, mrr@10, separate slacks, C_weights 1, 1, 1e-8) — over
 the C grid 0.01..1000, recording every call of ``solve_dual`` the cutting-plane solver makes (its size)
 and keeping a reservoir sample of the calls' arguments in memory (nothing is written). Then replays the
-sample through :func:`pyterrier_svmmap.qp.solve_dual_reference` and the fast path and prints per-call
+sample through :func:`pyterrier_svmmap.svm.qp.solve_dual_reference` and the fast path and prints per-call
 time ratios, totals and the largest relative difference of the dual objectives; with ``--fits`` it also
 times whole fits with the fast path and with the numpy one (the environment switch is read once per
 process, so the fits are timed by swapping ``solver.solve_dual``) and compares their weights.
@@ -26,9 +26,11 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from pyterrier_svmmap import qp, solver  # noqa: E402
-from pyterrier_svmmap.letor import discover_folds, load_folds  # noqa: E402
-from pyterrier_svmmap.ranker import StructSVMRanker  # noqa: E402
+import pyterrier_svmmap.svm.qp as qp  # noqa: E402
+
+import pyterrier_svmmap.svm.cutting_plane as solver
+from pyterrier_svmmap.experiments.letor import discover_folds, load_folds  # noqa: E402
+from pyterrier_svmmap.svm.ranker import StructSVMRanker  # noqa: E402
 
 log = logging.getLogger("bench_qp")
 DATA = REPO.parent / "shared" / "data" / "letor" / "MQ2008"

@@ -9,7 +9,7 @@ fewer than 10 documents), averaged over the folds. Training seconds cover all fo
 
 Learners:
 
-* ours: :class:`pyterrier_svmmap.ranker.StructSVMRanker` (SVM-map raw, SVM-map 50 bins, SVM-roc raw),
+* ours: :class:`pyterrier_svmmap.svm.ranker.StructSVMRanker` (SVM-map raw, SVM-map 50 bins, SVM-roc raw),
   C ∈ (0.01, 0.1, 1, 10, 100, 1000), ε = 1e-3, validation MAP picks C;
 * the previous release (git commit ``9f3a7af``), the same learners, imported in the same process as
   ``pyterrier_svmmap_prev`` from ``git archive``: one ``StructSVM._fit_arrays`` per C (as its
@@ -45,7 +45,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from pyterrier_svmmap.measures import letor_average_precision, letor_ndcg_at  # noqa: E402
-from pyterrier_svmmap.svmlight import read_svmlight  # noqa: E402
+from pyterrier_svmmap.io.svmlight import read_svmlight  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data" / "letor" / "MQ2008"
 C_GRID = (0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)
@@ -117,7 +117,7 @@ Fitted = Tuple[Callable[[Split], np.ndarray], str, List[dict]]
 
 def ours(loss: str, features: str) -> Callable[[Split, Split], Fitted]:
     """StructSVMRanker over the C grid, C chosen by validation MAP inside ``fit``."""
-    from pyterrier_svmmap.ranker import StructSVMRanker
+    from pyterrier_svmmap.svm.ranker import StructSVMRanker
 
     def fit(tr: Split, va: Split, grid=C_GRID) -> Fitted:
         r = StructSVMRanker(C=list(grid), loss=loss, features=features, n_bins=N_BINS, epsilon=EPSILON)
@@ -362,7 +362,7 @@ def print_folds(results: Dict[str, List[FoldResult]]) -> None:
 # -------------------------------------------------------------------------------------------------
 def c_path_ratio(name: str, tr: Split, va: Split, features: str, repeat: int = 2) -> None:
     """Seconds of StructSVMRanker(C=grid) (validation on ``va``) ÷ one fit at C = 1 (best of ``repeat``)."""
-    from pyterrier_svmmap.ranker import StructSVMRanker
+    from pyterrier_svmmap.svm.ranker import StructSVMRanker
 
     def fit(C):
         r = StructSVMRanker(C=C, features=features, n_bins=N_BINS, epsilon=EPSILON)

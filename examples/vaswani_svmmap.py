@@ -15,7 +15,7 @@ import pyterrier as pt
 from pyterrier_pisa import PisaIndex
 
 from pyterrier_svmmap import RunFeatures, SVMMap
-from pyterrier_svmmap.reproduce.collection import load_directory
+from pyterrier_svmmap.experiments.reproduce.collection import load_directory
 
 here = Path(__file__).resolve().parent
 collection = load_directory(sys.argv[1] if len(sys.argv) > 1 else here.parents[1] / "shared" / "data" / "vaswani")

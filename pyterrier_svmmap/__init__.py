@@ -7,20 +7,20 @@ from __future__ import annotations
 
 import importlib
 
-from ._version import __version__
+from pyterrier_svmmap._version import __version__
 
 #: public name → module that defines it (imported when the name is first used)
 _LAZY = {
-    "SVMMap": "estimator", "StructSVM": "estimator", "RankerEstimator": "estimator",
-    "DEFAULT_C_GRID": "ranker", "StructSVMRanker": "ranker",
-    "FeatureEncoder": "features", "FeatureLayout": "layout",
-    "LOSSES": "losses", "Loss": "losses", "get_loss": "losses", "make_slack_groups": "losses",
-    "most_violated": "losses",
+    "SVMMap": "estimators.structsvm", "StructSVM": "estimators.structsvm", "RankerEstimator": "estimators.structsvm",
+    "DEFAULT_C_GRID": "svm.ranker", "StructSVMRanker": "svm.ranker",
+    "FeatureEncoder": "features.encoder", "FeatureLayout": "features.layout",
+    "LOSSES": "svm.losses", "Loss": "svm.losses", "get_loss": "svm.losses", "make_slack_groups": "svm.losses",
+    "most_violated": "svm.losses",
     "RunFeatures": "run_features",
     # the other learners, on the same RankerEstimator base; LightGBM (LambdaMART, McRank) is imported only
     # when one of them is fitted
-    "ApproxAP": "approx_estimators", "ApproxNDCG": "approx_estimators", "LambdaMART": "approx_estimators",
-    "McRank": "approx_estimators", "AdaRank": "approx_estimators",
+    "ApproxAP": "estimators.others", "ApproxNDCG": "estimators.others", "LambdaMART": "estimators.others",
+    "McRank": "estimators.others", "AdaRank": "estimators.others",
 }
 
 __all__ = ["__version__", *_LAZY]

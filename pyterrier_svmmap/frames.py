@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from .features import query_ids
-from .string_codes import factorised_string_codes
+from pyterrier_svmmap.features.encoder import query_ids
+from pyterrier_svmmap.string_codes import factorised_string_codes
 
 
 @dataclass
@@ -44,7 +44,7 @@ class Candidates:
         """:func:`~pyterrier_svmmap.ties.tie_base_order` of these rows with base function ``function`` as
         the tie-break function: computed once per function, for every estimator that scores these rows."""
         if function not in self._tie_orders:
-            from .ties import tie_base_order
+            from pyterrier_svmmap.ties import tie_base_order
             docnos = self.frame["docno"].to_numpy() if self.docno_codes is None else None
             self._tie_orders[function] = tie_base_order(self.offsets, self.raw[:, function], docnos,
                                                         self.docno_codes)

@@ -26,7 +26,7 @@ def contributions(model, x_range: Tuple[float, float] = (0.0, 1.0)):
     For a ``bins`` block, the step function Σ_{k < x} w_k (cumulative weights at the finite thresholds;
     ``base`` is the weight of the first, −∞, threshold: the "retrieved at all" indicator); for
     ``raw``/``minmax`` blocks, the line w·x over ``x_range`` (minmax: [0, 1]) and ``base`` the weight of
-    the retrieved indicator. The weights come from the model's :class:`~pyterrier_svmmap.layout.FeatureLayout`.
+    the retrieved indicator. The weights come from the model's :class:`~pyterrier_svmmap.features.layout.FeatureLayout`.
     """
     layout = model.layout_
     names = layout.base_names

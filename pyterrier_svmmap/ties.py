@@ -8,7 +8,7 @@ docno, a ranking by candidate order — so validation (which chooses C) and the 
 The policy (:func:`break_ties`): within a query, candidates with equal scores are ordered
 
 1. by the score of the *tie-break function* — the base function with the best MAP on the training queries
-   (:func:`pyterrier_svmmap.ranker.best_function`), a candidate it did not retrieve last: a meaningful and
+   (:func:`pyterrier_svmmap.svm.ranker.best_function`), a candidate it did not retrieve last: a meaningful and
    stable secondary key;
 2. then by docno, descending (trec_eval's own rule), where docnos are known;
 
@@ -28,9 +28,9 @@ from typing import Optional
 
 import numpy as np
 
-from .features import query_ids
-from .measures import rank_within_queries
-from .string_codes import sorted_string_codes
+from pyterrier_svmmap.features.encoder import query_ids
+from pyterrier_svmmap.measures import rank_within_queries
+from pyterrier_svmmap.string_codes import sorted_string_codes
 
 _MIN = np.iinfo(np.int64).min
 

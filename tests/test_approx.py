@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from pyterrier_svmmap import approx
-from pyterrier_svmmap.features import DenseBlock, FeatureEncoder, FeatureMatrix
+import pyterrier_svmmap.approx.ranker as approx
+from pyterrier_svmmap.features.encoder import DenseBlock, FeatureEncoder, FeatureMatrix
 from pyterrier_svmmap.measures import average_precision, ndcg_at
 
 

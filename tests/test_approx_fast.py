@@ -10,8 +10,8 @@ import numpy as np
 from pyterrier_svmmap import _jit
 import pytest
 
-from pyterrier_svmmap import approx
-from pyterrier_svmmap.features import DenseBlock, FeatureEncoder, FeatureMatrix
+import pyterrier_svmmap.approx.ranker as approx
+from pyterrier_svmmap.features.encoder import DenseBlock, FeatureEncoder, FeatureMatrix
 
 jit = approx.jit()
 needs_numba = pytest.mark.skipif(jit is None, reason="numba not installed or disabled")

@@ -12,8 +12,8 @@ import pyterrier as pt
 
 from pyterrier_svmmap import SVMMap, StructSVM
 from pyterrier_svmmap.cli import main
-from pyterrier_svmmap.model_io import FORMAT_VERSION, ModelFormatError, load_artifact, load_model
-from pyterrier_svmmap.svmlight import SvmlightError, read_svmlight
+from pyterrier_svmmap.io.model_files import FORMAT_VERSION, ModelFormatError, load_artifact, load_model
+from pyterrier_svmmap.io.svmlight import SvmlightError, read_svmlight
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 TRAIN, TEST = EXAMPLES / "letor_train.txt", EXAMPLES / "letor_test.txt"

@@ -17,7 +17,7 @@ from pyterrier_svmmap.frames import candidates_from_frame
 import pytest
 
 from pyterrier_svmmap import RunFeatures, StructSVM, SVMMap
-from pyterrier_svmmap.features import (FeatureEncoder, minmax_normalise, percentiles, quantile_thresholds,
+from pyterrier_svmmap.features.encoder import (FeatureEncoder, minmax_normalise, percentiles, quantile_thresholds,
                                        query_min_max, top_of_queries)
 
 nan, inf = np.nan, np.inf

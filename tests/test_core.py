@@ -11,7 +11,7 @@ import pyterrier as pt
 
 from pyterrier_svmmap import RunFeatures, SVMMap, get_loss, most_violated
 from pyterrier_svmmap.frames import candidates_from_frame
-from pyterrier_svmmap.losses.map import MAPLoss, average_precision_of_ranking
+from pyterrier_svmmap.svm.losses.map import MAPLoss, average_precision_of_ranking
 from pyterrier_svmmap.measures import average_precision, ndcg_at, reciprocal_rank_at
 
 VASWANI = Path(__file__).resolve().parents[2] / "shared" / "data" / "vaswani"
@@ -109,7 +109,8 @@ def test_best_function_kernel_gives_the_sorted_aps_bit_for_bit(monkeypatch, seed
     """ranker.best_function: the counting kernel's per-query APs equal average_precision's (NaN scores last,
     ties by position, empty queries, queries without relevant candidates), and so does its choice; above
     _COUNT_RELEVANT_MAX relevant candidates in a query it takes the sorting path."""
-    from pyterrier_svmmap import _jit, ranker
+    from pyterrier_svmmap import _jit
+    import pyterrier_svmmap.svm.ranker as ranker
     kernels = _jit.load("_measures_jit", "")
     if kernels is None:
         pytest.skip("numba not installed or disabled")
@@ -228,7 +229,7 @@ def test_transform_before_fit_is_a_clear_error():
 @pytest.mark.skipif(not (VASWANI / "docs.trec").exists(), reason=f"Vaswani not found at {VASWANI}")
 def test_pisa_pipeline_on_vaswani_subset_with_experiment(tmp_path):
     from pyterrier_pisa import PisaIndex
-    from pyterrier_svmmap.reproduce.collection import iter_trec_docs, read_trec_qrels, read_trec_topics
+    from pyterrier_svmmap.experiments.reproduce.collection import iter_trec_docs, read_trec_qrels, read_trec_topics
     docs = [d for _, d in zip(range(3000), iter_trec_docs(VASWANI / "docs.trec"))]
     qrels = read_trec_qrels(VASWANI / "qrels")
     qrels = qrels[qrels.docno.isin({d["docno"] for d in docs})]
@@ -264,7 +265,7 @@ def test_prior_best_keeps_the_best_training_function_at_small_c(features):
 
 
 def test_threshold_depth_puts_the_thresholds_among_each_querys_top_candidates():
-    from pyterrier_svmmap.features import FeatureEncoder
+    from pyterrier_svmmap.features.encoder import FeatureEncoder
     rng = np.random.default_rng(0)
     offsets = np.array([0, 500, 1000])
     raw = rng.exponential(size=(1000, 2))                    # many low scores, a few high ones
@@ -278,7 +279,7 @@ def test_threshold_depth_puts_the_thresholds_among_each_querys_top_candidates():
 
 
 def test_top_of_queries_keeps_each_querys_top_scores_per_function():
-    from pyterrier_svmmap.features import top_of_queries
+    from pyterrier_svmmap.features.encoder import top_of_queries
     rng = np.random.default_rng(0)
     for _ in range(100):
         sizes = rng.integers(1, 30, rng.integers(1, 6))

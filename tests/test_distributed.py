@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pyterrier_svmmap.distributed import (DistributedTrainingError, ShardOracle, quantile_thresholds_from_counts,
+from pyterrier_svmmap.scale.dask import (DistributedTrainingError, ShardOracle, quantile_thresholds_from_counts,
                                           sample_counts, sample_extent, split_into_shards)
-from pyterrier_svmmap.features import quantile_thresholds
-from pyterrier_svmmap.ranker import StructSVMRanker
+from pyterrier_svmmap.features.encoder import quantile_thresholds
+from pyterrier_svmmap.svm.ranker import StructSVMRanker
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -176,7 +176,7 @@ def test_estimator_and_cli_on_a_cluster(client2, tmp_path):
     from test_core import _synthetic_runs
     from pyterrier_svmmap import RunFeatures, SVMMap
     from pyterrier_svmmap.cli import main
-    from pyterrier_svmmap.model_io import load_model
+    from pyterrier_svmmap.io.model_files import load_model
     topics, runs, qrels = _synthetic_runs(np.random.default_rng(7))
     res = RunFeatures(runs).transform(topics)
     tr, va = res[res.qid.astype(int) < 8], res[res.qid.astype(int) >= 8]
@@ -197,7 +197,7 @@ def test_estimator_and_cli_on_a_cluster(client2, tmp_path):
 def test_w_is_sent_again_when_a_worker_is_lost_during_the_broadcast(monkeypatch):
     """A worker lost while w is broadcast makes distributed raise a CommClosedError (an OSError) until the
     scheduler drops it: the broadcast is tried again up to ``retries`` times, then the error is raised."""
-    from pyterrier_svmmap import distributed
+    import pyterrier_svmmap.scale.dask as distributed
     monkeypatch.setattr(distributed.time, "sleep", lambda s: None)
 
     class Flaky:

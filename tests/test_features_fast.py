@@ -1,4 +1,4 @@
-"""The compiled Φw / Φᵀc of bin-code blocks (pyterrier_svmmap._features_jit) against the numpy reference.
+"""The compiled Φw / Φᵀc of bin-code blocks (pyterrier_svmmap.features._kernels) against the numpy reference.
 
 The kernels add in the reference's order, so results are compared bit for bit; both are also checked
 against an explicit indicator matrix built here from the definition φ_{f,t}(d) = 1[codes[d, f] > t].
@@ -11,8 +11,8 @@ import sys
 import numpy as np
 import pytest
 
-from pyterrier_svmmap import features
-from pyterrier_svmmap.features import BinnedBlock, DenseBlock, FeatureEncoder, FeatureMatrix
+import pyterrier_svmmap.features.encoder as features
+from pyterrier_svmmap.features.encoder import BinnedBlock, DenseBlock, FeatureEncoder, FeatureMatrix
 
 needs_numba = pytest.mark.skipif(features.kernels() is None, reason="numba not installed or disabled")
 
@@ -180,7 +180,7 @@ def _kernels_in_subprocess(env_value):
     env.pop("PYTERRIER_SVMMAP_NO_NUMBA", None)
     if env_value is not None:
         env["PYTERRIER_SVMMAP_NO_NUMBA"] = env_value
-    code = ("from pyterrier_svmmap import features; import numpy as np\n"
+    code = ("import pyterrier_svmmap.features.encoder as features; import numpy as np\n"
             "b = features.BinnedBlock(np.array([[0, 2], [1, 1]]), 2)\n"
             "assert list(b.dot(np.ones(4))) == [2.0, 2.0]\n"
             "print(features.kernels() is None)")

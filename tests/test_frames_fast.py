@@ -20,8 +20,8 @@ import pyterrier as pt
 
 from pyterrier_svmmap import AdaRank, RunFeatures, SVMMap
 from pyterrier_svmmap.frames import Candidates, candidates_from_frame, check_qrels
-from pyterrier_svmmap.reproduce.evaluate import MEASURES, Evaluator, _Trials, cut_depth
-from pyterrier_svmmap.reproduce.protocol import Split
+from pyterrier_svmmap.experiments.reproduce.evaluate import MEASURES, Evaluator, _Trials, cut_depth
+from pyterrier_svmmap.experiments.reproduce.protocol import Split
 from pyterrier_svmmap.ties import break_ties
 
 VASWANI = Path(__file__).resolve().parents[2] / "shared" / "data" / "vaswani"
@@ -334,7 +334,7 @@ def test_evaluator_equals_ir_measures_with_ties_grades_and_missing_queries(seed)
 def test_evaluator_equals_ir_measures_on_vaswani_pisa_runs(tmp_path):
     pytest.importorskip("pyterrier_pisa", reason="pyterrier-pisa is needed for the base runs")
     from pyterrier_pisa import PisaIndex
-    from pyterrier_svmmap.reproduce.collection import iter_trec_docs, read_trec_qrels, read_trec_topics
+    from pyterrier_svmmap.experiments.reproduce.collection import iter_trec_docs, read_trec_qrels, read_trec_topics
     docs = [d for _, d in zip(range(4000), iter_trec_docs(VASWANI / "docs.trec"))]
     qrels = read_trec_qrels(VASWANI / "qrels")
     topics = read_trec_topics(VASWANI / "topics.trec")
@@ -399,8 +399,9 @@ def test_kernel_warm_up_fits_every_system_on_a_tiny_split_and_leaves_no_trace(mo
     """reproduce's warm-up (part 1): every system fitted on a few of the split's queries, with the two
     smallest C of its grid and the QP's numpy path, nothing checkpointed, the QP kernel and the package's log level as they were; part 0 only
     runs the QP; a failing system is skipped (its trials report it)."""
-    from pyterrier_svmmap import qp, solver
-    from pyterrier_svmmap.reproduce import evaluate as ev
+    import pyterrier_svmmap.svm.qp as qp
+    import pyterrier_svmmap.svm.cutting_plane as solver
+    from pyterrier_svmmap.experiments.reproduce import evaluate as ev
     rng = np.random.default_rng(5)
     res = _frame(rng, n_q=12, n_docs=40, n_f=3)
     qrels = _qrels_for(res, rng)

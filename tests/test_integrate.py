@@ -7,10 +7,10 @@ import pytest
 pytest.importorskip("pyterrier")
 pytest.importorskip("ir_measures")
 from pyterrier_svmmap import StructSVM  # noqa: E402
-from pyterrier_svmmap.reproduce import systems as sysreg  # noqa: E402
-from pyterrier_svmmap.reproduce.evaluate import aggregate, run_trials  # noqa: E402
-from pyterrier_svmmap.reproduce.protocol import make_splits  # noqa: E402
-from pyterrier_svmmap.reproduce.report import (format_learner_table, format_loss_table,  # noqa: E402
+import pyterrier_svmmap.experiments.systems as sysreg  # noqa: E402
+from pyterrier_svmmap.experiments.reproduce.evaluate import aggregate, run_trials  # noqa: E402
+from pyterrier_svmmap.experiments.reproduce.protocol import make_splits  # noqa: E402
+from pyterrier_svmmap.experiments.reproduce.report import (format_learner_table, format_loss_table,  # noqa: E402
                                                results_dict, tables_markdown)
 
 EXPECTED = ["svm-map", "svm-roc", "svm-ndcg@10", "svm-ndcg-nc", "svm-mrr@10", "svm-combo", "dorm",
@@ -233,7 +233,7 @@ def test_default_systems_are_the_issues_learners():
     """``--systems default`` (the command's default) runs every learner the papers compare, under the
     names results.json uses; ``all`` adds SVM-map's feature options; a list is taken as given."""
     assert sysreg.parse_names("default") == EXPECTED
-    from pyterrier_svmmap.reproduce.command import DEFAULT_SYSTEMS
+    from pyterrier_svmmap.cli.reproduce import DEFAULT_SYSTEMS
     assert sysreg.parse_names(DEFAULT_SYSTEMS) == EXPECTED
     assert set(sysreg.parse_names("all")) == set(EXPECTED) | {"svm-map-raw", "svm-map-allbins", "svm-map-prior"}
     assert sysreg.parse_names(" svm-map, adarank ") == ["svm-map", "adarank"]

@@ -15,7 +15,7 @@ pt = pytest.importorskip("pyterrier")
 from pyterrier_svmmap import (AdaRank, ApproxAP, ApproxNDCG, LambdaMART, McRank, SVMMap,  # noqa: E402
                               StructSVM, StructSVMRanker)
 from pyterrier_svmmap.cli import main  # noqa: E402
-from pyterrier_svmmap.model_io import ModelFormatError, load_model, load_ranker  # noqa: E402
+from pyterrier_svmmap.io.model_files import ModelFormatError, load_model, load_ranker  # noqa: E402
 
 from test_approx_estimators import run  # noqa: E402
 
@@ -211,7 +211,7 @@ def test_cross_validation_is_k_fold_by_query_with_thresholds_per_fold():
 def test_features_auto_selects_blocks_jointly_with_c():
     """features="auto" = every option of AUTO_FEATURES trained as its own ranker, the best (features, C)
     on the validation queries kept (the first of equals, options in AUTO_FEATURES order)."""
-    from pyterrier_svmmap.ranker import AUTO_FEATURES
+    from pyterrier_svmmap.svm.ranker import AUTO_FEATURES
     rng = np.random.default_rng(5)
     raw = rng.normal(size=(400, 3))
     raw[rng.random(raw.shape) < 0.1] = np.nan
@@ -271,7 +271,7 @@ def test_cli_acc_model_classifies(tmp_path, capsys):
     assert main(["learn", "--loss", "acc", "-c", "10", str(TRAIN), str(tmp_path / "m")]) == 0
     assert main(["classify", str(TEST), str(tmp_path / "m"), str(tmp_path / "p")]) == 0
     py = load_model(tmp_path / "m")
-    from pyterrier_svmmap.svmlight import read_svmlight
+    from pyterrier_svmmap.io.svmlight import read_svmlight
     d = read_svmlight(TEST)
     expected = d.ungroup(py.decision_function(d.grouped(d.features), d.offsets))
     got = np.array([float(x) for x in (tmp_path / "p").read_text().split()])
@@ -298,7 +298,7 @@ def test_classify_does_not_import_pyterrier(tmp_path):
     assert main(["learn", "--bins", "3", str(TRAIN), str(tmp_path / "m")]) == 0
     code = ("import sys; from pyterrier_svmmap.cli import main; "
             f"assert main(['classify', {str(TEST)!r}, {str(tmp_path / 'm')!r}, {str(tmp_path / 'p')!r}]) == 0; "
-            "print(sorted(m for m in ('pyterrier', 'pyterrier_svmmap.estimator', 'pyterrier_svmmap.frames') "
+            "print(sorted(m for m in ('pyterrier', 'pyterrier_svmmap.estimators.structsvm', 'pyterrier_svmmap.frames') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -1,4 +1,4 @@
-"""The LETOR protocol (pyterrier_svmmap.letor) and ``svmmap letor``, on tiny synthetic 2-fold LETOR folders:
+"""The LETOR protocol (pyterrier_svmmap.experiments.letor) and ``svmmap letor``, on tiny synthetic 2-fold LETOR folders:
 fold discovery and its errors, model selection on vali recomputed by hand, the evaluation against ir_measures
 and a loop transcription of Eval-Score-4.0.pl, the command's table, JSON and exit codes.
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pyterrier_svmmap import letor
+import pyterrier_svmmap.experiments.letor as letor
 from pyterrier_svmmap.cli import main
 from pyterrier_svmmap.measures import letor_average_precision
 from pyterrier_svmmap.ties import break_ties
@@ -122,7 +122,7 @@ def by_hand_map(scores, split, rel):
 
 @pytest.mark.parametrize("rel", [1, 2])
 def test_svm_map_chooses_C_on_vali(letor_dir, rel):
-    from pyterrier_svmmap.ranker import StructSVMRanker
+    from pyterrier_svmmap.svm.ranker import StructSVMRanker
     fold = letor.load_folds(letor.discover_folds(letor_dir, [1]))[1]
     fitted = letor.fit_learner("svm-map", fold.train, fold.vali, rel)
     # by hand: the same path of C on label >= rel, each C's vali MAP with the package's tie policy
@@ -143,7 +143,7 @@ def test_svm_map_chooses_C_on_vali(letor_dir, rel):
 def test_grid_learner_chooses_on_vali_map(letor_dir):
     """AdaRank's two variants compared by validation MAP (label >= rel), the first best kept, and the test
     scores are the chosen model's."""
-    from pyterrier_svmmap.peers import AdaRankRanker
+    from pyterrier_svmmap.boosting.peers import AdaRankRanker
     fold = letor.load_folds(letor.discover_folds(letor_dir, [2]))[2]
     fitted = letor.fit_learner("adarank", fold.train, fold.vali, 1)
     models = [AdaRankRanker(**g).fit(fold.train.raw, fold.train.binary(1), fold.train.offsets,
@@ -279,7 +279,9 @@ class _Stop(Exception):
                                          ("mcrank", True)])
 def test_training_labels(letor_dir, monkeypatch, name, graded):
     """The grades go to LambdaMART, McRank and ApproxNDCG; the others train on label >= rel."""
-    from pyterrier_svmmap import approx, peers, ranker
+    import pyterrier_svmmap.approx.ranker as approx
+    import pyterrier_svmmap.boosting.peers as peers
+    import pyterrier_svmmap.svm.ranker as ranker
     seen = []
 
     def record(self, X, labels, *args, **kwargs):

@@ -14,12 +14,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pyterrier_svmmap.features import DenseBlock, FeatureMatrix
-from pyterrier_svmmap.losses import (ComboLoss, DORMLoss, MAPLoss, MRRLoss, NDCGLoss, ROCLoss,
+from pyterrier_svmmap.features.encoder import DenseBlock, FeatureMatrix
+from pyterrier_svmmap.svm.losses import (ComboLoss, DORMLoss, MAPLoss, MRRLoss, NDCGLoss, ROCLoss,
                                      ClassificationLoss, get_loss, make_slack_groups, most_violated)
-from pyterrier_svmmap.losses.base import Loss
-from pyterrier_svmmap.losses.ndcg import ndcg_counts
-from pyterrier_svmmap.solver import SlackGroup, train_structural_svm
+from pyterrier_svmmap.svm.losses.base import Loss
+from pyterrier_svmmap.svm.losses.ndcg import ndcg_counts
+from pyterrier_svmmap.svm.cutting_plane import SlackGroup, train_structural_svm
 
 TOL = 1e-12
 
@@ -378,7 +378,7 @@ def test_groups_train_and_converge(spec):
 
 
 def test_classification_trains_with_bias():
-    from pyterrier_svmmap.losses import add_bias
+    from pyterrier_svmmap.svm.losses import add_bias
     X, labels, offsets, w_true = synthetic(seed=6)
     Xb = add_bias(X)
     assert Xb.dim == X.dim + 1

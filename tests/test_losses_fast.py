@@ -16,10 +16,10 @@ import numpy as np
 from pyterrier_svmmap import _jit
 import pytest
 
-from pyterrier_svmmap.losses import BalancedClassificationLoss, ClassificationLoss, DORMLoss, MRRLoss, NDCGLoss, ROCLoss, get_loss
-from pyterrier_svmmap.losses import _numba
-from pyterrier_svmmap.losses.base import Loss
-from pyterrier_svmmap.losses.combo import combine_members
+from pyterrier_svmmap.svm.losses import BalancedClassificationLoss, ClassificationLoss, DORMLoss, MRRLoss, NDCGLoss, ROCLoss, get_loss
+from pyterrier_svmmap.svm.losses import _numba
+from pyterrier_svmmap.svm.losses.base import Loss
+from pyterrier_svmmap.svm.losses.combo import combine_members
 
 numba_available = _numba.kernels() is not None
 needs_numba = pytest.mark.skipif(not numba_available, reason="numba not installed or disabled")
@@ -251,7 +251,7 @@ def test_split_query_restores_the_stable_order_for_short_and_long_tie_runs():
     """The kernels' split of a query into classes, each by decreasing score with equal scores by
     candidate index, from an order whose ties are shuffled: runs of 2 to 200 equal scores (insertion
     below ``_INSERTION_RUN``, np.sort above), against a stable lexsort."""
-    from pyterrier_svmmap.losses import _rank_jit
+    import pyterrier_svmmap.svm.losses._rank_kernels as _rank_jit
     rng = np.random.default_rng(12)
     lengths = [1, 2, 3, _rank_jit._INSERTION_RUN, _rank_jit._INSERTION_RUN + 1, 200, 5, 1]
     scores = np.concatenate([np.full(n, float(v)) for v, n in zip(rng.permutation(len(lengths)), lengths)])
@@ -347,8 +347,8 @@ def test_empty_batch(backend):
 @pytest.mark.parametrize("compiled", [True, False])
 def test_query_score_order_is_the_stable_lexsort(monkeypatch, sizes, compiled):
     """Candidates by query then decreasing score, ties by position — compiled, numpy, padded or not."""
-    from pyterrier_svmmap.features import query_ids
-    from pyterrier_svmmap.losses.map import query_score_order
+    from pyterrier_svmmap.features.encoder import query_ids
+    from pyterrier_svmmap.svm.losses.map import query_score_order
     monkeypatch.setattr(_jit, "_LOADED", {})
     if not compiled:
         monkeypatch.setenv("PYTERRIER_SVMMAP_NO_NUMBA", "1")

@@ -8,9 +8,9 @@ import itertools
 import numpy as np
 import pytest
 
-from pyterrier_svmmap.losses import MAPLoss
-from pyterrier_svmmap.losses.base import Loss
-from pyterrier_svmmap.losses.map import (interleave, map_batch_violation_numpy, map_slots, map_slots_batch,
+from pyterrier_svmmap.svm.losses import MAPLoss
+from pyterrier_svmmap.svm.losses.base import Loss
+from pyterrier_svmmap.svm.losses.map import (interleave, map_batch_violation_numpy, map_slots, map_slots_batch,
                                          map_slots_reference, sort_by_score)
 
 LOSS = MAPLoss()

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from pyterrier_svmmap import peers
+import pyterrier_svmmap.boosting.peers as peers
 from pyterrier_svmmap.measures import average_precision
 
 

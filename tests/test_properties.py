@@ -8,7 +8,7 @@ import pandas as pd
 from hypothesis import given, settings, strategies as st
 
 from pyterrier_svmmap import SVMMap
-from pyterrier_svmmap.losses import get_loss
+from pyterrier_svmmap.svm.losses import get_loss
 
 
 @settings(max_examples=60, deadline=None)

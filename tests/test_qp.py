@@ -1,4 +1,4 @@
-"""The dual QP (:mod:`pyterrier_svmmap.qp`): the compiled fast path against the numpy reference, both
+"""The dual QP (:mod:`pyterrier_svmmap.svm.qp`): the compiled fast path against the numpy reference, both
 against the KKT conditions, and against independent solvers on tiny instances."""
 import itertools
 
@@ -7,7 +7,7 @@ from pyterrier_svmmap import _jit as jit_loader
 import pytest
 from scipy.optimize import minimize
 
-from pyterrier_svmmap import qp
+import pyterrier_svmmap.svm.qp as qp
 
 TOL = 1e-13                     # solve_dual's default: no pair may gain more than TOL × gradient scale
 

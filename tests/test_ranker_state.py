@@ -14,8 +14,10 @@ import math
 import numpy as np
 import pytest
 
-from pyterrier_svmmap import approx, peers
-from pyterrier_svmmap.features import FeatureEncoder
+import pyterrier_svmmap.approx.ranker as approx
+
+import pyterrier_svmmap.boosting.peers as peers
+from pyterrier_svmmap.features.encoder import FeatureEncoder
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pyterrier_svmmap.reproduce.collection import (clean_query, iter_trec_docs, read_trec_qrels,
+from pyterrier_svmmap.experiments.reproduce.collection import (clean_query, iter_trec_docs, read_trec_qrels,
                                                    read_trec_topics)
-from pyterrier_svmmap.reproduce.evaluate import aggregate, compare, per_query_means
-from pyterrier_svmmap.reproduce.protocol import make_splits, role_counts
+from pyterrier_svmmap.experiments.reproduce.evaluate import aggregate, compare, per_query_means
+from pyterrier_svmmap.experiments.reproduce.protocol import make_splits, role_counts
 
 VASWANI = Path(__file__).resolve().parents[2] / "shared" / "data" / "vaswani"
 
@@ -170,7 +170,7 @@ def _write_subset(dest: Path, n_docs=2000, n_queries=20):
 def test_reproduce_end_to_end_on_vaswani_subset(tmp_path, monkeypatch, capsys):
     pytest.importorskip("pyterrier_pisa", reason="pyterrier-pisa is needed for the base runs")
     from pyterrier_svmmap.cli import main
-    from pyterrier_svmmap.reproduce import systems
+    import pyterrier_svmmap.experiments.systems as systems
 
     coll = tmp_path / "coll"
     qids = _write_subset(coll)
@@ -240,7 +240,7 @@ def test_worker_thread_limit_covers_lightgbm():
     import sys
     pytest.importorskip("lightgbm")
     pytest.importorskip("threadpoolctl")
-    code = ("from pyterrier_svmmap.reproduce.evaluate import _thread_limit\n"
+    code = ("from pyterrier_svmmap.experiments.reproduce.evaluate import _thread_limit\n"
             "from threadpoolctl import threadpool_info\n"
             "with _thread_limit(1):\n"
             "    import lightgbm\n"
@@ -254,7 +254,7 @@ def test_registry_lightgbm_learners_train_on_one_thread(name):
     """The comparison's LightGBM learners are given one thread explicitly: in forked trial workers the
     threadpoolctl limit alone left LightGBM's OpenMP pool stalling (fits of ~1 s took 30–70 s)."""
     pytest.importorskip("lightgbm")
-    from pyterrier_svmmap.reproduce.systems import resolve
+    from pyterrier_svmmap.experiments.systems import resolve
     est = resolve([name])[name]()
     rng = np.random.default_rng(0)
     offsets = np.arange(0, 121, 20)

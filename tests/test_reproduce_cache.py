@@ -17,9 +17,9 @@ import pytest
 pytest.importorskip("pyterrier_pisa", reason="pyterrier-pisa is needed for the base runs")
 
 from pyterrier_svmmap.cli import main  # noqa: E402
-from pyterrier_svmmap.reproduce import base_runs as br  # noqa: E402
-from pyterrier_svmmap.reproduce import evaluate as ev  # noqa: E402
-from pyterrier_svmmap.reproduce.collection import load_directory  # noqa: E402
+from pyterrier_svmmap.experiments.reproduce import base_runs as br  # noqa: E402
+from pyterrier_svmmap.experiments.reproduce import evaluate as ev  # noqa: E402
+from pyterrier_svmmap.experiments.reproduce.collection import load_directory  # noqa: E402
 
 NAMES = ["bm25.none.none", "dph.porter2.terrier"]      # two base runs: one per index
 
@@ -68,7 +68,7 @@ def test_replacing_docs_in_the_same_folder_recomputes_indices_and_runs(tmp_path)
 def test_irds_content_key_follows_topics_and_qrels(monkeypatch):
     pytest.importorskip("ir_datasets")
     import pyterrier as pt
-    from pyterrier_svmmap.reproduce.collection import load_irds
+    from pyterrier_svmmap.experiments.reproduce.collection import load_irds
 
     class FakeDataset:
         def __init__(self, label):
@@ -204,7 +204,8 @@ def test_offline_dataset_is_a_one_line_error(tmp_path, capsys, monkeypatch):
 def tiny_svm_map(monkeypatch):
     """svm-map with one C and 10 bins; no pictures (matplotlib takes longer than the trials)."""
     from pyterrier_svmmap import SVMMap
-    from pyterrier_svmmap.reproduce import command, systems
+    import pyterrier_svmmap.cli.reproduce as command
+    import pyterrier_svmmap.experiments.systems as systems
     monkeypatch.setitem(systems.SYSTEMS, "svm-map", lambda: SVMMap(C=[1.0], n_bins=10))
     monkeypatch.setattr(command, "_save_pictures", lambda out, models: None)
 
@@ -311,7 +312,7 @@ def test_unreadable_checkpoint_is_recomputed_and_others_reused(tmp_path, capsys,
 
 def test_checkpoints_are_not_reused_for_another_depth_or_estimator(tmp_path, capsys, tiny_svm_map, monkeypatch):
     from pyterrier_svmmap import SVMMap
-    from pyterrier_svmmap.reproduce import systems
+    import pyterrier_svmmap.experiments.systems as systems
     coll = _write_collection(tmp_path / "c")
     out = tmp_path / "out"
     assert main(_argv(coll, out)) == 0
@@ -340,7 +341,7 @@ class _Hidden:
 
 def test_estimator_signature_sees_parameters_repr_hides_and_no_addresses():
     from pyterrier_svmmap import ApproxAP
-    from pyterrier_svmmap.reproduce import systems
+    import pyterrier_svmmap.experiments.systems as systems
     acc, acc3 = systems.SYSTEMS["svm-acc"](), systems.SYSTEMS["svm-acc3"]()    # differ in binning only
     assert ev.estimator_signature(acc) != ev.estimator_signature(acc3)
     assert ev.estimator_signature(_Hidden(1)) != ev.estimator_signature(_Hidden(2))
@@ -352,7 +353,7 @@ def test_estimator_signature_sees_parameters_repr_hides_and_no_addresses():
 def test_trial_key_depends_on_split_system_context_and_version(tmp_path, monkeypatch):
     import pyterrier_svmmap
     from pyterrier_svmmap import SVMMap
-    from pyterrier_svmmap.reproduce.protocol import make_splits
+    from pyterrier_svmmap.experiments.reproduce.protocol import make_splits
     s0, s1 = make_splits([str(i) for i in range(10)], trials=2, train=3, valid=2, seed=0)
     store = ev.TrialStore(tmp_path, "ctx")
     key = store.key(s0, "svm-map", SVMMap(C=[1.0]))

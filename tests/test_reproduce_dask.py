@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("pyterrier_pisa", reason="pyterrier-pisa is needed for the base runs")
 
 from pyterrier_svmmap.cli import main  # noqa: E402
-from pyterrier_svmmap.reproduce import evaluate as ev  # noqa: E402
+from pyterrier_svmmap.experiments.reproduce import evaluate as ev  # noqa: E402
 
 
 @pytest.fixture
@@ -18,7 +18,8 @@ def tiny(monkeypatch, tmp_path):
     """A synthetic collection; svm-map with one C and 10 bins, and AdaRank (the task carries two systems)."""
     from test_reproduce_cache import _write_collection
     from pyterrier_svmmap import SVMMap
-    from pyterrier_svmmap.reproduce import command, systems
+    import pyterrier_svmmap.cli.reproduce as command
+    import pyterrier_svmmap.experiments.systems as systems
     monkeypatch.setitem(systems.SYSTEMS, "svm-map", lambda: SVMMap(C=[1.0], n_bins=10))
     monkeypatch.setattr(command, "_save_pictures", lambda out, models: None)
     return _write_collection(tmp_path / "c")

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pyterrier_svmmap.reproduce.evaluate import CHOSEN_BASE, aggregate, choose_bases, run_trials
-from pyterrier_svmmap.reproduce.protocol import Split, make_folds, role_counts
+from pyterrier_svmmap.experiments.reproduce.evaluate import CHOSEN_BASE, aggregate, choose_bases, run_trials
+from pyterrier_svmmap.experiments.reproduce.protocol import Split, make_folds, role_counts
 
 
 # ------------------------------------------------------------------------------------------
@@ -165,8 +165,9 @@ def test_reproduce_folds_end_to_end_and_resume(tmp_path, capsys, monkeypatch):
     from test_reproduce_cache import _write_collection
     from pyterrier_svmmap import SVMMap
     from pyterrier_svmmap.cli import main
-    from pyterrier_svmmap.reproduce import command, systems
-    from pyterrier_svmmap.reproduce import evaluate as ev
+    import pyterrier_svmmap.cli.reproduce as command
+    import pyterrier_svmmap.experiments.systems as systems
+    from pyterrier_svmmap.experiments.reproduce import evaluate as ev
     monkeypatch.setitem(systems.SYSTEMS, "svm-map", lambda: SVMMap(C=[1.0], n_bins=10))
     monkeypatch.setattr(command, "_save_pictures", lambda out, models: None)
     coll = _write_collection(tmp_path / "c", n_topics=10)

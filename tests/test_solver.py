@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from pyterrier_svmmap.features import FeatureEncoder
-from pyterrier_svmmap.losses import get_loss
-from pyterrier_svmmap.solver import SlackGroup, solve_dual, train_structural_svm
+from pyterrier_svmmap.features.encoder import FeatureEncoder
+from pyterrier_svmmap.svm.losses import get_loss
+from pyterrier_svmmap.svm.cutting_plane import SlackGroup, solve_dual, train_structural_svm
 
 
 def _reference(G, b, grp, C):

@@ -4,9 +4,9 @@ shard-ordered sums (solver.DataOracle with shards) that make one process equal a
 import numpy as np
 import pytest
 
-from pyterrier_svmmap.losses import make_slack_groups
-from pyterrier_svmmap.ranker import StructSVMRanker, _usable_shard_sizes
-from pyterrier_svmmap.solver import DataOracle, reduce_shard_sums, shard_sums, train_path, train_structural_svm
+from pyterrier_svmmap.svm.losses import make_slack_groups
+from pyterrier_svmmap.svm.ranker import StructSVMRanker, _usable_shard_sizes
+from pyterrier_svmmap.svm.cutting_plane import DataOracle, reduce_shard_sums, shard_sums, train_path, train_structural_svm
 
 from test_solver_path import EPS, _close, _instance
 
@@ -141,7 +141,7 @@ def test_wasted_searches_back_off(inst, monkeypatch):
     """MRR@10's argmax is constant along most segments, so its searches neither cut the model nor move the
     best point: after such a search the loop skips searching for 1, 2, 4, ... iterations, and needs fewer
     passes over the data than a loop that always searches, at the same certificate."""
-    import pyterrier_svmmap.solver as solver_module
+    import pyterrier_svmmap.svm.cutting_plane as solver_module
     X, labels, offsets = inst
     groups = make_slack_groups("mrr@10", 3.0)
     backoff = train_structural_svm(X, labels, offsets, groups, epsilon=EPS)

@@ -1,13 +1,13 @@
 """The cutting-plane solver as an engine: the warm-started C path, constraint dropping, the oracle seam
-and the scale-free QP tolerance (pyterrier_svmmap.solver)."""
+and the scale-free QP tolerance (pyterrier_svmmap.svm.cutting_plane)."""
 import contextlib
 
 import numpy as np
 import pytest
 
-from pyterrier_svmmap.features import DenseBlock, FeatureEncoder, FeatureMatrix
-from pyterrier_svmmap.losses import make_slack_groups
-from pyterrier_svmmap.solver import (DataOracle, SlackGroup, TrainingResult, train_path,
+from pyterrier_svmmap.features.encoder import DenseBlock, FeatureEncoder, FeatureMatrix
+from pyterrier_svmmap.svm.losses import make_slack_groups
+from pyterrier_svmmap.svm.cutting_plane import (DataOracle, SlackGroup, TrainingResult, train_path,
                                      train_structural_svm)
 
 EPS = 1e-3
@@ -231,7 +231,7 @@ def test_path_with_a_prior_matches_cold_fits(inst):
 def test_drop_idle_keeps_active_constraints_and_a_consistent_gram_matrix():
     """_WorkingSet.drop_idle removes only constraints with α = 0 idle ``after`` solves, and compacts
     A, G = AAᵀ, b, groups, α and the idle counts together (capacity doubling on the way)."""
-    from pyterrier_svmmap.solver import _WorkingSet
+    from pyterrier_svmmap.svm.cutting_plane import _WorkingSet
     rng = np.random.default_rng(0)
     w0 = rng.normal(size=3)
     ws = _WorkingSet(3, w0, capacity=2)
@@ -258,8 +258,9 @@ def test_drop_idle_compacts_like_fancy_indexing(compiled):
     """The compaction (compiled in place, or numpy's fancy indexing) moves exactly the kept rows of A and
     the kept rows and columns of G to the front, in order, leaving the same bits; drops at the start,
     in runs, and at the end of a working set grown past its capacity."""
-    from pyterrier_svmmap import _jit, qp
-    from pyterrier_svmmap.solver import _WorkingSet
+    from pyterrier_svmmap import _jit
+    import pyterrier_svmmap.svm.qp as qp
+    from pyterrier_svmmap.svm.cutting_plane import _WorkingSet
     if compiled and qp.compiled() is None:
         pytest.skip("numba not installed or disabled")
     rng = np.random.default_rng(1)
@@ -272,7 +273,7 @@ def test_drop_idle_compacts_like_fancy_indexing(compiled):
     ws.alpha[:40] = np.where(gone, 0.0, rng.uniform(size=40))
     ws.idle[:40] = np.where(gone, 9, 0)
     G, alpha, keep = ws.G[:40, :40].copy(), ws.alpha[:40].copy(), np.flatnonzero(~gone)
-    with (_jit.without("_qp_jit") if not compiled else contextlib.nullcontext()):
+    with (_jit.without("svm._qp_kernels") if not compiled else contextlib.nullcontext()):
         assert (qp.compiled() is not None) == compiled          # the path under test
         assert ws.drop_idle(5) == 8
     np.testing.assert_array_equal(ws.A[:32], A[keep])

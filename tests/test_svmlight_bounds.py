@@ -10,8 +10,8 @@ import textwrap
 import numpy as np
 import pytest
 
-from pyterrier_svmmap import svmlight
-from pyterrier_svmmap.svmlight import MAX_FEATURES, SvmlightError, read_svmlight
+import pyterrier_svmmap.io.svmlight as svmlight
+from pyterrier_svmmap.io.svmlight import MAX_FEATURES, SvmlightError, read_svmlight
 
 HUGE = "1 qid:1 1:0.5 2:1\n# a comment line\n\n0 qid:1 2:1 1000000000:0.3\n1 qid:2 1:1\n"
 
@@ -50,7 +50,7 @@ def test_huge_index_rejected_under_a_memory_cap(tmp_path):
     p = write(tmp_path, HUGE)
     code = textwrap.dedent(f"""
         import resource
-        from pyterrier_svmmap.svmlight import SvmlightError, read_svmlight
+        from pyterrier_svmmap.io.svmlight import SvmlightError, read_svmlight
         used = next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmSize:"))
         resource.setrlimit(resource.RLIMIT_AS, (used + 2**29, resource.getrlimit(resource.RLIMIT_AS)[1]))
         try:

@@ -121,8 +121,8 @@ def test_validation_transform_and_ir_measures_agree():
 def test_classify_writes_the_tie_broken_scores(tmp_path):
     from pathlib import Path
     from pyterrier_svmmap.cli import main
-    from pyterrier_svmmap.model_io import load_ranker
-    from pyterrier_svmmap.svmlight import read_svmlight
+    from pyterrier_svmmap.io.model_files import load_ranker
+    from pyterrier_svmmap.io.svmlight import read_svmlight
     examples = Path(__file__).resolve().parent.parent / "examples"
     assert main(["learn", "--bins", "2", str(examples / "letor_train.txt"), str(tmp_path / "m")]) == 0
     assert main(["classify", str(examples / "letor_test.txt"), str(tmp_path / "m"), str(tmp_path / "p")]) == 0

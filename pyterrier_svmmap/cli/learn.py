@@ -1,0 +1,256 @@
+"""Train a ranking model on an svmlight/LETOR file (like svm_map_learn / svm_rank_learn).
+
+TRAIN holds lines ``label qid:Q idx:val ... # comment`` (label > 0 = relevant; a feature absent from a line
+is 0, as in svmlight), or is an index file listing such files. MODEL is a directory (written as
+:mod:`pyterrier_svmmap.io.model_files` describes) that ``svmmap classify``, ``SVMMap.load`` and
+``pt.Artifact.load`` read. The training is :class:`~pyterrier_svmmap.svm.ranker.StructSVMRanker`'s; PyTerrier
+is not imported.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+import warnings
+from typing import List
+
+log = logging.getLogger(__name__)
+
+DESCRIPTION = """\
+Train a ranking model on an svmlight/LETOR file (like svm_map_learn / svm_rank_learn).
+
+TRAIN holds lines "label qid:Q idx:val ... # comment" (label >= --rel, default 1, is relevant; a feature
+absent from a line is 0, as in svmlight), or is an index file listing such files. MODEL is a directory that svmmap classify,
+SVMMap.load and pt.Artifact.load read.
+
+The objective is OP 1 of Yue et al. (2007), the 1-slack structural SVM over the n training queries:
+
+    min_w  1/2 |w|^2 + (C/n) sum_i xi_i
+    s.t.   for all i and rankings y != y_i:  w.Psi(x_i, y_i) - w.Psi(x_i, y) >= Delta(y_i, y) - xi_i
+
+with Delta in [0, 1] (1 - AP for --loss map). This is SVMstruct's normalisation, the framework svm_map and
+svm_rank are built on, so -c means the same thing: C is divided by the number of queries n. It is not
+SVMlight's C (unnormalised): C_light = C/n.
+
+Several TRAIN files (or index files, or quoted globs such as "shards/*.txt") are one training set. With
+--workers N (a local Dask cluster) or --scheduler ADDRESS (an existing one) every file is a shard that a worker
+reads and keeps: the driver never holds the training set, and the model is the one a single process trains (a
+query's lines must all be in one file). Cross-validation is not distributed: give --valid with a grid of C.
+
+-c takes one value or a comma-separated grid (e.g. -c 0.01,0.1,1,10,100,1000): every C is trained, and the
+one with the best MAP on --valid FILE is kept, or, without --valid, the best mean held-out MAP of --cv-fold
+cross-validation over the training queries. The model file keeps every C's weights and score.
+
+Features: the svmlight features are the base scores. --raw (default) uses them as they are, the linear
+model svm_map_learn trains (LETOR features are already normalised per query). --bins N learns the paper's
+step functions: N thresholds per feature at quantiles of the training values (section 4.2; N*F weights).
+--features auto trains bins, raw and bins+raw and keeps the best with C.
+
+Queries without a relevant (or without a non-relevant) document cannot form constraints: they are skipped
+with a warning.
+
+svm_struct options accepted for compatibility: -# N (= --max-iter), -v N and -y N (verbosity); -w, -m, -k, -f
+and -l are accepted and ignored (one warning names them: training is always the 1-slack dual cutting-plane
+algorithm, svm_struct's -w 3, with margin rescaling, -o 2, and L1 slacks, -p 1; the loss is --loss); -o 1
+(slack rescaling) and -p 2 (squared slacks) are not implemented and are refused.
+"""
+
+#: svm_struct options that are accepted and ignored (option → what we do instead)
+IGNORED = {"w": "training is always the 1-slack dual cutting-plane algorithm",
+           "m": "no kernel cache is needed (linear model)",
+           "k": "all queries' most violated constraints are added at once",
+           "f": "no constraint cache beyond the working set",
+           "l": "the loss is given by --loss"}
+
+
+def _grid(text: str) -> List[float]:
+    try:
+        return [float(c) for c in text.split(",") if c.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"-c takes a number or comma-separated numbers, got {text!r}") from None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.description = DESCRIPTION
+    parser.add_argument("-c", dest="C", type=_grid, default=[1.0], metavar="C[,C...]",
+                        help="C of 1/2|w|^2 + C/n sum xi_i, n = number of training queries (svm_struct's convention); "
+                             "a comma-separated grid is chosen on --valid or by --cv. Default 1.0")
+    parser.add_argument("-e", dest="epsilon", type=float, default=1e-3, metavar="EPSILON",
+                        help="cutting-plane tolerance: stop when no constraint is violated by more (default 0.001)")
+    parser.add_argument("--loss", default="map",
+                        help="structural loss: map (SVM-map, default), roc, ndcg@10, ndcg, mrr@10, acc, acc2 (with @k "
+                             "for a cut-off)")
+    grp = parser.add_mutually_exclusive_group()
+    grp.add_argument("--bins", type=int, metavar="N", help="N quantile thresholds per feature (the paper's phi)")
+    grp.add_argument("--raw", action="store_true", help="features as they are (default)")
+    grp.add_argument("--features", metavar="SPEC",
+                     help="feature blocks: bins, raw, minmax, combinations like bins+raw, or auto (chosen with C)")
+    parser.add_argument("--rel", type=float, default=1.0, metavar="R",
+                        help="relevance threshold: label >= R is relevant (default 1, as ir_measures' AP(rel=1))")
+    parser.add_argument("--n-bins", type=int, default=50, metavar="N", help="thresholds per feature for bins (default 50)")
+    parser.add_argument("--valid", metavar="FILE", help="svmlight/LETOR validation file that chooses C (and --features auto)")
+    parser.add_argument("--cv", type=int, default=5, metavar="K",
+                        help="without --valid, folds of the cross-validation that chooses a grid's C (default 5)")
+    parser.add_argument("--max-iter", "-#", dest="max_iter", type=int, default=1000, metavar="N",
+                        help="cutting-plane iterations per C (default 1000)")
+    parser.add_argument("-v", "-y", dest="verbosity", type=int, default=None, metavar="N",
+                        help="verbosity: 0 warnings only, 1 progress (default), 2+ debug")
+    for opt in IGNORED:
+        parser.add_argument(f"-{opt}", dest=f"ignored_{opt}", metavar="X", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("-o", dest="rescaling", type=int, default=2, choices=(1, 2), help=argparse.SUPPRESS)
+    parser.add_argument("-p", dest="slack_norm", type=int, default=1, choices=(1, 2), help=argparse.SUPPRESS)
+    dist = parser.add_mutually_exclusive_group()
+    dist.add_argument("--workers", type=int, metavar="N",
+                      help="train on a local Dask cluster of N worker processes (pip install 'pyterrier-svmmap[dask]')")
+    dist.add_argument("--scheduler", metavar="ADDRESS",
+                      help="train on the Dask cluster at ADDRESS (e.g. tcp://head:8786; with dask-jobqueue on SLURM)")
+    parser.add_argument("train", metavar="TRAIN", nargs="+",
+                        help="svmlight/LETOR training file(s), index files listing files, or quoted glob patterns; "
+                             "with --workers/--scheduler each file is one shard, read by a worker")
+    parser.add_argument("model", metavar="MODEL", help="model directory to write")
+
+
+def _features(args) -> tuple:
+    if args.bins is not None:
+        return "bins", args.bins
+    if args.features:
+        return args.features, args.n_bins
+    return "raw", args.n_bins
+
+
+def run(args: argparse.Namespace) -> int:
+    from pyterrier_svmmap.cli import UsageError
+    from pyterrier_svmmap.io.model_files import check_writable
+    from pyterrier_svmmap.svm.ranker import StructSVMRanker
+    from pyterrier_svmmap.io.svmlight import read_svmlight
+
+    if args.verbosity is not None:
+        logging.getLogger("pyterrier_svmmap").setLevel(
+            logging.WARNING if args.verbosity <= 0 else logging.INFO if args.verbosity == 1 else logging.DEBUG)
+    if args.rescaling == 1:
+        raise UsageError("-o 1 (slack rescaling) is not implemented: svmmap learn uses margin rescaling (-o 2)")
+    if args.slack_norm == 2:
+        raise UsageError("-p 2 (squared slacks) is not implemented: svmmap learn uses L1 slacks (-p 1)")
+    ignored = [f"-{o} {getattr(args, f'ignored_{o}')} ({why})" for o, why in IGNORED.items()
+               if getattr(args, f"ignored_{o}") is not None]
+    if ignored:
+        log.warning("ignored svm_struct options: %s", "; ".join(ignored))
+    features, n_bins = _features(args)
+    try:                                   # every parameter checked before any data is read
+        ranker = StructSVMRanker(C=args.C if len(args.C) > 1 else args.C[0], loss=args.loss, features=features,
+                                 n_bins=n_bins, epsilon=args.epsilon, max_iter=args.max_iter, cv=args.cv,
+                                 rel=args.rel)
+        check_writable(args.model)
+    except (ValueError, FileExistsError) as e:
+        raise UsageError(str(e)) from None
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers must be at least 1, got {args.workers}")
+    files = training_files(args.train)
+    executor = None
+    if args.workers is not None or args.scheduler:
+        executor = dask_executor(args.workers, args.scheduler)
+        if args.valid is None and (len(args.C) > 1 or features == "auto"):
+            raise UsageError("on a cluster C (and --features auto) is chosen on --valid FILE: give it, or a single -c")
+    t = time.perf_counter()
+    data = valid = None
+    if executor is None:                    # bad files raise SvmlightError (file:line) before any training
+        data = read_svmlight(files)
+        valid = read_svmlight(args.valid, n_features=data.n_features) if args.valid else None
+        log.info("read %d lines, %d queries, %d features from %s (%.1fs)", data.n_lines, len(data.query_ids),
+                 data.n_features, ", ".join(data.sources), time.perf_counter() - t)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            if executor is None:
+                fit_ranking_data(ranker, data, valid)
+            else:
+                fit_on_cluster(ranker, files, args.valid, executor)
+        except ValueError as e:
+            message = str(e)
+            raise UsageError(message if message.startswith(str(files[0])) else f"{', '.join(files)}: {message}") \
+                from None
+        finally:
+            if executor is not None:
+                cluster = getattr(executor, "cluster", None) if args.workers is not None else None
+                executor.close()
+                if cluster is not None:
+                    cluster.close()
+    for w in caught:
+        log.warning("%s", w.message)
+    estimator = "pyterrier_svmmap.estimator:SVMMap" if args.loss == "map" else "pyterrier_svmmap.estimator:StructSVM"
+    save_ranker(ranker, args.model, estimator)
+    log.info("C=%g%s chosen (%s); %d iterations (%s); model written to %s", ranker.C_,
+             f", features={ranker.features_}" if features == "auto" else "", ranker.selection_, ranker.n_iter_,
+             "converged" if ranker.converged_ else "NOT converged: raise --max-iter or -e", args.model)
+    return 0
+
+
+def training_files(specs: List[str]) -> List[str]:
+    """TRAIN arguments as data files: index files expanded to their members, quoted globs to their matches
+    (sorted); a missing file or an empty glob is an error."""
+    import glob
+    from pathlib import Path
+    from pyterrier_svmmap.io.svmlight import index_file_members
+    files: List[str] = []
+    for spec in specs:
+        matches = sorted(glob.glob(spec)) if glob.has_magic(spec) else [spec]
+        if not matches:
+            raise FileNotFoundError(f"no file matches {spec!r}")
+        for m in matches:
+            p = Path(m)
+            if not p.exists():
+                raise FileNotFoundError(f"{p} not found")
+            members = index_file_members(p) if p.is_file() else None
+            files.extend(str(f) for f in (members if members is not None else [p]))
+    return files
+
+
+def dask_executor(workers, scheduler):
+    """A ``dask.distributed.Client``: a LocalCluster of ``workers`` single-threaded processes, or the cluster at
+    ``scheduler``; UsageError with the install hint without dask."""
+    from pyterrier_svmmap.cli import UsageError
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise UsageError("--workers/--scheduler need dask.distributed: pip install 'pyterrier-svmmap[dask]'") from None
+    if scheduler:
+        try:
+            return Client(scheduler, timeout="20s")
+        except OSError as e:
+            raise UsageError(f"cannot reach the Dask scheduler at {scheduler}: {e}") from None
+    return Client(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True))
+
+
+def fit_on_cluster(ranker, files: List[str], valid_file, client):
+    """Fit with every training file a shard on the cluster's workers; the validation file is read here."""
+    from pyterrier_svmmap.features.layout import default_base_names
+    ranker.executor = client
+    ranker.fit_shards(files, valid=valid_file)
+    ranker.executor = None                                 # the model does not keep the client
+    ranker.base_names_ = default_base_names(ranker.n_functions_, start=1)
+    ranker.layout_.base_names = list(ranker.base_names_)
+    ranker.feature_names_ = ranker.layout_.names()
+    ranker.training_summary_["source"] = ", ".join(files)
+    return ranker
+
+
+def fit_ranking_data(ranker, data, valid=None):
+    """Fit an array-level ranker on a :class:`~pyterrier_svmmap.io.svmlight.RankingData` (svmlight features
+    are named ``f1, f2, ...`` after their 1-based indices); ``valid``: another RankingData or None."""
+    from pyterrier_svmmap.features.layout import default_base_names
+    valid_arrays = None if valid is None else (valid.grouped(valid.features), valid.grouped(valid.labels),
+                                               valid.offsets, None, valid.grouped(valid.docids))
+    ranker.fit(data.grouped(data.features), data.grouped(data.labels), data.offsets, valid=valid_arrays,
+               base_names=default_base_names(data.n_features, start=1),
+               shard_queries=data.queries_per_source())        # one shard a file, as on a cluster
+    ranker.training_summary_["source"] = ", ".join(data.sources)
+    return ranker
+
+
+def save_ranker(ranker, path, estimator: str):
+    """Write a fitted StructSVMRanker as the model of PyTerrier estimator ``estimator`` (``module:class``),
+    so that ``SVMMap.load``/``pt.Artifact.load`` read it too, without importing PyTerrier here."""
+    from pyterrier_svmmap.io.model_files import class_path, save_model
+    params = dict({k: getattr(ranker, k) for k in ranker.MODEL_PARAMS}, verbose=False)
+    return save_model(path, estimator, params, ranker.get_state(), ranker=class_path(type(ranker)))

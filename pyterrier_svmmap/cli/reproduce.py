@@ -1,0 +1,304 @@
+"""Reproduce the base-function comparison of Yue et al. (SIGIR 2007) on a test collection.
+
+Builds PISA indices (no stemming, porter2), runs 16 base functions (bm25, qld, dph, pl2 × stemming
+× stopwords), takes the union of their top 1000 as candidates, then over ``--trials`` random splits
+(``--train`` training, ``--valid`` validation, the rest test queries) fits each learned system and
+reports MAP, nDCG@10, RR@10 and W/L with Wilcoxon tests against svm-map: the learners against
+svm-map (the paper's Table 9 form), test measures per training loss (Chakrabarti et al. 2008,
+Figure 9 form) and all systems with the base functions (Table 6 form), printed and in OUT/tables.md.
+
+``--folds K [--repeats R]`` replaces the random splits by R repeats of K-fold cross-validation over
+all judged queries (``protocol.make_folds``: fold k tests, the next fold validates, the rest trains),
+so that every query is tested exactly R times. With either protocol, the base function with the best
+MAP on each split's training and validation queries is one more row, ``base-chosen-on-training``:
+the comparison a user without a learner can make, beside the best base function in hindsight.
+
+``--workers N`` (a local Dask cluster of N single-threaded processes) or ``--scheduler ADDRESS`` (a
+running cluster) run every trial as one Dask task (``pip install 'pyterrier-svmmap[dask]'``);
+without them, ``--jobs`` trials run at once in forked processes (no Dask needed). Results and
+checkpoints do not depend on how the trials were run.
+
+Everything is cached under OUT and keyed on content (see ``base_runs`` and ``evaluate``): indices,
+base runs and every finished (trial, system) result. Ctrl-C ends with one line and exit status 130;
+the same command then resumes from the finished trials, with the results of an uninterrupted run.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+logger = logging.getLogger(__name__)
+
+#: the default run fits every learner of the papers (systems.PAPER_SYSTEMS; about 40 minutes on 2 cores with
+#: --jobs 2, estimated, see the README); ``--systems svm-map`` is the paper's Table 6 alone, in a few minutes
+DEFAULT_SYSTEMS = "default"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    src = parser.add_mutually_exclusive_group(required=True)
+    src.add_argument("--collection", metavar="DIR",
+                     help="folder with docs.trec, topics.trec and qrels (TREC format)")
+    src.add_argument("--dataset", metavar="ID",
+                     help="an ir_datasets id, e.g. irds:vaswani (needs ir_datasets and internet)")
+    parser.add_argument("--trials", type=int, default=None, help="random splits (default 50)")
+    parser.add_argument("--train", type=int, default=None, help="training queries per trial (default 10)")
+    parser.add_argument("--valid", type=int, default=None, help="validation queries per trial (default 5)")
+    parser.add_argument("--folds", type=int, default=None, metavar="K",
+                        help="instead of random splits, K-fold cross-validation over all judged queries: "
+                             "each fold is tested once, the next fold validates, the K-2 others train "
+                             "(K >= 3)")
+    parser.add_argument("--repeats", type=int, default=None, metavar="R",
+                        help="with --folds: R differently shuffled K-fold partitions, so every query is "
+                             "tested R times (default 1)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the splits (default 0)")
+    parser.add_argument("--out", metavar="DIR", default="svmmap-reproduce",
+                        help="output and cache folder: indices/, runs/, results.json, tables.md "
+                             "(default ./svmmap-reproduce)")
+    parser.add_argument("--systems", default=DEFAULT_SYSTEMS,
+                        help="comma-separated learned systems; 'default' (the default): the papers' learners "
+                             "and the boosted peers whose dependencies are installed; 'all': these and "
+                             "SVM-map's feature options (svm-map-raw, svm-map-allbins, svm-map-prior)")
+    parser.add_argument("--depth", type=int, default=1000,
+                        help="rank cutoff of the evaluated rankings (default 1000, the base runs' depth)")
+    parser.add_argument("--threads", type=int, default=2, help="PISA threads (default 2)")
+    parser.add_argument("--jobs", type=int, default=None,
+                        help="trials run at once, in forked worker processes, without Dask (default: 2, "
+                             "or 1 on a one-core machine); the results do not depend on it")
+    dask = parser.add_mutually_exclusive_group()
+    dask.add_argument("--workers", type=int, default=None, metavar="N",
+                      help="run the trials as Dask tasks on a local cluster of N single-threaded worker "
+                           "processes (needs pip install 'pyterrier-svmmap[dask]')")
+    dask.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                      help="run the trials as Dask tasks on the running cluster at ADDRESS, e.g. "
+                           "tcp://host:8786 (needs pip install 'pyterrier-svmmap[dask]')")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+#: option → smallest allowed value, checked before any work (:func:`check_arguments`)
+MINIMUM = {"trials": 1, "train": 1, "valid": 0, "depth": 1, "threads": 1, "jobs": 1, "seed": 0,
+           "folds": 3, "repeats": 1, "workers": 1}
+
+#: the random-split protocol's defaults (Yue et al. 2007 §5: 50 trials, 10 training, 5 validation)
+RANDOM_DEFAULTS = {"trials": 50, "train": 10, "valid": 5}
+
+#: exit status after Ctrl-C (128 + SIGINT, the shell's convention)
+EXIT_INTERRUPTED = 130
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """Raise ValueError (one line: the option, its value, the bound) for an impossible option value,
+    e.g. ``--threads 0`` (PISA would retrieve nothing) or ``--depth 0`` (every ranking empty), or for
+    options of the other protocol (``--train`` with ``--folds``, ``--repeats`` without) or of the
+    other executor (``--jobs`` with ``--workers``/``--scheduler``); then fill in the defaults."""
+    for option, minimum in MINIMUM.items():
+        value = getattr(args, option, None)
+        if value is not None and value < minimum:
+            raise ValueError(f"--{option} must be at least {minimum}, got {value}")
+    if getattr(args, "folds", None) is not None:
+        given = [f"--{o}" for o in RANDOM_DEFAULTS if getattr(args, o, None) is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)} belong{'s' if len(given) == 1 else ''} to random splits; "
+                             "with --folds every split tests one fold, validates on the next and trains on "
+                             "the others")
+        args.repeats = args.repeats if args.repeats is not None else 1
+    else:
+        if getattr(args, "repeats", None) is not None:
+            raise ValueError("--repeats needs --folds (it repeats the K-fold partition)")
+        for option, default in RANDOM_DEFAULTS.items():
+            if getattr(args, option, None) is None:
+                setattr(args, option, default)
+    dask = getattr(args, "workers", None) is not None or getattr(args, "scheduler", None)
+    if dask and getattr(args, "jobs", None) is not None:
+        raise ValueError("--jobs runs the trials in forked processes; with --workers or --scheduler the "
+                         "Dask cluster runs them: give one of them")
+    if dask:
+        try:
+            import dask.distributed  # noqa: F401
+        except ImportError:
+            from pyterrier_svmmap.experiments.reproduce.evaluate import DASK_HINT
+            raise ValueError(DASK_HINT) from None
+    if getattr(args, "jobs", None) is None:
+        args.jobs = min(2, os.cpu_count() or 1)
+
+
+class _Progress:
+    """What an interrupted run needs to say how many finished trials it keeps: filled in by
+    :func:`_run` as soon as the checkpoint store, the splits and the systems are known."""
+
+    def __init__(self):
+        self.store = self.splits = self.systems = None
+
+    def finished(self) -> int:
+        if self.store is None:
+            return 0
+        return self.store.finished(self.splits, self.systems)
+
+
+def _interrupt_in_chain(e: BaseException) -> bool:
+    """Whether ``e`` was caused by Ctrl-C: native code (PISA's retrieval) interrupted by SIGINT
+    surfaces as a SystemError whose cause or context is the KeyboardInterrupt."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False
+
+
+def run(args: argparse.Namespace) -> int:
+    """``svmmap reproduce``: :func:`_run`, with Ctrl-C reported on one line (exit status 130) saying
+    how many finished trials are kept for the next run to resume from (``--debug``: the traceback)."""
+    from pyterrier_svmmap.experiments.reproduce.evaluate import TrialsInterrupted
+    progress = _Progress()
+    try:
+        return _run(args, progress)
+    except (KeyboardInterrupt, SystemError) as e:
+        if not _interrupt_in_chain(e) or getattr(args, "debug", False):
+            raise
+        finished = e.finished if isinstance(e, TrialsInterrupted) else _finished_safely(progress)
+        print(f"svmmap reproduce: interrupted; {finished} finished trials are kept in {args.out}, "
+              "re-run the same command to resume", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _finished_safely(progress: _Progress) -> int:
+    try:
+        return progress.finished()
+    except Exception:                   # pragma: no cover - only counts for the message
+        return 0
+
+
+def _save_pictures(out: Path, first_models: dict) -> None:
+    """systems.png (MAP per system, W/L against svm-map) and, for SVM-map's model of the first trial,
+    the learned contribution of each base function (the paper's Figure 2); skipped without matplotlib."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        logger.warning("matplotlib is not installed: no pictures (pip install 'pyterrier-svmmap[plot]')")
+        return
+    from pyterrier_svmmap.plot import plot_systems
+    plot_systems(out / "results.json", out / "systems.png")
+    model = first_models.get("svm-map")
+    if hasattr(model, "plot"):
+        model.plot(path=out / "svm-map-contributions.png")
+    logger.info("wrote pictures to %s", out)
+
+
+def _run(args: argparse.Namespace, progress: Optional[_Progress] = None) -> int:
+    """The whole reproduction; ``progress`` learns the checkpoint store, splits and systems."""
+    import pyterrier_svmmap.experiments.reproduce.base_runs as br
+    from pyterrier_svmmap.run_features import RunFeatures
+    from pyterrier_svmmap.experiments.reproduce.collection import load_directory, load_irds
+    from pyterrier_svmmap.experiments.reproduce.evaluate import TrialStore, aggregate, close_client, dask_client, run_trials
+    from pyterrier_svmmap.experiments.reproduce.protocol import make_folds, make_splits, role_counts
+    from pyterrier_svmmap.experiments.reproduce.report import format_learner_table, format_loss_table, format_table, results_dict, tables_markdown, write_results
+    from pyterrier_svmmap.experiments.systems import parse_names, resolve
+
+    check_arguments(args)
+    progress = progress if progress is not None else _Progress()
+    t_start = time.perf_counter()
+    names = parse_names(args.systems)
+    systems = resolve(names)
+    reference = "svm-map" if "svm-map" in systems else (next(iter(systems)) if systems else None)
+    if reference != "svm-map":
+        logger.warning("svm-map is not among the systems run: W/L and p-values are against %s",
+                       reference or "nothing")
+
+    coll = load_directory(args.collection) if args.collection else load_irds(args.dataset)
+    topics = coll.judged_topics()
+    dropped = len(coll.topics) - len(topics)
+    if dropped:
+        logger.info("leaving out %d of %d queries without any relevant document in the qrels",
+                    dropped, len(coll.topics))
+    folds = getattr(args, "folds", None)
+    if folds is not None:
+        splits = make_folds(list(topics["qid"]), folds=folds, repeats=args.repeats, seed=args.seed)
+        sizes = sorted({len(s.train) for s in splits}), sorted({len(s.test) for s in splits})
+        protocol = {"protocol": "folds", "folds": folds, "repeats": args.repeats}
+        title = (f"{coll.name}: {args.repeats} × {folds}-fold cross-validation ({len(splits)} splits; test "
+                 f"one fold, validate on the next, train on {_span(sizes[0])} queries; {len(topics)} "
+                 f"queries, each tested {args.repeats} time{'s' if args.repeats > 1 else ''}), seed {args.seed}")
+    else:
+        splits = make_splits(list(topics["qid"]), trials=args.trials, train=args.train,
+                             valid=args.valid, seed=args.seed)
+        protocol = {"protocol": "random"}
+        title = (f"{coll.name}: {args.trials} trials, {args.train} train / {args.valid} validation "
+                 f"queries, rest test ({len(topics)} queries), seed {args.seed}")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    runs, timings = br.base_runs(coll, out, topics=topics, threads=args.threads)
+    store = TrialStore(out / "trials", br.digest("reproduce-trials", coll.content_key(),
+                                                 br.runs_key(coll, topics, runs), args.depth))
+    store.remove_temporaries()
+    progress.store, progress.splits, progress.systems = store, splits, systems
+    t = time.perf_counter()
+    candidates = RunFeatures(runs).transform(topics[["qid", "query"]])   # union of the base runs
+    timings["candidates_seconds"] = time.perf_counter() - t
+    logger.info("%d candidates for %d queries (%.1fs)", len(candidates), len(topics),
+                timings["candidates_seconds"])
+
+    qrels = coll.qrels[coll.qrels["qid"].isin(set(topics["qid"]))]
+    t = time.perf_counter()
+    first_models: dict = {}
+    chosen: dict = {}
+    client = None
+    if args.workers is not None or args.scheduler:
+        client = dask_client(workers=args.workers, scheduler=args.scheduler)
+        logger.info("running the trials on the Dask cluster %s", client.scheduler_info().get("address", ""))
+    try:
+        per_trial, fit_seconds = run_trials(candidates, qrels, splits, systems, runs, depth=args.depth,
+                                            progress=not args.no_progress, first_models=first_models,
+                                            jobs=args.jobs, store=store, client=client, chosen=chosen)
+    finally:
+        if client is not None:
+            close_client(client)
+    timings["trials_seconds"] = time.perf_counter() - t
+    timings["total_seconds"] = time.perf_counter() - t_start
+
+    summary = aggregate(per_trial, reference, fit_seconds)
+    n_splits = len(splits)
+    results = results_dict(summary, collection=coll.name, trials=n_splits,
+                           train=args.train if folds is None else None,
+                           valid=args.valid if folds is None else None, seed=args.seed, reference=reference,
+                           extra={**protocol, "n_queries": len(topics), "queries_left_out": dropped,
+                                  "depth": args.depth, "chosen_bases": _chosen_counts(chosen),
+                                  "timings": timings})
+    write_results(out / "results.json", results)
+    br.atomic_write_bytes(out / "per_trial.csv", per_trial.to_csv(index=False).encode())
+    counts = role_counts(splits, list(topics["qid"]))
+    br.atomic_write_bytes(out / "splits.json", (json.dumps(
+        {"splits": [{"trial": s.trial, **({"repeat": s.repeat, "fold": s.fold} if s.fold is not None else {}),
+                     "train": s.train, "valid": s.valid, "chosen_base": chosen.get(s.trial)} for s in splits],
+         "role_counts": counts}, indent=1) + "\n").encode())
+
+    br.atomic_write_bytes(out / "tables.md", tables_markdown(summary, reference, title).encode())
+    _save_pictures(out, first_models)
+    if (summary["kind"] == "learned").any():
+        print(format_learner_table(summary, reference, title))
+        print()
+        print(format_loss_table(summary))
+        print()
+    print(format_table(summary, reference, title))
+    logger.info("wrote %s (index %.1fs, runs %.1fs, trials %.1fs)", out / "results.json",
+                timings["index_seconds"], timings["runs_seconds"], timings["trials_seconds"])
+    return 0
+
+
+def _span(values) -> str:
+    return str(values[0]) if values[0] == values[-1] else f"{values[0]}–{values[-1]}"
+
+
+def _chosen_counts(chosen: dict) -> dict:
+    """{base function: how many splits chose it}, most chosen first."""
+    counts: dict = {}
+    for name in chosen.values():
+        counts[name] = counts.get(name, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))

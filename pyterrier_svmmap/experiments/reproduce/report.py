@@ -1,0 +1,159 @@
+"""The results tables and ``OUT/results.json``.
+
+* :func:`format_table` — all systems, like Table 6 of Yue et al. (2007): SVM-map against the base
+  functions (MAP, nDCG@10, RR@10, W/L);
+* :func:`format_learner_table` — like their Table 9: each learned system's MAP and W/L against SVM-map;
+* :func:`format_loss_table` — like Figure 9 of Chakrabarti et al. (2008): one row per training loss /
+  learner, columns the test MAP, nDCG@10 and RR@10 (best of each column in bold);
+* :func:`tables_markdown` — the three in one Markdown document (``OUT/tables.md``).
+
+Systems are of three kinds: ``learned``; ``chosen`` — ``base-chosen-on-training``, per split the base
+function with the best MAP on the split's training and validation queries, a row of every table
+(the comparison a user without a learner can make); ``base`` — the base functions,
+whose best (in hindsight, on the test queries) is ``best_base`` in results.json.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Optional
+
+import pandas as pd
+
+
+def best_base(summary: pd.DataFrame) -> Optional[str]:
+    base = summary[summary["kind"] == "base"]
+    return None if base.empty else str(base.sort_values("map", ascending=False, kind="stable").iloc[0]["name"])
+
+
+def format_table(summary: pd.DataFrame, reference: Optional[str], title: str = "") -> str:
+    """Learned systems first, then the chosen base, then base functions by decreasing MAP; W/L are
+    the reference's wins and losses (per query, averaged AP), ** marks p < 0.05 (two-sided Wilcoxon
+    signed-rank)."""
+    s = pd.concat([summary[summary["kind"] == "learned"], summary[summary["kind"] == "chosen"],
+                   summary[summary["kind"] == "base"].sort_values("map", ascending=False, kind="stable")])
+    width = max([len("system")] + [len(n) for n in s["name"]])
+    lines = []
+    if title:
+        lines.append(title)
+    wl_head = f"W/L vs {reference}" if reference else "W/L"
+    lines.append(f"{'system':<{width}}  {'kind':<7}  {'MAP':>6}  {'nDCG@10':>7}  {'RR@10':>6}  {wl_head}")
+    lines.append("-" * len(lines[-1]))
+    for _, r in s.iterrows():
+        if reference is None or r["name"] == reference:
+            wl = "-"
+        else:
+            wl = f"{r['wins']}/{r['losses']}" + (" **" if r["p_value"] < 0.05 else "")
+        lines.append(f"{r['name']:<{width}}  {r['kind']:<7}  {r['map']:6.4f}  {r['ndcg_cut_10']:7.4f}  "
+                     f"{r['recip_rank_10']:6.4f}  {wl}")
+    lines.append("")
+    lines.append(f"W/L: queries where {reference} has the higher / lower AP (averaged over the trials "
+                 "that tested the query); ** p < 0.05, two-sided Wilcoxon signed-rank."
+                 if reference else "no learned reference system: W/L not computed.")
+    if (s["kind"] == "chosen").any():
+        lines.append(_CHOSEN_NOTE)
+    return "\n".join(lines)
+
+
+_CHOSEN_NOTE = ("base-chosen-on-training: in each trial, the base function with the best MAP on its "
+                "training and validation queries, evaluated on its test queries.")
+
+
+def _wl(r, reference: Optional[str]) -> str:
+    if reference is None or r["name"] == reference:
+        return "-"
+    return f"{int(r['wins'])}/{int(r['losses'])}" + (" **" if r["p_value"] < 0.05 else "")
+
+
+def _learned(summary: pd.DataFrame) -> pd.DataFrame:
+    """The learned systems and the chosen base (the rows a learner is compared with), by MAP."""
+    return summary[summary["kind"].isin(["learned", "chosen"])].sort_values("map", ascending=False, kind="stable")
+
+
+def format_learner_table(summary: pd.DataFrame, reference: Optional[str], title: str = "") -> str:
+    """Table 9 form: every learned system's MAP and W/L against ``reference`` (SVM-map), whose W/L
+    columns count the queries where the reference has the higher / lower AP; ** p < 0.05 (Wilcoxon)."""
+    s = _learned(summary)
+    width = max([len("learner")] + [len(n) for n in s["name"]])
+    lines = [title] if title else []
+    lines.append(f"{'learner':<{width}}  {'MAP':>6}  W/L vs {reference or '-'}  fit s")
+    lines.append("-" * len(lines[-1]))
+    for _, r in s.iterrows():
+        fit = r.get("fit_seconds", float("nan"))
+        fit = f"{fit:.2f}" if isinstance(fit, float) and math.isfinite(fit) else "-"
+        lines.append(f"{r['name']:<{width}}  {r['map']:6.4f}  {_wl(r, reference):<{len('W/L vs ') + len(reference or '-')}}  {fit}")
+    lines.append("")
+    lines.append(f"W/L: queries where {reference} has the higher / lower AP than the learner (AP averaged "
+                 "over the trials that tested the query); ** p < 0.05, two-sided Wilcoxon signed-rank; "
+                 "fit s: median seconds per fit." if reference else "no reference system: W/L not computed.")
+    if (s["kind"] == "chosen").any():
+        lines.append(_CHOSEN_NOTE)
+    return "\n".join(lines)
+
+
+def format_loss_table(summary: pd.DataFrame, title: str = "") -> str:
+    """Figure 9 form (Chakrabarti et al. 2008): rows = training loss / learner, columns = test MAP,
+    nDCG@10, RR@10 (means over queries of the per-query means over trials); * marks each column's best."""
+    s = _learned(summary)
+    cols = [("map", "MAP"), ("ndcg_cut_10", "nDCG@10"), ("recip_rank_10", "RR@10")]
+    best = {c: s[c].max() for c, _ in cols} if len(s) else {}
+    width = max([len("training loss / learner")] + [len(n) for n in s["name"]])
+    lines = [title] if title else []
+    lines.append(f"{'training loss / learner':<{width}}" + "".join(f"  {h:>8}" for _, h in cols))
+    lines.append("-" * len(lines[-1]))
+    for _, r in s.iterrows():
+        cells = "".join(f"  {(f'{r[c]:.4f}' + ('*' if r[c] == best[c] else ' ')):>8}" for c, _ in cols)
+        lines.append(f"{r['name']:<{width}}{cells}")
+    lines.append("")
+    lines.append("test measures of each learner; * the best of the column.")
+    if (s["kind"] == "chosen").any():
+        lines.append(_CHOSEN_NOTE)
+    return "\n".join(lines)
+
+
+def tables_markdown(summary: pd.DataFrame, reference: Optional[str], title: str = "") -> str:
+    """The three tables as one Markdown document (fixed-width blocks)."""
+    parts = [f"# {title}" if title else "# svmmap reproduce"]
+    if (summary["kind"] == "learned").any():
+        parts += ["## Learners against SVM-map (Yue et al. 2007, Table 9 form)",
+                  "```\n" + format_learner_table(summary, reference) + "\n```",
+                  "## Test measures by training loss (Chakrabarti et al. 2008, Figure 9 form)",
+                  "```\n" + format_loss_table(summary) + "\n```"]
+    parts += ["## All systems and base functions (Yue et al. 2007, Table 6 form)",
+              "```\n" + format_table(summary, reference) + "\n```"]
+    return "\n\n".join(parts) + "\n"
+
+
+def _clean(v):
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def results_dict(summary: pd.DataFrame, *, collection: str, trials: int, train: Optional[int],
+                 valid: Optional[int], seed: int, reference: Optional[str], extra: Optional[dict] = None) -> dict:
+    """The summary as results.json's dict: the run's settings (``trials`` = number of splits; ``train``
+    and ``valid`` None for k-fold splits, whose sizes vary), ``best_base`` (best base function in
+    hindsight) and one entry per system (``fit_seconds`` for the learned ones)."""
+    systems = []
+    for _, r in summary.iterrows():
+        d = {"name": str(r["name"]), "kind": str(r["kind"]), "map": float(r["map"]),
+             "ndcg_cut_10": float(r["ndcg_cut_10"]), "recip_rank_10": float(r["recip_rank_10"]),
+             "wins": int(r["wins"]), "losses": int(r["losses"]), "p_value": float(r["p_value"])}
+        if r["kind"] == "learned":
+            d["fit_seconds"] = _clean(float(r["fit_seconds"]))
+        systems.append(d)
+    out = {"collection": collection, "trials": int(trials), "train": None if train is None else int(train),
+           "valid": None if valid is None else int(valid),
+           "seed": int(seed), "best_base": best_base(summary), "reference": reference,
+           "systems": systems}
+    if extra:
+        out.update(extra)
+    return out
+
+
+def write_results(path: Path, results: dict) -> None:
+    """Write ``results`` as JSON atomically (temporary file + ``os.replace``): never a truncated file."""
+    from pyterrier_svmmap.experiments.reproduce.base_runs import atomic_write_bytes
+    atomic_write_bytes(Path(path), (json.dumps(results, indent=2) + "\n").encode())

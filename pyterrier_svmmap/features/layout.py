@@ -1,0 +1,150 @@
+"""φ's layout: the one object that knows how the weight vector w of a linear model is laid out.
+
+A model's w is the concatenation of the feature blocks of :class:`~pyterrier_svmmap.features.encoder.FeatureEncoder`
+(``bins``: F·|K_f| threshold weights, function by function, threshold by threshold — Yue et al. 2007 §4.2;
+``raw``/``minmax``: F score weights then F "retrieved" indicator weights) and, for the classification losses
+of §5.2, a last bias dimension. :class:`FeatureLayout` owns that arithmetic — dimension, per-block slices,
+a name per dimension, the prior weights w₀ of biased regularisation, and the layout's serialisation — so
+that the learner, the model files, the pictures and the command line never recompute it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from pyterrier_svmmap.features.encoder import DenseBlock, FeatureEncoder, FeatureMatrix, parse_blocks
+
+
+@dataclass
+class FeatureLayout:
+    """A fitted :class:`FeatureEncoder` (thresholds), whether φ ends with a bias, and the base names.
+
+    Build it with :meth:`fit` on training candidates, or :meth:`from_state` from a model file.
+    """
+
+    encoder: FeatureEncoder
+    bias: bool = False
+    base_names: List[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        if self.encoder.n_functions_ is None:
+            raise ValueError("FeatureLayout needs a fitted FeatureEncoder")
+        if not self.base_names:
+            self.base_names = default_base_names(self.n_functions)
+        if len(self.base_names) != self.n_functions:
+            raise ValueError(f"{len(self.base_names)} base-function names for {self.n_functions} base functions")
+        self.base_names = [str(n) for n in self.base_names]
+
+    @classmethod
+    def fit(cls, raw: np.ndarray, offsets: np.ndarray, features="bins", n_bins: int = 50,
+            binning: str = "quantile", threshold_depth: Optional[int] = None, bias: bool = False,
+            base_names: Optional[Sequence[str]] = None) -> "FeatureLayout":
+        """Learn the thresholds on training candidates (``raw``: candidates × base functions, NaN =
+        not retrieved; ``offsets``: query boundaries)."""
+        encoder = FeatureEncoder(features, n_bins, binning, threshold_depth).fit(raw, offsets)
+        return cls(encoder, bool(bias), list(base_names) if base_names is not None else [])
+
+    # -- shape ------------------------------------------------------------------------------------
+    @property
+    def n_functions(self) -> int:
+        return int(self.encoder.n_functions_)
+
+    @property
+    def blocks(self) -> Tuple[str, ...]:
+        return self.encoder.blocks
+
+    def block_width(self, kind: str) -> int:
+        """Dimensions of one block: F·n_bins for ``bins``, 2F (scores, then indicators) for ``raw``/``minmax``,
+        1 for ``bias``."""
+        if kind == "bins":
+            return self.n_functions * int(self.encoder.n_bins)
+        if kind == "bias":
+            return 1
+        return 2 * self.n_functions
+
+    def block_slices(self) -> List[Tuple[str, slice]]:
+        """(kind, slice of w) for every block in order, the bias last when there is one."""
+        out, lo = [], 0
+        for kind in list(self.blocks) + (["bias"] if self.bias else []):
+            width = self.block_width(kind)
+            out.append((kind, slice(lo, lo + width)))
+            lo += width
+        return out
+
+    @property
+    def dim(self) -> int:
+        """Length of w."""
+        return sum(self.block_width(k) for k, _ in self.block_slices())
+
+    def block_weights(self, w: np.ndarray, kind: str) -> np.ndarray:
+        """The weights of one block, shaped (F, n_bins) for ``bins`` and (2, F) — scores, indicators —
+        for ``raw``/``minmax``."""
+        w = np.asarray(w)
+        if w.shape != (self.dim,):
+            raise ValueError(f"w has shape {w.shape}, this layout has {self.dim} dimensions")
+        for k, sl in self.block_slices():
+            if k == kind:
+                return w[sl].reshape((self.n_functions, -1) if kind == "bins" else (-1, self.n_functions))
+        raise ValueError(f"this layout has no {kind!r} block (blocks: {self.blocks})")
+
+    def names(self) -> List[str]:
+        """A readable name per dimension of w, in order (``bm25>3.21``, ``raw(bm25)``, ``retrieved(bm25)``,
+        ``bias``)."""
+        return self.encoder.feature_names(self.base_names) + (["bias"] if self.bias else [])
+
+    # -- features ---------------------------------------------------------------------------------
+    def transform(self, raw: np.ndarray, offsets: np.ndarray) -> FeatureMatrix:
+        """φ of candidates (never materialised as one matrix), the bias block included."""
+        X = self.encoder.transform(raw, offsets)
+        if self.bias:
+            X = FeatureMatrix(list(X.blocks) + [DenseBlock(np.ones((X.n_rows, 1)))])
+        return X
+
+    def prior_weights(self, function: int, scale: float = 1.0, span: float = 1.0) -> np.ndarray:
+        """w₀ that ranks like base function ``function`` alone (missing documents last), for biased
+        regularisation ½‖w − w₀‖²: in the first block, 1/n_bins on each of its thresholds (a score of
+        about 1 at the top), or 1/``span`` on its score (``span``: the function's training score range,
+        for a ``raw`` block); every other weight 0. The whole vector is multiplied by ``scale``."""
+        w0 = np.zeros(self.dim)
+        kind, sl = self.block_slices()[0]
+        head = np.zeros(sl.stop - sl.start)
+        if kind == "bins":
+            n_bins = int(self.encoder.n_bins)
+            head[function * n_bins:(function + 1) * n_bins] = 1.0 / n_bins
+        else:
+            head[function] = 1.0 / span if span > 0 else 1.0
+        w0[sl] = head
+        return scale * w0
+
+    # -- state ------------------------------------------------------------------------------------
+    def get_state(self) -> Tuple[dict, Dict[str, np.ndarray]]:
+        """(meta, arrays) describing the layout exactly; :meth:`from_state` rebuilds it."""
+        enc = self.encoder
+        meta = dict(features="+".join(enc.blocks), n_bins=int(enc.n_bins), binning=enc.binning,
+                    threshold_depth=enc.threshold_depth, n_functions=self.n_functions, bias=self.bias,
+                    base_names=list(self.base_names))
+        thresholds = enc.thresholds_ if enc.thresholds_ is not None else np.zeros((0, 0))
+        return meta, {"thresholds": np.asarray(thresholds, dtype=float)}
+
+    @classmethod
+    def from_state(cls, meta: dict, arrays: Dict[str, np.ndarray]) -> "FeatureLayout":
+        """The layout saved by :meth:`get_state`; ValueError naming what is inconsistent."""
+        missing = [k for k in ("features", "n_bins", "binning", "n_functions", "bias", "base_names") if k not in meta]
+        if missing or "thresholds" not in arrays:
+            raise ValueError(f"feature layout incomplete: missing {missing + ([] if 'thresholds' in arrays else ['thresholds'])}")
+        F, n_bins = int(meta["n_functions"]), int(meta["n_bins"])
+        encoder = FeatureEncoder(meta["features"], n_bins, meta["binning"], meta.get("threshold_depth"))
+        encoder.n_functions_ = F
+        thresholds = np.asarray(arrays["thresholds"], dtype=float)
+        if "bins" in parse_blocks(meta["features"]):
+            if thresholds.shape != (F, n_bins):
+                raise ValueError(f"thresholds have shape {thresholds.shape}, expected ({F}, {n_bins})")
+            encoder.thresholds_ = thresholds
+        return cls(encoder, bool(meta["bias"]), list(meta["base_names"]))
+
+
+def default_base_names(n: int, start: int = 0) -> List[str]:
+    """``f0, f1, ...`` (``start=1`` gives svmlight's 1-based ``f1, f2, ...``)."""
+    return [f"f{i}" for i in range(start, start + n)]

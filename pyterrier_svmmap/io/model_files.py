@@ -1,0 +1,301 @@
+"""The on-disk model format (one directory), shared by every estimator's ``save/load``, the command line
+and ``pt.Artifact``. It knows the file layout, versions and checksums — not the learners: a model is
+(estimator class, its constructor parameters, its fitted state as JSON + numpy arrays), and the classes
+themselves turn state into a fitted object (``_from_state``), so this module imports none of them until
+a model is loaded.
+
+A model directory holds:
+
+``model.json``
+    ``format`` ("pyterrier-svmmap"), ``format_version`` (:data:`FORMAT_VERSION`), ``package_version``,
+    ``estimator`` (the class as ``module:qualname``, e.g. ``pyterrier_svmmap.estimators.structsvm:SVMMap``),
+    ``ranker`` (the array-level class that can score without PyTerrier, e.g.
+    ``pyterrier_svmmap.svm.ranker:StructSVMRanker``, or null), ``params`` (the estimator's constructor
+    parameters: loss and its parameters, the whole C grid, features, ...), ``state`` (the fitted state:
+    for a structural SVM the chosen C, the per-C path — validation MAP, iterations, gap, seconds —, the
+    cutting-plane history, the feature layout with its base names, the training summary), and
+    ``arrays_sha256`` (checksum of weights.npz).
+``weights.npz``
+    The state's arrays (for a structural SVM: ``coef``, ``coefs`` — w of every C of the grid —, and
+    ``thresholds``).
+``pt_meta.json``
+    ``{"type": "learned_ranker", "format": "svmmap", "package_hint": "pyterrier-svmmap"}`` so that
+    ``pt.Artifact.load(path)`` finds :func:`load_artifact` through the ``pyterrier.artifact`` entry point.
+
+Versions 1 and 2 (structural SVMs only: one ``coef``, the kept C, ``validation`` per C) still load; they
+are converted on reading (:func:`_upgrade_v2`). A newer version, a missing/corrupt/truncated file or
+inconsistent shapes raise :class:`ModelFormatError` naming the file and the problem. Every file is
+written atomically (temporary file, then rename), ``model.json`` last.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import io
+import json
+import math
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any, Dict, Optional, Tuple, Union
+
+import numpy as np
+
+from pyterrier_svmmap._version import __version__
+
+FORMAT = "pyterrier-svmmap"
+FORMAT_VERSION = 3
+ARTIFACT_TYPE = "learned_ranker"
+ARTIFACT_FORMAT = "svmmap"
+PT_META = {"type": ARTIFACT_TYPE, "format": ARTIFACT_FORMAT, "package_hint": "pyterrier-svmmap"}
+
+#: the public classes a model file can name, under the names model.json gives them (``module:qualname`` of the
+#: module that defined each class when the format was fixed): part of the file format, so they do not follow
+#: the classes when modules move; reading maps them to the class through the package's public names
+FILE_NAMES = {
+    "pyterrier_svmmap.estimator:SVMMap": "SVMMap",
+    "pyterrier_svmmap.estimator:StructSVM": "StructSVM",
+    "pyterrier_svmmap.approx_estimators:ApproxAP": "ApproxAP",
+    "pyterrier_svmmap.approx_estimators:ApproxNDCG": "ApproxNDCG",
+    "pyterrier_svmmap.approx_estimators:LambdaMART": "LambdaMART",
+    "pyterrier_svmmap.approx_estimators:McRank": "McRank",
+    "pyterrier_svmmap.approx_estimators:AdaRank": "AdaRank",
+    "pyterrier_svmmap.ranker:StructSVMRanker": "StructSVMRanker",
+}
+_FILE_NAME_OF = {public: name for name, public in FILE_NAMES.items()}
+
+#: the estimator and ranker classes of format 1/2 files
+_V2_ESTIMATORS = {"SVMMap": "pyterrier_svmmap.estimator:SVMMap", "StructSVM": "pyterrier_svmmap.estimator:StructSVM"}
+STRUCT_RANKER = "pyterrier_svmmap.ranker:StructSVMRanker"
+
+
+class ModelFormatError(ValueError):
+    """A model directory that cannot be read (the message says which file and why)."""
+
+
+def class_path(cls) -> str:
+    """The name model.json gives a class: its :data:`FILE_NAMES` entry for the package's public classes,
+    else ``module:qualname``."""
+    import pyterrier_svmmap
+    public = cls.__qualname__
+    if public in _FILE_NAME_OF and getattr(pyterrier_svmmap, public, None) is cls:
+        return _FILE_NAME_OF[public]
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def import_class(path: str):
+    """The class a model file names (``module:qualname`` or a :data:`FILE_NAMES` name) — only from this
+    package (a model file must not make us import arbitrary code)."""
+    path = str(path)
+    if path in FILE_NAMES:
+        path = f"pyterrier_svmmap:{FILE_NAMES[path]}"
+    module, _, name = path.partition(":")
+    if not (module == "pyterrier_svmmap" or module.startswith("pyterrier_svmmap.")) or not name:
+        raise ModelFormatError(f"model names class {path!r}, which is not a pyterrier_svmmap class")
+    try:
+        obj = importlib.import_module(module)
+        for part in name.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as e:
+        raise ModelFormatError(f"model names class {path!r}, which this pyterrier-svmmap {__version__} lacks ({e})") from None
+    return obj
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON that round-trips floats exactly and stays strict (NaN/inf → null)
+# ---------------------------------------------------------------------------------------------
+def jsonable(obj):
+    """Numbers, arrays, tuples and dicts as strict-JSON values; NaN/inf become None."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return jsonable(obj.tolist())
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return float(obj) if math.isfinite(obj) else None
+    return obj
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def check_writable(path: Union[str, Path]) -> Path:
+    """A model directory can be written at ``path``: not an existing file (call before training)."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise FileExistsError(f"{path} is an existing file; a model is a directory: give a new or a directory path")
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# writing and reading
+# ---------------------------------------------------------------------------------------------
+def save_model(path: Union[str, Path], estimator: str, params: dict, state: Tuple[dict, Dict[str, np.ndarray]],
+               ranker: Optional[str] = None) -> Path:
+    """Write a fitted model: ``estimator`` / ``ranker`` as ``module:qualname``, the estimator's constructor
+    ``params`` and its ``state`` (meta, arrays). Returns the directory."""
+    path = check_writable(path)
+    path.mkdir(parents=True, exist_ok=True)
+    meta, arrays = state
+    buf = io.BytesIO()
+    np.savez(buf, **{k: np.asarray(v) for k, v in arrays.items()})
+    weights = buf.getvalue()
+    doc: Dict[str, Any] = dict(format=FORMAT, format_version=FORMAT_VERSION, package_version=__version__,
+                               estimator=estimator, ranker=ranker, params=jsonable(params), state=jsonable(meta),
+                               arrays_sha256=_sha256(weights))
+    _write_atomic(path / "weights.npz", weights)
+    _write_atomic(path / "pt_meta.json", json.dumps(PT_META).encode())
+    _write_atomic(path / "model.json", json.dumps(doc, indent=1, allow_nan=False).encode())
+    return path
+
+
+def read_metadata(path: Union[str, Path]) -> dict:
+    """``model.json`` of a model directory, checked for format and version (not yet upgraded)."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"model {path} not found")
+    if not path.is_dir():
+        raise ModelFormatError(f"{path} is a file; a model is a directory holding model.json and weights.npz")
+    mfile = path / "model.json"
+    if not mfile.exists():
+        raise ModelFormatError(f"{path} is not a pyterrier-svmmap model: no model.json in it")
+    try:
+        meta = json.loads(mfile.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ModelFormatError(f"{mfile} is corrupt or truncated (not valid JSON: {e})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise ModelFormatError(f"{mfile} is not a pyterrier-svmmap model (format={meta.get('format')!r})"
+                               if isinstance(meta, dict) else f"{mfile} is not a pyterrier-svmmap model")
+    version = meta.get("format_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ModelFormatError(f"{mfile}: format_version {version!r} is not an integer")
+    if version > FORMAT_VERSION:
+        raise ModelFormatError(f"{mfile} has model format version {version}, newer than this pyterrier-svmmap "
+                               f"{__version__} reads (up to {FORMAT_VERSION}; written by version "
+                               f"{meta.get('package_version', '?')}): upgrade pyterrier-svmmap")
+    required = ("params", "base_names", "n_functions", "dim", "training") if version <= 2 else \
+        ("estimator", "params", "state")
+    missing = [k for k in required if k not in meta]
+    if missing:
+        raise ModelFormatError(f"{mfile} is incomplete: missing {missing}")
+    return meta
+
+
+def read_model(path: Union[str, Path]) -> Tuple[dict, Dict[str, np.ndarray]]:
+    """(model.json as a version-3 document, the arrays of weights.npz), checked."""
+    path = Path(path)
+    doc = read_metadata(path)
+    wfile = path / "weights.npz"
+    if not wfile.exists():
+        raise ModelFormatError(f"{path}: weights.npz is missing")
+    data = wfile.read_bytes()
+    expected = doc.get("arrays_sha256", doc.get("weights_sha256"))
+    if expected is not None and _sha256(data) != expected:
+        raise ModelFormatError(f"{wfile} is corrupt or truncated (checksum differs from model.json's)")
+    try:
+        with np.load(io.BytesIO(data)) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+    except (zipfile.BadZipFile, ValueError, EOFError, OSError, KeyError) as e:
+        raise ModelFormatError(f"{wfile} is corrupt or truncated ({type(e).__name__}: {e})") from None
+    if doc["format_version"] <= 2:
+        doc, arrays = _upgrade_v2(path, doc, arrays)
+    return doc, arrays
+
+
+def _upgrade_v2(path: Path, doc: dict, arrays: Dict[str, np.ndarray]) -> Tuple[dict, Dict[str, np.ndarray]]:
+    """A format 1/2 model (a structural SVM with the kept C's weights only) as a version-3 document.
+
+    Those files kept ``validation`` (C → MAP) for the whole grid but the weights of the chosen C only: the
+    other rows of ``coefs`` are NaN and their path entries carry only C and the validation MAP. Their
+    classification-loss models (with a bias dimension) could not be read back by version 2; they can now.
+    """
+    p = doc["params"]
+    missing = [k for k in ("C", "loss", "features", "n_bins", "binning", "epsilon", "max_iter") if k not in p]
+    if missing or "coef" not in arrays or "thresholds" not in arrays:
+        raise ModelFormatError(f"{path / 'model.json'} (format {doc['format_version']}) is incomplete: missing "
+                               f"{missing + [k for k in ('coef', 'thresholds') if k not in arrays]}")
+    kept = float(p["C"])
+    validation = {float(k): v for k, v in (doc.get("validation") or {}).items()} or {kept: None}
+    grid = sorted(validation) if kept in validation else [kept]
+    coef = np.asarray(arrays["coef"], dtype=float)
+    coefs = np.full((len(grid), len(coef)), np.nan)
+    coefs[grid.index(kept)] = coef
+    training = doc.get("training") or {}
+    params = dict(C=grid, loss=p["loss"], loss_params=p.get("loss_params"), features=p["features"],
+                  n_bins=int(p["n_bins"]), binning=p["binning"], threshold_depth=p.get("threshold_depth"),
+                  epsilon=float(p["epsilon"]), max_iter=int(p["max_iter"]), prior=p.get("prior"),
+                  prior_scale=float(p.get("prior_scale", 1.0)))
+    from pyterrier_svmmap.svm.losses import make_slack_groups        # a leaf of the numeric core: no cycle
+    try:
+        bias = any(g.loss.needs_bias for g in make_slack_groups(p["loss"], 1.0, **dict(p.get("loss_params") or {})))
+    except (TypeError, ValueError) as e:
+        raise ModelFormatError(f"{path / 'model.json'}: loss {p['loss']!r} cannot be rebuilt ({e})") from None
+    layout = dict(features=p["features"], n_bins=int(p["n_bins"]), binning=p["binning"],
+                  threshold_depth=p.get("threshold_depth"), n_functions=int(doc["n_functions"]), bias=bias,
+                  base_names=list(doc["base_names"]))
+    final = training.get("final")
+    state = dict(params=params, C_=kept, layout=layout,
+                 path=[dict(C=c, validation=validation[c], n_iter=training.get("n_iter") if c == kept else None,
+                            converged=training.get("converged") if c == kept else None) for c in grid],
+                 history=[final] if final else [], n_iter=int(training.get("n_iter") or 0),
+                 converged=bool(training.get("converged")),
+                 training={k: v for k, v in training.items() if k not in ("n_iter", "converged", "final")})
+    estimator = _V2_ESTIMATORS.get(doc.get("estimator"), _V2_ESTIMATORS["StructSVM"])
+    thresholds = np.asarray(arrays["thresholds"], dtype=float)
+    new_doc = dict(doc, format_version=FORMAT_VERSION, estimator=estimator, ranker=STRUCT_RANKER,
+                   params=dict(params, C=grid), state=state)
+    return new_doc, dict(coef=coef, coefs=coefs, thresholds=thresholds)
+
+
+def load_model(path: Union[str, Path], cls=None):
+    """A fitted estimator from a model directory (``cls``: expected class, default the one in the file)."""
+    path = Path(path)
+    doc, arrays = read_model(path)
+    named = import_class(doc["estimator"])
+    if cls is not None and not issubclass(named, cls) and not issubclass(cls, named):
+        raise ModelFormatError(f"{path} holds a {named.__name__} model, not a {cls.__name__}")
+    target = cls if cls is not None and issubclass(cls, named) else named
+    try:
+        model = target._from_state(doc["params"], doc["state"], arrays)
+    except (ValueError, KeyError, TypeError) as e:
+        raise ModelFormatError(f"{path}: {e}") from None
+    model.metadata_ = doc
+    model.path = path
+    return model
+
+
+def load_ranker(path: Union[str, Path]):
+    """The array-level ranker of a model (no PyTerrier imported) when the model has one, else the estimator.
+    Either has ``decision_function(raw, offsets)`` and ``n_functions_``."""
+    path = Path(path)
+    doc, arrays = read_model(path)
+    if not doc.get("ranker"):
+        return load_model(path)
+    try:
+        return import_class(doc["ranker"]).from_state(doc["state"], arrays)
+    except (ValueError, KeyError, TypeError) as e:
+        raise ModelFormatError(f"{path}: {e}") from None
+
+
+def load_artifact(path: Union[str, Path], **kwargs):
+    """The ``pyterrier.artifact`` entry point (``learned_ranker.svmmap``): ``pt.Artifact.load(path)``."""
+    return load_model(path, **kwargs)

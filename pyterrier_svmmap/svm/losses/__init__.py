@@ -1,0 +1,129 @@
+"""Structural-SVM losses, one module each, and :func:`most_violated`, their public argmax.
+
+Adding a loss is one new module with a :class:`~pyterrier_svmmap.svm.losses.base.Loss` subclass and one
+line in :data:`LOSSES`. Names accept a cutoff shorthand, ``"ndcg@10"`` = ``("ndcg", k=10)``.
+:func:`make_slack_groups` turns a loss specification (including SVM-COMBO) into the solver's slack groups.
+"""
+from __future__ import annotations
+
+import re
+from typing import Callable, Dict, Union
+
+import numpy as np
+
+from pyterrier_svmmap.svm.losses.base import Loss, ideal_ranking, positions
+from pyterrier_svmmap.svm.losses.classification import BalancedClassificationLoss, ClassificationLoss, add_bias
+from pyterrier_svmmap.svm.losses.combo import ComboLoss
+from pyterrier_svmmap.svm.losses.dorm import DORMLoss
+from pyterrier_svmmap.svm.losses.map import MAPLoss
+from pyterrier_svmmap.svm.losses.mrr import MRRLoss
+from pyterrier_svmmap.svm.losses.ndcg import NDCGLoss
+from pyterrier_svmmap.svm.losses.roc import ROCLoss
+
+#: loss name → factory taking the loss's keyword parameters (e.g. ``k`` for cutoffs)
+LOSSES: Dict[str, Callable[..., Loss]] = {
+    "map": MAPLoss,
+    "roc": ROCLoss,
+    "ndcg": NDCGLoss,
+    "mrr": MRRLoss,
+    "dorm": DORMLoss,
+    "acc": ClassificationLoss,
+    "acc2": BalancedClassificationLoss,
+}
+
+_CUTOFF = re.compile(r"^([a-z0-9_]+)@(\d+)$")
+
+LossSpec = Union[str, Loss]
+
+
+def get_loss(loss: LossSpec, **params) -> Loss:
+    """A :class:`Loss` from a name and its parameters, or a Loss instance as is.
+
+    Names: ``"map"``, ``"roc"``, ``"ndcg"`` (no cutoff), ``"ndcg@10"``, ``"mrr"``, ``"mrr@10"``,
+    ``"dorm"``, ``"dorm@10"``, ``"acc"``, ``"acc2"``, and ``"combo"`` with ``losses=[...]`` (shared slacks).
+    """
+    if isinstance(loss, Loss):
+        if params:
+            raise ValueError(f"loss parameters {sorted(params)} were given with a Loss instance; "
+                             "set them on the instance instead")
+        return loss
+    if not isinstance(loss, str):
+        raise TypeError(f"loss must be a name or a Loss, got {type(loss).__name__}")
+    name = loss.strip().lower()
+    if name == "combo":
+        members = params.pop("losses", None)
+        if not members or params:
+            raise ValueError("loss='combo' takes exactly losses=[...] here (use make_slack_groups for "
+                             f"slack='separate'); got losses={members!r} and {sorted(params)}")
+        return ComboLoss([get_loss(m) for m in members])
+    m = _CUTOFF.match(name)
+    if m:
+        name = m.group(1)
+        if "k" in params:
+            raise ValueError(f"loss {loss!r} gives a cutoff, and k={params['k']!r} was given too")
+        params["k"] = int(m.group(2))
+    if name not in LOSSES:
+        raise ValueError(f"unknown loss {loss!r}; choose one of {sorted(LOSSES) + ['combo']} "
+                         "(cutoffs as e.g. 'ndcg@10')")
+    return LOSSES[name](**params)
+
+
+def make_slack_groups(loss: LossSpec, C: float, **params) -> list:
+    """The solver's slack groups (:class:`~pyterrier_svmmap.svm.cutting_plane.SlackGroup`) for a loss specification.
+
+    * a single loss (name, shorthand or Loss; ``params`` go to :func:`get_loss`): one group with ``C``;
+    * ``loss="combo"`` (SVM-COMBO, Chakrabarti et al. 2008 §3.7) with ``losses=[...]`` (names or Loss
+      instances), ``slack="separate"`` (default; one group per loss, each with its own slack and
+      constant C·C_weights[l]) or ``slack="shared"`` (one group with a :class:`ComboLoss`, Δ = max_l Δ_l
+      in effect, constant C), and ``C_weights`` (per-loss multipliers of C; separate slacks only).
+      A :class:`ComboLoss` instance is a shared-slack combo.
+    """
+    from pyterrier_svmmap.svm.cutting_plane import SlackGroup      # solver imports losses.base: import here to avoid a cycle
+
+    C = float(C)
+    if C <= 0:
+        raise ValueError(f"C must be positive, got {C}")
+    if isinstance(loss, str) and loss.strip().lower() == "combo":
+        members = params.pop("losses", None)
+        slack = params.pop("slack", "separate")
+        weights = params.pop("C_weights", None)
+        if params:
+            raise ValueError(f"unknown combo parameters {sorted(params)}; use losses, slack, C_weights")
+        if not members:
+            raise ValueError("loss='combo' needs losses=[...], e.g. ['map', 'ndcg@10']")
+        members = [get_loss(m) for m in members]
+        if slack == "shared":
+            if weights is not None:
+                raise ValueError("C_weights apply to slack='separate' only (shared slacks have one C)")
+            return [SlackGroup(ComboLoss(members), C)]
+        if slack != "separate":
+            raise ValueError(f"slack must be 'separate' or 'shared', got {slack!r}")
+        weights = [1.0] * len(members) if weights is None else [float(w) for w in weights]
+        if len(weights) != len(members) or min(weights) <= 0:
+            raise ValueError(f"C_weights must be {len(members)} positive numbers, got {weights}")
+        return [SlackGroup(m, C * w) for m, w in zip(members, weights)]
+    return [SlackGroup(get_loss(loss, **params), C)]
+
+
+def most_violated(scores, labels, loss: LossSpec = "map", **params) -> np.ndarray:
+    """The ranking (candidate indices, best first) maximising H(y) = Δ(y) + wᵀΨ(x, y) for one query.
+
+    ``scores`` are the current model's scores wᵀφ(x, d) of the query's candidates; ``labels`` > 0
+    marks the relevant ones. This is the loss-augmented inference of Algorithm 1, line 6 in
+    Yue et al. (2007); for ``loss="map"`` it is their Algorithm 2. ``loss`` is anything
+    :func:`get_loss` takes, e.g. ``most_violated(s, z, loss="ndcg", k=10)`` or ``loss="mrr@10"``.
+    (For ``"acc"``/``"acc2"`` the result is a boolean labelling, not a ranking.)
+    """
+    scores = np.asarray(scores, dtype=float)
+    labels = np.asarray(labels)
+    if scores.ndim != 1 or labels.shape != scores.shape:
+        raise ValueError(f"scores and labels must be 1-d arrays of one length, got shapes "
+                         f"{scores.shape} and {labels.shape}")
+    if not np.isfinite(scores).all():
+        raise ValueError("scores must be finite (no NaN or inf)")
+    return get_loss(loss, **params).argmax(scores, labels)
+
+
+__all__ = ["Loss", "LOSSES", "get_loss", "make_slack_groups", "most_violated", "ideal_ranking",
+           "positions", "MAPLoss", "ROCLoss", "NDCGLoss", "MRRLoss", "DORMLoss", "ComboLoss",
+           "ClassificationLoss", "BalancedClassificationLoss", "add_bias"]

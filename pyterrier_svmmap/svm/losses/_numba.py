@@ -1,0 +1,127 @@
+"""Optional compiled kernels of the structural losses (numba): loader and the shared batch driver.
+
+:func:`kernels` returns :mod:`._rank_jit` (the compiled batch violations of NDCG, NDCG-NC, MRR, ROC and
+DORM), or None when numba is missing or disabled with the environment variable
+``PYTERRIER_SVMMAP_NO_NUMBA=1``; the losses then use their per-query or vectorised numpy code, which is
+also the reference the tests compare the kernels with (``tests/test_losses_fast.py`` monkeypatches
+:func:`kernels` to run both paths). Callers must look the function up on this module at call time
+(``_numba.kernels()``), never import it by name, so that the switch works.
+
+:func:`run_sorted` is the one way the losses call a kernel: it checks the batch, sorts every query's
+candidates by decreasing score once (:func:`.map.query_score_order`, ties in any order: the kernels
+restore the stable order themselves), and hands the kernel the arrays it fills.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Callable, Optional, Tuple
+
+import numpy as np
+
+import pyterrier_svmmap._jit as _jit
+
+log = logging.getLogger(__name__)
+
+
+
+def kernels():
+    """The compiled kernels module :mod:`._rank_jit`, or None when numba is missing or disabled."""
+    return _jit.load("svm.losses._rank_kernels", "losses use their numpy paths")
+
+
+def check_batch(scores: np.ndarray, labels: np.ndarray,
+                offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(scores as contiguous floats, relevance as contiguous booleans, offsets as int64), checked.
+
+    Raises ValueError naming what is wrong: arrays of different lengths, or offsets that do not run
+    non-decreasing from 0 to the number of candidates.
+    """
+    scores = np.ascontiguousarray(scores, dtype=np.float64)
+    labels = np.asarray(labels)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    if scores.ndim != 1 or labels.shape != scores.shape:
+        raise ValueError(f"scores and labels must be 1-d arrays of one length, got shapes "
+                         f"{scores.shape} and {labels.shape}")
+    if offsets.ndim != 1 or len(offsets) < 1 or offsets[0] != 0 or offsets[-1] != len(scores) \
+            or (np.diff(offsets) < 0).any():
+        raise ValueError(f"offsets must run non-decreasing from 0 to len(scores)={len(scores)} "
+                         f"(one more entry than queries), got {offsets[:3].tolist()}…{offsets[-2:].tolist()}")
+    return scores, np.ascontiguousarray(labels > 0), offsets
+
+
+#: a kernel and its parameters: ``kernel(scores, rel, order, offsets, *params, deltas, coef)``
+KernelCall = Tuple[Callable, tuple]
+
+
+def score_order(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Every query's candidates (global indices, int64) by decreasing score, ties in any order."""
+    from pyterrier_svmmap.svm.losses.map import query_score_order                   # map imports nothing from here: no cycle
+
+    return np.ascontiguousarray(query_score_order(scores, offsets), dtype=np.int64)
+
+
+def run_sorted(call: KernelCall, scores: np.ndarray, labels: np.ndarray,
+               offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """(Δ per query, coefficients per candidate) from a kernel call (``kernel(scores, rel, order,
+    offsets, *params, deltas, coef)``), ``order`` being :func:`score_order`."""
+    return run_shared([call], scores, labels, offsets)[0]
+
+
+def run_shared(calls, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> list:
+    """[(Δ per query, coefficients per candidate)] of several kernel calls on one batch, the score
+    order computed once for all (what :class:`.combo.ComboLoss` uses)."""
+    scores, rel, offsets = check_batch(scores, labels, offsets)
+    n_q = len(offsets) - 1
+    out = [(np.zeros(n_q), np.zeros(len(scores))) for _ in calls]
+    if n_q == 0 or len(scores) == 0:
+        return out
+    order = score_order(scores, offsets)
+    for (kernel, params), (deltas, coef) in zip(calls, out):
+        kernel(scores, rel, order, offsets, *params, deltas, coef)
+    return out
+
+
+def kernel_call(loss, n_max: int) -> Optional[KernelCall]:
+    """How to compute ``loss.batch_violation`` from a shared score order on queries of at most
+    ``n_max`` candidates, or None (numba unavailable, or a loss without a kernel).
+
+    Losses with a kernel define ``kernel_call(n_max)``; MAP's kernel lives in :mod:`._map_jit` and is
+    adapted here (its serial batch takes the same arguments, with the harmonic table as parameter).
+    A subclass that overrides ``batch_violation`` must override ``kernel_call`` too.
+    """
+    if kernels() is None:
+        return None
+    from pyterrier_svmmap.svm.losses.map import MAPLoss, _jit, harmonic
+
+    if type(loss).batch_violation is MAPLoss.batch_violation:
+        jit = _jit()
+        return (jit.batch_violation_serial, (harmonic(n_max + 2),)) if jit else None
+    make = getattr(loss, "kernel_call", None)
+    return make(n_max) if make is not None else None
+
+
+def longest(offsets: np.ndarray) -> int:
+    """The largest query size of a batch (0 when empty): the length the kernels' tables need."""
+    sizes = np.diff(np.asarray(offsets))
+    return int(sizes.max()) if len(sizes) else 0
+
+
+def as_int(value: Optional[int]) -> int:
+    """A cutoff or window for the kernels: −1 stands for None (no cutoff / no window)."""
+    return -1 if value is None else int(value)
+
+
+class CompiledBatch:
+    """Mixin of the losses with a compiled batch: ``batch_violation`` runs the loss's kernel
+    (``kernel_call(n_max)``) over all queries after one score sort, or, without numba, the loss's
+    ``batch_violation_fallback`` (by default the per-query loop of :class:`~.base.Loss`, the reference;
+    a loss with a vectorised numpy path overrides it)."""
+
+    def batch_violation_fallback(self, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray):
+        return super().batch_violation(scores, labels, offsets)
+
+    def batch_violation(self, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray):
+        call = self.kernel_call(longest(offsets))
+        if call is None:
+            return self.batch_violation_fallback(scores, labels, offsets)
+        return run_sorted(call, scores, labels, offsets)

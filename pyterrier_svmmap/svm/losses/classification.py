@@ -1,0 +1,134 @@
+"""Classification-SVM baselines SVM_acc and SVM_acc2 of Yue et al. (2007) §5.2, as a structural loss.
+
+Here the output y of a query is not a ranking but a labelling (a boolean array, one entry per
+candidate: predicted relevant or not), z is the true labelling, and with cost_d the cost of an error
+on candidate d and n̄ the normaliser (below):
+
+    Δ(z, y) = 1/n̄ Σ_d cost_d·[y_d ≠ z_d]                      (weighted Hamming loss)
+    Ψ(x, y) = 1/(2n̄) Σ_d cost_d·y_d·φ(d),  y_d ∈ {−1, +1}.
+
+H decomposes per candidate and its argmax flips exactly the candidates with z_d·s_d < 1, so the
+1-slack constraint of a query is Σ_d cost_d·max(0, 1 − z_d s_d)/n̄: the (cost-weighted) hinge loss of
+a linear SVM, i.e. SVM_acc; cost_d = #non-relevant/#relevant for relevant d (false negatives) and 1
+otherwise is SVM_acc2 (SVMlight's ``-j`` cost factor) — ``fn_cost="balanced"`` takes the ratio from
+the training labels the solver passes to :meth:`ClassificationLoss.batch_violation`.
+
+n̄ is the mean number of candidates per query of the batch, so that the solver's average over
+queries is an average over all training candidates (every document weighs the same, as in a plain
+classification SVM; ``C`` relates to SVMlight's C as C_svmlight = C / #candidates).
+
+**Bias.** Ranking is invariant to a constant added to all scores, so the ranking losses need no bias,
+but a classifier does (s_d = wᵀφ(d) + b): without it the threshold is pinned at 0.
+:func:`add_bias` appends a constant feature 1 to φ, whose weight is b. b is then regularised along
+with w (as in SVM-struct; SVMlight leaves b unregularised) — harmless with the usual large C.
+Losses say whether they need it with :attr:`~.base.Loss.needs_bias`.
+
+SVM_acc3 / SVM_acc4 (§5.2.1) are SVM_acc on ``FeatureEncoder(binning="percentile")`` /
+``binning="minmax"`` features; nothing specific is needed here.
+"""
+from __future__ import annotations
+
+from typing import Tuple, Union
+
+import numpy as np
+
+from pyterrier_svmmap.features.encoder import DenseBlock, FeatureMatrix, query_ids
+import pyterrier_svmmap.svm.losses._numba as _numba
+from pyterrier_svmmap.svm.losses.base import Loss
+
+
+def add_bias(X: FeatureMatrix) -> FeatureMatrix:
+    """φ with a constant feature 1 appended (last dimension): its weight is the classifier's bias."""
+    return FeatureMatrix(list(X.blocks) + [DenseBlock(np.ones((X.n_rows, 1)))])
+
+
+class ClassificationLoss(Loss):
+    """Weighted Hamming loss on per-candidate labels; structures are boolean labellings, not rankings.
+
+    ``fn_cost`` is the cost of a false negative relative to a false positive: 1.0 for SVM_acc,
+    ``"balanced"`` (#non-relevant / #relevant of the training set) or a number for SVM_acc2.
+    """
+
+    name = "acc"
+    needs_bias = True
+
+    def __init__(self, fn_cost: Union[float, str] = 1.0):
+        if not (fn_cost == "balanced" or (isinstance(fn_cost, (int, float)) and fn_cost > 0)):
+            raise ValueError(f"fn_cost must be a positive number or 'balanced', got {fn_cost!r}")
+        self.fn_cost = fn_cost
+
+    def params(self) -> dict:
+        return {"fn_cost": self.fn_cost}
+
+    def _costs(self, rel: np.ndarray) -> np.ndarray:
+        return np.where(rel, self._fn_cost(rel), 1.0)
+
+    # a "ranking" here is a labelling: boolean (or 0/1) array over the candidates
+    def ideal(self, labels: np.ndarray) -> np.ndarray:
+        return np.asarray(labels) > 0
+
+    def delta(self, ranking: np.ndarray, labels: np.ndarray) -> float:
+        rel = np.asarray(labels) > 0
+        y = np.asarray(ranking, dtype=bool)
+        return float(self._costs(rel)[y != rel].sum() / len(rel))
+
+    def psi_coef(self, ranking: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        rel = np.asarray(labels) > 0
+        sign = np.where(np.asarray(ranking, dtype=bool), 1.0, -1.0)
+        return self._costs(rel) * sign / (2.0 * len(rel))
+
+    def argmax(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        rel = np.asarray(labels) > 0
+        margin = np.where(rel, 1.0, -1.0) * np.asarray(scores, dtype=float)
+        return np.where(margin < 1.0, ~rel, rel)
+
+    def check_query(self, labels: np.ndarray) -> bool:
+        return len(labels) > 0
+
+    def _fn_cost(self, rel: np.ndarray) -> float:
+        """The cost of a false negative on the batch ``rel`` (``"balanced"``: #non-relevant / #relevant)."""
+        if self.fn_cost == "balanced":
+            n_pos = int(rel.sum())
+            return (len(rel) - n_pos) / n_pos if n_pos else 1.0
+        return float(self.fn_cost)
+
+    def batch_violation(self, scores: np.ndarray, labels: np.ndarray,
+                        offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """All queries at once; costs ("balanced") and n̄ come from the whole batch. One compiled pass
+        (:func:`._rank_jit.classification_batch`, ~3× faster on Vaswani's training batches) or, without
+        numba, :meth:`batch_violation_numpy` (the same numbers, bit for bit)."""
+        jit = _numba.kernels()
+        if jit is None:
+            return self.batch_violation_numpy(scores, labels, offsets)
+        scores, rel, offsets = _numba.check_batch(scores, labels, offsets)
+        n_q = len(offsets) - 1
+        deltas, coef = np.zeros(n_q), np.zeros(len(scores))
+        if n_q:
+            jit.classification_batch(scores, rel, offsets, self._fn_cost(rel), len(scores) / n_q, deltas, coef)
+        return deltas, coef
+
+    def batch_violation_numpy(self, scores: np.ndarray, labels: np.ndarray,
+                              offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """:meth:`batch_violation` vectorised in numpy (the path without numba)."""
+        scores = np.asarray(scores, dtype=float)
+        rel = np.asarray(labels) > 0
+        offsets = np.asarray(offsets, dtype=np.int64)
+        n_bar = len(scores) / (len(offsets) - 1)
+        cost = self._costs(rel)
+        z = np.where(rel, 1.0, -1.0)
+        flipped = z * scores < 1.0
+        per_cand = np.where(flipped, cost, 0.0) / n_bar
+        qid = query_ids(offsets)
+        deltas = np.bincount(qid, weights=per_cand, minlength=len(offsets) - 1)
+        # c(z) − c(ŷ) = cost·(z − ŷ)/(2n̄) = cost·z/n̄ on flipped candidates
+        coef = np.where(flipped, cost * z, 0.0) / n_bar
+        return deltas, coef
+
+
+class BalancedClassificationLoss(ClassificationLoss):
+    """SVM_acc2: false negatives cost #non-relevant/#relevant of the training set."""
+
+    name = "acc2"
+
+    def __init__(self, fn_cost: Union[float, str] = "balanced"):
+        super().__init__(fn_cost)

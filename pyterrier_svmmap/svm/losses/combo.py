@@ -1,0 +1,135 @@
+"""SVM-COMBO with shared slacks: several losses, one slack per query (Chakrabarti et al. 2008, §3.7).
+
+"Shared slacks" asserts, for every loss l, every query q and every y ≠ y*_q,
+wᵀ(Ψ_l(x_q, y*_q) − Ψ_l(x_q, y)) ≥ Δ_l(y*_q, y) − ξ_q. The most violated of these for one query is the
+best of the members' own most violated constraints, compared by their violation
+Δ_l(ŷ_l) − wᵀ(Ψ_l(y*) − Ψ_l(ŷ_l)) (not by H_l alone: c_l(y*)·s differs between feature maps, e.g.
+φ_mrr(y*) = 0 but φ_po(y*) ≠ 0). When all members share Ψ (map, roc, ndcg), this is exactly the
+structural SVM with Δ = max_l Δ_l. Members may use different Ψ (e.g. ``mrr@10``): each constraint
+then uses its own loss's Ψ, which is what the constraint set above says.
+
+"Separate slacks" is not a loss but several :class:`~pyterrier_svmmap.svm.cutting_plane.SlackGroup` s
+(see :func:`pyterrier_svmmap.svm.losses.make_slack_groups`).
+
+Batch: with numba, the members' compiled kernels run on one shared score sort
+(:func:`._numba.run_shared`), so a combo costs one sort plus its members' kernels.
+"""
+from __future__ import annotations
+
+from typing import Sequence, Tuple
+
+import numpy as np
+
+import pyterrier_svmmap.svm.losses._numba as _numba
+from pyterrier_svmmap.svm.losses.base import Loss
+
+
+#: violations within this (relative) distance of the best count as tied; a tie goes to the first member
+#: in the order given, so that the per-query and the batch paths (whose sums round differently) agree
+TIE_TOLERANCE = 1e-12
+
+
+def first_best(values: np.ndarray) -> np.ndarray:
+    """Per column of ``values`` (members × queries), the first member whose violation ties the best
+    one up to :data:`TIE_TOLERANCE` (relative to the violations' magnitude)."""
+    values = np.atleast_2d(values)
+    best = values.max(axis=0)
+    tol = TIE_TOLERANCE * np.maximum(1.0, np.abs(values).max(axis=0))
+    return np.argmax(values >= best - tol, axis=0)
+
+
+class ComboLoss(Loss):
+    """Shared-slack combination of losses: per query, the member with the most violated constraint."""
+
+    name = "combo"
+
+    def __init__(self, losses: Sequence[Loss]):
+        self.losses = list(losses)
+        if not self.losses:
+            raise ValueError("ComboLoss needs at least one loss")
+        if any(l.needs_bias for l in self.losses):
+            raise ValueError("classification losses cannot be combined with ranking losses")
+
+    def params(self) -> dict:
+        return {"losses": [repr(l) for l in self.losses]}
+
+    def delta(self, ranking: np.ndarray, labels: np.ndarray) -> float:
+        """Δ = max_l Δ_l (the aggregate loss of shared slacks)."""
+        return max(l.delta(ranking, labels) for l in self.losses)
+
+    def _shared_psi(self) -> bool:
+        return all(type(l).psi_coef is type(self.losses[0]).psi_coef for l in self.losses)
+
+    def psi_coef(self, ranking: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """Ψ of the members, defined only when they all share one feature map."""
+        if not self._shared_psi():
+            raise ValueError("the combined losses use different feature maps; Ψ is per member "
+                             "(use member_values / violation)")
+        return self.losses[0].psi_coef(ranking, labels)
+
+    def member_values(self, ranking: np.ndarray, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """Per member l, the violation Δ_l(y) − (c_l(y*) − c_l(y))·s of the constraint of ranking y."""
+        s = np.asarray(scores, dtype=float)
+        return np.array([l.delta(ranking, labels) - (l.ideal_psi_coef(labels) - l.psi_coef(ranking, labels)) @ s
+                         for l in self.losses])
+
+    def _best(self, scores: np.ndarray, labels: np.ndarray):
+        s = np.asarray(scores, dtype=float)
+        found = [(l, *l.violation(s, labels)) for l in self.losses]
+        l, d, c = found[int(first_best(np.array([[d - float(c @ s)] for _, d, c in found]))[0])]
+        return d - float(c @ s), d, c, l
+
+    def argmax(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """The most violated member's ranking, maximising max_l [Δ_l(y) − (c_l(y*) − c_l(y))·s]."""
+        return self._best(scores, labels)[3].argmax(scores, labels)
+
+    def violation(self, scores: np.ndarray, labels: np.ndarray) -> Tuple[float, np.ndarray]:
+        _, d, c, _ = self._best(scores, labels)
+        return d, c
+
+    def batch_violation(self, scores: np.ndarray, labels: np.ndarray,
+                        offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """:meth:`violation` for every query: the members' batch violations, then per query the member
+        with the most violated constraint (:func:`first_best`, the rule of :meth:`violation`)."""
+        scores = np.asarray(scores, dtype=float)
+        offsets = np.asarray(offsets, dtype=np.int64)
+        return combine_members(self.member_batches(scores, labels, offsets), scores, offsets)
+
+    def member_batches(self, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> list:
+        """Every member's (Δ per query, coefficients): from one shared score sort through the members'
+        compiled kernels when all have one (numba), else each member's own ``batch_violation``."""
+        calls = [_numba.kernel_call(l, _numba.longest(offsets)) for l in self.losses]
+        if all(c is not None for c in calls):
+            return _numba.run_shared(calls, scores, labels, offsets)
+        return [l.batch_violation(scores, labels, offsets) for l in self.losses]
+
+
+def combine_members(results: list, scores: np.ndarray, offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Shared slacks over the members' batch results [(Δ, coef)]: per query, the first member whose
+    violation Δ − coef·s ties the largest (:func:`first_best`, as :meth:`ComboLoss.violation`)."""
+    values = np.stack([d - segment_sums(c * scores, offsets) for d, c in results])
+    return select_members(results, first_best(values), offsets)
+
+
+def segment_sums(x: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Σ of ``x`` over each query of ``offsets`` (0 for an empty query)."""
+    sizes = np.diff(offsets)
+    out = np.zeros(len(sizes))
+    nonempty = sizes > 0
+    if nonempty.any():
+        out[nonempty] = np.add.reduceat(x, offsets[:-1][nonempty])
+    return out
+
+
+def select_members(results: list, winner: np.ndarray,
+                   offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """(Δ, coefficients) taking, for query q, member ``winner[q]``'s of ``results`` [(Δ, coef)]."""
+    n_q = len(offsets) - 1
+    deltas = np.stack([d for d, _ in results])[winner, np.arange(n_q)]
+    coef = results[0][1].copy()
+    sizes = np.diff(offsets)
+    for m in range(1, len(results)):
+        take = winner == m
+        if take.any():
+            np.copyto(coef, results[m][1], where=np.repeat(take, sizes))
+    return deltas, coef

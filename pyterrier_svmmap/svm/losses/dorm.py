@@ -1,0 +1,122 @@
+"""DORM: NDCG loss with the permutation feature map φ_dorm (Le & Smola 2007; Chakrabarti et al. 2008 §3.1.3, §3.5).
+
+Ψ(x, y) = Σ_i A(y(i)) φ(x, d_i) (Chakrabarti et al. Eq. 6), y(i) the 0-based rank of candidate i and
+A(r) = 1/sqrt(1 + r) the decay profile of §3.1.3, Δ = 1 − nDCG@k as in :mod:`.ndcg` (ir_measures'
+definition). The loss-augmented argmax of §3.5 is the assignment problem
+
+    max_π Σ_{i,j} π_ij (s_i·A(j) − z_i·D(j)/DCG*)            (candidate i → rank j)
+
+solved with ``scipy.optimize.linear_sum_assignment`` (Hungarian / Jonker–Volgenant, cubic).
+
+**The window.** A cubic assignment over all candidates does not finish on real queries, so — as §3.5
+suggests ("making A very sparse") — the decay is truncated to the top ``window`` ranks:
+A(r) = 1/sqrt(1 + r) for r < window and 0 from there on. Ψ and H are *defined* with this truncated A,
+H(y) = Δ(y) + Σ_{r < window} A(r)·s_{y⁻¹(r)}, and the argmax below is exact for it, provided
+window ≥ k (enforced), so that ranks ≥ window carry neither decay nor discount. Then only the ``window``
+best-scoring relevant and the ``window`` best-scoring non-relevant candidates can occupy the window
+(a swap argument: within one relevance class, a higher score never fits a window slot worse,
+the gain of putting it there instead being (s_hi − s_lo)·A(j) ≥ 0). So the assignment is a
+(≤ 2·window) × window problem whatever the query's size; the candidates outside the window follow in
+score order (immaterial to H). ``window=None`` keeps the full decay over all n ranks (exact, O(n³));
+it is required when ``k=None``, because then every rank has a discount.
+
+**Ψ(x, y*).** With φ_dorm, Ψ of the correct ranking depends on how equally relevant candidates are
+ordered, which the labels do not say. We use the average over all correct rankings
+(:meth:`DORMLoss.ideal_psi_coef`): each relevant candidate gets the mean of A over ranks 0..|P|−1,
+each non-relevant one the mean over ranks |P|..n−1.
+
+**Batch** (:meth:`DORMLoss.batch_violation`, what the solver calls). The same swap argument, applied to
+every pair of same-class candidates, shows that some optimal assignment keeps each relevance class in
+score order; the argmax is then a merge of the two sorted lists, found by a DP over (rank, relevant
+placed) on the m = min(window, n) weighted ranks: O(m·min(|P|, m)) per query instead of a cubic
+assignment (:func:`._rank_jit.dorm_query`, compiled with numba). Without numba, the per-query
+:meth:`DORMLoss.argmax` above (the reference of ``tests/test_losses_fast.py``).
+"""
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+import numpy as np
+
+import pyterrier_svmmap.svm.losses._numba as _numba
+from pyterrier_svmmap.svm.losses.base import Loss, positions, sort_by_score
+from pyterrier_svmmap.svm.losses.ndcg import discount_table, discounts, ndcg_of_ranking
+
+
+class DORMLoss(_numba.CompiledBatch, Loss):
+    """Δ = 1 − nDCG@k, Ψ = φ_dorm with A(r) = 1/sqrt(1 + r) truncated at ``window``; assignment argmax."""
+
+    name = "dorm"
+
+    def __init__(self, k: Optional[int] = 10, window: Optional[int] = 100):
+        if k is not None and int(k) < 1:
+            raise ValueError(f"k must be a positive integer or None, got {k!r}")
+        self.k = None if k is None else int(k)
+        if window is not None:
+            window = int(window)
+            if self.k is None:
+                raise ValueError("DORM with k=None (no cutoff) needs window=None: every rank has a discount")
+            if window < self.k:
+                raise ValueError(f"window={window} must be at least k={self.k}")
+        self.window = window
+
+    def params(self) -> dict:
+        return {"k": self.k, "window": self.window}
+
+    def decay(self, n: int) -> np.ndarray:
+        """A(r) for ranks r < n: 1/sqrt(1 + r), zero from ``window`` on."""
+        a = 1.0 / np.sqrt(1.0 + np.arange(n))
+        if self.window is not None:
+            a[self.window:] = 0.0
+        return a
+
+    def delta(self, ranking: np.ndarray, labels: np.ndarray) -> float:
+        if not (np.asarray(labels) > 0).any():
+            return 0.0
+        return 1.0 - ndcg_of_ranking(ranking, labels, self.k)
+
+    def psi_coef(self, ranking: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        return self.decay(len(ranking))[positions(np.asarray(ranking))]
+
+    def ideal_psi_coef(self, labels: np.ndarray) -> np.ndarray:
+        rel = np.asarray(labels) > 0
+        a = self.decay(len(rel))
+        n_pos = int(rel.sum())
+        coef = np.zeros(len(rel))
+        if n_pos:
+            coef[rel] = a[:n_pos].mean()
+        if n_pos < len(rel):
+            coef[~rel] = a[n_pos:].mean()
+        return coef
+
+    def argmax(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        scores = np.asarray(scores, dtype=float)
+        rel = np.asarray(labels) > 0
+        n = len(scores)
+        n_pos = int(rel.sum())
+        if n_pos == 0 or n_pos == n:
+            return np.argsort(-scores, kind="stable")
+        m = n if self.window is None else min(self.window, n)
+        idx = np.arange(n)
+        cand = np.concatenate([sort_by_score(idx[rel], scores)[:m], sort_by_score(idx[~rel], scores)[:m]])
+        disc = discounts(n, self.k)
+        idcg = disc[:n_pos].sum()
+        a = self.decay(m)
+        weight = scores[cand, None] * a[None, :] - rel[cand, None] * (disc[None, :m] / idcg)
+        from scipy.optimize import linear_sum_assignment   # here: importing scipy.optimize costs 0.4 s at start-up
+        row, col = linear_sum_assignment(weight, maximize=True)
+        top = cand[row[np.argsort(col)]]
+        placed = np.zeros(n, dtype=bool)
+        placed[top] = True
+        rest = idx[~placed]
+        return np.concatenate([top, rest[np.argsort(-scores[rest], kind="stable")]])
+
+    def kernel_call(self, n_max: int) -> Optional[_numba.KernelCall]:
+        """The compiled batch (:func:`._rank_jit.dorm_batch`) for queries of ≤ ``n_max`` candidates,
+        or None without numba."""
+        jit = _numba.kernels()
+        if jit is None:
+            return None
+        n = n_max + 1
+        return jit.dorm_batch, (_numba.as_int(self.k), _numba.as_int(self.window), discount_table(n),
+                                self.decay(n))

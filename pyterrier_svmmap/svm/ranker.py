@@ -1,0 +1,652 @@
+"""The array-level structural-SVM learner: numpy arrays and query offsets in, a fitted linear model out.
+
+:class:`StructSVMRanker` is what the PyTerrier estimators (:class:`~pyterrier_svmmap.StructSVM`,
+:class:`~pyterrier_svmmap.SVMMap`), ``svmmap learn/classify`` and ``svmmap reproduce`` all train with, as
+``pyterrier.ltr`` is a thin layer over LightGBM. It knows nothing of PyTerrier or pandas.
+
+Training (Yue et al. 2007, §3–4): thresholds and φ from the base scores (:class:`~.layout.FeatureLayout`),
+then OP 1 of the paper, min ½‖w‖² + C/n Σ ξ_i, solved by 1-slack cutting planes for every C of a grid
+(:func:`~pyterrier_svmmap.svm.cutting_plane.train_path`, warm-started from one C to the next), and the model with the
+best validation MAP kept ("The model which performed best on the validation set was selected", §5).
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+import warnings
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+import pyterrier_svmmap._jit as _jit
+import pyterrier_svmmap.svm.cutting_plane as solver
+from pyterrier_svmmap.features.encoder import FeatureEncoder
+from pyterrier_svmmap.features.layout import FeatureLayout, default_base_names
+from pyterrier_svmmap.svm.losses import make_slack_groups
+from pyterrier_svmmap.measures import average_precision
+from pyterrier_svmmap.string_codes import sorted_string_codes
+from pyterrier_svmmap.ties import break_ties
+
+log = logging.getLogger(__name__)
+
+#: the default grid of C (OP 1's constant: ½‖w‖² + C/n Σ ξ_i), searched on validation queries
+DEFAULT_C_GRID = (0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)
+
+#: the feature blocks that ``features="auto"`` chooses among, jointly with C (no block wins everywhere:
+#: on Vaswani raw scores beat the paper's bins, on LETOR MQ2008 bins beat raw)
+AUTO_FEATURES = ("bins", "raw", "bins+raw")
+
+#: validation data: (raw, labels, offsets) or (raw, labels, offsets, n_relevant)
+ValidSet = Tuple[np.ndarray, ...]
+
+
+def c_grid(C) -> List[float]:
+    """``C`` (a number or a sequence) as a list of floats, checked: finite, positive, no duplicates."""
+    try:
+        grid = [float(c) for c in np.atleast_1d(np.asarray(C, dtype=float))]
+    except (TypeError, ValueError):
+        raise ValueError(f"C must be a positive number or a list of them, got {C!r}") from None
+    if not grid or any(not math.isfinite(c) or c <= 0 for c in grid):
+        raise ValueError(f"C must be a positive number or a list of them, got {C!r}")
+    if len(set(grid)) != len(grid):
+        raise ValueError(f"C has duplicate values: {C!r}")
+    return grid
+
+
+def check_ranking_arrays(raw, labels, offsets, what: str = "training") -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``raw`` (n × F float, NaN allowed, inf not), ``labels`` (n,) and ``offsets`` (Q + 1, from 0 to n,
+    non-decreasing) as arrays, or a ValueError that says which is wrong."""
+    raw = np.asarray(raw, dtype=float)
+    if raw.ndim != 2:
+        raise ValueError(f"{what} scores must be a 2-d array (candidates × base functions), got shape {raw.shape}")
+    offsets = np.asarray(offsets)
+    if offsets.ndim != 1 or len(offsets) < 1 or not np.issubdtype(offsets.dtype, np.integer) \
+            or offsets[0] != 0 or offsets[-1] != len(raw) or (np.diff(offsets) < 0).any():
+        raise ValueError(f"{what} offsets must be non-decreasing integers from 0 to the number of candidates "
+                         f"({len(raw)}), one more than the number of queries")
+    if np.isinf(raw).any():
+        r, c = np.argwhere(np.isinf(raw))[0]
+        raise ValueError(f"{what} score of base function {c} is infinite for candidate {r}: scores must be "
+                         "finite (NaN marks a candidate a base function did not retrieve)")
+    if labels is not None:
+        labels = np.asarray(labels, dtype=float)
+        if labels.shape != (len(raw),) or not np.isfinite(labels).all():
+            raise ValueError(f"{what} labels must be {len(raw)} finite numbers, one per candidate")
+    return raw, labels, offsets.astype(np.int64)
+
+
+def usable_queries(labels: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Per query, whether it has a relevant (label > 0) and a non-relevant candidate: the others cannot
+    form ranking constraints."""
+    rel = labels > 0
+    sizes = np.diff(offsets)
+    n_rel = np.add.reduceat(rel, offsets[:-1]) if len(rel) else np.zeros(len(sizes))
+    n_rel = np.where(sizes > 0, n_rel, 0)
+    return (n_rel > 0) & (n_rel < sizes)
+
+
+def subset_queries(raw, labels, offsets, keep: np.ndarray, n_relevant=None):
+    """The candidates of the queries where ``keep`` is True (arrays re-offset)."""
+    sizes = np.diff(offsets)
+    rows = np.repeat(keep, sizes)
+    new_offsets = np.concatenate([[0], np.cumsum(sizes[keep])]).astype(np.int64)
+    return raw[rows], labels[rows], new_offsets, (None if n_relevant is None else np.asarray(n_relevant)[keep])
+
+
+def shard_sizes(n_queries: int, queries_per_shard: int) -> np.ndarray:
+    """Queries per shard when ``n_queries`` queries are cut into blocks of ``queries_per_shard`` (the last
+    may be smaller)."""
+    return np.diff(np.r_[np.arange(0, n_queries, queries_per_shard), n_queries]).astype(np.int64)
+
+
+def split_queries(raw, labels, offsets, sizes: Sequence[int]) -> List[Tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The arrays cut into consecutive shards of ``sizes[i]`` whole queries each (views, re-offset)."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    out, start = [], 0
+    for size in sizes:
+        stop = start + int(size)
+        lo, hi = offsets[start], offsets[stop]
+        out.append((raw[lo:hi], labels[lo:hi], offsets[start:stop + 1] - lo))
+        start = stop
+    return out
+
+
+class StructSVMRanker:
+    """A linear ranking function trained as a structural SVM for a ranking loss, on arrays.
+
+    Args:
+        C: OP 1's constant (½‖w‖² + C/n Σ_i ξ_i), or a grid of them; with a grid, every C is trained
+            (a warm-started path) and the one with the best validation MAP is kept.
+        loss: ``"map"`` (SVM-map), any name of :data:`pyterrier_svmmap.svm.losses.LOSSES` (cutoffs as
+            ``"ndcg@10"``), ``"combo"`` or a :class:`~pyterrier_svmmap.svm.losses.Loss`.
+        loss_params: the loss's parameters (e.g. ``{"k": 10}``; for ``"combo"``: ``losses``, ``slack``,
+            ``C_weights``).
+        features, n_bins, binning, threshold_depth: φ's blocks and thresholds
+            (:class:`~pyterrier_svmmap.features.encoder.FeatureEncoder`); ``features="auto"`` trains every option of
+            :data:`AUTO_FEATURES` and selects the blocks jointly with C (validation or cross-validation MAP).
+        epsilon: cutting-plane tolerance ε (stop when no constraint is violated by more than ε).
+        max_iter: cutting-plane iterations per C.
+        prior: ``None`` or ``"best"`` (regularise towards the base function with the best training MAP,
+            ½‖w − w₀‖²); ``prior_scale`` is the size of w₀.
+        cv: with a grid of C and no validation data, C is chosen by ``cv``-fold cross-validation over the
+            training queries (folds by query, shuffled with ``random_state``; thresholds learned on each
+            fold's training part), scikit-learn's ``*CV`` convention; then the whole path is trained on
+            all training queries. Ignored when validation data is given or C is a single value.
+        random_state: seed of the cross-validation folds.
+        rel: the relevance threshold: a candidate is relevant when its label ≥ ``rel`` (as ir_measures'
+            ``AP(rel=...)`` and LETOR's MAP with rel=1); graded labels are binarised with it for the losses
+            and validation MAP.
+        verbose: a progress bar over the C grid.
+        executor: where the cutting-plane iterations run: ``None`` (this process), a
+            ``dask.distributed.Client``, a scheduler address, or ``"local"`` (a LocalCluster with a worker per
+            core); see :mod:`~pyterrier_svmmap.scale.dask`. It does not change the model.
+        queries_per_shard: with an executor, :meth:`fit` cuts the training queries into shards of this many
+            queries (fixed, so the model does not depend on the number of workers).
+
+    Learned attributes: ``coef_`` (w), ``C_``, ``layout_`` (:class:`~.layout.FeatureLayout`),
+    ``feature_names_``, ``base_names_``, ``n_functions_``, ``tie_function_`` (the base function whose score
+    breaks ties, :mod:`~pyterrier_svmmap.ties`), ``features_`` (the blocks used: ``features``, or
+    the one chosen by ``"auto"``), ``path_`` (per feature option and C of the grid, in the grid's order:
+    features, C, validation MAP, n_iter, converged, gap, primal, seconds; with cross-validation ``cv_scores``,
+    the held-out MAP of every fold, and ``validation`` their mean), ``coefs_`` (w of every C, same
+    order), ``validation_`` (C → validation MAP), ``selection_`` (``"validation"``, ``"cv"`` or ``"none"``), ``history_`` (per cutting-plane iteration of the kept
+    C), ``n_iter_``, ``converged_``, ``training_summary_`` and, with ``prior="best"``, ``prior_function_``.
+    """
+
+    def __init__(self, C: Union[float, Sequence[float]] = DEFAULT_C_GRID, loss="map",
+                 loss_params: Optional[dict] = None, features: Union[str, Sequence[str]] = "bins",
+                 n_bins: int = 50, binning: str = "quantile", threshold_depth: Optional[int] = 200,
+                 epsilon: float = 1e-3, max_iter: int = 1000, prior: Optional[str] = None,
+                 prior_scale: float = 1.0, cv: int = 5, random_state: Optional[int] = 0, rel: float = 1.0,
+                 verbose: bool = False, executor=None, queries_per_shard: int = 1000):
+        self.C = C
+        self.loss = loss
+        self.loss_params = loss_params
+        self.features = features
+        self.n_bins = n_bins
+        self.binning = binning
+        self.threshold_depth = threshold_depth
+        self.epsilon = epsilon
+        self.max_iter = max_iter
+        self.prior = prior
+        self.prior_scale = prior_scale
+        self.cv = cv
+        self.random_state = random_state
+        self.rel = rel
+        self.verbose = verbose
+        self.executor = executor
+        self.queries_per_shard = queries_per_shard
+        self._validate()
+
+    #: constructor parameters that change the model (``verbose`` does not)
+    MODEL_PARAMS = ("C", "loss", "loss_params", "features", "n_bins", "binning", "threshold_depth", "epsilon",
+                    "max_iter", "prior", "prior_scale", "cv", "random_state", "rel")
+
+    def _validate(self) -> None:
+        c_grid(self.C)
+        if self.loss_params is not None and not isinstance(self.loss_params, dict):
+            raise ValueError(f"loss_params must be a dict or None, got {self.loss_params!r}")
+        self._groups(1.0)                                   # the loss and its parameters
+        if isinstance(self.n_bins, bool) or not isinstance(self.n_bins, (int, np.integer)):
+            raise ValueError(f"n_bins must be a positive integer, got {self.n_bins!r}")
+        for option in self._feature_options():
+            FeatureEncoder(option, self.n_bins, self.binning, self.threshold_depth)
+        if not isinstance(self.epsilon, (int, float)) or not math.isfinite(self.epsilon) or self.epsilon <= 0:
+            raise ValueError(f"epsilon must be a finite positive number, got {self.epsilon!r}")
+        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:
+            raise ValueError(f"max_iter must be a positive integer, got {self.max_iter!r}")
+        if self.prior not in (None, "best"):
+            raise ValueError(f"prior must be None or 'best', got {self.prior!r}")
+        if not isinstance(self.prior_scale, (int, float)) or not math.isfinite(self.prior_scale) or self.prior_scale <= 0:
+            raise ValueError(f"prior_scale must be a finite positive number, got {self.prior_scale!r}")
+        if isinstance(self.cv, bool) or not isinstance(self.cv, (int, np.integer)) or self.cv < 2:
+            raise ValueError(f"cv must be an integer number of folds ≥ 2, got {self.cv!r}")
+        if self.random_state is not None and (isinstance(self.random_state, bool)
+                                              or not isinstance(self.random_state, (int, np.integer))):
+            raise ValueError(f"random_state must be an integer or None, got {self.random_state!r}")
+        if isinstance(self.rel, bool) or not isinstance(self.rel, (int, float, np.integer, np.floating)) \
+                or not math.isfinite(self.rel) or self.rel <= 0:
+            raise ValueError(f"rel (the relevance threshold: label >= rel is relevant) must be a positive number, "
+                             f"got {self.rel!r}")
+        if isinstance(self.queries_per_shard, bool) or not isinstance(self.queries_per_shard, (int, np.integer)) \
+                or self.queries_per_shard < 1:
+            raise ValueError(f"queries_per_shard must be a positive integer, got {self.queries_per_shard!r}")
+
+    def relevant(self, labels: np.ndarray) -> np.ndarray:
+        """Labels as 1.0 (label ≥ ``rel``) and 0.0 — the package's relevance rule."""
+        return (np.asarray(labels, dtype=float) >= self.rel).astype(float)
+
+    def _feature_options(self) -> List[Union[str, Sequence[str]]]:
+        """The feature blocks to train: :data:`AUTO_FEATURES` for ``features="auto"``, else ``features``."""
+        return list(AUTO_FEATURES) if isinstance(self.features, str) and self.features == "auto" else [self.features]
+
+    def _groups(self, C: float):
+        """The solver's slack groups at constant C (loss errors re-raised as ValueError with the loss named)."""
+        try:
+            return make_slack_groups(self.loss, C, **dict(self.loss_params or {}))
+        except TypeError as e:
+            raise ValueError(f"loss={self.loss!r} with loss_params={self.loss_params!r} is not valid: {e}") from None
+
+    @property
+    def needs_bias(self) -> bool:
+        """Whether φ ends with a constant 1 (the classification losses' bias, Yue et al. §5.2)."""
+        return any(getattr(g.loss, "needs_bias", False) for g in self._groups(1.0))
+
+    def get_params(self) -> dict:
+        """Constructor parameters (scikit-learn's convention)."""
+        return {k: getattr(self, k) for k in self.MODEL_PARAMS + ("verbose", "executor", "queries_per_shard")}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{k}={getattr(self, k)!r}' for k in self.MODEL_PARAMS)})"
+
+    # -- training ---------------------------------------------------------------------------------
+    def fit(self, raw, labels, offsets, n_relevant=None, valid: Optional[ValidSet] = None,
+            base_names: Optional[Sequence[str]] = None, *, shard_queries: Optional[Sequence[int]] = None
+            ) -> "StructSVMRanker":
+        """Train on candidates grouped by query.
+
+        Args:
+            raw: (n, F) base-function scores, NaN where a function did not retrieve the candidate.
+            labels: (n,) relevance (> 0 relevant).
+            offsets: (Q + 1,) query boundaries.
+            n_relevant: (Q,) relevant documents per query in the qrels (default: among the candidates);
+                used by validation MAP only.
+            valid: validation queries, ``(raw, labels, offsets)`` or ``(raw, labels, offsets, n_relevant)``,
+                that choose C of a grid; without them C is chosen by ``cv``-fold cross-validation.
+            base_names: a name per base function (for ``feature_names_`` and pictures).
+
+        Queries without a relevant or without a non-relevant candidate cannot form constraints: they are
+        skipped with one warning that counts them. Returns self.
+
+        The cutting-plane sums are taken over shards of whole queries, in order, as a Dask cluster takes
+        them (:mod:`~pyterrier_svmmap.scale.dask`), so that this process and a cluster give the same model
+        bit for bit: shards of ``queries_per_shard`` queries, or ``shard_queries`` (keyword-only: the
+        number of queries of each shard, e.g. one per file; :meth:`fit_shards` passes it).
+        """
+        self._validate()
+        raw, labels, offsets = check_ranking_arrays(raw, labels, offsets)
+        if labels is None:
+            raise ValueError("fit() needs labels")
+        if base_names is not None and len(base_names) != raw.shape[1]:
+            raise ValueError(f"{len(base_names)} base names for {raw.shape[1]} base functions")
+        if self.executor is not None:
+            from pyterrier_svmmap.scale.dask import split_into_shards
+            return self.fit_shards(split_into_shards(raw, labels, offsets, self.queries_per_shard), valid=valid,
+                                   base_names=base_names)
+        labels = self.relevant(labels)
+        grid = c_grid(self.C)
+        n_queries, n_candidates = len(offsets) - 1, len(raw)
+        ok = usable_queries(labels, offsets)
+        _warn_skipped(int((~ok).sum()), len(ok))
+        shards = _usable_shard_sizes(ok, shard_queries, self.queries_per_shard)
+        raw, labels, offsets, _ = subset_queries(raw, labels, offsets, ok)
+        self.n_functions_ = raw.shape[1]
+        self.base_names_ = list(base_names) if base_names is not None else default_base_names(self.n_functions_)
+        t0 = time.perf_counter()
+        options = self._feature_options()
+        cv_scores = None
+        if valid is None and len(grid) * len(options) > 1:
+            cv_scores = self._cross_validate(raw, labels, offsets, n_relevant, ok, grid, options)
+        self.tie_function_ = best_function(raw, labels, offsets)
+        trained = [self._train(raw, labels, offsets, grid, option, shards) for option in options]
+        self._select(grid, options, trained, valid, cv_scores)
+        self.training_summary_ = dict(n_queries=int(ok.sum()), n_candidates=int(len(raw)),
+                                      skipped_queries=int(n_queries - ok.sum()),
+                                      skipped_candidates=int(n_candidates - len(raw)),
+                                      seconds=time.perf_counter() - t0)
+        return self
+
+    def fit_shards(self, sources: Sequence, valid: Optional[ValidSet] = None,
+                   base_names: Optional[Sequence[str]] = None) -> "StructSVMRanker":
+        """Train on data that comes in shards, on the Dask cluster of ``executor`` (see
+        :mod:`~pyterrier_svmmap.scale.dask`): ``sources`` are svmlight/LETOR file paths, each read by a worker
+        (the driver never holds the training set), or ``(raw, labels, offsets)`` tuples (of arrays, or of Dask
+        futures of arrays made on the workers). A query's candidates must all be in one shard. The model equals
+        one process's fit on the concatenated shards up to the summation order of floating-point sums (weights
+        within 1e-11 relative and the same iterations, measured at 10⁷ candidates). Without ``executor``, the shards are read and
+        concatenated here and :meth:`fit` trains as usual. ``valid`` as in :meth:`fit` (held by the driver), or
+        an svmlight file path (read here, as wide as the training shards); a grid of C (or ``features="auto"``)
+        needs it, cross-validation is not distributed."""
+        self._validate()
+        if self.executor is None:
+            raw, labels, offsets, sizes = _concatenate_sources(sources)
+            if isinstance(valid, (str, bytes)) or hasattr(valid, "__fspath__"):
+                valid = _read_valid(valid, raw.shape[1])
+            return self.fit(raw, labels, offsets, valid=valid, base_names=base_names, shard_queries=sizes)
+        from pyterrier_svmmap.scale.dask import ShardedData, get_client
+        grid = c_grid(self.C)
+        options = self._feature_options()
+        if valid is None and len(grid) * len(options) > 1:
+            raise ValueError(f"{len(grid) * len(options)} (features, C) settings but no validation data: on a cluster "
+                             "C (and features='auto') is chosen on validation queries; give valid=(raw, labels, "
+                             "offsets) or a single C")
+        client, owned = get_client(self.executor)
+        t0 = time.perf_counter()
+        try:
+            data = ShardedData(client, sources, rel=self.rel)
+            _warn_skipped(data.n_queries_given - data.n_queries, data.n_queries_given)
+            if data.n_queries == 0:
+                raise ValueError("no training query has both a relevant and a non-relevant candidate")
+            self.n_functions_ = data.n_functions
+            if base_names is not None and len(base_names) != self.n_functions_:
+                raise ValueError(f"{len(base_names)} base names for {self.n_functions_} base functions")
+            self.base_names_ = list(base_names) if base_names is not None else default_base_names(self.n_functions_)
+            if isinstance(valid, (str, bytes)) or hasattr(valid, "__fspath__"):
+                valid = _read_valid(valid, self.n_functions_)
+            self.tie_function_ = int(np.argmax(data.map_per_function()))
+            trained = [self._train_sharded(data, grid, option) for option in options]
+            self._select(grid, options, trained, valid, None)
+            self.training_summary_ = dict(n_queries=data.n_queries, n_candidates=data.n_candidates,
+                                          skipped_queries=data.n_queries_given - data.n_queries,
+                                          skipped_candidates=data.n_candidates_given - data.n_candidates,
+                                          shards=len(sources), traffic=data.traffic,
+                                          seconds=time.perf_counter() - t0)
+            data.close()
+        finally:
+            if owned:
+                cluster = getattr(client, "cluster", None)
+                client.close()
+                if cluster is not None:
+                    cluster.close()
+        return self
+
+    def _select(self, grid, options, trained, valid, cv_scores) -> None:
+        """Score every (features, C) on the validation queries (or take the cross-validation scores), keep
+        the best, and set the learned attributes."""
+        self.path_: List[dict] = []
+        for o, (option, (layout, results, _)) in enumerate(zip(options, trained)):
+            if cv_scores is not None:
+                scores = cv_scores[:, o * len(grid):(o + 1) * len(grid)].mean(axis=0)
+            else:
+                scorer = self._validation_scorer(valid, layout)
+                scores = [scorer(r.w) if scorer else float("nan") for r in results]
+            for i, (C, res) in enumerate(zip(grid, results)):
+                entry = dict(features=_features_name(option), C=C, validation=float(scores[i]), n_iter=res.n_iter,
+                             oracle_calls=res.oracle_calls, converged=bool(res.converged), gap=float(res.duality_gap),
+                             primal=float(res.history[-1]["primal"]), seconds=float(res.history[-1]["seconds"]))
+                if cv_scores is not None:
+                    entry["cv_scores"] = [float(x) for x in cv_scores[:, o * len(grid) + i]]
+                self.path_.append(entry)
+                log.debug("features=%s C=%g: %d iterations, validation MAP %.4f", entry["features"], C, res.n_iter,
+                          entry["validation"])
+        self.selection_ = "cv" if cv_scores is not None else ("validation" if valid is not None else "none")
+        best = _first_best([p["validation"] for p in self.path_])
+        o, i = divmod(best, len(grid))
+        self.layout_, results, prior = trained[o]
+        if prior is not None:
+            self.prior_function_ = self.base_names_[prior]
+        self.features_ = self.path_[best]["features"]
+        kept = results[i]
+        self.C_ = grid[i]
+        self.coefs_ = np.stack([r.w for r in results])
+        self.coef_ = np.array(kept.w, dtype=float)
+        self.validation_: Dict[float, float] = {p["C"]: p["validation"] for p in self.path_
+                                                if p["features"] == self.features_}
+        self.history_ = list(kept.history)
+        self.n_iter_ = kept.n_iter
+        self.converged_ = bool(kept.converged)
+        self.feature_names_ = self.layout_.names()
+
+    def _validation_scorer(self, valid: Optional[ValidSet], layout: FeatureLayout):
+        """w ↦ validation MAP (AP normalised by the qrels' relevant count when given), or None."""
+        if valid is None:
+            return None
+        if len(valid) not in (3, 4, 5):
+            raise ValueError("valid must be (raw, labels, offsets), (raw, labels, offsets, n_relevant) or "
+                             "(raw, labels, offsets, n_relevant, docnos)")
+        raw, labels, offsets = check_ranking_arrays(*valid[:3], what="validation")
+        if labels is None:
+            raise ValueError("validation needs labels")
+        labels = self.relevant(labels)
+        if raw.shape[1] != self.n_functions_:
+            raise ValueError(f"validation candidates have {raw.shape[1]} base functions, training ones {self.n_functions_}")
+        n_rel = valid[3] if len(valid) >= 4 and valid[3] is not None else None
+        codes = sorted_string_codes(valid[4])[0] if len(valid) == 5 and valid[4] is not None else None   # once, not per C
+        X = layout.transform(raw, offsets)
+        secondary = raw[:, self.tie_function_]
+
+        def score(w):
+            ranked, _ = break_ties(X.dot(w), offsets, secondary, docno_codes=codes)   # the policy of ranker output
+            return validation_map(ranked, labels, offsets, n_rel)
+        return score
+
+    def _train(self, raw, labels, offsets, grid, features, shards: Optional[np.ndarray] = None):
+        """Thresholds, φ (blocks ``features``) and the path of C on these (usable) training queries:
+        (layout, results, index of the prior's base function or None). ``shards``: queries per shard (the
+        sums' order, see :meth:`fit`); None or one shard: all queries at once."""
+        layout = FeatureLayout.fit(raw, offsets, features, self.n_bins, self.binning, self.threshold_depth,
+                                   bias=self.needs_bias, base_names=self.base_names_)
+        w0, f = None, None
+        if self.prior:
+            f = best_function(raw, labels, offsets)
+            col = raw[:, f]
+            span = float(np.nanmax(col) - np.nanmin(col)) if layout.blocks[0] == "raw" else 1.0
+            w0 = layout.prior_weights(f, self.prior_scale, span)
+        losses = [g.loss for g in self._groups(1.0)]
+        if shards is None or len(shards) <= 1:
+            oracle = solver.DataOracle(layout.transform(raw, offsets), labels, offsets, losses)
+        else:
+            parts = [(layout.transform(r, o), y, o) for r, y, o in split_queries(raw, labels, offsets, shards)]
+            oracle = solver.DataOracle(None, None, None, losses, shards=parts)      # φ built shard by shard
+        results = solver.train_path(None, None, None, self._groups(1.0), grid, epsilon=self.epsilon,
+                                    max_iter=self.max_iter, prior=w0, oracle=oracle)
+        return layout, results, f
+
+    def _train_sharded(self, data, grid, features):
+        """:meth:`_train` on a :class:`~pyterrier_svmmap.scale.dask.ShardedData`: thresholds, prior and every
+        cutting-plane iteration's constraint computed by the shards, the QP here."""
+        encoder = FeatureEncoder(features, self.n_bins, self.binning, self.threshold_depth)
+        encoder.fit(np.zeros((0, data.n_functions)), np.zeros(1, dtype=np.int64))    # shape; even thresholds
+        if "bins" in encoder.blocks and self.binning == "quantile":
+            encoder.thresholds_ = data.thresholds(self.n_bins, self.threshold_depth)
+        layout = FeatureLayout(encoder, self.needs_bias, self.base_names_)
+        w0, f = None, None
+        if self.prior:
+            f = self.tie_function_                                       # the best function on all shards
+            if layout.blocks[0] == "raw":
+                raise ValueError("prior='best' with raw features needs the function's score range; it is not "
+                                 "distributed yet: use bins or minmax features, or train in one process")
+            w0 = layout.prior_weights(f, self.prior_scale)
+        data.set_layout(layout)
+        oracle = data.oracle(self._groups(1.0), layout.dim)
+        results = solver.train_path(None, None, None, self._groups(1.0), grid, epsilon=self.epsilon,
+                                    max_iter=self.max_iter, prior=w0, oracle=oracle)
+        data.traffic[_features_name(features)] = dict(iterations=oracle.calls,
+                                                      bytes_per_iteration=oracle.bytes_per_iteration)
+        return layout, results, f
+
+    def _cross_validate(self, raw, labels, offsets, n_relevant, usable, grid, options) -> np.ndarray:
+        """Held-out MAP of every (feature option, C) on ``cv`` folds of the (usable) training queries:
+        (folds × options·C), option-major."""
+        n_q = len(offsets) - 1
+        if n_q < self.cv:
+            raise ValueError(f"{len(options) * len(grid)} (features, C) settings and no validation data were given, "
+                             f"so they are chosen "
+                             f"by {self.cv}-fold cross-validation, which needs at least {self.cv} usable training "
+                             f"queries (got {n_q}); give validation data, a single C, or a smaller cv")
+        fold = np.empty(n_q, dtype=np.int64)
+        fold[np.random.default_rng(self.random_state).permutation(n_q)] = np.arange(n_q) % self.cv
+        n_rel = None if n_relevant is None else np.asarray(n_relevant, dtype=float)[usable]
+        out = np.empty((self.cv, len(options) * len(grid)))
+        for k in range(self.cv):
+            tr = subset_queries(raw, labels, offsets, fold != k)
+            te = subset_queries(raw, labels, offsets, fold == k, n_rel)
+            tie = best_function(tr[0], tr[1], tr[2])                    # the fold's own tie-break function
+            for o, option in enumerate(options):
+                layout, results, _ = self._train(tr[0], tr[1], tr[2], grid, option)
+                X = layout.transform(te[0], te[2])
+                out[k, o * len(grid):(o + 1) * len(grid)] = [
+                    validation_map(break_ties(X.dot(r.w), te[2], te[0][:, tie])[0], te[1], te[2], te[3])
+                    for r in results]
+            log.debug("cv fold %d: %s", k, np.round(out[k], 4).tolist())
+        return out
+
+    # -- prediction -------------------------------------------------------------------------------
+    def decision_function(self, raw, offsets) -> np.ndarray:
+        """Scores wᵀφ(x, d) of candidates (``raw``: n × F, NaN = not retrieved; ``offsets``: query
+        boundaries). For the classification losses the bias is included, so ``> 0`` predicts relevance."""
+        if not hasattr(self, "coef_"):
+            raise RuntimeError(f"{type(self).__name__} is not fitted: call fit() or load a model first")
+        raw, _, offsets = check_ranking_arrays(raw, None, offsets, what="input")
+        if raw.shape[1] != self.n_functions_:
+            raise ValueError(f"the model was trained on {self.n_functions_} base functions (features per "
+                             f"candidate) but these candidates have {raw.shape[1]}")
+        return self.layout_.transform(raw, offsets).dot(self.coef_)
+
+    def ranking_scores(self, raw, offsets, docnos=None) -> np.ndarray:
+        """:meth:`decision_function` with ties broken by the package's policy (:mod:`~pyterrier_svmmap.ties`):
+        equal scores ordered by the tie-break function (the base function with the best training MAP,
+        ``tie_function_``), then by docno descending when ``docnos`` are given. What ``transform`` and
+        ``svmmap classify`` output, and what validation MAP is computed on."""
+        raw = np.asarray(raw, dtype=float)
+        scores = self.decision_function(raw, offsets)
+        return break_ties(scores, offsets, raw[:, self.tie_function_], docnos)[0]
+
+    # -- state ------------------------------------------------------------------------------------
+    def get_state(self) -> Tuple[dict, Dict[str, np.ndarray]]:
+        """(meta, arrays): everything :meth:`from_state` needs to rebuild this fitted ranker exactly."""
+        if not hasattr(self, "coef_"):
+            raise RuntimeError("get_state() needs a fitted ranker")
+        layout_meta, layout_arrays = self.layout_.get_state()
+        params = {k: getattr(self, k) for k in self.MODEL_PARAMS}
+        params["C"] = c_grid(self.C)
+        if not isinstance(params["loss"], str):
+            raise ValueError(f"a model with a Loss instance ({self.loss!r}) cannot be saved; give the loss by name "
+                             "and its parameters in loss_params")
+        meta = dict(params=params, C_=self.C_, layout=layout_meta, path=self.path_, history=self.history_,
+                    n_iter=int(self.n_iter_), converged=bool(self.converged_),
+                    training=self.training_summary_, prior_function=getattr(self, "prior_function_", None),
+                    selection=self.selection_, features=self.features_, tie_function=int(self.tie_function_))
+        arrays = dict(coef=np.asarray(self.coef_, dtype=float), coefs=np.asarray(self.coefs_, dtype=float),
+                      **layout_arrays)
+        return meta, arrays
+
+    @classmethod
+    def from_state(cls, meta: dict, arrays: Dict[str, np.ndarray]) -> "StructSVMRanker":
+        """The fitted ranker saved by :meth:`get_state` (ValueError naming what is missing or inconsistent)."""
+        missing = [k for k in ("params", "C_", "layout", "path", "n_iter", "converged") if k not in meta]
+        missing += [k for k in ("coef", "coefs") if k not in arrays]
+        if missing:
+            raise ValueError(f"model state incomplete: missing {missing}")
+        self = cls(**meta["params"])
+        self.layout_ = FeatureLayout.from_state(meta["layout"], arrays)
+        coef = np.asarray(arrays["coef"], dtype=float)
+        coefs = np.asarray(arrays["coefs"], dtype=float)
+        dim = self.layout_.dim
+        if coef.shape != (dim,) or coefs.ndim != 2 or coefs.shape[1] != dim:
+            raise ValueError(f"weights of shape {coef.shape} / {coefs.shape} do not fit the feature layout "
+                             f"({dim} dimensions: features={self.layout_.blocks} on {self.layout_.n_functions} "
+                             f"base functions{', bias' if self.layout_.bias else ''})")
+        if self.layout_.bias != self.needs_bias:
+            raise ValueError(f"the layout {'has' if self.layout_.bias else 'lacks'} a bias, which loss={self.loss!r} "
+                             f"{'does not use' if self.layout_.bias else 'needs'}")
+        self.coef_, self.coefs_ = coef, coefs
+        self.features_ = meta.get("features", _features_name(self.layout_.blocks))
+        self.tie_function_ = int(meta.get("tie_function", 0))
+        self.C_ = float(meta["C_"])
+        self.n_functions_ = self.layout_.n_functions
+        self.base_names_ = list(self.layout_.base_names)
+        self.feature_names_ = self.layout_.names()
+        self.path_ = [dict(p, validation=_nan_if_none(p.get("validation")),
+                           **({"cv_scores": [_nan_if_none(x) for x in p["cv_scores"]]} if "cv_scores" in p else {}))
+                      for p in meta["path"]]
+        self.validation_ = {float(p["C"]): p["validation"] for p in self.path_
+                            if p.get("features", self.features_) == self.features_}
+        self.history_ = list(meta.get("history") or [])
+        self.n_iter_ = int(meta["n_iter"])
+        self.converged_ = bool(meta["converged"])
+        self.training_summary_ = dict(meta.get("training") or {})
+        self.selection_ = meta.get("selection", "validation" if len(self.path_) > 1 else "none")
+        if meta.get("prior_function") is not None:
+            self.prior_function_ = meta["prior_function"]
+        return self
+
+
+def _warn_skipped(skipped: int, total: int) -> None:
+    if skipped:
+        warnings.warn(f"skipping {skipped} of {total} training queries that have no relevant or no non-relevant "
+                      "candidate: they cannot form ranking constraints", stacklevel=3)
+    if skipped == total:
+        raise ValueError("no training query has both a relevant and a non-relevant candidate; check that the "
+                         "labels match the candidates (for frames: the same qid and docno strings)")
+
+
+def _read_valid(path, n_functions: int) -> tuple:
+    """A validation svmlight file as ``valid`` arrays (raw, labels, offsets, None, docnos), n_functions wide."""
+    from pyterrier_svmmap.io.svmlight import read_svmlight
+    v = read_svmlight(path, n_features=n_functions)
+    return v.grouped(v.features), v.grouped(v.labels), v.offsets, None, v.grouped(v.docids)
+
+
+def _usable_shard_sizes(ok: np.ndarray, shard_queries: Optional[Sequence[int]], queries_per_shard: int
+                        ) -> np.ndarray:
+    """Usable queries per shard (shards without any dropped), from the given queries per shard
+    (``shard_queries``, or blocks of ``queries_per_shard``): the shards a cluster would form and filter."""
+    n = len(ok)
+    sizes = (np.asarray(shard_queries, dtype=np.int64) if shard_queries is not None
+             else shard_sizes(n, queries_per_shard))
+    if sizes.sum() != n or (sizes < 0).any():
+        raise ValueError(f"shard_queries must be non-negative and sum to the {n} queries, got {list(sizes)}")
+    cum = np.r_[0, np.cumsum(ok, dtype=np.int64)]
+    ends = np.cumsum(sizes)
+    usable = cum[ends] - cum[ends - sizes]
+    return usable[usable > 0]
+
+
+def _concatenate_sources(sources) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Shards (svmlight paths or (raw, labels, offsets) tuples) as one set of arrays, in order, and the
+    number of queries of each shard."""
+    from pyterrier_svmmap.scale.dask import shard_from_arrays, shard_from_svmlight
+    shards = [shard_from_svmlight(str(s)) if isinstance(s, (str, bytes)) or hasattr(s, "__fspath__")
+              else shard_from_arrays(*s) for s in sources]
+    if not shards:
+        raise ValueError("no training shards given")
+    F = max(sh.raw.shape[1] for sh in shards)
+    raw = np.vstack([np.hstack([sh.raw, np.zeros((len(sh.raw), F - sh.raw.shape[1]))]) for sh in shards])
+    labels = np.concatenate([sh.labels for sh in shards])
+    sizes = np.concatenate([np.diff(sh.offsets) for sh in shards])
+    return (raw, labels, np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+            np.array([sh.n_queries for sh in shards], dtype=np.int64))
+
+
+#: above this many relevant candidates in a query, best_function sorts (its kernel counts |query| per one)
+_COUNT_RELEVANT_MAX = 256
+
+
+def best_function(raw: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> int:
+    """The base function with the highest MAP on these queries (a missing score ranks last; the first of
+    equal MAPs). Compiled (:mod:`._measures_jit`: counts instead of sorts, ~5× faster on Vaswani's
+    queries, the same APs bit for bit) when numba is there and no query has many relevant candidates."""
+    raw = np.asarray(raw, dtype=float)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    rel = np.ascontiguousarray(np.asarray(labels) > 0)
+    jit = _jit.load("measures._kernels", "best_function sorts with numpy")
+    if jit is not None and len(raw) and raw.shape[1] and \
+            np.add.reduceat(rel.astype(np.int64), offsets[:-1][np.diff(offsets) > 0]).max(initial=0) <= _COUNT_RELEVANT_MAX:
+        ap = np.empty((raw.shape[1], len(offsets) - 1))
+        jit.function_ap(np.ascontiguousarray(raw), rel, offsets, ap)
+        return int(np.argmax([row.mean() for row in ap]))
+    filled = np.where(np.isnan(raw), -np.inf, raw)
+    return int(np.argmax([average_precision(filled[:, f], labels, offsets).mean() for f in range(raw.shape[1])]))
+
+
+def validation_map(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
+                   n_relevant: Optional[np.ndarray] = None) -> float:
+    """MAP of ``scores`` (AP normalised by ``n_relevant`` when given, else by the relevant candidates)."""
+    return float(average_precision(scores, labels, offsets, n_relevant).mean())
+
+
+def _features_name(features) -> str:
+    """``"bins+raw"`` for ``("bins", "raw")`` or ``"bins+raw"``."""
+    return features if isinstance(features, str) else "+".join(features)
+
+
+def _first_best(values: Sequence[float]) -> int:
+    """Index of the first maximum, NaN counting as lowest (no validation: the one C of the grid)."""
+    v = np.array([-np.inf if (x is None or np.isnan(x)) else x for x in values])
+    return int(np.argmax(v))
+
+
+def _nan_if_none(v):
+    return float("nan") if v is None else float(v)
