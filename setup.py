@@ -21,6 +21,7 @@ setup(
         "scipy>=1.10",
         "pandas>=1.5",
         "ir-measures>=0.3",
+        "tqdm>=4",
     ],
     extras_require={
         "pisa": ["pyterrier-pisa>=0.4"],
@@ -34,6 +35,8 @@ setup(
     entry_points={
         "console_scripts": ["svmmap=pyterrier_svmmap.cli:main"],
         "pyterrier.artifact": ["learned_ranker.svmmap = pyterrier_svmmap.io.model_files:load_artifact"],
+        # where StructSVMRanker trains on shards (pyterrier_svmmap.svm.executors): this process or Dask
+        "pyterrier_svmmap.executors": ["default = pyterrier_svmmap.scale.executors:executor_for"],
     },
     classifiers=[
         "Programming Language :: Python :: 3",

@@ -50,7 +50,8 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))          # benchmarks/mq2008.py
 
 from pyterrier_svmmap.features.encoder import FeatureEncoder  # noqa: E402
-from pyterrier_svmmap.svm.losses import MAPLoss, make_slack_groups  # noqa: E402
+from pyterrier_svmmap.svm.losses import MAPLoss
+from pyterrier_svmmap.svm.slack import make_slack_groups  # noqa: E402
 from pyterrier_svmmap.svm.losses.map import (interleave, map_slots_reference, sort_by_score,  # noqa: E402
                                          _jit)
 from pyterrier_svmmap.measures import average_precision  # noqa: E402

@@ -170,7 +170,7 @@ def shard_pieces(shard, i):
 
 def run_one(spec: dict) -> dict:
     """Build the data here (read the shard files, or generate the shards), concatenate, fit (no Dask)."""
-    from pyterrier_svmmap.scale.dask import shard_from_svmlight
+    from pyterrier_svmmap.scale.shards import shard_from_svmlight
     from pyterrier_svmmap.svm.ranker import StructSVMRanker
     warm = warm_up()
     t = time.perf_counter()
@@ -333,7 +333,7 @@ SETUP = ("usable_shard", "shard_sample", "sample_extent", "sample_counts", "shar
 
 def parse_cost(folder: Path, repeat: int = 2) -> float:
     """Seconds per candidate to read one 100,000-line shard file (shard_from_svmlight), best of ``repeat``."""
-    from pyterrier_svmmap.scale.dask import shard_from_svmlight
+    from pyterrier_svmmap.scale.shards import shard_from_svmlight
     raw, labels, _ = gen_shard(0, SHARD_CANDIDATES)
     p = folder / "parse-probe.svmlight"
     p.write_bytes(svmlight_bytes(raw, labels, 1, PER_QUERY))

@@ -14,7 +14,7 @@ _LAZY = {
     "SVMMap": "estimators.structsvm", "StructSVM": "estimators.structsvm", "RankerEstimator": "estimators.structsvm",
     "DEFAULT_C_GRID": "svm.ranker", "StructSVMRanker": "svm.ranker",
     "FeatureEncoder": "features.encoder", "FeatureLayout": "features.layout",
-    "LOSSES": "svm.losses", "Loss": "svm.losses", "get_loss": "svm.losses", "make_slack_groups": "svm.losses",
+    "LOSSES": "svm.losses", "Loss": "svm.losses", "get_loss": "svm.losses", "make_slack_groups": "svm.slack",
     "most_violated": "svm.losses",
     "RunFeatures": "run_features",
     # the other learners, on the same RankerEstimator base; LightGBM (LambdaMART, McRank) is imported only

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from pyterrier_svmmap.features.encoder import query_ids
+from pyterrier_svmmap.queries import query_ids
 from pyterrier_svmmap.string_codes import factorised_string_codes
 
 

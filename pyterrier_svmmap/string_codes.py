@@ -1,28 +1,30 @@
 """String columns (qids, docnos) as int64 codes in the order of their strings: what the canonical row order
 of :func:`~pyterrier_svmmap.frames.candidates_from_frame`, the tie policy's docno key
-(:mod:`~pyterrier_svmmap.ties`) and the evaluator of ``svmmap reproduce`` sort by. Only the distinct values
-are converted to ``str`` and sorted. Needs pandas only (not PyTerrier), for the command line's sake.
+(:mod:`~pyterrier_svmmap.ties`) and the evaluator of ``svmmap reproduce`` sort by. Values are compared as
+their ``str`` (``1`` and ``"1"`` are one value), in code-point order. numpy only: the PyTerrier layer
+factorises large frame columns with pandas first (:func:`~pyterrier_svmmap.frames.frame_string_codes`) and
+converts only their distinct values here.
 """
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
+
+
+def _as_strings(values) -> np.ndarray:
+    a = np.asarray(values)
+    return a if a.dtype.kind == "U" else np.asarray(a, dtype=object).astype(str)
 
 
 def factorised_string_codes(raw_codes: np.ndarray, raw_uniques) -> tuple:
-    """(codes, strings) of a factorised column as ``column.astype(str)`` would give it: the distinct raw
-    values are converted (merged where two print the same, 1 and "1") and sorted, so that the codes
-    (int64) order the rows exactly as their strings do."""
-    merged, strings = pd.factorize(pd.Series(raw_uniques).astype(str).to_numpy(dtype=object))
-    strings = np.asarray(strings, dtype=object)
-    by_string = np.argsort(strings, kind="stable")
-    rank = np.empty(len(strings), dtype=np.int64)
-    rank[by_string] = np.arange(len(strings))
-    return rank[merged][raw_codes], strings[by_string]
+    """(codes, strings) of a factorised column (``raw_uniques[raw_codes]`` are its values) as
+    ``column.astype(str)`` would give them: the distinct raw values are converted (merged where two print
+    the same, 1 and "1") and sorted, so that the codes (int64) order the rows exactly as their strings do."""
+    strings, rank = np.unique(_as_strings(raw_uniques), return_inverse=True)
+    return rank.astype(np.int64).ravel()[np.asarray(raw_codes)], strings.astype(object)
 
 
 def sorted_string_codes(column) -> tuple:
     """(codes, strings) of ``column`` as its ``astype(str)`` values: int64 codes that order the rows as
-    their strings do, and the distinct strings sorted (``strings[codes]`` is each row's string). Only the
-    distinct values are converted."""
-    return factorised_string_codes(*pd.factorize(pd.Series(column), use_na_sentinel=False))
+    their strings do, and the distinct strings sorted (``strings[codes]`` is each row's string)."""
+    strings, codes = np.unique(_as_strings(column), return_inverse=True)
+    return codes.astype(np.int64).ravel(), strings.astype(object)

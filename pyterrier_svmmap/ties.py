@@ -28,7 +28,7 @@ from typing import Optional
 
 import numpy as np
 
-from pyterrier_svmmap.features.encoder import query_ids
+from pyterrier_svmmap.queries import query_ids
 from pyterrier_svmmap.measures import rank_within_queries
 from pyterrier_svmmap.string_codes import sorted_string_codes
 

@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pyterrier_svmmap.scale.dask import (DistributedTrainingError, ShardOracle, quantile_thresholds_from_counts,
-                                          sample_counts, sample_extent, split_into_shards)
+from pyterrier_svmmap.queries import shard_sizes, split_queries
+from pyterrier_svmmap.scale.dask import DistributedTrainingError, ShardOracle
+from pyterrier_svmmap.scale.shards import quantile_thresholds_from_counts, sample_counts, sample_extent
 from pyterrier_svmmap.features.encoder import quantile_thresholds
 from pyterrier_svmmap.svm.ranker import StructSVMRanker
 
@@ -46,10 +47,10 @@ def test_distributed_quantiles_equal_numpy_on_all_values(seed):
         assert len(calls) <= 64                                   # bisection over the float64 order
 
 
-def test_split_into_shards_keeps_queries_whole():
+def test_split_queries_keeps_queries_whole():
     offsets = np.array([0, 3, 3, 7, 8, 12])
     raw = np.arange(12.0)[:, None]
-    shards = split_into_shards(raw, np.zeros(12), offsets, 2)
+    shards = split_queries(raw, np.zeros(12), offsets, shard_sizes(5, 2))
     assert [len(s[2]) - 1 for s in shards] == [2, 2, 1]
     assert np.array_equal(np.concatenate([s[0] for s in shards]), raw)
     assert [s[2].tolist() for s in shards] == [[0, 3, 3], [0, 4, 5], [0, 4]]

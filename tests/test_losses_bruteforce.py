@@ -16,7 +16,8 @@ import pytest
 
 from pyterrier_svmmap.features.encoder import DenseBlock, FeatureMatrix
 from pyterrier_svmmap.svm.losses import (ComboLoss, DORMLoss, MAPLoss, MRRLoss, NDCGLoss, ROCLoss,
-                                     ClassificationLoss, get_loss, make_slack_groups, most_violated)
+                                     ClassificationLoss, get_loss, most_violated)
+from pyterrier_svmmap.svm.slack import make_slack_groups
 from pyterrier_svmmap.svm.losses.base import Loss
 from pyterrier_svmmap.svm.losses.ndcg import ndcg_counts
 from pyterrier_svmmap.svm.cutting_plane import SlackGroup, train_structural_svm

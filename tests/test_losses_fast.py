@@ -347,7 +347,7 @@ def test_empty_batch(backend):
 @pytest.mark.parametrize("compiled", [True, False])
 def test_query_score_order_is_the_stable_lexsort(monkeypatch, sizes, compiled):
     """Candidates by query then decreasing score, ties by position — compiled, numpy, padded or not."""
-    from pyterrier_svmmap.features.encoder import query_ids
+    from pyterrier_svmmap.queries import query_ids
     from pyterrier_svmmap.svm.losses.map import query_score_order
     monkeypatch.setattr(_jit, "_LOADED", {})
     if not compiled:

@@ -351,7 +351,7 @@ def test_estimator_signature_sees_parameters_repr_hides_and_no_addresses():
 
 
 def test_trial_key_depends_on_split_system_context_and_version(tmp_path, monkeypatch):
-    import pyterrier_svmmap
+    import pyterrier_svmmap._version
     from pyterrier_svmmap import SVMMap
     from pyterrier_svmmap.experiments.reproduce.protocol import make_splits
     s0, s1 = make_splits([str(i) for i in range(10)], trials=2, train=3, valid=2, seed=0)
@@ -362,7 +362,7 @@ def test_trial_key_depends_on_split_system_context_and_version(tmp_path, monkeyp
               store.key(s0, "svm-map2", SVMMap(C=[1.0])),
               store.key(s0, "svm-map", SVMMap(C=[2.0])),
               ev.TrialStore(tmp_path, "ctx2").key(s0, "svm-map", SVMMap(C=[1.0]))}
-    monkeypatch.setattr(pyterrier_svmmap, "__version__", "0.0.0-other")
+    monkeypatch.setattr(pyterrier_svmmap._version, "__version__", "0.0.0-other")
     others.add(store.key(s0, "svm-map", SVMMap(C=[1.0])))
     assert key not in others and len(others) == 5
 

@@ -4,7 +4,7 @@ shard-ordered sums (solver.DataOracle with shards) that make one process equal a
 import numpy as np
 import pytest
 
-from pyterrier_svmmap.svm.losses import make_slack_groups
+from pyterrier_svmmap.svm.slack import make_slack_groups
 from pyterrier_svmmap.svm.ranker import StructSVMRanker, _usable_shard_sizes
 from pyterrier_svmmap.svm.cutting_plane import DataOracle, reduce_shard_sums, shard_sums, train_path, train_structural_svm
 

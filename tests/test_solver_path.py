@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pyterrier_svmmap.features.encoder import DenseBlock, FeatureEncoder, FeatureMatrix
-from pyterrier_svmmap.svm.losses import make_slack_groups
+from pyterrier_svmmap.svm.slack import make_slack_groups
 from pyterrier_svmmap.svm.cutting_plane import (DataOracle, SlackGroup, TrainingResult, train_path,
                                      train_structural_svm)
 

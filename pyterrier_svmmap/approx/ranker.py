@@ -53,8 +53,8 @@ from scipy.special import expit
 import pyterrier_svmmap._jit as _jit
 from pyterrier_svmmap.features.encoder import DenseBlock, FeatureMatrix
 from pyterrier_svmmap.measures import average_precision, dcg_at
-from pyterrier_svmmap.boosting.peers import (check_state, constructor_params, float_from_json, int_from_json, json_float,
-                    json_params, state_array)
+from pyterrier_svmmap.state import (check_state, constructor_params, float_from_json, int_from_json, json_float,
+                                    json_params, state_array)
 
 log = logging.getLogger(__name__)
 
@@ -517,8 +517,8 @@ class ApproxRanker:
         valid_score = np.empty(T)
         iterations = range(T)
         if self.verbose:
-            import pyterrier as pt
-            iterations = pt.tqdm(iterations, desc=f"Approx{self.measure.upper()} α={alpha:g} β={beta:g}")
+            from tqdm.auto import tqdm
+            iterations = tqdm(iterations, desc=f"Approx{self.measure.upper()} α={alpha:g} β={beta:g}")
         for t in iterations:
             for q in rng.permutation(active):
                 Xq = train.parts[q]

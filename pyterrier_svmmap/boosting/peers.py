@@ -30,13 +30,15 @@ from __future__ import annotations
 
 import inspect
 import logging
-import math
 from typing import Dict, Iterable, Optional, Sequence, Tuple
 
 import numpy as np
 
-from pyterrier_svmmap.features.encoder import minmax_normalise, query_ids, query_min_max
+from pyterrier_svmmap.features.encoder import minmax_normalise, query_min_max
+from pyterrier_svmmap.queries import query_ids
 from pyterrier_svmmap.measures import average_precision, ndcg_at
+from pyterrier_svmmap.state import (check_state, constructor_params, float_from_json, int_from_json, json_float,
+                                    json_params, state_array)
 
 log = logging.getLogger(__name__)
 
@@ -98,101 +100,6 @@ def _check(raw, labels, offsets):
 # ---------------------------------------------------------------------------------------------
 # model state: helpers shared with approx.ApproxRanker
 # ---------------------------------------------------------------------------------------------
-def constructor_params(obj) -> dict:
-    """The constructor parameters of ``obj`` (stored under their own names, sklearn-style)."""
-    names = [n for n in inspect.signature(type(obj).__init__).parameters if n != "self"]
-    return {n: getattr(obj, n) for n in names}
-
-
-def json_float(x: float):
-    """``x`` for JSON: a float if finite (Python's json writes repr, which round-trips exactly),
-    else the string "nan", "inf" or "-inf" (strict JSON has no such numbers)."""
-    x = float(x)
-    return x if math.isfinite(x) else repr(x)
-
-
-def float_from_json(v, what: str) -> float:
-    """Inverse of :func:`json_float`; ValueError naming ``what`` for anything else."""
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return float(v)
-    if v in ("nan", "inf", "-inf"):
-        return float(v)
-    raise ValueError(f"{what} must be a number (or 'nan', 'inf', '-inf'), got {v!r}")
-
-
-def int_from_json(v, what: str) -> int:
-    """An integer of a state's meta; ValueError naming ``what`` otherwise."""
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-        raise ValueError(f"{what} must be an integer, got {v!r}")
-    return int(v)
-
-
-def json_params(params: dict, owner: str) -> dict:
-    """Constructor parameters as JSON values (numpy scalars and arrays, tuples → Python numbers
-    and lists); ValueError naming a parameter that cannot be stored."""
-    def conv(v, where):
-        if v is None or isinstance(v, (bool, str)):
-            return v
-        if isinstance(v, np.bool_):
-            return bool(v)
-        if isinstance(v, (int, np.integer)):
-            return int(v)
-        if isinstance(v, (float, np.floating)):
-            if not math.isfinite(float(v)):
-                raise ValueError(f"{owner}: parameter {where}={v!r} is not finite and cannot be saved")
-            return float(v)
-        if isinstance(v, (list, tuple, np.ndarray)):
-            return [conv(x, f"{where}[{i}]") for i, x in enumerate(v)]
-        if isinstance(v, dict) and all(isinstance(k, str) for k in v):
-            return {k: conv(x, f"{where}[{k!r}]") for k, x in v.items()}
-        raise ValueError(f"{owner}: parameter {where}={v!r} ({type(v).__name__}) cannot be saved in a "
-                         "model file; pass None, numbers, strings, lists or dicts of these")
-    return {k: conv(v, k) for k, v in params.items()}
-
-
-def check_state(cls, meta: dict, arrays: Dict[str, np.ndarray], meta_keys: Iterable[str],
-                array_keys: Iterable[str]) -> dict:
-    """Check that a state is ``cls``'s and complete; return ``meta["params"]`` checked against
-    ``cls``'s constructor (every parameter present, none unknown)."""
-    name = cls.__name__
-    if not isinstance(meta, dict) or not isinstance(arrays, dict):
-        raise ValueError(f"{name} state must be (meta dict, arrays dict), got "
-                         f"({type(meta).__name__}, {type(arrays).__name__})")
-    if meta.get("ranker") != name:
-        raise ValueError(f"this state is of ranker {meta.get('ranker')!r}, not {name!r}; load it with "
-                         f"the class named in meta['ranker']")
-    missing = [f"meta[{k!r}]" for k in ("params", *meta_keys) if k not in meta] + \
-              [f"arrays[{k!r}]" for k in array_keys if k not in arrays]
-    if missing:
-        raise ValueError(f"{name} state is incomplete: missing {', '.join(missing)} (was it written "
-                         "by get_state of this version?)")
-    params = meta["params"]
-    if not isinstance(params, dict):
-        raise ValueError(f"{name} state: meta['params'] must be a dict, got {type(params).__name__}")
-    expected = [n for n in inspect.signature(cls.__init__).parameters if n != "self"]
-    lacking = [n for n in expected if n not in params]
-    unknown = [n for n in params if n not in expected]
-    if lacking or unknown:
-        raise ValueError(f"{name} state: meta['params'] " +
-                         "; ".join(x for x in (f"lacks {lacking}" if lacking else "",
-                                               f"has unknown {unknown}" if unknown else "") if x) +
-                         f" (the constructor takes {expected})")
-    return dict(params)
-
-
-def state_array(arrays: Dict[str, np.ndarray], key: str, shape: Sequence[Optional[int]], owner: str,
-                dtype=float) -> np.ndarray:
-    """A copy of ``arrays[key]`` as ``dtype``, checked to have ``shape`` (None: any length)."""
-    try:
-        a = np.array(arrays[key], dtype=dtype, copy=True)
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"{owner} state: arrays[{key!r}] is not a {np.dtype(dtype).name} array ({e})") from None
-    if a.ndim != len(shape) or any(n is not None and n != m for n, m in zip(shape, a.shape)):
-        want = "(" + ", ".join("any" if n is None else str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
-        raise ValueError(f"{owner} state: arrays[{key!r}] has shape {a.shape}, expected {want}")
-    return a
-
-
 def _booster_bytes(booster) -> np.ndarray:
     """LightGBM's text model of ``booster`` (all iterations) as a uint8 array of UTF-8 bytes."""
     return np.frombuffer(booster.model_to_string(num_iteration=-1).encode("utf-8"), dtype=np.uint8).copy()
@@ -464,8 +371,8 @@ class AdaRankRanker(_Peer):
         self.history_ = []
         rounds = range(int(self.n_rounds))
         if self.verbose:
-            import pyterrier as pt
-            rounds = pt.tqdm(rounds, desc="AdaRank")
+            from tqdm.auto import tqdm
+            rounds = tqdm(rounds, desc="AdaRank")
         for t in rounds:
             gain = E @ P
             if prev >= 0 and n_f > 1:

@@ -149,7 +149,8 @@ def run(args: argparse.Namespace) -> int:
     files = training_files(args.train)
     executor = None
     if args.workers is not None or args.scheduler:
-        executor = dask_executor(args.workers, args.scheduler)
+        from pyterrier_svmmap.scale.client import dask_client
+        executor, _ = dask_client(args.scheduler or "local", workers=args.workers)
         if args.valid is None and (len(args.C) > 1 or features == "auto"):
             raise UsageError("on a cluster C (and --features auto) is chosen on --valid FILE: give it, or a single -c")
     t = time.perf_counter()
@@ -172,10 +173,8 @@ def run(args: argparse.Namespace) -> int:
                 from None
         finally:
             if executor is not None:
-                cluster = getattr(executor, "cluster", None) if args.workers is not None else None
-                executor.close()
-                if cluster is not None:
-                    cluster.close()
+                from pyterrier_svmmap.scale.client import close_client
+                close_client(executor)
     for w in caught:
         log.warning("%s", w.message)
     estimator = "pyterrier_svmmap.estimator:SVMMap" if args.loss == "map" else "pyterrier_svmmap.estimator:StructSVM"
@@ -204,22 +203,6 @@ def training_files(specs: List[str]) -> List[str]:
             members = index_file_members(p) if p.is_file() else None
             files.extend(str(f) for f in (members if members is not None else [p]))
     return files
-
-
-def dask_executor(workers, scheduler):
-    """A ``dask.distributed.Client``: a LocalCluster of ``workers`` single-threaded processes, or the cluster at
-    ``scheduler``; UsageError with the install hint without dask."""
-    from pyterrier_svmmap.cli import UsageError
-    try:
-        from dask.distributed import Client, LocalCluster
-    except ImportError:
-        raise UsageError("--workers/--scheduler need dask.distributed: pip install 'pyterrier-svmmap[dask]'") from None
-    if scheduler:
-        try:
-            return Client(scheduler, timeout="20s")
-        except OSError as e:
-            raise UsageError(f"cannot reach the Dask scheduler at {scheduler}: {e}") from None
-    return Client(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True))
 
 
 def fit_on_cluster(ranker, files: List[str], valid_file, client):

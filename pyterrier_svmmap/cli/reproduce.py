@@ -121,7 +121,7 @@ def check_arguments(args: argparse.Namespace) -> None:
         try:
             import dask.distributed  # noqa: F401
         except ImportError:
-            from pyterrier_svmmap.experiments.reproduce.evaluate import DASK_HINT
+            from pyterrier_svmmap.scale.client import DASK_HINT
             raise ValueError(DASK_HINT) from None
     if getattr(args, "jobs", None) is None:
         args.jobs = min(2, os.cpu_count() or 1)
@@ -196,7 +196,8 @@ def _run(args: argparse.Namespace, progress: Optional[_Progress] = None) -> int:
     import pyterrier_svmmap.experiments.reproduce.base_runs as br
     from pyterrier_svmmap.run_features import RunFeatures
     from pyterrier_svmmap.experiments.reproduce.collection import load_directory, load_irds
-    from pyterrier_svmmap.experiments.reproduce.evaluate import TrialStore, aggregate, close_client, dask_client, run_trials
+    from pyterrier_svmmap.experiments.reproduce.evaluate import TrialStore, aggregate, run_trials
+    from pyterrier_svmmap.scale.client import close_client, dask_client
     from pyterrier_svmmap.experiments.reproduce.protocol import make_folds, make_splits, role_counts
     from pyterrier_svmmap.experiments.reproduce.report import format_learner_table, format_loss_table, format_table, results_dict, tables_markdown, write_results
     from pyterrier_svmmap.experiments.systems import parse_names, resolve
@@ -251,7 +252,7 @@ def _run(args: argparse.Namespace, progress: Optional[_Progress] = None) -> int:
     chosen: dict = {}
     client = None
     if args.workers is not None or args.scheduler:
-        client = dask_client(workers=args.workers, scheduler=args.scheduler)
+        client, _ = dask_client(args.scheduler or "local", workers=args.workers)
         logger.info("running the trials on the Dask cluster %s", client.scheduler_info().get("address", ""))
     try:
         per_trial, fit_seconds = run_trials(candidates, qrels, splits, systems, runs, depth=args.depth,

@@ -19,7 +19,7 @@ import pandas as pd
 import pyterrier as pt
 
 import pyterrier_svmmap.io.model_files as model_io
-from pyterrier_svmmap.features.encoder import query_ids
+from pyterrier_svmmap.queries import query_ids
 from pyterrier_svmmap.frames import Candidates, candidates_from_frame
 from pyterrier_svmmap.measures import ranks_within_queries
 from pyterrier_svmmap.svm.ranker import DEFAULT_C_GRID, StructSVMRanker, best_function

@@ -34,6 +34,7 @@ from typing import List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 import pyterrier_svmmap._jit as _jit
+from pyterrier_svmmap.queries import query_ids
 
 log = logging.getLogger(__name__)
 
@@ -44,11 +45,6 @@ BLOCKS = ("bins", "raw", "minmax")
 # ---------------------------------------------------------------------------------------------
 # per-query score transforms (vectorised over all queries)
 # ---------------------------------------------------------------------------------------------
-def query_ids(offsets: np.ndarray) -> np.ndarray:
-    """Query index (0..Q-1) of every candidate."""
-    return np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
-
-
 def _group_reduce(values: np.ndarray, offsets: np.ndarray, ufunc, fill: float) -> np.ndarray:
     """ufunc.reduceat over the query segments of a (n, F) array; empty queries get ``fill``."""
     sizes = np.diff(offsets)

@@ -77,10 +77,8 @@ class ModelFormatError(ValueError):
 def class_path(cls) -> str:
     """The name model.json gives a class: its :data:`FILE_NAMES` entry for the package's public classes,
     else ``module:qualname``."""
-    import pyterrier_svmmap
-    public = cls.__qualname__
-    if public in _FILE_NAME_OF and getattr(pyterrier_svmmap, public, None) is cls:
-        return _FILE_NAME_OF[public]
+    if cls.__qualname__ in _FILE_NAME_OF and cls.__module__.startswith("pyterrier_svmmap."):
+        return _FILE_NAME_OF[cls.__qualname__]
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
@@ -225,8 +223,9 @@ def _upgrade_v2(path: Path, doc: dict, arrays: Dict[str, np.ndarray]) -> Tuple[d
     """A format 1/2 model (a structural SVM with the kept C's weights only) as a version-3 document.
 
     Those files kept ``validation`` (C → MAP) for the whole grid but the weights of the chosen C only: the
-    other rows of ``coefs`` are NaN and their path entries carry only C and the validation MAP. Their
-    classification-loss models (with a bias dimension) could not be read back by version 2; they can now.
+    other rows of ``coefs`` are NaN and their path entries carry only C and the validation MAP. They do not
+    say whether φ ends with a bias (the classification losses' dimension): the layout's ``bias`` is None and
+    the ranker, which knows its loss, decides.
     """
     p = doc["params"]
     missing = [k for k in ("C", "loss", "features", "n_bins", "binning", "epsilon", "max_iter") if k not in p]
@@ -244,13 +243,8 @@ def _upgrade_v2(path: Path, doc: dict, arrays: Dict[str, np.ndarray]) -> Tuple[d
                   n_bins=int(p["n_bins"]), binning=p["binning"], threshold_depth=p.get("threshold_depth"),
                   epsilon=float(p["epsilon"]), max_iter=int(p["max_iter"]), prior=p.get("prior"),
                   prior_scale=float(p.get("prior_scale", 1.0)))
-    from pyterrier_svmmap.svm.losses import make_slack_groups        # a leaf of the numeric core: no cycle
-    try:
-        bias = any(g.loss.needs_bias for g in make_slack_groups(p["loss"], 1.0, **dict(p.get("loss_params") or {})))
-    except (TypeError, ValueError) as e:
-        raise ModelFormatError(f"{path / 'model.json'}: loss {p['loss']!r} cannot be rebuilt ({e})") from None
     layout = dict(features=p["features"], n_bins=int(p["n_bins"]), binning=p["binning"],
-                  threshold_depth=p.get("threshold_depth"), n_functions=int(doc["n_functions"]), bias=bias,
+                  threshold_depth=p.get("threshold_depth"), n_functions=int(doc["n_functions"]), bias=None,
                   base_names=list(doc["base_names"]))
     final = training.get("final")
     state = dict(params=params, C_=kept, layout=layout,

@@ -13,7 +13,7 @@ from typing import Optional
 import numpy as np
 
 import pyterrier_svmmap._jit as _jit
-from pyterrier_svmmap.features.encoder import query_ids
+from pyterrier_svmmap.queries import query_ids
 
 
 def rank_within_queries(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:

@@ -30,177 +30,96 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from pyterrier_svmmap.features.encoder import top_of_queries
-from pyterrier_svmmap.svm.cutting_plane import reduce_shard_sums, shard_sums
-from pyterrier_svmmap.ties import float_to_ordered, ordered_to_float
+import pyterrier_svmmap.svm.cutting_plane as solver
+from pyterrier_svmmap.features.encoder import FeatureEncoder
+from pyterrier_svmmap.features.layout import FeatureLayout, default_base_names
+from pyterrier_svmmap.scale.client import close_client, dask_client
+from pyterrier_svmmap.scale.local import read_valid
+from pyterrier_svmmap.scale.shards import (quantile_thresholds_from_counts, sample_counts, sample_extent,
+                                           shard_features, shard_from_arrays, shard_from_svmlight,
+                                           shard_map_sums, shard_sample, shard_summary, shard_violation,
+                                           usable_shard)
+from pyterrier_svmmap.svm.cutting_plane import reduce_shard_sums
+from pyterrier_svmmap.svm.ranker import c_grid, features_name, warn_skipped
 
 log = logging.getLogger(__name__)
-
-DASK_HINT = "training on a Dask cluster needs dask.distributed: pip install 'pyterrier-svmmap[dask]'"
 
 
 class DistributedTrainingError(RuntimeError):
     """Distributed training could not finish (a shard could not be recomputed, a worker failed)."""
 
 
-# ---------------------------------------------------------------------------------------------
-# shards (worker side): plain functions of module level, so that Dask ships them by reference
-# ---------------------------------------------------------------------------------------------
-@dataclass
-class Shard:
-    """The candidates of some whole queries: ``raw`` (n × F, NaN = not retrieved), ``labels``, ``offsets``
-    and the queries' ids (for the check that no query is split across shards)."""
-    raw: np.ndarray
-    labels: np.ndarray
-    offsets: np.ndarray
-    query_ids: np.ndarray
+class DaskExecutor:
+    """The shard executor (:mod:`~pyterrier_svmmap.svm.executors`) of a Dask cluster: ``executor`` is a
+    ``dask.distributed.Client``, a scheduler address or ``"local"`` (a LocalCluster with one single-threaded
+    worker per core). A client made here is closed after the fit."""
 
-    @property
-    def n_queries(self) -> int:
-        return len(self.offsets) - 1
+    def __init__(self, executor):
+        self.executor = executor
 
-
-def shard_from_arrays(raw, labels, offsets, query_ids=None) -> Shard:
-    raw = np.asarray(raw, dtype=float)
-    offsets = np.asarray(offsets, dtype=np.int64)
-    qids = np.arange(len(offsets) - 1) if query_ids is None else np.asarray(query_ids)
-    return Shard(raw, np.asarray(labels, dtype=float), offsets, qids)
-
-
-def shard_from_svmlight(path: str) -> Shard:
-    """A shard read from one svmlight/LETOR file on the worker (the driver never reads it)."""
-    from pyterrier_svmmap.io.svmlight import read_svmlight
-    data = read_svmlight(path)
-    return Shard(data.grouped(data.features), data.grouped(data.labels).astype(float), data.offsets,
-                 data.query_ids.astype(str))
-
-
-def shard_summary(shard: Shard) -> dict:
-    return dict(n_queries=shard.n_queries, n_candidates=len(shard.raw), n_functions=shard.raw.shape[1],
-                query_ids=[str(q) for q in shard.query_ids])
-
-
-def usable_shard(shard: Shard, n_functions: int, rel: float = 1.0) -> Shard:
-    """The shard padded to ``n_functions`` columns (svmlight: an absent feature is 0), labels binarised at
-    ``rel`` (label ≥ rel is relevant), with only the queries that can form constraints (a relevant and a
-    non-relevant candidate)."""
-    from pyterrier_svmmap.svm.ranker import subset_queries, usable_queries
-    shard = Shard(shard.raw, (shard.labels >= rel).astype(float), shard.offsets, shard.query_ids)
-    raw = shard.raw
-    if raw.shape[1] < n_functions:
-        raw = np.hstack([raw, np.zeros((len(raw), n_functions - raw.shape[1]))])
-    ok = usable_queries(shard.labels, shard.offsets)
-    if ok.all():                                            # no copy of the scores when every query is usable
-        return Shard(raw, shard.labels, shard.offsets, shard.query_ids)
-    raw, labels, offsets, _ = subset_queries(raw, shard.labels, shard.offsets, ok)
-    return Shard(raw, labels, offsets, shard.query_ids[ok])
+    def fit_shards(self, ranker, sources: Sequence, valid, base_names: Optional[Sequence[str]]):
+        """Thresholds, prior and every cutting-plane iteration's constraint computed by the shards on the
+        workers, the QP and the model selection on the driver."""
+        grid = c_grid(ranker.C)
+        options = ranker._feature_options()
+        if valid is None and len(grid) * len(options) > 1:
+            raise ValueError(f"{len(grid) * len(options)} (features, C) settings but no validation data: on a cluster "
+                             "C (and features='auto') is chosen on validation queries; give valid=(raw, labels, "
+                             "offsets) or a single C")
+        client, owned = dask_client(self.executor)
+        t0 = time.perf_counter()
+        try:
+            data = ShardedData(client, sources, rel=ranker.rel)
+            warn_skipped(data.n_queries_given - data.n_queries, data.n_queries_given)
+            if data.n_queries == 0:
+                raise ValueError("no training query has both a relevant and a non-relevant candidate")
+            ranker.n_functions_ = data.n_functions
+            if base_names is not None and len(base_names) != ranker.n_functions_:
+                raise ValueError(f"{len(base_names)} base names for {ranker.n_functions_} base functions")
+            ranker.base_names_ = (list(base_names) if base_names is not None
+                                  else default_base_names(ranker.n_functions_))
+            valid = read_valid(valid, ranker.n_functions_)
+            ranker.tie_function_ = int(np.argmax(data.map_per_function()))
+            trained = [_train_sharded(ranker, data, grid, option) for option in options]
+            ranker._select(grid, options, trained, valid, None)
+            ranker.training_summary_ = dict(n_queries=data.n_queries, n_candidates=data.n_candidates,
+                                            skipped_queries=data.n_queries_given - data.n_queries,
+                                            skipped_candidates=data.n_candidates_given - data.n_candidates,
+                                            shards=len(sources), traffic=data.traffic,
+                                            seconds=time.perf_counter() - t0)
+            data.close()
+        finally:
+            if owned:
+                close_client(client)
+        return ranker
 
 
-def shard_sample(shard: Shard, depth: Optional[int]) -> List[np.ndarray]:
-    """Per base function, the sorted retrieved scores that quantile thresholds are taken over (each query's
-    top ``depth``, or all)."""
-    sample = shard.raw if depth is None else top_of_queries(shard.raw, shard.offsets, depth)
-    return [np.sort(col[~np.isnan(col)]) for col in sample.T]
-
-
-def sample_extent(sample: List[np.ndarray]) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per function: number of values, min and max (inf/−inf when none)."""
-    n = np.array([len(c) for c in sample])
-    lo = np.array([c[0] if len(c) else np.inf for c in sample])
-    hi = np.array([c[-1] if len(c) else -np.inf for c in sample])
-    return n, lo, hi
-
-
-def sample_counts(sample: List[np.ndarray], pivots: np.ndarray) -> np.ndarray:
-    """Per function f and pivot t, how many of the shard's values are ≤ pivots[f, t]."""
-    return np.stack([np.searchsorted(col, pivots[f], side="right") for f, col in enumerate(sample)])
-
-
-def shard_features(shard: Shard, layout):
-    """φ of the shard (held on the worker for the whole fit)."""
-    return layout.transform(shard.raw, shard.offsets)
-
-
-def shard_map_sums(shard: Shard) -> np.ndarray:
-    """Σ over the shard's queries of each base function's AP (for ``prior="best"``)."""
-    from pyterrier_svmmap.measures import average_precision
-    filled = np.where(np.isnan(shard.raw), -np.inf, shard.raw)
-    return np.array([average_precision(filled[:, f], shard.labels, shard.offsets).sum()
-                     for f in range(shard.raw.shape[1])])
-
-
-def shard_violation(shard: Shard, X, w: np.ndarray, losses) -> List[Tuple[np.ndarray, float]]:
-    """Per slack group: (Σ_q Ψ coefficients as a vector, Σ_q Δ) of the most violated constraints at w
-    (:func:`~pyterrier_svmmap.svm.cutting_plane.shard_sums`, the same function a one-process fit runs per shard)."""
-    return shard_sums(X, shard.labels, shard.offsets, w, losses)
-
-
-# ---------------------------------------------------------------------------------------------
-# exact order statistics over all shards
-# ---------------------------------------------------------------------------------------------
-def select_order_statistics(count_le, ranks: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """The value of 0-based rank ``ranks[f, t]`` among all shards' values of function f.
-
-    ``count_le(pivots)`` returns, for an (F, T) array of pivots, how many values (over all shards) are ≤
-    each pivot; ``lo``/``hi`` (F,) are the smallest and largest value per function. Bisection over the
-    float64 total order (:func:`float_to_ordered`): the answer is the smallest x with count(≤ x) > rank,
-    which is a data value; at most 64 calls of ``count_le``.
-    """
-    ranks = np.asarray(ranks, dtype=np.int64)
-    shape = ranks.shape
-    a = np.broadcast_to(float_to_ordered(lo)[:, None], shape).copy() - 1     # count(≤ a) ≤ rank
-    b = np.broadcast_to(float_to_ordered(hi)[:, None], shape).copy()         # count(≤ b) > rank
-    for _ in range(66):
-        open_ = b - 1 > a                               # (b − a overflows int64)
-        if not open_.any():
-            break
-        mid = (a >> 1) + (b >> 1) + (a & b & 1)
-        mid = np.where(open_, mid, b)
-        above = count_le(ordered_to_float(mid)) > ranks
-        b = np.where(open_ & above, mid, b)
-        a = np.where(open_ & ~above, mid, a)
-    return ordered_to_float(b)
-
-
-def quantile_thresholds_from_counts(count_le, n: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-                                    n_bins: int) -> np.ndarray:
-    """(F, n_bins) thresholds as :func:`~pyterrier_svmmap.features.encoder.quantile_thresholds` computes them over
-    the union of all shards' values (−inf first, quantiles 1/n_bins … of method "lower", duplicates
-    removed, +inf padding), from distributed counts."""
-    from pyterrier_svmmap.features.encoder import pad_thresholds
-    F = len(n)
-    q = np.arange(1, n_bins) / n_bins
-    ranks = np.floor(q[None, :] * (np.maximum(n, 1) - 1)[:, None]).astype(np.int64)
-    values = select_order_statistics(count_le, ranks, np.where(n > 0, lo, 0.0), np.where(n > 0, hi, 0.0)) \
-        if n_bins > 1 else np.zeros((F, 0))
-    return np.stack([pad_thresholds(values[f] if n[f] > 0 else np.zeros(0), n_bins) for f in range(F)])
-
-
-# ---------------------------------------------------------------------------------------------
-# the driver side
-# ---------------------------------------------------------------------------------------------
-def get_client(executor):
-    """A ``dask.distributed.Client`` from an executor choice: a Client, a scheduler address, or
-    ``"local"`` (a LocalCluster with one single-threaded worker per core). Returns (client, owned)."""
-    try:
-        from dask.distributed import Client, LocalCluster
-    except ImportError as e:
-        raise ImportError(DASK_HINT) from e
-    if isinstance(executor, Client):
-        return executor, False
-    if executor == "local":
-        import os
-        cluster = LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=True)
-        return Client(cluster), True
-    if isinstance(executor, str):
-        return Client(executor), True
-    raise ValueError(f"executor must be None, 'local', a scheduler address or a dask.distributed.Client, "
-                     f"got {executor!r}")
+def _train_sharded(ranker, data: "ShardedData", grid, features):
+    """The ranker's layout and C path on a :class:`ShardedData`: (layout, results, index of the prior's
+    base function or None), as :meth:`~pyterrier_svmmap.svm.ranker.StructSVMRanker._train` in one process."""
+    encoder = FeatureEncoder(features, ranker.n_bins, ranker.binning, ranker.threshold_depth)
+    encoder.fit(np.zeros((0, data.n_functions)), np.zeros(1, dtype=np.int64))    # shape; even thresholds
+    if "bins" in encoder.blocks and ranker.binning == "quantile":
+        encoder.thresholds_ = data.thresholds(ranker.n_bins, ranker.threshold_depth)
+    layout = FeatureLayout(encoder, ranker.needs_bias, ranker.base_names_)
+    w0, f = None, None
+    if ranker.prior:
+        f = ranker.tie_function_                                       # the best function on all shards
+        if layout.blocks[0] == "raw":
+            raise ValueError("prior='best' with raw features needs the function's score range; it is not "
+                             "distributed yet: use bins or minmax features, or train in one process")
+        w0 = layout.prior_weights(f, ranker.prior_scale)
+    data.set_layout(layout)
+    oracle = data.oracle(ranker._groups(1.0), layout.dim)
+    results = solver.train_path(None, None, None, ranker._groups(1.0), grid, epsilon=ranker.epsilon,
+                                max_iter=ranker.max_iter, prior=w0, oracle=oracle)
+    data.traffic[features_name(features)] = dict(iterations=oracle.calls,
+                                                 bytes_per_iteration=oracle.bytes_per_iteration)
+    return layout, results, f
 
 
 class ShardedData:
@@ -322,9 +241,3 @@ def _broadcast(client, value, retries: int):
 
 def _arrays(source) -> bool:
     return not (isinstance(source, (str, bytes)) or hasattr(source, "__fspath__"))
-
-
-def split_into_shards(raw, labels, offsets, queries_per_shard: int) -> List[Tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """Arrays cut into shards of ``queries_per_shard`` whole queries (the last may be smaller)."""
-    from pyterrier_svmmap.svm.ranker import shard_sizes, split_queries
-    return split_queries(raw, labels, offsets, shard_sizes(len(offsets) - 1, queries_per_shard))

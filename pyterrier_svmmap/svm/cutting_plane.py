@@ -44,19 +44,13 @@ import numpy as np
 from pyterrier_svmmap.features.encoder import FeatureMatrix
 from pyterrier_svmmap.svm.losses.base import Loss
 from pyterrier_svmmap.svm.qp import QP_MAX_STEPS, compiled, solve_dual
+from pyterrier_svmmap.svm.slack import SlackGroup
 
 log = logging.getLogger(__name__)
 
 #: default number of consecutive QP solves a constraint may keep α = 0 before it leaves the working
 #: set (svm_struct's 1-slack learner uses 50); ``None`` or 0 keeps every constraint
 DROP_AFTER = 50
-
-
-@dataclass
-class SlackGroup:
-    """One loss with its own slack variable and regularisation constant."""
-    loss: Loss
-    C: float
 
 
 @dataclass

@@ -23,8 +23,11 @@ import pyterrier_svmmap._jit as _jit
 import pyterrier_svmmap.svm.cutting_plane as solver
 from pyterrier_svmmap.features.encoder import FeatureEncoder
 from pyterrier_svmmap.features.layout import FeatureLayout, default_base_names
-from pyterrier_svmmap.svm.losses import make_slack_groups
+from pyterrier_svmmap.svm.executors import resolve as resolve_executor
+from pyterrier_svmmap.svm.slack import make_slack_groups
 from pyterrier_svmmap.measures import average_precision
+from pyterrier_svmmap.queries import (check_ranking_arrays, shard_sizes, split_queries, subset_queries,
+                                     usable_queries)
 from pyterrier_svmmap.string_codes import sorted_string_codes
 from pyterrier_svmmap.ties import break_ties
 
@@ -52,64 +55,6 @@ def c_grid(C) -> List[float]:
     if len(set(grid)) != len(grid):
         raise ValueError(f"C has duplicate values: {C!r}")
     return grid
-
-
-def check_ranking_arrays(raw, labels, offsets, what: str = "training") -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``raw`` (n × F float, NaN allowed, inf not), ``labels`` (n,) and ``offsets`` (Q + 1, from 0 to n,
-    non-decreasing) as arrays, or a ValueError that says which is wrong."""
-    raw = np.asarray(raw, dtype=float)
-    if raw.ndim != 2:
-        raise ValueError(f"{what} scores must be a 2-d array (candidates × base functions), got shape {raw.shape}")
-    offsets = np.asarray(offsets)
-    if offsets.ndim != 1 or len(offsets) < 1 or not np.issubdtype(offsets.dtype, np.integer) \
-            or offsets[0] != 0 or offsets[-1] != len(raw) or (np.diff(offsets) < 0).any():
-        raise ValueError(f"{what} offsets must be non-decreasing integers from 0 to the number of candidates "
-                         f"({len(raw)}), one more than the number of queries")
-    if np.isinf(raw).any():
-        r, c = np.argwhere(np.isinf(raw))[0]
-        raise ValueError(f"{what} score of base function {c} is infinite for candidate {r}: scores must be "
-                         "finite (NaN marks a candidate a base function did not retrieve)")
-    if labels is not None:
-        labels = np.asarray(labels, dtype=float)
-        if labels.shape != (len(raw),) or not np.isfinite(labels).all():
-            raise ValueError(f"{what} labels must be {len(raw)} finite numbers, one per candidate")
-    return raw, labels, offsets.astype(np.int64)
-
-
-def usable_queries(labels: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Per query, whether it has a relevant (label > 0) and a non-relevant candidate: the others cannot
-    form ranking constraints."""
-    rel = labels > 0
-    sizes = np.diff(offsets)
-    n_rel = np.add.reduceat(rel, offsets[:-1]) if len(rel) else np.zeros(len(sizes))
-    n_rel = np.where(sizes > 0, n_rel, 0)
-    return (n_rel > 0) & (n_rel < sizes)
-
-
-def subset_queries(raw, labels, offsets, keep: np.ndarray, n_relevant=None):
-    """The candidates of the queries where ``keep`` is True (arrays re-offset)."""
-    sizes = np.diff(offsets)
-    rows = np.repeat(keep, sizes)
-    new_offsets = np.concatenate([[0], np.cumsum(sizes[keep])]).astype(np.int64)
-    return raw[rows], labels[rows], new_offsets, (None if n_relevant is None else np.asarray(n_relevant)[keep])
-
-
-def shard_sizes(n_queries: int, queries_per_shard: int) -> np.ndarray:
-    """Queries per shard when ``n_queries`` queries are cut into blocks of ``queries_per_shard`` (the last
-    may be smaller)."""
-    return np.diff(np.r_[np.arange(0, n_queries, queries_per_shard), n_queries]).astype(np.int64)
-
-
-def split_queries(raw, labels, offsets, sizes: Sequence[int]) -> List[Tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """The arrays cut into consecutive shards of ``sizes[i]`` whole queries each (views, re-offset)."""
-    offsets = np.asarray(offsets, dtype=np.int64)
-    out, start = [], 0
-    for size in sizes:
-        stop = start + int(size)
-        lo, hi = offsets[start], offsets[stop]
-        out.append((raw[lo:hi], labels[lo:hi], offsets[start:stop + 1] - lo))
-        start = stop
-    return out
 
 
 class StructSVMRanker:
@@ -271,14 +216,13 @@ class StructSVMRanker:
         if base_names is not None and len(base_names) != raw.shape[1]:
             raise ValueError(f"{len(base_names)} base names for {raw.shape[1]} base functions")
         if self.executor is not None:
-            from pyterrier_svmmap.scale.dask import split_into_shards
-            return self.fit_shards(split_into_shards(raw, labels, offsets, self.queries_per_shard), valid=valid,
-                                   base_names=base_names)
+            shards = split_queries(raw, labels, offsets, shard_sizes(len(offsets) - 1, self.queries_per_shard))
+            return resolve_executor(self.executor).fit_shards(self, shards, valid, base_names)
         labels = self.relevant(labels)
         grid = c_grid(self.C)
         n_queries, n_candidates = len(offsets) - 1, len(raw)
         ok = usable_queries(labels, offsets)
-        _warn_skipped(int((~ok).sum()), len(ok))
+        warn_skipped(int((~ok).sum()), len(ok))
         shards = _usable_shard_sizes(ok, shard_queries, self.queries_per_shard)
         raw, labels, offsets, _ = subset_queries(raw, labels, offsets, ok)
         self.n_functions_ = raw.shape[1]
@@ -299,57 +243,19 @@ class StructSVMRanker:
 
     def fit_shards(self, sources: Sequence, valid: Optional[ValidSet] = None,
                    base_names: Optional[Sequence[str]] = None) -> "StructSVMRanker":
-        """Train on data that comes in shards, on the Dask cluster of ``executor`` (see
-        :mod:`~pyterrier_svmmap.scale.dask`): ``sources`` are svmlight/LETOR file paths, each read by a worker
-        (the driver never holds the training set), or ``(raw, labels, offsets)`` tuples (of arrays, or of Dask
-        futures of arrays made on the workers). A query's candidates must all be in one shard. The model equals
-        one process's fit on the concatenated shards up to the summation order of floating-point sums (weights
-        within 1e-11 relative and the same iterations, measured at 10⁷ candidates). Without ``executor``, the shards are read and
-        concatenated here and :meth:`fit` trains as usual. ``valid`` as in :meth:`fit` (held by the driver), or
-        an svmlight file path (read here, as wide as the training shards); a grid of C (or ``features="auto"``)
-        needs it, cross-validation is not distributed."""
+        """Train on data that comes in shards: ``sources`` are svmlight/LETOR file paths or ``(raw, labels,
+        offsets)`` tuples (of arrays, or, on a Dask cluster, of futures of arrays made on the workers); a
+        query's candidates must all be in one shard. ``valid`` as in :meth:`fit`, or an svmlight file path
+        (read as wide as the training shards).
+
+        The shards go to the shard executor of ``executor`` (:mod:`~pyterrier_svmmap.svm.executors`):
+        without one they are read and concatenated in this process and :meth:`fit` trains as usual, with the
+        sums taken shard by shard; on a Dask cluster (:mod:`~pyterrier_svmmap.scale.dask`) each worker reads
+        and keeps its shards, and the model equals one process's fit up to the summation order of
+        floating-point sums. A grid of C (or ``features="auto"``) on a cluster needs validation data:
+        cross-validation is not distributed."""
         self._validate()
-        if self.executor is None:
-            raw, labels, offsets, sizes = _concatenate_sources(sources)
-            if isinstance(valid, (str, bytes)) or hasattr(valid, "__fspath__"):
-                valid = _read_valid(valid, raw.shape[1])
-            return self.fit(raw, labels, offsets, valid=valid, base_names=base_names, shard_queries=sizes)
-        from pyterrier_svmmap.scale.dask import ShardedData, get_client
-        grid = c_grid(self.C)
-        options = self._feature_options()
-        if valid is None and len(grid) * len(options) > 1:
-            raise ValueError(f"{len(grid) * len(options)} (features, C) settings but no validation data: on a cluster "
-                             "C (and features='auto') is chosen on validation queries; give valid=(raw, labels, "
-                             "offsets) or a single C")
-        client, owned = get_client(self.executor)
-        t0 = time.perf_counter()
-        try:
-            data = ShardedData(client, sources, rel=self.rel)
-            _warn_skipped(data.n_queries_given - data.n_queries, data.n_queries_given)
-            if data.n_queries == 0:
-                raise ValueError("no training query has both a relevant and a non-relevant candidate")
-            self.n_functions_ = data.n_functions
-            if base_names is not None and len(base_names) != self.n_functions_:
-                raise ValueError(f"{len(base_names)} base names for {self.n_functions_} base functions")
-            self.base_names_ = list(base_names) if base_names is not None else default_base_names(self.n_functions_)
-            if isinstance(valid, (str, bytes)) or hasattr(valid, "__fspath__"):
-                valid = _read_valid(valid, self.n_functions_)
-            self.tie_function_ = int(np.argmax(data.map_per_function()))
-            trained = [self._train_sharded(data, grid, option) for option in options]
-            self._select(grid, options, trained, valid, None)
-            self.training_summary_ = dict(n_queries=data.n_queries, n_candidates=data.n_candidates,
-                                          skipped_queries=data.n_queries_given - data.n_queries,
-                                          skipped_candidates=data.n_candidates_given - data.n_candidates,
-                                          shards=len(sources), traffic=data.traffic,
-                                          seconds=time.perf_counter() - t0)
-            data.close()
-        finally:
-            if owned:
-                cluster = getattr(client, "cluster", None)
-                client.close()
-                if cluster is not None:
-                    cluster.close()
-        return self
+        return resolve_executor(self.executor).fit_shards(self, sources, valid, base_names)
 
     def _select(self, grid, options, trained, valid, cv_scores) -> None:
         """Score every (features, C) on the validation queries (or take the cross-validation scores), keep
@@ -362,7 +268,7 @@ class StructSVMRanker:
                 scorer = self._validation_scorer(valid, layout)
                 scores = [scorer(r.w) if scorer else float("nan") for r in results]
             for i, (C, res) in enumerate(zip(grid, results)):
-                entry = dict(features=_features_name(option), C=C, validation=float(scores[i]), n_iter=res.n_iter,
+                entry = dict(features=features_name(option), C=C, validation=float(scores[i]), n_iter=res.n_iter,
                              oracle_calls=res.oracle_calls, converged=bool(res.converged), gap=float(res.duality_gap),
                              primal=float(res.history[-1]["primal"]), seconds=float(res.history[-1]["seconds"]))
                 if cv_scores is not None:
@@ -431,29 +337,6 @@ class StructSVMRanker:
             oracle = solver.DataOracle(None, None, None, losses, shards=parts)      # φ built shard by shard
         results = solver.train_path(None, None, None, self._groups(1.0), grid, epsilon=self.epsilon,
                                     max_iter=self.max_iter, prior=w0, oracle=oracle)
-        return layout, results, f
-
-    def _train_sharded(self, data, grid, features):
-        """:meth:`_train` on a :class:`~pyterrier_svmmap.scale.dask.ShardedData`: thresholds, prior and every
-        cutting-plane iteration's constraint computed by the shards, the QP here."""
-        encoder = FeatureEncoder(features, self.n_bins, self.binning, self.threshold_depth)
-        encoder.fit(np.zeros((0, data.n_functions)), np.zeros(1, dtype=np.int64))    # shape; even thresholds
-        if "bins" in encoder.blocks and self.binning == "quantile":
-            encoder.thresholds_ = data.thresholds(self.n_bins, self.threshold_depth)
-        layout = FeatureLayout(encoder, self.needs_bias, self.base_names_)
-        w0, f = None, None
-        if self.prior:
-            f = self.tie_function_                                       # the best function on all shards
-            if layout.blocks[0] == "raw":
-                raise ValueError("prior='best' with raw features needs the function's score range; it is not "
-                                 "distributed yet: use bins or minmax features, or train in one process")
-            w0 = layout.prior_weights(f, self.prior_scale)
-        data.set_layout(layout)
-        oracle = data.oracle(self._groups(1.0), layout.dim)
-        results = solver.train_path(None, None, None, self._groups(1.0), grid, epsilon=self.epsilon,
-                                    max_iter=self.max_iter, prior=w0, oracle=oracle)
-        data.traffic[_features_name(features)] = dict(iterations=oracle.calls,
-                                                      bytes_per_iteration=oracle.bytes_per_iteration)
         return layout, results, f
 
     def _cross_validate(self, raw, labels, offsets, n_relevant, usable, grid, options) -> np.ndarray:
@@ -530,7 +413,10 @@ class StructSVMRanker:
         if missing:
             raise ValueError(f"model state incomplete: missing {missing}")
         self = cls(**meta["params"])
-        self.layout_ = FeatureLayout.from_state(meta["layout"], arrays)
+        layout = meta["layout"]
+        if isinstance(layout, dict) and layout.get("bias", False) is None:    # format 1/2: the loss decides
+            layout = dict(layout, bias=self.needs_bias)
+        self.layout_ = FeatureLayout.from_state(layout, arrays)
         coef = np.asarray(arrays["coef"], dtype=float)
         coefs = np.asarray(arrays["coefs"], dtype=float)
         dim = self.layout_.dim
@@ -542,7 +428,7 @@ class StructSVMRanker:
             raise ValueError(f"the layout {'has' if self.layout_.bias else 'lacks'} a bias, which loss={self.loss!r} "
                              f"{'does not use' if self.layout_.bias else 'needs'}")
         self.coef_, self.coefs_ = coef, coefs
-        self.features_ = meta.get("features", _features_name(self.layout_.blocks))
+        self.features_ = meta.get("features", features_name(self.layout_.blocks))
         self.tie_function_ = int(meta.get("tie_function", 0))
         self.C_ = float(meta["C_"])
         self.n_functions_ = self.layout_.n_functions
@@ -563,20 +449,13 @@ class StructSVMRanker:
         return self
 
 
-def _warn_skipped(skipped: int, total: int) -> None:
+def warn_skipped(skipped: int, total: int) -> None:
     if skipped:
         warnings.warn(f"skipping {skipped} of {total} training queries that have no relevant or no non-relevant "
                       "candidate: they cannot form ranking constraints", stacklevel=3)
     if skipped == total:
         raise ValueError("no training query has both a relevant and a non-relevant candidate; check that the "
                          "labels match the candidates (for frames: the same qid and docno strings)")
-
-
-def _read_valid(path, n_functions: int) -> tuple:
-    """A validation svmlight file as ``valid`` arrays (raw, labels, offsets, None, docnos), n_functions wide."""
-    from pyterrier_svmmap.io.svmlight import read_svmlight
-    v = read_svmlight(path, n_features=n_functions)
-    return v.grouped(v.features), v.grouped(v.labels), v.offsets, None, v.grouped(v.docids)
 
 
 def _usable_shard_sizes(ok: np.ndarray, shard_queries: Optional[Sequence[int]], queries_per_shard: int
@@ -592,22 +471,6 @@ def _usable_shard_sizes(ok: np.ndarray, shard_queries: Optional[Sequence[int]], 
     ends = np.cumsum(sizes)
     usable = cum[ends] - cum[ends - sizes]
     return usable[usable > 0]
-
-
-def _concatenate_sources(sources) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Shards (svmlight paths or (raw, labels, offsets) tuples) as one set of arrays, in order, and the
-    number of queries of each shard."""
-    from pyterrier_svmmap.scale.dask import shard_from_arrays, shard_from_svmlight
-    shards = [shard_from_svmlight(str(s)) if isinstance(s, (str, bytes)) or hasattr(s, "__fspath__")
-              else shard_from_arrays(*s) for s in sources]
-    if not shards:
-        raise ValueError("no training shards given")
-    F = max(sh.raw.shape[1] for sh in shards)
-    raw = np.vstack([np.hstack([sh.raw, np.zeros((len(sh.raw), F - sh.raw.shape[1]))]) for sh in shards])
-    labels = np.concatenate([sh.labels for sh in shards])
-    sizes = np.concatenate([np.diff(sh.offsets) for sh in shards])
-    return (raw, labels, np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
-            np.array([sh.n_queries for sh in shards], dtype=np.int64))
 
 
 #: above this many relevant candidates in a query, best_function sorts (its kernel counts |query| per one)
@@ -637,7 +500,7 @@ def validation_map(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
     return float(average_precision(scores, labels, offsets, n_relevant).mean())
 
 
-def _features_name(features) -> str:
+def features_name(features) -> str:
     """``"bins+raw"`` for ``("bins", "raw")`` or ``"bins+raw"``."""
     return features if isinstance(features, str) else "+".join(features)
 

@@ -188,7 +188,7 @@ class TrialStore:
         self.directory, self.context = Path(directory), context
 
     def key(self, split, name: str, est: object) -> str:
-        from pyterrier_svmmap import __version__
+        from pyterrier_svmmap._version import __version__
         from pyterrier_svmmap.experiments.reproduce.base_runs import digest
         return digest("trial", self.context, split.trial, list(split.train), list(split.valid),
                       list(split.test), name, estimator_signature(est), __version__, sorted(MEASURES))
@@ -353,7 +353,7 @@ class _Trials:
         split's other estimators; the same model, scores and measures as ``fit`` and ``transform``. The
         test rows are cut at ``depth`` by score (the tie policy makes a query's scores distinct, so the
         cut is the one :func:`cut_depth` makes on ``transform``'s output)."""
-        from pyterrier_svmmap.features.encoder import query_ids
+        from pyterrier_svmmap.queries import query_ids
         from pyterrier_svmmap.frames import candidates_from_frame
         from pyterrier_svmmap.measures import ranks_within_queries
         rel = getattr(est, "rel", 1.0)
@@ -618,44 +618,6 @@ def _execute(trials: _Trials, splits, keep: List[bool], jobs: int, bar: dict) ->
         return results
     finally:
         _WORKER_TRIALS = None
-
-
-DASK_HINT = "--workers/--scheduler need dask.distributed: pip install 'pyterrier-svmmap[dask]'"
-
-
-def dask_client(workers: Optional[int] = None, scheduler: Optional[str] = None):
-    """A ``dask.distributed.Client`` of a new LocalCluster of ``workers`` single-threaded worker
-    processes (no dashboard), or of the running cluster at ``scheduler``. ValueError (one line) without
-    dask.distributed (:data:`DASK_HINT`) or when the scheduler cannot be reached. The local workers
-    are started with SIGINT ignored (they inherit it), so that Ctrl-C reaches this process only, which
-    then cancels the pending trials."""
-    try:
-        from dask.distributed import Client, LocalCluster
-    except ImportError:
-        raise ValueError(DASK_HINT) from None
-    if scheduler:
-        try:
-            return Client(scheduler, timeout="20s")
-        except (OSError, TimeoutError) as e:
-            raise ValueError(f"cannot reach the Dask scheduler at {scheduler}: {e}") from None
-    import warnings
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        with warnings.catch_warnings():     # another cluster's HTTP port: Dask takes a free one
-            warnings.filterwarnings("ignore", message="Port .* is already in use")
-            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                   dashboard_address=None)
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    return Client(cluster)
-
-
-def close_client(client) -> None:
-    """Close ``client`` and, if it started one, its LocalCluster."""
-    cluster = getattr(client, "cluster", None)
-    client.close()
-    if cluster is not None:
-        cluster.close()
 
 
 def _dask_trial(trials: _Trials, split, names: List[str], keep_models: bool) -> Dict[str, tuple]:

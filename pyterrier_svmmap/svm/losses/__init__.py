@@ -2,7 +2,7 @@
 
 Adding a loss is one new module with a :class:`~pyterrier_svmmap.svm.losses.base.Loss` subclass and one
 line in :data:`LOSSES`. Names accept a cutoff shorthand, ``"ndcg@10"`` = ``("ndcg", k=10)``.
-:func:`make_slack_groups` turns a loss specification (including SVM-COMBO) into the solver's slack groups.
+The solver's slack groups are built from a loss specification by :mod:`~pyterrier_svmmap.svm.slack`.
 """
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def get_loss(loss: LossSpec, **params) -> Loss:
     if name == "combo":
         members = params.pop("losses", None)
         if not members or params:
-            raise ValueError("loss='combo' takes exactly losses=[...] here (use make_slack_groups for "
+            raise ValueError("loss='combo' takes exactly losses=[...] here (use pyterrier_svmmap.svm.slack.make_slack_groups for "
                              f"slack='separate'); got losses={members!r} and {sorted(params)}")
         return ComboLoss([get_loss(m) for m in members])
     m = _CUTOFF.match(name)
@@ -66,43 +66,6 @@ def get_loss(loss: LossSpec, **params) -> Loss:
         raise ValueError(f"unknown loss {loss!r}; choose one of {sorted(LOSSES) + ['combo']} "
                          "(cutoffs as e.g. 'ndcg@10')")
     return LOSSES[name](**params)
-
-
-def make_slack_groups(loss: LossSpec, C: float, **params) -> list:
-    """The solver's slack groups (:class:`~pyterrier_svmmap.svm.cutting_plane.SlackGroup`) for a loss specification.
-
-    * a single loss (name, shorthand or Loss; ``params`` go to :func:`get_loss`): one group with ``C``;
-    * ``loss="combo"`` (SVM-COMBO, Chakrabarti et al. 2008 §3.7) with ``losses=[...]`` (names or Loss
-      instances), ``slack="separate"`` (default; one group per loss, each with its own slack and
-      constant C·C_weights[l]) or ``slack="shared"`` (one group with a :class:`ComboLoss`, Δ = max_l Δ_l
-      in effect, constant C), and ``C_weights`` (per-loss multipliers of C; separate slacks only).
-      A :class:`ComboLoss` instance is a shared-slack combo.
-    """
-    from pyterrier_svmmap.svm.cutting_plane import SlackGroup      # solver imports losses.base: import here to avoid a cycle
-
-    C = float(C)
-    if C <= 0:
-        raise ValueError(f"C must be positive, got {C}")
-    if isinstance(loss, str) and loss.strip().lower() == "combo":
-        members = params.pop("losses", None)
-        slack = params.pop("slack", "separate")
-        weights = params.pop("C_weights", None)
-        if params:
-            raise ValueError(f"unknown combo parameters {sorted(params)}; use losses, slack, C_weights")
-        if not members:
-            raise ValueError("loss='combo' needs losses=[...], e.g. ['map', 'ndcg@10']")
-        members = [get_loss(m) for m in members]
-        if slack == "shared":
-            if weights is not None:
-                raise ValueError("C_weights apply to slack='separate' only (shared slacks have one C)")
-            return [SlackGroup(ComboLoss(members), C)]
-        if slack != "separate":
-            raise ValueError(f"slack must be 'separate' or 'shared', got {slack!r}")
-        weights = [1.0] * len(members) if weights is None else [float(w) for w in weights]
-        if len(weights) != len(members) or min(weights) <= 0:
-            raise ValueError(f"C_weights must be {len(members)} positive numbers, got {weights}")
-        return [SlackGroup(m, C * w) for m, w in zip(members, weights)]
-    return [SlackGroup(get_loss(loss, **params), C)]
 
 
 def most_violated(scores, labels, loss: LossSpec = "map", **params) -> np.ndarray:
@@ -124,6 +87,6 @@ def most_violated(scores, labels, loss: LossSpec = "map", **params) -> np.ndarra
     return get_loss(loss, **params).argmax(scores, labels)
 
 
-__all__ = ["Loss", "LOSSES", "get_loss", "make_slack_groups", "most_violated", "ideal_ranking",
+__all__ = ["Loss", "LOSSES", "LossSpec", "get_loss", "most_violated", "ideal_ranking",
            "positions", "MAPLoss", "ROCLoss", "NDCGLoss", "MRRLoss", "DORMLoss", "ComboLoss",
            "ClassificationLoss", "BalancedClassificationLoss", "add_bias"]

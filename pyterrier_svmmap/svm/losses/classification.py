@@ -32,7 +32,8 @@ from typing import Tuple, Union
 
 import numpy as np
 
-from pyterrier_svmmap.features.encoder import DenseBlock, FeatureMatrix, query_ids
+from pyterrier_svmmap.features.encoder import DenseBlock, FeatureMatrix
+from pyterrier_svmmap.queries import query_ids
 import pyterrier_svmmap.svm.losses._numba as _numba
 from pyterrier_svmmap.svm.losses.base import Loss
 

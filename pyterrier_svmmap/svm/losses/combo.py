@@ -8,8 +8,8 @@ best of the members' own most violated constraints, compared by their violation
 structural SVM with Δ = max_l Δ_l. Members may use different Ψ (e.g. ``mrr@10``): each constraint
 then uses its own loss's Ψ, which is what the constraint set above says.
 
-"Separate slacks" is not a loss but several :class:`~pyterrier_svmmap.svm.cutting_plane.SlackGroup` s
-(see :func:`pyterrier_svmmap.svm.losses.make_slack_groups`).
+"Separate slacks" is not a loss but several :class:`~pyterrier_svmmap.svm.slack.SlackGroup` s
+(see :func:`pyterrier_svmmap.svm.slack.make_slack_groups`).
 
 Batch: with numba, the members' compiled kernels run on one shared score sort
 (:func:`._numba.run_shared`), so a combo costs one sort plus its members' kernels.

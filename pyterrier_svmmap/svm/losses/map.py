@@ -29,7 +29,7 @@ from typing import Tuple
 
 import numpy as np
 
-from pyterrier_svmmap.features.encoder import query_ids
+from pyterrier_svmmap.queries import query_ids
 from pyterrier_svmmap.measures import rank_within_queries
 from pyterrier_svmmap.svm.losses.base import Loss, sort_by_score, split_by_relevance  # noqa: F401  (sort_by_score re-exported)
 

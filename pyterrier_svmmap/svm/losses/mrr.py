@@ -23,7 +23,7 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from pyterrier_svmmap.features.encoder import query_ids
+from pyterrier_svmmap.queries import query_ids
 import pyterrier_svmmap.svm.losses._numba as _numba
 from pyterrier_svmmap.svm.losses.base import CutoffLoss, split_by_relevance
 from pyterrier_svmmap.svm.losses.roc import segment_exclusive_cumsum

@@ -21,7 +21,7 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from pyterrier_svmmap.features.encoder import query_ids
+from pyterrier_svmmap.queries import query_ids
 import pyterrier_svmmap.svm.losses._numba as _numba
 from pyterrier_svmmap.svm.losses.base import Loss
 from pyterrier_svmmap.svm.losses.map import pairwise_psi_coef

@@ -1,0 +1,59 @@
+"""The one factory of Dask clients: what ``executor=``, ``svmmap learn --workers/--scheduler`` and
+``svmmap reproduce --workers/--scheduler`` connect with (``pip install 'pyterrier-svmmap[dask]'``)."""
+from __future__ import annotations
+
+import os
+import signal
+import warnings
+from typing import Any, Optional, Tuple
+
+DASK_HINT = "training on a Dask cluster (--workers/--scheduler, executor=) needs dask.distributed: " \
+            "pip install 'pyterrier-svmmap[dask]'"
+
+
+def is_dask_client(obj: Any) -> bool:
+    """Whether ``obj`` is a ``dask.distributed.Client`` (without importing Dask when it is not loaded)."""
+    return any(c.__name__ == "Client" and c.__module__.split(".")[0] == "distributed" for c in type(obj).__mro__)
+
+
+def dask_client(executor: Any = "local", workers: Optional[int] = None) -> Tuple[Any, bool]:
+    """(client, owned): a ``dask.distributed.Client`` for ``executor``, and whether it was made here (then the
+    caller closes it with :func:`close_client`).
+
+    ``executor`` is a Client (returned as it is), a scheduler address (connected with a 20 s timeout), or
+    ``"local"``: a new LocalCluster of ``workers`` single-threaded worker processes (default: one per core),
+    without a dashboard, started with SIGINT ignored (the workers inherit it, so that Ctrl-C reaches this
+    process only). ValueError, in one line, without dask.distributed (:data:`DASK_HINT`), for an
+    unreachable scheduler or for any other ``executor``.
+    """
+    if is_dask_client(executor):
+        return executor, False
+    if not isinstance(executor, str):
+        raise ValueError(f"executor must be None, 'local', a scheduler address or a dask.distributed.Client, "
+                         f"got {executor!r}")
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise ValueError(DASK_HINT) from None
+    if executor != "local":
+        try:
+            return Client(executor, timeout="20s"), True
+        except (OSError, TimeoutError) as e:
+            raise ValueError(f"cannot reach the Dask scheduler at {executor}: {e}") from None
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with warnings.catch_warnings():     # another cluster's HTTP port: Dask takes a free one
+            warnings.filterwarnings("ignore", message="Port .* is already in use")
+            cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
+                                   dashboard_address=None)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    return Client(cluster), True
+
+
+def close_client(client) -> None:
+    """Close ``client`` and, if it started one, its LocalCluster."""
+    cluster = getattr(client, "cluster", None)
+    client.close()
+    if cluster is not None:
+        cluster.close()

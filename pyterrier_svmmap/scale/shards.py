@@ -1,0 +1,145 @@
+"""Shards of training queries and what a worker computes on them: plain functions of module level, so that
+Dask ships them by reference (:mod:`~pyterrier_svmmap.scale.dask`), and the exact order statistics over all
+shards that the quantile thresholds need.
+
+A shard is a :class:`Shard`: the candidates of some whole queries, as numpy arrays.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+import numpy as np
+
+from pyterrier_svmmap.features.encoder import pad_thresholds, top_of_queries
+from pyterrier_svmmap.io.svmlight import read_svmlight
+from pyterrier_svmmap.measures import average_precision
+from pyterrier_svmmap.queries import subset_queries, usable_queries
+from pyterrier_svmmap.svm.cutting_plane import shard_sums
+from pyterrier_svmmap.ties import float_to_ordered, ordered_to_float
+
+
+@dataclass
+class Shard:
+    """The candidates of some whole queries: ``raw`` (n × F, NaN = not retrieved), ``labels``, ``offsets``
+    and the queries' ids (for the check that no query is split across shards)."""
+    raw: np.ndarray
+    labels: np.ndarray
+    offsets: np.ndarray
+    query_ids: np.ndarray
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.offsets) - 1
+
+
+def shard_from_arrays(raw, labels, offsets, query_ids=None) -> Shard:
+    raw = np.asarray(raw, dtype=float)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    qids = np.arange(len(offsets) - 1) if query_ids is None else np.asarray(query_ids)
+    return Shard(raw, np.asarray(labels, dtype=float), offsets, qids)
+
+
+def shard_from_svmlight(path: str) -> Shard:
+    """A shard read from one svmlight/LETOR file on the worker (the driver never reads it)."""
+    data = read_svmlight(path)
+    return Shard(data.grouped(data.features), data.grouped(data.labels).astype(float), data.offsets,
+                 data.query_ids.astype(str))
+
+
+def shard_summary(shard: Shard) -> dict:
+    return dict(n_queries=shard.n_queries, n_candidates=len(shard.raw), n_functions=shard.raw.shape[1],
+                query_ids=[str(q) for q in shard.query_ids])
+
+
+def usable_shard(shard: Shard, n_functions: int, rel: float = 1.0) -> Shard:
+    """The shard padded to ``n_functions`` columns (svmlight: an absent feature is 0), labels binarised at
+    ``rel`` (label ≥ rel is relevant), with only the queries that can form constraints (a relevant and a
+    non-relevant candidate)."""
+    shard = Shard(shard.raw, (shard.labels >= rel).astype(float), shard.offsets, shard.query_ids)
+    raw = shard.raw
+    if raw.shape[1] < n_functions:
+        raw = np.hstack([raw, np.zeros((len(raw), n_functions - raw.shape[1]))])
+    ok = usable_queries(shard.labels, shard.offsets)
+    if ok.all():                                            # no copy of the scores when every query is usable
+        return Shard(raw, shard.labels, shard.offsets, shard.query_ids)
+    raw, labels, offsets, _ = subset_queries(raw, shard.labels, shard.offsets, ok)
+    return Shard(raw, labels, offsets, shard.query_ids[ok])
+
+
+def shard_sample(shard: Shard, depth: Optional[int]) -> List[np.ndarray]:
+    """Per base function, the sorted retrieved scores that quantile thresholds are taken over (each query's
+    top ``depth``, or all)."""
+    sample = shard.raw if depth is None else top_of_queries(shard.raw, shard.offsets, depth)
+    return [np.sort(col[~np.isnan(col)]) for col in sample.T]
+
+
+def sample_extent(sample: List[np.ndarray]) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per function: number of values, min and max (inf/−inf when none)."""
+    n = np.array([len(c) for c in sample])
+    lo = np.array([c[0] if len(c) else np.inf for c in sample])
+    hi = np.array([c[-1] if len(c) else -np.inf for c in sample])
+    return n, lo, hi
+
+
+def sample_counts(sample: List[np.ndarray], pivots: np.ndarray) -> np.ndarray:
+    """Per function f and pivot t, how many of the shard's values are ≤ pivots[f, t]."""
+    return np.stack([np.searchsorted(col, pivots[f], side="right") for f, col in enumerate(sample)])
+
+
+def shard_features(shard: Shard, layout):
+    """φ of the shard (held on the worker for the whole fit)."""
+    return layout.transform(shard.raw, shard.offsets)
+
+
+def shard_map_sums(shard: Shard) -> np.ndarray:
+    """Σ over the shard's queries of each base function's AP (for ``prior="best"``)."""
+    filled = np.where(np.isnan(shard.raw), -np.inf, shard.raw)
+    return np.array([average_precision(filled[:, f], shard.labels, shard.offsets).sum()
+                     for f in range(shard.raw.shape[1])])
+
+
+def shard_violation(shard: Shard, X, w: np.ndarray, losses) -> List[Tuple[np.ndarray, float]]:
+    """Per slack group: (Σ_q Ψ coefficients as a vector, Σ_q Δ) of the most violated constraints at w
+    (:func:`~pyterrier_svmmap.svm.cutting_plane.shard_sums`, the same function a one-process fit runs per shard)."""
+    return shard_sums(X, shard.labels, shard.offsets, w, losses)
+
+
+# ---------------------------------------------------------------------------------------------
+# exact order statistics over all shards
+# ---------------------------------------------------------------------------------------------
+def select_order_statistics(count_le, ranks: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The value of 0-based rank ``ranks[f, t]`` among all shards' values of function f.
+
+    ``count_le(pivots)`` returns, for an (F, T) array of pivots, how many values (over all shards) are ≤
+    each pivot; ``lo``/``hi`` (F,) are the smallest and largest value per function. Bisection over the
+    float64 total order (:func:`float_to_ordered`): the answer is the smallest x with count(≤ x) > rank,
+    which is a data value; at most 64 calls of ``count_le``.
+    """
+    ranks = np.asarray(ranks, dtype=np.int64)
+    shape = ranks.shape
+    a = np.broadcast_to(float_to_ordered(lo)[:, None], shape).copy() - 1     # count(≤ a) ≤ rank
+    b = np.broadcast_to(float_to_ordered(hi)[:, None], shape).copy()         # count(≤ b) > rank
+    for _ in range(66):
+        open_ = b - 1 > a                               # (b − a overflows int64)
+        if not open_.any():
+            break
+        mid = (a >> 1) + (b >> 1) + (a & b & 1)
+        mid = np.where(open_, mid, b)
+        above = count_le(ordered_to_float(mid)) > ranks
+        b = np.where(open_ & above, mid, b)
+        a = np.where(open_ & ~above, mid, a)
+    return ordered_to_float(b)
+
+
+def quantile_thresholds_from_counts(count_le, n: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                                    n_bins: int) -> np.ndarray:
+    """(F, n_bins) thresholds as :func:`~pyterrier_svmmap.features.encoder.quantile_thresholds` computes them over
+    the union of all shards' values (−inf first, quantiles 1/n_bins … of method "lower", duplicates
+    removed, +inf padding), from distributed counts."""
+    F = len(n)
+    q = np.arange(1, n_bins) / n_bins
+    ranks = np.floor(q[None, :] * (np.maximum(n, 1) - 1)[:, None]).astype(np.int64)
+    values = select_order_statistics(count_le, ranks, np.where(n > 0, lo, 0.0), np.where(n > 0, hi, 0.0)) \
+        if n_bins > 1 else np.zeros((F, 0))
+    return np.stack([pad_thresholds(values[f] if n[f] > 0 else np.zeros(0), n_bins) for f in range(F)])
