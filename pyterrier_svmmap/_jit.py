@@ -43,7 +43,7 @@ def load(module: str, fallback: str) -> Optional[ModuleType]:
 def without(module: str) -> Iterator[None]:
     """Run the block with the kernel module ``module`` off (its callers take their numpy path), then load
     it again on next use: lets one process compile the other kernels while another compiles this one
-    (``svmmap reproduce``'s warm-up, :func:`pyterrier_svmmap.experiments.reproduce.evaluate._warm_up`)."""
+    (``svmmap reproduce``'s warm-up, :func:`pyterrier_svmmap.experiments.reproduce.warm_up._warm_up`)."""
     saved = _LOADED.get(module)
     _LOADED[module] = False
     try:

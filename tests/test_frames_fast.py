@@ -4,7 +4,7 @@
   ``_reference_candidates``, bit for bit, and raises the same errors with the same messages;
 * ``RankerEstimator.transform`` equals the former one (``pt.model.add_ranks`` and a reindex);
 * ``RankerEstimator.fit_candidates`` / ``score_candidates`` give the model and scores of ``fit`` / ``transform``;
-* ``reproduce.evaluate.Evaluator`` (vectorised) equals ``ir_measures`` per query to 1e-12 — with ties in
+* ``reproduce.evaluation.Evaluator`` (vectorised) equals ``ir_measures`` per query to 1e-12 — with ties in
   score (float32 and exact), graded and negative labels, queries without results or without qrels,
   documents listed twice — on synthetic runs and on real PISA runs over Vaswani;
 * the harness's shared-conversion path gives the per-query measures of the frame path.
@@ -20,7 +20,8 @@ import pyterrier as pt
 
 from pyterrier_svmmap import AdaRank, RunFeatures, SVMMap
 from pyterrier_svmmap.frames import Candidates, candidates_from_frame, check_qrels
-from pyterrier_svmmap.experiments.reproduce.evaluate import MEASURES, Evaluator, _Trials, cut_depth
+from pyterrier_svmmap.experiments.reproduce.evaluation import MEASURES, Evaluator, cut_depth
+from pyterrier_svmmap.experiments.reproduce.trials import _Trials
 from pyterrier_svmmap.experiments.reproduce.protocol import Split
 from pyterrier_svmmap.ties import break_ties
 
@@ -401,7 +402,9 @@ def test_kernel_warm_up_fits_every_system_on_a_tiny_split_and_leaves_no_trace(mo
     runs the QP; a failing system is skipped (its trials report it)."""
     import pyterrier_svmmap.svm.qp as qp
     import pyterrier_svmmap.svm.cutting_plane as solver
-    from pyterrier_svmmap.experiments.reproduce import evaluate as ev
+    from pyterrier_svmmap.experiments.reproduce.checkpoints import TrialStore
+    from pyterrier_svmmap.experiments.reproduce.warm_up import _warm_up
+    import pyterrier_svmmap.experiments.reproduce.workers as workers
     rng = np.random.default_rng(5)
     res = _frame(rng, n_q=12, n_docs=40, n_f=3)
     qrels = _qrels_for(res, rng)
@@ -417,7 +420,7 @@ def test_kernel_warm_up_fits_every_system_on_a_tiny_split_and_leaves_no_trace(mo
         made.append(SVMMap(C=[10.0, 0.1, 1.0], n_bins=5))
         return made[-1]
     systems = {"svm-map": svm_map, "broken": broken, "adarank": AdaRank}
-    store = ev.TrialStore(tmp_path, "ctx")
+    store = TrialStore(tmp_path, "ctx")
     trials = _Trials(res, qrels, systems, depth=7, store=store)
     real_compute, real_solve = _Trials.compute, qp.solve_dual
     monkeypatch.setattr(_Trials, "compute", lambda self, s, names, **k: fitted.append((s, names)) or
@@ -427,11 +430,11 @@ def test_kernel_warm_up_fits_every_system_on_a_tiny_split_and_leaves_no_trace(mo
         return real_solve(*a, **k)
     monkeypatch.setattr(qp, "solve_dual", spy)
     monkeypatch.setattr(solver, "solve_dual", spy)
-    monkeypatch.setattr(ev, "_WORKER_TRIALS", trials)
+    monkeypatch.setattr(workers, "_WORKER_TRIALS", trials)
     if qp.compiled() is None:
         pytest.skip("numba not installed or disabled: no kernels to warm up")
     level = logging.getLogger("pyterrier_svmmap").level
-    assert ev._warm_up(1, split) >= 0
+    assert _warm_up(1, split) >= 0
     assert [names for _, names in fitted] == [["svm-map"], ["broken"], ["adarank"]]
     tiny = fitted[0][0]
     assert (tiny.train, tiny.valid, tiny.test) == (split.train[:3], split.valid[:2], split.test[:2])
@@ -443,7 +446,7 @@ def test_kernel_warm_up_fits_every_system_on_a_tiny_split_and_leaves_no_trace(mo
     assert logging.getLogger("pyterrier_svmmap").level == level
     assert not list(tmp_path.iterdir())                     # nothing checkpointed
     fitted.clear(), qp_paths.clear()
-    ev._warm_up(0, split)
+    _warm_up(0, split)
     assert not fitted and len(qp_paths) == 1
-    ev._warm_up(2, split)
+    _warm_up(2, split)
     assert not fitted and len(qp_paths) == 1

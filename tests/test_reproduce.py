@@ -9,7 +9,7 @@ import pytest
 
 from pyterrier_svmmap.experiments.reproduce.collection import (clean_query, iter_trec_docs, read_trec_qrels,
                                                    read_trec_topics)
-from pyterrier_svmmap.experiments.reproduce.evaluate import aggregate, compare, per_query_means
+from pyterrier_svmmap.experiments.reproduce.evaluation import aggregate, compare, per_query_means
 from pyterrier_svmmap.experiments.reproduce.protocol import make_splits, role_counts
 
 VASWANI = Path(__file__).resolve().parents[2] / "shared" / "data" / "vaswani"
@@ -240,7 +240,7 @@ def test_worker_thread_limit_covers_lightgbm():
     import sys
     pytest.importorskip("lightgbm")
     pytest.importorskip("threadpoolctl")
-    code = ("from pyterrier_svmmap.experiments.reproduce.evaluate import _thread_limit\n"
+    code = ("from pyterrier_svmmap.experiments.reproduce.workers import _thread_limit\n"
             "from threadpoolctl import threadpool_info\n"
             "with _thread_limit(1):\n"
             "    import lightgbm\n"

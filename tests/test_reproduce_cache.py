@@ -18,7 +18,9 @@ pytest.importorskip("pyterrier_pisa", reason="pyterrier-pisa is needed for the b
 
 from pyterrier_svmmap.cli import main  # noqa: E402
 from pyterrier_svmmap.experiments.reproduce import base_runs as br  # noqa: E402
-from pyterrier_svmmap.experiments.reproduce import evaluate as ev  # noqa: E402
+from pyterrier_svmmap.experiments.reproduce.checkpoints import TrialStore, estimator_signature  # noqa: E402
+from pyterrier_svmmap.experiments.reproduce.evaluation import Evaluator, MEASURES
+from pyterrier_svmmap.experiments.reproduce.trials import _Trials
 from pyterrier_svmmap.experiments.reproduce.collection import load_directory  # noqa: E402
 
 NAMES = ["bm25.none.none", "dph.porter2.terrier"]      # two base runs: one per index
@@ -263,14 +265,14 @@ def test_interrupted_reproduce_resumes_to_the_uninterrupted_results(tmp_path, ca
     assert _main_no_escape(_argv(coll, tmp_path / "whole", jobs)) == 0
 
     k = 2
-    real_run = ev._Trials.run
+    real_run = _Trials.run
     fits = []
 
     def run_until_k(self, split, keep_models):
         if split.trial == k:
             raise KeyboardInterrupt
         return real_run(self, split, keep_models)
-    monkeypatch.setattr(ev._Trials, "run", run_until_k)
+    monkeypatch.setattr(_Trials, "run", run_until_k)
     capsys.readouterr()
     assert _main_no_escape(_argv(coll, tmp_path / "resumed", jobs)) == 130
     err = capsys.readouterr().err
@@ -279,9 +281,9 @@ def test_interrupted_reproduce_resumes_to_the_uninterrupted_results(tmp_path, ca
     assert n >= k if jobs > 1 else n == k
     assert not (tmp_path / "resumed" / "results.json").exists()
 
-    monkeypatch.setattr(ev._Trials, "run", real_run)
-    real_fit = ev._Trials._fit_and_test
-    monkeypatch.setattr(ev._Trials, "_fit_and_test", lambda self, *a: fits.append(a[1].trial) or real_fit(self, *a))
+    monkeypatch.setattr(_Trials, "run", real_run)
+    real_fit = _Trials._fit_and_test
+    monkeypatch.setattr(_Trials, "_fit_and_test", lambda self, *a: fits.append(a[1].trial) or real_fit(self, *a))
     assert _main_no_escape(_argv(coll, tmp_path / "resumed", 1)) == 0
     assert len(fits) == 4 - n and all(t >= k for t in fits)           # finished trials not refitted
     assert _comparable(tmp_path / "resumed") == _comparable(tmp_path / "whole")
@@ -301,8 +303,8 @@ def test_unreadable_checkpoint_is_recomputed_and_others_reused(tmp_path, capsys,
     stale = out / "trials" / f".{files[1].name}.x1y2.tmp"             # a killed worker's unfinished write
     stale.write_bytes(b"half")
     fits = []
-    real_fit = ev._Trials._fit_and_test
-    monkeypatch.setattr(ev._Trials, "_fit_and_test", lambda self, *a: fits.append(a[1].trial) or real_fit(self, *a))
+    real_fit = _Trials._fit_and_test
+    monkeypatch.setattr(_Trials, "_fit_and_test", lambda self, *a: fits.append(a[1].trial) or real_fit(self, *a))
     with caplog.at_level(logging.WARNING):
         assert main(_argv(coll, out)) == 0
     assert len(fits) == 1 and any("unreadable" in r.message for r in caplog.records)
@@ -317,8 +319,8 @@ def test_checkpoints_are_not_reused_for_another_depth_or_estimator(tmp_path, cap
     out = tmp_path / "out"
     assert main(_argv(coll, out)) == 0
     fits = []
-    real_fit = ev._Trials._fit_and_test
-    monkeypatch.setattr(ev._Trials, "_fit_and_test", lambda self, *a: fits.append(a[1].trial) or real_fit(self, *a))
+    real_fit = _Trials._fit_and_test
+    monkeypatch.setattr(_Trials, "_fit_and_test", lambda self, *a: fits.append(a[1].trial) or real_fit(self, *a))
     assert main(_argv(coll, out) + ["--depth", "5"]) == 0
     assert len(fits) == 4
     monkeypatch.setitem(systems.SYSTEMS, "svm-map", lambda: SVMMap(C=[1.0], n_bins=10, binning="minmax"))
@@ -343,11 +345,11 @@ def test_estimator_signature_sees_parameters_repr_hides_and_no_addresses():
     from pyterrier_svmmap import ApproxAP
     import pyterrier_svmmap.experiments.systems as systems
     acc, acc3 = systems.SYSTEMS["svm-acc"](), systems.SYSTEMS["svm-acc3"]()    # differ in binning only
-    assert ev.estimator_signature(acc) != ev.estimator_signature(acc3)
-    assert ev.estimator_signature(_Hidden(1)) != ev.estimator_signature(_Hidden(2))
-    assert ev.estimator_signature(ApproxAP()) == ev.estimator_signature(ApproxAP())
-    assert "0x" not in ev.estimator_signature(ApproxAP())
-    assert ev.estimator_signature(ApproxAP(n_iter=3)) != ev.estimator_signature(ApproxAP())
+    assert estimator_signature(acc) != estimator_signature(acc3)
+    assert estimator_signature(_Hidden(1)) != estimator_signature(_Hidden(2))
+    assert estimator_signature(ApproxAP()) == estimator_signature(ApproxAP())
+    assert "0x" not in estimator_signature(ApproxAP())
+    assert estimator_signature(ApproxAP(n_iter=3)) != estimator_signature(ApproxAP())
 
 
 def test_trial_key_depends_on_split_system_context_and_version(tmp_path, monkeypatch):
@@ -355,13 +357,13 @@ def test_trial_key_depends_on_split_system_context_and_version(tmp_path, monkeyp
     from pyterrier_svmmap import SVMMap
     from pyterrier_svmmap.experiments.reproduce.protocol import make_splits
     s0, s1 = make_splits([str(i) for i in range(10)], trials=2, train=3, valid=2, seed=0)
-    store = ev.TrialStore(tmp_path, "ctx")
+    store = TrialStore(tmp_path, "ctx")
     key = store.key(s0, "svm-map", SVMMap(C=[1.0]))
     assert key == store.key(s0, "svm-map", SVMMap(C=[1.0]))
     others = {store.key(s1, "svm-map", SVMMap(C=[1.0])),
               store.key(s0, "svm-map2", SVMMap(C=[1.0])),
               store.key(s0, "svm-map", SVMMap(C=[2.0])),
-              ev.TrialStore(tmp_path, "ctx2").key(s0, "svm-map", SVMMap(C=[1.0]))}
+              TrialStore(tmp_path, "ctx2").key(s0, "svm-map", SVMMap(C=[1.0]))}
     monkeypatch.setattr(pyterrier_svmmap._version, "__version__", "0.0.0-other")
     others.add(store.key(s0, "svm-map", SVMMap(C=[1.0])))
     assert key not in others and len(others) == 5
@@ -373,14 +375,14 @@ def test_trial_key_depends_on_split_system_context_and_version(tmp_path, monkeyp
 def _per_query_reference(qrels: pd.DataFrame, run: pd.DataFrame, qids) -> pd.DataFrame:
     """The former implementation: a dict built row by row, values written one by one."""
     import ir_measures
-    names = {ir_measures.parse_measure(v): k for k, v in ev.MEASURES.items()}
+    names = {ir_measures.parse_measure(v): k for k, v in MEASURES.items()}
     q = pd.DataFrame({"query_id": qrels["qid"], "doc_id": qrels["docno"], "relevance": qrels["label"]})
     evaluator = ir_measures.evaluator(list(names), q)
     r = {}
     for qid, d, sc in zip(run["qid"].astype(str), run["docno"].astype(str), run["score"].astype(float)):
         if qid in set(qids):
             r.setdefault(qid, {})[d] = sc
-    out = pd.DataFrame(0.0, index=pd.Index(list(qids), name="qid"), columns=list(ev.MEASURES))
+    out = pd.DataFrame(0.0, index=pd.Index(list(qids), name="qid"), columns=list(MEASURES))
     for m in evaluator.iter_calc(r):
         if m.query_id in out.index:
             out.at[m.query_id, names[m.measure]] = float(m.value)
@@ -395,9 +397,9 @@ def test_per_query_equals_the_row_by_row_reference():
     rows += [("2", "d3", 9.0), ("2", "d3", -1.0)]        # a duplicate: the last score counts, as before
     run = pd.DataFrame(rows, columns=["qid", "docno", "score"]).sample(frac=1.0, random_state=1)
     qids = ["3", "0", "2", "7", "5", "6", "1", "4", "99"]   # 8, 9 not asked for; 99 has no results
-    got = ev.Evaluator(qrels).per_query(run, qids)
+    got = Evaluator(qrels).per_query(run, qids)
     want = _per_query_reference(qrels, run, qids)
     assert (want.values > 0).any()
     pd.testing.assert_frame_equal(got, want, check_exact=True)
-    empty = ev.Evaluator(qrels).per_query(run.iloc[:0], qids)
+    empty = Evaluator(qrels).per_query(run.iloc[:0], qids)
     assert list(empty.index) == qids and (empty.values == 0).all()

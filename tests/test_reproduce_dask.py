@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("pyterrier_pisa", reason="pyterrier-pisa is needed for the base runs")
 
 from pyterrier_svmmap.cli import main  # noqa: E402
-from pyterrier_svmmap.experiments.reproduce import evaluate as ev  # noqa: E402
+from pyterrier_svmmap.experiments.reproduce.checkpoints import TrialStore  # noqa: E402
 
 
 @pytest.fixture
@@ -49,7 +49,7 @@ def test_dask_trials_give_the_sequential_results_and_resume_after_ctrl_c(tmp_pat
     assert len(list((tmp_path / "dask" / "trials").glob("*.pkl"))) == 8
 
     # Ctrl-C while the client collects the results: one line, status 130, the finished trials kept
-    real_save = ev.TrialStore.save
+    real_save = TrialStore.save
     saved = []
 
     def interrupt_at_the_third(self, *a, **k):
@@ -57,14 +57,14 @@ def test_dask_trials_give_the_sequential_results_and_resume_after_ctrl_c(tmp_pat
             raise KeyboardInterrupt
         saved.append(1)
         return real_save(self, *a, **k)
-    monkeypatch.setattr(ev.TrialStore, "save", interrupt_at_the_third)
+    monkeypatch.setattr(TrialStore, "save", interrupt_at_the_third)
     capsys.readouterr()
     assert main(_argv(tiny, tmp_path / "resumed", "--workers", "2")) == 130
     err = capsys.readouterr().err
     assert err.count("\n") == 1, err
     assert re.search(r"interrupted; 1 finished trials are kept in ", err), err
     assert not (tmp_path / "resumed" / "results.json").exists()
-    monkeypatch.setattr(ev.TrialStore, "save", real_save)
+    monkeypatch.setattr(TrialStore, "save", real_save)
     assert main(_argv(tiny, tmp_path / "resumed", "--workers", "2")) == 0
     assert _comparable(tmp_path / "resumed") == _comparable(tmp_path / "seq")
 

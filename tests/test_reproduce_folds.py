@@ -7,7 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pyterrier_svmmap.experiments.reproduce.evaluate import CHOSEN_BASE, aggregate, choose_bases, run_trials
+from pyterrier_svmmap.experiments.reproduce.evaluation import aggregate
+from pyterrier_svmmap.experiments.reproduce.runner import run_trials
+from pyterrier_svmmap.experiments.reproduce.trials import CHOSEN_BASE, choose_bases
 from pyterrier_svmmap.experiments.reproduce.protocol import Split, make_folds, role_counts
 
 
@@ -167,7 +169,7 @@ def test_reproduce_folds_end_to_end_and_resume(tmp_path, capsys, monkeypatch):
     from pyterrier_svmmap.cli import main
     import pyterrier_svmmap.cli.reproduce as command
     import pyterrier_svmmap.experiments.systems as systems
-    from pyterrier_svmmap.experiments.reproduce import evaluate as ev
+    from pyterrier_svmmap.experiments.reproduce.trials import _Trials
     monkeypatch.setitem(systems.SYSTEMS, "svm-map", lambda: SVMMap(C=[1.0], n_bins=10))
     monkeypatch.setattr(command, "_save_pictures", lambda out, models: None)
     coll = _write_collection(tmp_path / "c", n_topics=10)
@@ -191,8 +193,8 @@ def test_reproduce_folds_end_to_end_and_resume(tmp_path, capsys, monkeypatch):
 
     # a split is a split: the re-run reuses every checkpoint and gives the same results
     fits = []
-    real_fit = ev._Trials._fit_and_test
-    monkeypatch.setattr(ev._Trials, "_fit_and_test", lambda self, *a: fits.append(a[1].trial) or real_fit(self, *a))
+    real_fit = _Trials._fit_and_test
+    monkeypatch.setattr(_Trials, "_fit_and_test", lambda self, *a: fits.append(a[1].trial) or real_fit(self, *a))
     assert main(argv) == 0
     assert fits == []
     again = json.loads((out / "results.json").read_text())

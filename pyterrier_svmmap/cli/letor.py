@@ -34,7 +34,7 @@ def _folds(text: str) -> List[int]:
 
 
 def _grids() -> str:
-    from pyterrier_svmmap.experiments.letor import LEARNERS
+    from pyterrier_svmmap.experiments.systems import LEARNERS
 
     def show(g: dict) -> str:
         return ",".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in g.items())
@@ -63,10 +63,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pyterrier_svmmap.cli import UsageError
     import pyterrier_svmmap.experiments.letor as letor
+    import pyterrier_svmmap.experiments.systems as systems
 
     try:                                            # every argument checked before any data is read
         rel = letor.check_rel(args.rel)
-        names = letor.learner_names(args.learners)
+        names = systems.learner_names(args.learners)
         if args.threads < 1:
             raise ValueError(f"--threads must be at least 1, got {args.threads}")
         letor.discover_folds(args.directory, args.folds)

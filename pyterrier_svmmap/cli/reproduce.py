@@ -155,7 +155,7 @@ def _interrupt_in_chain(e: BaseException) -> bool:
 def run(args: argparse.Namespace) -> int:
     """``svmmap reproduce``: :func:`_run`, with Ctrl-C reported on one line (exit status 130) saying
     how many finished trials are kept for the next run to resume from (``--debug``: the traceback)."""
-    from pyterrier_svmmap.experiments.reproduce.evaluate import TrialsInterrupted
+    from pyterrier_svmmap.experiments.reproduce.trials import TrialsInterrupted
     progress = _Progress()
     try:
         return _run(args, progress)
@@ -196,7 +196,9 @@ def _run(args: argparse.Namespace, progress: Optional[_Progress] = None) -> int:
     import pyterrier_svmmap.experiments.reproduce.base_runs as br
     from pyterrier_svmmap.run_features import RunFeatures
     from pyterrier_svmmap.experiments.reproduce.collection import load_directory, load_irds
-    from pyterrier_svmmap.experiments.reproduce.evaluate import TrialStore, aggregate, run_trials
+    from pyterrier_svmmap.experiments.reproduce.checkpoints import TrialStore
+    from pyterrier_svmmap.experiments.reproduce.evaluation import aggregate
+    from pyterrier_svmmap.experiments.reproduce.runner import run_trials
     from pyterrier_svmmap.scale.client import close_client, dask_client
     from pyterrier_svmmap.experiments.reproduce.protocol import make_folds, make_splits, role_counts
     from pyterrier_svmmap.experiments.reproduce.report import format_learner_table, format_loss_table, format_table, results_dict, tables_markdown, write_results

@@ -3,7 +3,7 @@
 The protocol (the LETOR convention, as the MQ2008 README states it): for each fold, train on ``train.txt``,
 choose the learner's hyper-parameters by **validation MAP** on ``vali.txt``, score ``test.txt``, and
 average the test measures over the folds. :func:`run_letor` runs it for a list of learners (by name, see
-:data:`LEARNERS`) and returns per-fold and averaged results; ``svmmap letor DIR`` prints them, and
+:data:`~pyterrier_svmmap.experiments.systems.LEARNERS`) and returns per-fold and averaged results; ``svmmap letor DIR`` prints them, and
 ``benchmarks/`` can call it too.
 
 **Evaluation** (:mod:`pyterrier_svmmap.measures`, the semantics of LETOR 4.0's Eval-Score-4.0.pl):
@@ -25,7 +25,7 @@ relevance), ApproxAP and AdaRank (its AP and binary-gain NDCG). Learners that us
 labels as they are: LambdaMART (lambdarank's 2^label − 1 gains), McRank (a class per grade) and
 ApproxNDCG (gain 2^label − 1).
 
-**Model selection.** Each learner has a small documented grid (:data:`LEARNERS`); the setting with the
+**Model selection.** Each learner has a small documented grid (:data:`~pyterrier_svmmap.experiments.systems.LEARNERS`); the setting with the
 highest validation MAP (``rel`` as above, all validation queries, first of equal maxima) is kept. The
 SVMs' grid is C ∈ {0.01, 0.1, 1, 10, 100, 1000}, trained as one warm-started path by
 :class:`~pyterrier_svmmap.svm.ranker.StructSVMRanker`, which selects C by the same validation MAP (with its tie
@@ -48,11 +48,12 @@ import time
 import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
-from pyterrier_svmmap.measures import letor_average_precision, letor_ndcg_at, precision_at
+from pyterrier_svmmap.experiments.systems import LEARNERS, fit_learner, learner_names
+from pyterrier_svmmap.measures import letor_mean_average_precision, letor_ndcg_at, precision_at
 
 log = logging.getLogger(__name__)
 
@@ -60,12 +61,6 @@ log = logging.getLogger(__name__)
 PARTS = ("train", "vali", "test")
 #: the test measures reported, in the order of the JSON and the per-measure means
 MEASURES = ("MAP", "NDCG@1", "NDCG@3", "NDCG@5", "NDCG@10", "P@1", "P@3", "P@5", "P@10")
-#: the grid of C of every structural SVM (OP 1's constant, SVMstruct's C/n convention)
-SVM_C_GRID = (0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)
-#: the cutting-plane tolerance of the SVMs
-SVM_EPSILON = 1e-3
-#: thresholds per feature of the binned SVM-map (the paper's φ)
-N_BINS = 50
 
 
 # -------------------------------------------------------------------------------------------------
@@ -173,197 +168,16 @@ def load_folds(paths: Dict[int, Dict[str, Path]]) -> Dict[int, Fold]:
 # -------------------------------------------------------------------------------------------------
 # evaluation
 # -------------------------------------------------------------------------------------------------
-def letor_map(scores: np.ndarray, split: Split, rel: float = 1) -> float:
-    """MAP as Eval-Score-4.0.pl computes it (``label >= rel`` relevant, every query counted, ties in file order)."""
-    return float(letor_average_precision(scores, split.labels, split.offsets, rel=rel).mean())
-
-
 def evaluate(scores: np.ndarray, split: Split, rel: float = 1) -> Dict[str, float]:
     """The :data:`MEASURES` of ``scores`` on ``split`` with Eval-Score-4.0.pl's semantics (module docstring):
     means over all queries of the file, a query without a relevant document counting 0."""
     s, y, o = np.asarray(scores, dtype=float), split.labels, split.offsets
-    out = {"MAP": letor_map(s, split, rel)}
+    out = {"MAP": letor_mean_average_precision(s, y, o, rel)}
     for k in (1, 3, 5, 10):
         out[f"NDCG@{k}"] = float(letor_ndcg_at(s, y, o, k).mean())
     for k in (1, 3, 5, 10):
         out[f"P@{k}"] = float(precision_at(s, y, o, k, rel=rel).mean())
     return out
-
-
-# -------------------------------------------------------------------------------------------------
-# learners
-# -------------------------------------------------------------------------------------------------
-@dataclass
-class Fitted:
-    """A learner trained with model selection: ``scores(split)`` (test scores as evaluated), the ``chosen``
-    setting, and every setting tried with its validation MAP (``selection``)."""
-    scores: Callable[[Split], np.ndarray]
-    chosen: dict
-    selection: List[dict]
-
-
-@dataclass(frozen=True)
-class Learner:
-    """A learner of the protocol: ``fit(train, vali, rel, grid)`` → :class:`Fitted` with ``grid`` (the
-    settings searched, :attr:`grid` by default). ``graded``: trains on the graded labels (else on
-    ``label >= rel``); ``ties``: ``"package"`` (``ranking_scores``) or ``"file order"``."""
-    name: str
-    description: str
-    grid: Tuple[dict, ...]
-    fit: Callable[..., Fitted]
-    graded: bool = False
-    ties: str = "file order"
-    lightgbm: bool = False
-
-
-def _first_best(values: Sequence[float]) -> int:
-    """Index of the first maximum (NaN lowest)."""
-    v = np.array([-np.inf if (x is None or math.isnan(x)) else x for x in values])
-    return int(np.argmax(v))
-
-
-def grid_search(settings: Sequence[dict], fit_one: Callable[[dict], object],
-                score: Callable[[object, Split], np.ndarray], vali: Split, rel: float,
-                notes: Optional[Callable[[object], dict]] = None) -> Fitted:
-    """Fit every setting, keep the first with the highest validation MAP (``label >= rel``, all queries)."""
-    models, selection = [], []
-    for setting in settings:
-        model = fit_one(setting)
-        v = letor_map(score(model, vali), vali, rel)
-        models.append(model)
-        selection.append(dict(setting, validation=v, **(notes(model) if notes else {})))
-        log.debug("%s: validation MAP %.4f", setting, v)
-    best = _first_best([s["validation"] for s in selection])
-    model = models[best]
-    return Fitted(lambda split: score(model, split), dict(selection[best]), selection)
-
-
-def _svm(loss: str, features: str) -> Callable[..., Fitted]:
-    """StructSVMRanker over a C grid (one warm-started path), C (and for ``auto`` the features) chosen by
-    validation MAP inside the ranker, test scores by ``ranking_scores`` (the package's tie policy)."""
-    def fit(train: Split, vali: Split, rel: float, grid: Sequence[dict]) -> Fitted:
-        from pyterrier_svmmap.features.layout import default_base_names
-        from pyterrier_svmmap.svm.ranker import StructSVMRanker
-        r = StructSVMRanker(C=[g["C"] for g in grid], loss=loss, features=features, n_bins=N_BINS,
-                            epsilon=SVM_EPSILON)
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="skipping .* training queries")   # LETOR: many such queries
-            r.fit(train.raw, train.binary(rel), train.offsets,
-                  valid=(vali.raw, vali.binary(rel), vali.offsets, None, vali.docids),
-                  base_names=default_base_names(train.raw.shape[1], start=1))
-        selection = [dict(C=p["C"], validation=p["validation"], n_iter=p["n_iter"], converged=p["converged"],
-                          **({"features": p["features"]} if features == "auto" else {})) for p in r.path_]
-        chosen = dict(C=r.C_, **({"features": r.features_} if features == "auto" else {}))
-        chosen["validation"] = max(p["validation"] for p in selection)
-        return Fitted(lambda s: r.ranking_scores(s.raw, s.offsets, s.docids), chosen, selection)
-    return fit
-
-
-def _approx(measure: str, n_iter: int) -> Callable[..., Fitted]:
-    """ApproxRanker (``measure`` "ap" or "ndcg") on per-query min–max features (the estimators' default
-    layout), one fit per (α, β) of the grid: the iteration chosen by the learner's validation measure, the
-    grid point by validation MAP. ApproxAP trains on ``label >= rel``, ApproxNDCG on the grades."""
-    def fit(train: Split, vali: Split, rel: float, grid: Sequence[dict]) -> Fitted:
-        from pyterrier_svmmap.approx.ranker import ApproxRanker
-        from pyterrier_svmmap.features.layout import FeatureLayout
-        layout = FeatureLayout.fit(train.raw, train.offsets, "minmax")
-        y = train.binary(rel) if measure == "ap" else train.labels
-        yv = vali.binary(rel) if measure == "ap" else vali.labels
-        Xt, Xv = layout.transform(train.raw, train.offsets), layout.transform(vali.raw, vali.offsets)
-
-        def fit_one(g):
-            return ApproxRanker(measure, alphas=[g["alpha"]], betas=[g["beta"]] if "beta" in g else None,
-                                n_iter=n_iter, track_error=False).fit(
-                Xt, y, train.offsets, X_valid=Xv, labels_valid=yv, offsets_valid=vali.offsets)
-        return grid_search(grid, fit_one, lambda m, s: m.decision_function(layout.transform(s.raw, s.offsets)),
-                           vali, rel, notes=lambda m: dict(iteration=int(m.best_iteration_)))
-    return fit
-
-
-def _adarank(train: Split, vali: Split, rel: float, grid: Sequence[dict]) -> Fitted:
-    """AdaRank (AdaRank.MAP / AdaRank.NDCG@10) on ``label >= rel``; its round chosen by its own validation
-    measure, the variant by validation MAP."""
-    from pyterrier_svmmap.boosting.peers import AdaRankRanker
-
-    def fit_one(g):
-        return AdaRankRanker(**g).fit(train.raw, train.binary(rel), train.offsets,
-                                      vali.raw, vali.binary(rel), vali.offsets)
-    return grid_search(grid, fit_one, lambda m, s: m.predict(s.raw, s.offsets), vali, rel,
-                       notes=lambda m: dict(rounds=int(m.best_round_)))
-
-
-def _lightgbm_params(threads: int) -> dict:
-    return dict(n_jobs=threads, deterministic=True, force_row_wise=True)
-
-
-def _lambdamart(train: Split, vali: Split, rel: float, grid: Sequence[dict], threads: int = 1) -> Fitted:
-    """LambdaMART (LightGBM lambdarank) on the grades, up to 1000 trees with early stopping (50 rounds) on
-    LightGBM's validation MAP over the whole list; the grid point by validation MAP (``rel``)."""
-    from pyterrier_svmmap.boosting.peers import LambdaMARTRanker
-
-    def fit_one(g):
-        return LambdaMARTRanker(n_estimators=1000, metric="map", eval_at=1000, early_stopping_rounds=50,
-                                params=_lightgbm_params(threads), **g).fit(
-            train.raw, train.labels, train.offsets, vali.raw, vali.labels, vali.offsets)
-    return grid_search(grid, fit_one, lambda m, s: m.predict(s.raw, s.offsets), vali, rel,
-                       notes=lambda m: dict(trees=int(m.best_iteration_)))
-
-
-def _mcrank(train: Split, vali: Split, rel: float, grid: Sequence[dict], threads: int = 1) -> Fitted:
-    """McRank (a boosted multiclass model over the grades, score = expected grade); grid by validation MAP."""
-    from pyterrier_svmmap.boosting.peers import McRankRanker
-
-    def fit_one(g):
-        return McRankRanker(params=_lightgbm_params(threads), **g).fit(train.raw, train.labels, train.offsets)
-    return grid_search(grid, fit_one, lambda m, s: m.predict(s.raw, s.offsets), vali, rel)
-
-
-_C = tuple({"C": c} for c in SVM_C_GRID)
-
-#: every learner of the protocol by name, with its grid (the settings compared by validation MAP)
-LEARNERS: Dict[str, Learner] = {
-    "svm-map": Learner("svm-map", "SVM-map, raw features (svm_map_learn's linear model)", _C, _svm("map", "raw"),
-                       ties="package"),
-    "svm-map-bins": Learner("svm-map-bins", f"SVM-map, {N_BINS} quantile bins per feature (the paper's φ)", _C,
-                            _svm("map", "bins"), ties="package"),
-    "svm-map-auto": Learner("svm-map-auto", "SVM-map, features bins / raw / bins+raw (×3 grid) chosen with C", _C,
-                            _svm("map", "auto"), ties="package"),
-    "svm-roc": Learner("svm-roc", "structural SVM for ROC area (≈ RankSVM), raw features", _C,
-                       _svm("roc", "raw"), ties="package"),
-    "svm-ndcg@10": Learner("svm-ndcg@10", "structural SVM for NDCG@10 (binary gains), raw features", _C,
-                           _svm("ndcg@10", "raw"), ties="package"),
-    "svm-acc2": Learner("svm-acc2", "structural SVM for balanced accuracy (classification), raw features", _C,
-                        _svm("acc2", "raw"), ties="package"),
-    "approx-ap": Learner("approx-ap", "ApproxAP (Qin et al. 2010), linear on min-max features, 100 passes, η=0.01",
-                         tuple({"alpha": a, "beta": b} for a in (10.0, 100.0) for b in (1.0, 10.0)),
-                         _approx("ap", 100)),
-    "approx-ndcg": Learner("approx-ndcg", "ApproxNDCG (Qin et al. 2010), as approx-ap, gains 2^label − 1",
-                           tuple({"alpha": a} for a in (10.0, 50.0, 100.0)), _approx("ndcg", 100), graded=True),
-    "adarank": Learner("adarank", "AdaRank (Xu & Li 2007), weak rankers = features, ≤ 100 rounds",
-                       ({"measure": "ap"}, {"measure": "ndcg", "k": 10}), _adarank),
-    "lambdamart": Learner("lambdamart", "LambdaMART (LightGBM lambdarank), ≤ 1000 trees, early stopping on vali",
-                          tuple({"num_leaves": nl, "learning_rate": lr} for nl in (7, 31) for lr in (0.05, 0.1)),
-                          _lambdamart, graded=True, lightgbm=True),
-    "mcrank": Learner("mcrank", "McRank (LightGBM multiclass over the grades, expected grade)",
-                      tuple({"num_leaves": nl, "n_estimators": n} for nl in (7, 31) for n in (30, 100)),
-                      _mcrank, graded=True, lightgbm=True),
-}
-
-
-def learner_names(spec: Optional[Union[str, Sequence[str]]]) -> List[str]:
-    """Learner names from ``"a,b"`` or a list (None or "all": every learner), checked: a ValueError names an
-    unknown one and the choices."""
-    if spec is None or spec == "all":
-        return list(LEARNERS)
-    names = [n.strip() for n in (spec.split(",") if isinstance(spec, str) else spec) if n.strip()]
-    if not names:
-        raise ValueError("no learner given")
-    for n in names:
-        if n not in LEARNERS:
-            raise ValueError(f"unknown learner {n!r}; choose from {', '.join(LEARNERS)} (or all)")
-    if len(set(names)) != len(names):
-        raise ValueError(f"a learner is listed twice in {','.join(names)}")
-    return names
 
 
 def check_rel(rel) -> float:
@@ -492,14 +306,6 @@ def _jsonable(x):
     return x
 
 
-def fit_learner(name: str, train: Split, vali: Split, rel: float = 1, grid: Optional[Sequence[dict]] = None,
-                threads: int = 1) -> Fitted:
-    """Train learner ``name`` on ``train`` with model selection on ``vali`` (its grid, or ``grid``)."""
-    learner = LEARNERS[name]
-    kwargs = {"threads": threads} if learner.lightgbm else {}
-    return learner.fit(train, vali, rel, tuple(grid if grid is not None else learner.grid), **kwargs)
-
-
 def _warm_up(name: str, fold: Fold, rel: float, threads: int) -> None:
     """One small untimed fit (imports, numba compilation) on the first validation queries."""
     tiny = fold.vali.head(40)
@@ -515,7 +321,7 @@ def run_letor(directory: Union[str, Path], learners: Optional[Union[str, Sequenc
               folds: Optional[Sequence[int]] = None, warm_up: bool = True, threads: int = 1,
               progress: Optional[Callable[[FoldResult, "LetorResults"], None]] = None) -> LetorResults:
     """The LETOR protocol (module docstring) on ``directory/Fold1..FoldK`` for ``learners`` (names of
-    :data:`LEARNERS`, default all) with relevance threshold ``rel``; ``folds`` restricts the folds.
+    :data:`~pyterrier_svmmap.experiments.systems.LEARNERS`, default all) with relevance threshold ``rel``; ``folds`` restricts the folds.
     LightGBM learners are skipped, with one warning, when LightGBM is not installed. ``threads``: LightGBM's
     threads. ``progress`` is called with every :class:`FoldResult` as it is measured and the results so far
     (e.g. to save them: a long run interrupted keeps its finished folds)."""

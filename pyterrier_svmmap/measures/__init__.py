@@ -197,3 +197,10 @@ def letor_ndcg_at(scores, labels, offsets, k: int, discount: str = "letor", gain
     if short_query == "zero":
         ndcg[np.diff(offsets) < k] = 0.0
     return ndcg
+
+
+def letor_mean_average_precision(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
+                                 rel: float = 1) -> float:
+    """MAP as Eval-Score-4.0.pl computes it (:func:`letor_average_precision`: ``label >= rel`` relevant,
+    every query counted, ties in file order)."""
+    return float(letor_average_precision(scores, labels, offsets, rel=rel).mean())

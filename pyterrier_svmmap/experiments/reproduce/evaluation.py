@@ -1,0 +1,185 @@
+"""Measuring rankings and aggregating trials as in Yue et al. (2007) §5.
+
+Per-query AP, nDCG@10 and RR@10 are computed as ``ir_measures`` computes them, in one vectorised pass per run
+(:class:`Evaluator`), against the full qrels (relevant documents outside the candidates count as missed; a
+test query a system returns nothing for scores 0). Learned rankings are cut at ``depth`` (:func:`cut_depth`).
+
+Aggregation, per system (:func:`aggregate`): each query's values are averaged over the trials in which it was
+tested; MAP (etc.) is the mean over those queries. Against the reference system (``svm-map``): W = queries on
+which the reference's averaged AP is higher, L = lower, and the two-sided Wilcoxon signed-rank p-value on the
+per-query averaged APs.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+from pyterrier_svmmap.string_codes import sorted_string_codes
+
+logger = logging.getLogger(__name__)
+
+
+#: results.json key -> ir_measures measure name
+MEASURES = {"map": "AP", "ndcg_cut_10": "nDCG@10", "recip_rank_10": "RR@10"}
+
+
+class Evaluator:
+    """Per-query measures of runs (qid, docno, score) against fixed qrels (qid, docno, label).
+
+    ``AP``, ``nDCG@10`` and ``RR@10`` (relevant: label ≥ 1) exactly as ``ir_measures`` computes them, in
+    one vectorised pass over the run (:mod:`pyterrier_svmmap.measures` on the run sorted once), with
+    ir_measures' semantics (tests/test_frames_fast.py compares them per query on Vaswani runs):
+
+    * AP and nDCG@10 come from trec_eval (ir_measures' pytrec_eval backend): scores compared as float32,
+      equal ones ordered by docno descending; AP divides by all relevant documents in the qrels (those
+      not retrieved count as missed); nDCG's gain is the label (negative labels 0), the ideal ranking is
+      the qrels' labels sorted;
+    * RR@10 comes from ir_measures' msmarco backend: scores compared as doubles, equal ones ordered by
+      docno ascending;
+    * a query without results, or without qrels, scores 0; a document listed twice for a query keeps
+      its last score; a (qid, docno) twice in the qrels keeps its last label.
+    """
+
+    #: relevance threshold of AP and RR@10 (ir_measures' default rel=1) and nDCG's cutoff
+    REL = 1
+    NDCG_K = 10
+    RR_K = 10
+
+    def __init__(self, qrels: pd.DataFrame):
+        q = pd.DataFrame({"qid": qrels["qid"].astype(str).to_numpy(), "docno": qrels["docno"].astype(str).to_numpy(),
+                          "label": qrels["label"].astype(int).to_numpy()})
+        q = q.drop_duplicates(["qid", "docno"], keep="last")
+        q_code, qids = pd.factorize(q["qid"])
+        d_code, docnos = pd.factorize(q["docno"])
+        self._qids, self._docnos = pd.Index(qids), pd.Index(docnos)
+        key = q_code.astype(np.int64) * max(len(docnos), 1) + d_code
+        order = np.argsort(key, kind="stable")
+        self._keys, self._labels = key[order], q["label"].to_numpy()[order]
+        labels = q["label"].to_numpy()
+        self._n_relevant = np.bincount(q_code, weights=labels >= self.REL, minlength=len(qids))
+        # ideal DCG@k per query: the positive labels sorted, the first k discounted
+        gains = np.maximum(labels, 0).astype(float)
+        ideal = np.lexsort((-gains, q_code))
+        starts = np.searchsorted(q_code[ideal], np.arange(len(qids)))
+        rank = np.arange(len(ideal)) - starts[q_code[ideal]]
+        disc = np.where(rank < self.NDCG_K, 1.0 / np.log2(rank + 2.0), 0.0)
+        self._idcg = np.bincount(q_code[ideal], weights=gains[ideal] * disc, minlength=len(qids))
+
+    def per_query(self, run: pd.DataFrame, qids: Sequence[str]) -> pd.DataFrame:
+        """Frame indexed by ``qids`` with one column per measure; queries without results get 0."""
+        q_code, q_strings = sorted_string_codes(run["qid"])
+        d_code, d_strings = sorted_string_codes(run["docno"])
+        return self._per_query(q_code, q_strings, d_code, d_strings, run["score"].astype(float).to_numpy(), qids)
+
+    def per_query_arrays(self, row_qids: np.ndarray, docnos: np.ndarray, scores: np.ndarray,
+                         qids: Sequence[str]) -> pd.DataFrame:
+        """:meth:`per_query` of a run given as arrays (qid and docno of each row, as str, and its score)."""
+        q_code, q_strings = sorted_string_codes(row_qids)
+        d_code, d_strings = sorted_string_codes(docnos)
+        return self.per_query_codes(q_code, q_strings, d_code, d_strings, scores, qids)
+
+    def per_query_codes(self, q_code, q_strings, d_code, d_strings, score, qids) -> pd.DataFrame:
+        """:meth:`per_query` of a run whose qids and docnos are given as :func:`sorted_string_codes` of
+        them (codes per row, the sorted distinct strings): for runs over the same rows, coded once."""
+        return self._per_query(q_code, q_strings, d_code, d_strings, np.asarray(score, dtype=float), qids)
+
+    def _per_query(self, q_code, q_strings, d_code, d_strings, score, qids) -> pd.DataFrame:
+        from pyterrier_svmmap.measures import average_precision, dcg_at, reciprocal_rank_at
+        qids = [str(q) for q in qids]
+        wanted = pd.Index(pd.unique(np.asarray(qids, dtype=object)))
+        out = np.zeros((len(wanted), len(MEASURES)))
+        qi = wanted.get_indexer(q_strings)[q_code]
+        keep = qi >= 0
+        n_docs = max(len(d_strings), 1)
+        # a document listed twice for a query keeps its last score
+        keep &= ~pd.Index(np.where(keep, qi.astype(np.int64) * n_docs + d_code, -1 - np.arange(len(qi)))
+                          ).duplicated(keep="last")
+        if keep.any():
+            qi, d_code, score = qi[keep], d_code[keep], score[keep]
+            # each row's label from the qrels (0 when unjudged)
+            rq = self._qids.get_indexer(wanted)[qi]
+            rd = self._docnos.get_indexer(d_strings)[d_code]
+            label = np.zeros(len(qi))
+            judged = (rq >= 0) & (rd >= 0)
+            key = rq[judged].astype(np.int64) * max(len(self._docnos), 1) + rd[judged]
+            at = np.minimum(np.searchsorted(self._keys, key), max(len(self._keys) - 1, 0))
+            hit = self._keys[at] == key if len(self._keys) else np.zeros(len(key), bool)
+            label[np.flatnonzero(judged)[hit]] = self._labels[at[hit]]
+            known = self._qids.get_indexer(wanted)            # -1 (no qrels) picks the appended 0
+            n_rel = np.append(self._n_relevant, 0.0)[known]
+            idcg = np.append(self._idcg, 0.0)[known]
+            doc_rank = d_code                            # codes order docnos as their strings do
+            offsets = np.concatenate([[0], np.cumsum(np.bincount(qi, minlength=len(wanted)))])
+            position = -np.arange(len(qi), dtype=float)          # scores that keep a given order
+            # trec_eval's ranking (AP, nDCG@10): float32 scores descending, then docno descending
+            trec = np.lexsort((-doc_rank, -score.astype(np.float32), qi))
+            out[:, 0] = average_precision(position, label[trec] >= self.REL, offsets, n_rel)
+            dcg = dcg_at(position, np.maximum(label[trec], 0.0), offsets, self.NDCG_K)
+            out[:, 1] = np.divide(dcg, idcg, out=np.zeros(len(wanted)), where=idcg > 0)
+            # ir_measures' msmarco ranking (RR@10): double scores descending, then docno ascending
+            msmarco = np.lexsort((doc_rank, -score, qi))
+            out[:, 2] = reciprocal_rank_at(position, label[msmarco] >= self.REL, offsets, self.RR_K)
+        frame = pd.DataFrame(out, index=wanted, columns=list(MEASURES))
+        return frame.reindex(pd.Index(qids, name="qid"))
+
+
+def cut_depth(res: pd.DataFrame, depth: Optional[int]) -> pd.DataFrame:
+    """The top ``depth`` rows of every query by score (all rows when ``depth`` is None)."""
+    if depth is None:
+        return res
+    if depth < 1:
+        raise ValueError(f"depth must be at least 1, got {depth}")
+    res = res.sort_values(["qid", "score"], ascending=[True, False], kind="stable")
+    return res[res.groupby("qid", sort=False).cumcount() < depth]
+
+
+def per_query_means(per_trial: pd.DataFrame) -> pd.DataFrame:
+    """Each (system, qid)'s measures averaged over the trials in which the query was tested."""
+    return per_trial.groupby(["system", "qid"], sort=False)[list(MEASURES)].mean()
+
+
+def compare(ref: pd.Series, other: pd.Series) -> dict:
+    """W/L of ``ref`` over ``other`` (aligned per-query values) and the two-sided Wilcoxon p-value."""
+    from scipy.stats import wilcoxon
+    ref, other = ref.align(other, join="inner")
+    diff = ref.values - other.values
+    wins, losses = int((diff > 0).sum()), int((diff < 0).sum())
+    if wins + losses == 0:
+        p = 1.0
+    else:
+        p = float(wilcoxon(ref.values, other.values, alternative="two-sided").pvalue)
+    return {"wins": wins, "losses": losses, "p_value": p}
+
+
+#: the order of the kinds of systems in the summary (then by decreasing MAP within a kind)
+KIND_ORDER = {"learned": 0, "chosen": 1, "base": 2}
+
+
+def aggregate(per_trial: pd.DataFrame, reference: Optional[str], fit_seconds: Dict[str, List[float]]
+              ) -> pd.DataFrame:
+    """One row per system: kind, the measures' means over queries, W/L and p-value vs ``reference``
+    (0, 0, 1.0 for the reference itself or when there is none) and the median fit time (learned
+    systems); learned systems first, then the chosen base, then the base functions, each by MAP."""
+    pq = per_query_means(per_trial)
+    kinds = per_trial.drop_duplicates("system").set_index("system")["kind"]
+    ref_ap = pq.loc[reference, "map"] if reference is not None else None
+    rows = []
+    for system in kinds.index:
+        vals = pq.loc[system]
+        row = {"name": system, "kind": kinds[system], **{m: float(vals[m].mean()) for m in MEASURES},
+               "n_queries": int(len(vals))}
+        if ref_ap is None or system == reference:
+            row.update(wins=0, losses=0, p_value=1.0)
+        else:
+            row.update(compare(ref_ap, vals["map"]))
+        if kinds[system] == "learned":
+            secs = fit_seconds.get(system) or [float("nan")]
+            row["fit_seconds"] = float(np.median(secs))
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    out["_order"] = out["kind"].map(KIND_ORDER).fillna(len(KIND_ORDER))
+    out = out.sort_values(["_order", "map"], ascending=[True, False], kind="stable")
+    return out.drop(columns="_order").reset_index(drop=True)

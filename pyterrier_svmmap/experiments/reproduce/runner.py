@@ -1,0 +1,138 @@
+"""Running the trials of ``svmmap reproduce``: one after another, in forked worker processes, or as Dask tasks
+(:func:`run_trials`), with their results checkpointed (:mod:`.checkpoints`) as they come."""
+from __future__ import annotations
+
+import logging
+import os
+from typing import Callable, Dict, List, Optional
+
+import pandas as pd
+
+import pyterrier_svmmap.experiments.reproduce.workers as workers
+from pyterrier_svmmap.experiments.reproduce.checkpoints import TrialStore
+from pyterrier_svmmap.experiments.reproduce.evaluation import MEASURES
+from pyterrier_svmmap.experiments.reproduce.trials import TrialsInterrupted, _base_rows, _Trials
+from pyterrier_svmmap.experiments.reproduce.warm_up import _warm_up
+
+logger = logging.getLogger(__name__)
+
+
+def run_trials(candidates: pd.DataFrame, qrels: pd.DataFrame, splits, systems: Dict[str, Callable],
+               base_runs: Dict[str, pd.DataFrame], depth: Optional[int] = 1000,
+               progress: bool = True, first_models: Optional[Dict[str, object]] = None, jobs: int = 1,
+               store: Optional[TrialStore] = None, client=None, chosen: Optional[Dict[int, str]] = None):
+    """Per-trial per-query measures of the learned ``systems``, the ``base_runs`` and the base run
+    chosen per split on its training and validation queries (:data:`CHOSEN_BASE`, kind "chosen").
+
+    ``jobs`` > 1 runs that many trials at once in forked worker processes, each with its BLAS and
+    OpenMP thread pools capped at cores // jobs (so the fit times are not inflated by oversubscribed
+    cores); results do not depend on it.
+    ``client`` (a ``dask.distributed.Client``; ``jobs`` is then ignored) runs every trial as one Dask
+    task instead: the trials' inputs are scattered to every worker once, checkpoints are read and
+    written here (workers need no access to the store's folder), results as with ``jobs``.
+    ``first_models`` (a dict) receives each system's model of the first split; ``chosen`` (a dict)
+    receives ``{trial: chosen base function}``.
+    ``store`` (a :class:`TrialStore`) checkpoints each (trial, system) result and reuses those already
+    there; Ctrl-C raises :class:`TrialsInterrupted` (a KeyboardInterrupt) after stopping the workers.
+
+    Returns ``(per_trial, fit_seconds)``: a long frame with columns system, kind, trial, qid and one
+    per measure, and ``{system: [seconds per fit]}`` in split order.
+    """
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, got {jobs}")
+    if depth is not None and depth < 1:
+        raise ValueError(f"depth must be at least 1, got {depth}")
+    trials = _Trials(candidates, qrels, systems, depth, store)
+    rows: List[pd.DataFrame] = _base_rows(base_runs, splits, trials.evaluator, chosen)
+    fit_seconds: Dict[str, List[float]] = {n: [] for n in systems}
+    if systems:
+        keep = [first_models is not None and i == 0 for i in range(len(splits))]
+        bar = dict(desc="trials", unit="trial", total=len(splits), disable=not progress)
+        import multiprocessing
+        if client is None and jobs > 1 and "fork" not in multiprocessing.get_all_start_methods():
+            logger.warning("jobs=%d needs the 'fork' start method, which this platform lacks: running the "
+                           "trials one after another", jobs)
+            jobs = 1
+        try:
+            if client is not None:
+                results = _execute_dask(trials, splits, keep, client, bar)
+            else:
+                results = _execute(trials, splits, keep, jobs, bar)
+        except KeyboardInterrupt:
+            raise TrialsInterrupted(store.finished(splits, systems) if store is not None else 0) from None
+        for trial_rows, seconds, models in results:
+            rows.extend(trial_rows)
+            for name, sec in seconds.items():
+                fit_seconds[name].append(sec)
+            if models:
+                first_models.update(models)
+    columns = ["system", "kind", "trial", "qid", *MEASURES]
+    per_trial = pd.concat(rows, ignore_index=True)[columns] if rows else pd.DataFrame(columns=columns)
+    return per_trial, fit_seconds
+
+
+def _execute(trials: _Trials, splits, keep: List[bool], jobs: int, bar: dict) -> list:
+    """``trials.run`` of every split, in split order: here, or in ``jobs`` forked worker processes
+    that ignore SIGINT and are stopped (pending trials cancelled) when the parent is interrupted or a
+    trial fails."""
+    import multiprocessing
+    import pyterrier as pt
+    if jobs <= 1 or len(splits) <= 1:
+        return [trials.run(s, k) for s, k in pt.tqdm(list(zip(splits, keep)), **bar)]
+    from concurrent.futures import ProcessPoolExecutor
+    workers._WORKER_TRIALS = trials
+    workers._WORKER_THREADS = max(1, (os.cpu_count() or 1) // jobs)
+    try:
+        pool = ProcessPoolExecutor(min(jobs, len(splits)), mp_context=multiprocessing.get_context("fork"),
+                                   initializer=workers._ignore_sigint)
+        try:
+            warm = [pool.submit(_warm_up, part, splits[0]) for part in range(min(jobs, 2))]
+            results = list(pt.tqdm(pool.map(workers._run_in_worker, splits, keep), **bar))
+            logger.debug("kernel warm-up: %s s", [round(w.result(), 1) for w in warm])
+        except BaseException:
+            workers._stop_pool(pool)
+            raise
+        pool.shutdown()
+        return results
+    finally:
+        workers._WORKER_TRIALS = None
+
+
+def _execute_dask(trials: _Trials, splits, keep: List[bool], client, bar: dict) -> list:
+    """``trials.run`` of every split as Dask tasks on ``client``'s cluster, in split order.
+
+    Checkpointed (trial, system) results are loaded here; every split with systems left becomes one
+    task, whose results are checkpointed here as each task finishes. ``trials`` (candidates, qrels,
+    systems) is scattered to every worker once. Interrupted (Ctrl-C) or failed: the pending tasks are
+    cancelled and the exception propagates; finished tasks are already checkpointed."""
+    import pyterrier as pt
+    from dask.distributed import as_completed
+    found: List[Dict[str, tuple]] = []
+    todo: Dict[int, List[str]] = {}
+    for i, split in enumerate(splits):
+        found.append({})
+        for name in trials.systems:
+            done = trials.load(split, name, keep[i])
+            if done is not None:
+                found[i][name] = done
+            else:
+                todo.setdefault(i, []).append(name)
+    futures = {}
+    try:
+        with pt.tqdm(**bar) as progress:
+            progress.update(len(splits) - len(todo))
+            if todo:
+                shared = client.scatter(trials, broadcast=True, hash=False)
+                futures = {client.submit(workers._dask_trial, shared, splits[i], names, keep[i], pure=False): i
+                           for i, names in todo.items()}
+                for future in as_completed(list(futures)):
+                    i = futures[future]
+                    for name, result in future.result().items():
+                        trials.save(splits[i], name, result, keep[i])
+                        found[i][name] = result
+                    progress.update(1)
+    except BaseException:
+        if futures:
+            client.cancel(list(futures))
+        raise
+    return [trials.assemble(split, found[i], keep[i]) for i, split in enumerate(splits)]
