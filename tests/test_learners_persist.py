@@ -211,7 +211,7 @@ def test_cross_validation_is_k_fold_by_query_with_thresholds_per_fold():
 def test_features_auto_selects_blocks_jointly_with_c():
     """features="auto" = every option of AUTO_FEATURES trained as its own ranker, the best (features, C)
     on the validation queries kept (the first of equals, options in AUTO_FEATURES order)."""
-    from pyterrier_svmmap.svm.ranker import AUTO_FEATURES
+    from pyterrier_svmmap.selection import AUTO_FEATURES
     rng = np.random.default_rng(5)
     raw = rng.normal(size=(400, 3))
     raw[rng.random(raw.shape) < 0.1] = np.nan

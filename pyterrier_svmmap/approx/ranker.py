@@ -53,6 +53,7 @@ from scipy.special import expit
 import pyterrier_svmmap._jit as _jit
 from pyterrier_svmmap.features.encoder import DenseBlock, FeatureMatrix
 from pyterrier_svmmap.measures import average_precision, dcg_at
+from pyterrier_svmmap.selection import select
 from pyterrier_svmmap.state import (check_state, constructor_params, float_from_json, int_from_json, json_float,
                                     json_params, state_array)
 
@@ -483,15 +484,14 @@ class ApproxRanker:
         o = train.offsets
         active = np.array([q for q in range(train.n_queries) if np.any(train.labels[o[q]:o[q + 1]] > 0)])
 
-        best = (-np.inf, None)
+        runs = []
         self.search_results_: List[Dict] = []
         with _single_blas_thread():
             for alpha, beta in grid:
                 res = self._run(train, valid, active, w0, alpha, beta)
                 self.search_results_.append({k: v for k, v in res.items() if k != "coef_path"})
-                if res["best_valid"] > best[0]:
-                    best = (res["best_valid"], res)
-        res = best[1]
+                runs.append(res)
+        res = runs[select([r["best_valid"] for r in runs], "validation").chosen]
         self.alpha_, self.beta_ = res["alpha"], res["beta"]
         self.best_iteration_ = res["best_iteration"]
         self.coef_path_ = res["coef_path"]
@@ -501,7 +501,7 @@ class ApproxRanker:
         self.valid_score_ = res["valid_score"]
         self.best_valid_score_ = res["best_valid"]
         log.info("%s: selected alpha=%g beta=%g iteration %d, validation %.4f",
-                 type(self).__name__, self.alpha_, self.beta_, self.best_iteration_, best[0])
+                 type(self).__name__, self.alpha_, self.beta_, self.best_iteration_, res["best_valid"])
         return self
 
     def _run(self, train: _QuerySet, valid: _QuerySet, active: np.ndarray, w0: np.ndarray,

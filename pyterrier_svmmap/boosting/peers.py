@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from typing import Dict, Iterable, Optional, Sequence, Tuple
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 

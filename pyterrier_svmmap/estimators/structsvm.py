@@ -22,7 +22,8 @@ import pyterrier_svmmap.io.model_files as model_io
 from pyterrier_svmmap.queries import query_ids
 from pyterrier_svmmap.frames import Candidates, candidates_from_frame
 from pyterrier_svmmap.measures import ranks_within_queries
-from pyterrier_svmmap.svm.ranker import DEFAULT_C_GRID, StructSVMRanker, best_function
+from pyterrier_svmmap.selection import DEFAULT_C_GRID, best_function
+from pyterrier_svmmap.svm.ranker import StructSVMRanker
 from pyterrier_svmmap.ties import break_ties
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,6 @@ that system with one message saying why. Add a system with :func:`register`::
 from __future__ import annotations
 
 import logging
-import math
 import warnings
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple, Union
@@ -27,6 +26,7 @@ from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple, Un
 import numpy as np
 
 from pyterrier_svmmap.measures import letor_mean_average_precision
+from pyterrier_svmmap.selection import DEFAULT_C_GRID, select
 
 logger = logging.getLogger(__name__)
 
@@ -209,7 +209,7 @@ def parse_names(spec: str) -> List[str]:
 # with a small grid chosen by validation MAP
 # =================================================================================================
 #: the grid of C of every structural SVM (OP 1's constant, SVMstruct's C/n convention)
-SVM_C_GRID = (0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)
+SVM_C_GRID = DEFAULT_C_GRID
 #: the cutting-plane tolerance of the SVMs
 SVM_EPSILON = 1e-3
 #: thresholds per feature of the binned SVM-map (the paper's φ)
@@ -251,12 +251,6 @@ class Learner:
     lightgbm: bool = False
 
 
-def _first_best(values: Sequence[float]) -> int:
-    """Index of the first maximum (NaN lowest)."""
-    v = np.array([-np.inf if (x is None or math.isnan(x)) else x for x in values])
-    return int(np.argmax(v))
-
-
 def grid_search(settings: Sequence[dict], fit_one: Callable[[dict], object],
                 score: Callable[[object, LetorSplit], np.ndarray], vali: LetorSplit, rel: float,
                 notes: Optional[Callable[[object], dict]] = None) -> Fitted:
@@ -268,7 +262,7 @@ def grid_search(settings: Sequence[dict], fit_one: Callable[[dict], object],
         models.append(model)
         selection.append(dict(setting, validation=v, **(notes(model) if notes else {})))
         logger.debug("%s: validation MAP %.4f", setting, v)
-    best = _first_best([s["validation"] for s in selection])
+    best = select([s["validation"] for s in selection], "validation").chosen
     model = models[best]
     return Fitted(lambda split: score(model, split), dict(selection[best]), selection)
 

@@ -44,7 +44,8 @@ from pyterrier_svmmap.scale.shards import (quantile_thresholds_from_counts, samp
                                            shard_map_sums, shard_sample, shard_summary, shard_violation,
                                            usable_shard)
 from pyterrier_svmmap.svm.cutting_plane import reduce_shard_sums
-from pyterrier_svmmap.svm.ranker import c_grid, features_name, warn_skipped
+from pyterrier_svmmap.selection import c_grid, features_name
+from pyterrier_svmmap.svm.ranker import warn_skipped
 
 log = logging.getLogger(__name__)
 

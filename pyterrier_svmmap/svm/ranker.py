@@ -19,13 +19,13 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-import pyterrier_svmmap._jit as _jit
 import pyterrier_svmmap.svm.cutting_plane as solver
 from pyterrier_svmmap.features.encoder import FeatureEncoder
 from pyterrier_svmmap.features.layout import FeatureLayout, default_base_names
 from pyterrier_svmmap.svm.executors import resolve as resolve_executor
 from pyterrier_svmmap.svm.slack import make_slack_groups
-from pyterrier_svmmap.measures import average_precision
+from pyterrier_svmmap.selection import (DEFAULT_C_GRID, best_function, c_grid, cv_folds,
+                                        feature_options, features_name, select, validation_map)
 from pyterrier_svmmap.queries import (check_ranking_arrays, shard_sizes, split_queries, subset_queries,
                                      usable_queries)
 from pyterrier_svmmap.string_codes import sorted_string_codes
@@ -33,28 +33,8 @@ from pyterrier_svmmap.ties import break_ties
 
 log = logging.getLogger(__name__)
 
-#: the default grid of C (OP 1's constant: ½‖w‖² + C/n Σ ξ_i), searched on validation queries
-DEFAULT_C_GRID = (0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)
-
-#: the feature blocks that ``features="auto"`` chooses among, jointly with C (no block wins everywhere:
-#: on Vaswani raw scores beat the paper's bins, on LETOR MQ2008 bins beat raw)
-AUTO_FEATURES = ("bins", "raw", "bins+raw")
-
 #: validation data: (raw, labels, offsets) or (raw, labels, offsets, n_relevant)
 ValidSet = Tuple[np.ndarray, ...]
-
-
-def c_grid(C) -> List[float]:
-    """``C`` (a number or a sequence) as a list of floats, checked: finite, positive, no duplicates."""
-    try:
-        grid = [float(c) for c in np.atleast_1d(np.asarray(C, dtype=float))]
-    except (TypeError, ValueError):
-        raise ValueError(f"C must be a positive number or a list of them, got {C!r}") from None
-    if not grid or any(not math.isfinite(c) or c <= 0 for c in grid):
-        raise ValueError(f"C must be a positive number or a list of them, got {C!r}")
-    if len(set(grid)) != len(grid):
-        raise ValueError(f"C has duplicate values: {C!r}")
-    return grid
 
 
 class StructSVMRanker:
@@ -163,8 +143,8 @@ class StructSVMRanker:
         return (np.asarray(labels, dtype=float) >= self.rel).astype(float)
 
     def _feature_options(self) -> List[Union[str, Sequence[str]]]:
-        """The feature blocks to train: :data:`AUTO_FEATURES` for ``features="auto"``, else ``features``."""
-        return list(AUTO_FEATURES) if isinstance(self.features, str) and self.features == "auto" else [self.features]
+        """The feature blocks to train (:func:`~pyterrier_svmmap.selection.feature_options`)."""
+        return feature_options(self.features)
 
     def _groups(self, C: float):
         """The solver's slack groups at constant C (loss errors re-raised as ValueError with the loss named)."""
@@ -258,31 +238,35 @@ class StructSVMRanker:
         return resolve_executor(self.executor).fit_shards(self, sources, valid, base_names)
 
     def _select(self, grid, options, trained, valid, cv_scores) -> None:
-        """Score every (features, C) on the validation queries (or take the cross-validation scores), keep
-        the best, and set the learned attributes."""
-        self.path_: List[dict] = []
+        """Score every (features, C) on the validation queries (or take the cross-validation scores), choose
+        one (:func:`~pyterrier_svmmap.selection.select`), and set the learned attributes."""
+        scores: List[float] = []
         for o, (option, (layout, results, _)) in enumerate(zip(options, trained)):
             if cv_scores is not None:
-                scores = cv_scores[:, o * len(grid):(o + 1) * len(grid)].mean(axis=0)
+                scores.extend(cv_scores[:, o * len(grid):(o + 1) * len(grid)].mean(axis=0))
             else:
                 scorer = self._validation_scorer(valid, layout)
-                scores = [scorer(r.w) if scorer else float("nan") for r in results]
+                scores.extend(scorer(r.w) if scorer else float("nan") for r in results)
+        choice = select(scores, "cv" if cv_scores is not None else ("validation" if valid is not None else "none"),
+                        cv_scores)
+        self.path_: List[dict] = []
+        for o, (option, (layout, results, _)) in enumerate(zip(options, trained)):
             for i, (C, res) in enumerate(zip(grid, results)):
-                entry = dict(features=features_name(option), C=C, validation=float(scores[i]), n_iter=res.n_iter,
-                             oracle_calls=res.oracle_calls, converged=bool(res.converged), gap=float(res.duality_gap),
-                             primal=float(res.history[-1]["primal"]), seconds=float(res.history[-1]["seconds"]))
+                entry = dict(features=features_name(option), C=C, validation=choice.scores[o * len(grid) + i],
+                             n_iter=res.n_iter, oracle_calls=res.oracle_calls, converged=bool(res.converged),
+                             gap=float(res.duality_gap), primal=float(res.history[-1]["primal"]),
+                             seconds=float(res.history[-1]["seconds"]))
                 if cv_scores is not None:
                     entry["cv_scores"] = [float(x) for x in cv_scores[:, o * len(grid) + i]]
                 self.path_.append(entry)
                 log.debug("features=%s C=%g: %d iterations, validation MAP %.4f", entry["features"], C, res.n_iter,
                           entry["validation"])
-        self.selection_ = "cv" if cv_scores is not None else ("validation" if valid is not None else "none")
-        best = _first_best([p["validation"] for p in self.path_])
-        o, i = divmod(best, len(grid))
+        self.selection_ = choice.method
+        o, i = divmod(choice.chosen, len(grid))
         self.layout_, results, prior = trained[o]
         if prior is not None:
             self.prior_function_ = self.base_names_[prior]
-        self.features_ = self.path_[best]["features"]
+        self.features_ = self.path_[choice.chosen]["features"]
         kept = results[i]
         self.C_ = grid[i]
         self.coefs_ = np.stack([r.w for r in results])
@@ -342,14 +326,7 @@ class StructSVMRanker:
     def _cross_validate(self, raw, labels, offsets, n_relevant, usable, grid, options) -> np.ndarray:
         """Held-out MAP of every (feature option, C) on ``cv`` folds of the (usable) training queries:
         (folds × options·C), option-major."""
-        n_q = len(offsets) - 1
-        if n_q < self.cv:
-            raise ValueError(f"{len(options) * len(grid)} (features, C) settings and no validation data were given, "
-                             f"so they are chosen "
-                             f"by {self.cv}-fold cross-validation, which needs at least {self.cv} usable training "
-                             f"queries (got {n_q}); give validation data, a single C, or a smaller cv")
-        fold = np.empty(n_q, dtype=np.int64)
-        fold[np.random.default_rng(self.random_state).permutation(n_q)] = np.arange(n_q) % self.cv
+        fold = cv_folds(len(offsets) - 1, self.cv, self.random_state, len(options) * len(grid))
         n_rel = None if n_relevant is None else np.asarray(n_relevant, dtype=float)[usable]
         out = np.empty((self.cv, len(options) * len(grid)))
         for k in range(self.cv):
@@ -471,44 +448,6 @@ def _usable_shard_sizes(ok: np.ndarray, shard_queries: Optional[Sequence[int]], 
     ends = np.cumsum(sizes)
     usable = cum[ends] - cum[ends - sizes]
     return usable[usable > 0]
-
-
-#: above this many relevant candidates in a query, best_function sorts (its kernel counts |query| per one)
-_COUNT_RELEVANT_MAX = 256
-
-
-def best_function(raw: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> int:
-    """The base function with the highest MAP on these queries (a missing score ranks last; the first of
-    equal MAPs). Compiled (:mod:`._measures_jit`: counts instead of sorts, ~5× faster on Vaswani's
-    queries, the same APs bit for bit) when numba is there and no query has many relevant candidates."""
-    raw = np.asarray(raw, dtype=float)
-    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-    rel = np.ascontiguousarray(np.asarray(labels) > 0)
-    jit = _jit.load("measures._kernels", "best_function sorts with numpy")
-    if jit is not None and len(raw) and raw.shape[1] and \
-            np.add.reduceat(rel.astype(np.int64), offsets[:-1][np.diff(offsets) > 0]).max(initial=0) <= _COUNT_RELEVANT_MAX:
-        ap = np.empty((raw.shape[1], len(offsets) - 1))
-        jit.function_ap(np.ascontiguousarray(raw), rel, offsets, ap)
-        return int(np.argmax([row.mean() for row in ap]))
-    filled = np.where(np.isnan(raw), -np.inf, raw)
-    return int(np.argmax([average_precision(filled[:, f], labels, offsets).mean() for f in range(raw.shape[1])]))
-
-
-def validation_map(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
-                   n_relevant: Optional[np.ndarray] = None) -> float:
-    """MAP of ``scores`` (AP normalised by ``n_relevant`` when given, else by the relevant candidates)."""
-    return float(average_precision(scores, labels, offsets, n_relevant).mean())
-
-
-def features_name(features) -> str:
-    """``"bins+raw"`` for ``("bins", "raw")`` or ``"bins+raw"``."""
-    return features if isinstance(features, str) else "+".join(features)
-
-
-def _first_best(values: Sequence[float]) -> int:
-    """Index of the first maximum, NaN counting as lowest (no validation: the one C of the grid)."""
-    v = np.array([-np.inf if (x is None or np.isnan(x)) else x for x in values])
-    return int(np.argmax(v))
 
 
 def _nan_if_none(v):
