@@ -4,11 +4,13 @@ A set of queries is held as arrays in query order — ``raw`` (candidates × bas
 function did not retrieve the candidate), ``labels`` (one per candidate) and ``offsets`` (Q + 1 query
 boundaries, from 0 to the number of candidates) — and this module is the one home of the operations on
 them: checking, the query index of every candidate, the queries that can form ranking constraints,
-subsets, and shards of whole queries.
+subsets, and shards of whole queries. :class:`Queries` holds one such set with what is known of it (query
+ids, relevant counts, document ids).
 """
 from __future__ import annotations
 
-from typing import List, Sequence, Tuple
+from dataclasses import dataclass
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -74,3 +76,89 @@ def split_queries(raw, labels, offsets, sizes: Sequence[int]) -> List[Tuple[np.n
         out.append((raw[lo:hi], labels[lo:hi], offsets[start:stop + 1] - lo))
         start = stop
     return out
+
+
+@dataclass
+class Queries:
+    """Candidates of whole queries, in query order: what every learner trains on and scores.
+
+    Attributes
+    ----------
+    raw : ndarray of shape (n, F)
+        A score per candidate and base function (NaN where a function did not retrieve the candidate), or
+        any feature values.
+    labels : ndarray of shape (n,) or None
+        Relevance labels (None for candidates to score only).
+    offsets : ndarray of shape (Q + 1,)
+        Query boundaries: query q holds candidates ``offsets[q]:offsets[q + 1]``.
+    qids : ndarray of shape (Q,) or None
+        The queries' ids, where known.
+    n_relevant : ndarray of shape (Q,) or None
+        Relevant documents per query in the qrels (validation MAP normalises by it; default: the relevant
+        candidates).
+    docnos : ndarray of shape (n,) or None
+        The candidates' document ids, where known (the tie policy's last key).
+    """
+    raw: np.ndarray
+    labels: Optional[np.ndarray]
+    offsets: np.ndarray
+    qids: Optional[np.ndarray] = None
+    n_relevant: Optional[np.ndarray] = None
+    docnos: Optional[np.ndarray] = None
+
+    @classmethod
+    def from_arrays(cls, raw, labels, offsets, qids=None, n_relevant=None, docnos=None) -> "Queries":
+        """Queries from array-likes: ``raw`` and ``labels`` as float, ``offsets`` as int64, ``qids`` 0 … Q − 1
+        when not given."""
+        offsets = np.asarray(offsets, dtype=np.int64)
+        return cls(np.asarray(raw, dtype=float), None if labels is None else np.asarray(labels, dtype=float),
+                   offsets, np.arange(len(offsets) - 1) if qids is None else np.asarray(qids), n_relevant, docnos)
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def n_functions(self) -> int:
+        return self.raw.shape[1]
+
+    def usable(self) -> np.ndarray:
+        """Per query, whether it can form ranking constraints (:func:`usable_queries`)."""
+        return usable_queries(self.labels, self.offsets)
+
+    def subset(self, keep: np.ndarray) -> "Queries":
+        """The queries where ``keep`` is True, re-offset."""
+        rows = np.repeat(keep, np.diff(self.offsets))
+        raw, labels, offsets, n_rel = subset_queries(self.raw, self.labels, self.offsets, keep, self.n_relevant)
+        return Queries(raw, labels, offsets, None if self.qids is None else self.qids[keep], n_rel,
+                       None if self.docnos is None else np.asarray(self.docnos)[rows])
+
+    def widened(self, n_functions: int) -> "Queries":
+        """The queries with ``raw`` padded by zero columns to ``n_functions`` (svmlight: an absent feature
+        is 0)."""
+        if self.raw.shape[1] >= n_functions:
+            return self
+        pad = np.zeros((len(self.raw), n_functions - self.raw.shape[1]))
+        return Queries(np.hstack([self.raw, pad]), self.labels, self.offsets, self.qids, self.n_relevant,
+                       self.docnos)
+
+    @classmethod
+    def concatenate(cls, parts: Sequence["Queries"]) -> "Queries":
+        """The parts one after another (as wide as the widest; qids and docnos kept when every part has
+        them)."""
+        if not parts:
+            raise ValueError("no queries to concatenate")
+        F = max(p.n_functions for p in parts)
+        parts = [p.widened(F) for p in parts]
+        sizes = np.concatenate([np.diff(p.offsets) for p in parts])
+
+        def joined(name):
+            values = [getattr(p, name) for p in parts]
+            return None if any(v is None for v in values) else np.concatenate([np.asarray(v) for v in values])
+        return cls(np.vstack([p.raw for p in parts]), joined("labels"),
+                   np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64), joined("qids"), joined("n_relevant"),
+                   joined("docnos"))
+
+    def validation_set(self) -> tuple:
+        """``(raw, labels, offsets, n_relevant, docnos)``: the ``valid`` argument of the rankers' ``fit``."""
+        return self.raw, self.labels, self.offsets, self.n_relevant, self.docnos

@@ -24,7 +24,8 @@ def run(args: argparse.Namespace) -> int:
     model = load_ranker(args.model)          # the array-level ranker: PyTerrier is not imported
     data = read_svmlight(args.test, n_features=model.n_functions_)
     # ties broken as transform breaks them (pyterrier_svmmap.ties), docnos from the '#docid =' comments
-    scores = ranking_scores(model, data.grouped(data.features), data.offsets, data.grouped(data.docids))
+    test = data.queries()
+    scores = ranking_scores(model, test.raw, test.offsets, test.docnos)
     # full precision (shortest repr that reads back to the same float): 10 digits would create ties
     with open(args.predictions, "w") as out:
         out.writelines(f"{float(x)!r}\n" for x in data.ungroup(scores))

@@ -222,9 +222,8 @@ def fit_ranking_data(ranker, data, valid=None):
     """Fit an array-level ranker on a :class:`~pyterrier_svmmap.io.svmlight.RankingData` (svmlight features
     are named ``f1, f2, ...`` after their 1-based indices); ``valid``: another RankingData or None."""
     from pyterrier_svmmap.features.layout import default_base_names
-    valid_arrays = None if valid is None else (valid.grouped(valid.features), valid.grouped(valid.labels),
-                                               valid.offsets, None, valid.grouped(valid.docids))
-    ranker.fit(data.grouped(data.features), data.grouped(data.labels), data.offsets, valid=valid_arrays,
+    train = data.queries()
+    ranker.fit(train.raw, train.labels, train.offsets, valid=None if valid is None else valid.queries(),
                base_names=default_base_names(data.n_features, start=1),
                shard_queries=data.queries_per_source())        # one shard a file, as on a cluster
     ranker.training_summary_["source"] = ", ".join(data.sources)

@@ -43,6 +43,8 @@ from typing import List, Optional, Sequence, Union
 import numpy as np
 import pandas as pd
 
+from pyterrier_svmmap.queries import Queries
+
 
 class SvmlightError(ValueError):
     """A file that is not valid svmlight/LETOR ranking data (message names file:line)."""
@@ -123,6 +125,13 @@ class RankingData:
     def grouped(self, values: np.ndarray) -> np.ndarray:
         """``values`` given in input order, re-ordered by query (as ``offsets`` delimits)."""
         return np.asarray(values)[self.order]
+
+    def queries(self, n_features: Optional[int] = None) -> Queries:
+        """The lines as :class:`~pyterrier_svmmap.queries.Queries`, grouped by query: float labels, the
+        query ids as str, the docids as document ids; ``n_features`` columns at least (absent ones 0)."""
+        q = Queries(self.grouped(self.features), self.grouped(self.labels).astype(float), self.offsets,
+                    self.query_ids.astype(str), None, self.grouped(self.docids))
+        return q if n_features is None else q.widened(n_features)
 
     def ungroup(self, values: np.ndarray) -> np.ndarray:
         """``values`` given in grouped order, back in input order."""

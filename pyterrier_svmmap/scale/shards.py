@@ -1,12 +1,12 @@
-"""Shards of training queries and what a worker computes on them: plain functions of module level, so that
+"""Queriess of training queries and what a worker computes on them: plain functions of module level, so that
 Dask ships them by reference (:mod:`~pyterrier_svmmap.scale.dask`), and the exact order statistics over all
 shards that the quantile thresholds need.
 
-A shard is a :class:`Shard`: the candidates of some whole queries, as numpy arrays.
+A shard is a :class:`~pyterrier_svmmap.queries.Queries`: the candidates of some whole queries.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
 from typing import List, Optional, Tuple
 
 import numpy as np
@@ -14,60 +14,36 @@ import numpy as np
 from pyterrier_svmmap.features.encoder import pad_thresholds, top_of_queries
 from pyterrier_svmmap.io.svmlight import read_svmlight
 from pyterrier_svmmap.measures import average_precision
-from pyterrier_svmmap.queries import subset_queries, usable_queries
+from pyterrier_svmmap.queries import Queries
 from pyterrier_svmmap.svm.cutting_plane import shard_sums
 from pyterrier_svmmap.ties import float_to_ordered, ordered_to_float
 
 
-@dataclass
-class Shard:
-    """The candidates of some whole queries: ``raw`` (n × F, NaN = not retrieved), ``labels``, ``offsets``
-    and the queries' ids (for the check that no query is split across shards)."""
-    raw: np.ndarray
-    labels: np.ndarray
-    offsets: np.ndarray
-    query_ids: np.ndarray
-
-    @property
-    def n_queries(self) -> int:
-        return len(self.offsets) - 1
+def shard_from_arrays(raw, labels, offsets, query_ids=None) -> Queries:
+    """A shard from arrays (query ids 0 … Q − 1 when not given)."""
+    return Queries.from_arrays(raw, labels, offsets, query_ids)
 
 
-def shard_from_arrays(raw, labels, offsets, query_ids=None) -> Shard:
-    raw = np.asarray(raw, dtype=float)
-    offsets = np.asarray(offsets, dtype=np.int64)
-    qids = np.arange(len(offsets) - 1) if query_ids is None else np.asarray(query_ids)
-    return Shard(raw, np.asarray(labels, dtype=float), offsets, qids)
-
-
-def shard_from_svmlight(path: str) -> Shard:
+def shard_from_svmlight(path: str) -> Queries:
     """A shard read from one svmlight/LETOR file on the worker (the driver never reads it)."""
-    data = read_svmlight(path)
-    return Shard(data.grouped(data.features), data.grouped(data.labels).astype(float), data.offsets,
-                 data.query_ids.astype(str))
+    return dataclasses.replace(read_svmlight(path).queries(), docnos=None)
 
 
-def shard_summary(shard: Shard) -> dict:
-    return dict(n_queries=shard.n_queries, n_candidates=len(shard.raw), n_functions=shard.raw.shape[1],
-                query_ids=[str(q) for q in shard.query_ids])
+def shard_summary(shard: Queries) -> dict:
+    return dict(n_queries=shard.n_queries, n_candidates=len(shard.raw), n_functions=shard.n_functions,
+                query_ids=[str(q) for q in shard.qids])
 
 
-def usable_shard(shard: Shard, n_functions: int, rel: float = 1.0) -> Shard:
+def usable_shard(shard: Queries, n_functions: int, rel: float = 1.0) -> Queries:
     """The shard padded to ``n_functions`` columns (svmlight: an absent feature is 0), labels binarised at
     ``rel`` (label ≥ rel is relevant), with only the queries that can form constraints (a relevant and a
     non-relevant candidate)."""
-    shard = Shard(shard.raw, (shard.labels >= rel).astype(float), shard.offsets, shard.query_ids)
-    raw = shard.raw
-    if raw.shape[1] < n_functions:
-        raw = np.hstack([raw, np.zeros((len(raw), n_functions - raw.shape[1]))])
-    ok = usable_queries(shard.labels, shard.offsets)
-    if ok.all():                                            # no copy of the scores when every query is usable
-        return Shard(raw, shard.labels, shard.offsets, shard.query_ids)
-    raw, labels, offsets, _ = subset_queries(raw, shard.labels, shard.offsets, ok)
-    return Shard(raw, labels, offsets, shard.query_ids[ok])
+    shard = dataclasses.replace(shard.widened(n_functions), labels=(shard.labels >= rel).astype(float))
+    ok = shard.usable()
+    return shard if ok.all() else shard.subset(ok)         # no copy of the scores when every query is usable
 
 
-def shard_sample(shard: Shard, depth: Optional[int]) -> List[np.ndarray]:
+def shard_sample(shard: Queries, depth: Optional[int]) -> List[np.ndarray]:
     """Per base function, the sorted retrieved scores that quantile thresholds are taken over (each query's
     top ``depth``, or all)."""
     sample = shard.raw if depth is None else top_of_queries(shard.raw, shard.offsets, depth)
@@ -87,19 +63,19 @@ def sample_counts(sample: List[np.ndarray], pivots: np.ndarray) -> np.ndarray:
     return np.stack([np.searchsorted(col, pivots[f], side="right") for f, col in enumerate(sample)])
 
 
-def shard_features(shard: Shard, layout):
+def shard_features(shard: Queries, layout):
     """φ of the shard (held on the worker for the whole fit)."""
     return layout.transform(shard.raw, shard.offsets)
 
 
-def shard_map_sums(shard: Shard) -> np.ndarray:
+def shard_map_sums(shard: Queries) -> np.ndarray:
     """Σ over the shard's queries of each base function's AP (for ``prior="best"``)."""
     filled = np.where(np.isnan(shard.raw), -np.inf, shard.raw)
     return np.array([average_precision(filled[:, f], shard.labels, shard.offsets).sum()
                      for f in range(shard.raw.shape[1])])
 
 
-def shard_violation(shard: Shard, X, w: np.ndarray, losses) -> List[Tuple[np.ndarray, float]]:
+def shard_violation(shard: Queries, X, w: np.ndarray, losses) -> List[Tuple[np.ndarray, float]]:
     """Per slack group: (Σ_q Ψ coefficients as a vector, Σ_q Δ) of the most violated constraints at w
     (:func:`~pyterrier_svmmap.svm.cutting_plane.shard_sums`, the same function a one-process fit runs per shard)."""
     return shard_sums(X, shard.labels, shard.offsets, w, losses)

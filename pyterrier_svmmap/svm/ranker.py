@@ -26,15 +26,15 @@ from pyterrier_svmmap.svm.executors import resolve as resolve_executor
 from pyterrier_svmmap.svm.slack import make_slack_groups
 from pyterrier_svmmap.selection import (DEFAULT_C_GRID, best_function, c_grid, cv_folds,
                                         feature_options, features_name, select, validation_map)
-from pyterrier_svmmap.queries import (check_ranking_arrays, shard_sizes, split_queries, subset_queries,
+from pyterrier_svmmap.queries import (Queries, check_ranking_arrays, shard_sizes, split_queries, subset_queries,
                                      usable_queries)
 from pyterrier_svmmap.string_codes import sorted_string_codes
 from pyterrier_svmmap.ties import break_ties
 
 log = logging.getLogger(__name__)
 
-#: validation data: (raw, labels, offsets) or (raw, labels, offsets, n_relevant)
-ValidSet = Tuple[np.ndarray, ...]
+#: validation data: :class:`~pyterrier_svmmap.queries.Queries`, or (raw, labels, offsets[, n_relevant[, docnos]])
+ValidSet = Union[Queries, Tuple[np.ndarray, ...]]
 
 
 class StructSVMRanker:
@@ -177,8 +177,9 @@ class StructSVMRanker:
             offsets: (Q + 1,) query boundaries.
             n_relevant: (Q,) relevant documents per query in the qrels (default: among the candidates);
                 used by validation MAP only.
-            valid: validation queries, ``(raw, labels, offsets)`` or ``(raw, labels, offsets, n_relevant)``,
-                that choose C of a grid; without them C is chosen by ``cv``-fold cross-validation.
+            valid: validation queries that choose C of a grid: :class:`~pyterrier_svmmap.queries.Queries`, or
+                ``(raw, labels, offsets)``, optionally with ``n_relevant`` and ``docnos``; without them C is
+                chosen by ``cv``-fold cross-validation.
             base_names: a name per base function (for ``feature_names_`` and pictures).
 
         Queries without a relevant or without a non-relevant candidate cannot form constraints: they are
@@ -282,6 +283,8 @@ class StructSVMRanker:
         """w ↦ validation MAP (AP normalised by the qrels' relevant count when given), or None."""
         if valid is None:
             return None
+        if isinstance(valid, Queries):
+            valid = valid.validation_set()
         if len(valid) not in (3, 4, 5):
             raise ValueError("valid must be (raw, labels, offsets), (raw, labels, offsets, n_relevant) or "
                              "(raw, labels, offsets, n_relevant, docnos)")

@@ -1,0 +1,63 @@
+"""Query-grouped arrays (pyterrier_svmmap.queries): the Queries type and the offset helpers."""
+import numpy as np
+import pytest
+
+from pyterrier_svmmap.queries import Queries, query_ids, shard_sizes, split_queries, usable_queries
+
+
+def _queries():
+    raw = np.arange(14.0).reshape(7, 2)
+    labels = np.array([1, 0, 0, 0, 2, 0, 1.0])
+    return Queries.from_arrays(raw, labels, [0, 2, 4, 7], qids=["a", "b", "c"], n_relevant=[1, 0, 2],
+                               docnos=np.array(list("pqrstuv")))
+
+
+def test_from_arrays_defaults_and_types():
+    q = Queries.from_arrays([[1], [2]], [0, 1], [0, 2])
+    assert q.raw.dtype == float and q.offsets.dtype == np.int64 and list(q.qids) == [0]
+    assert q.n_queries == 1 and q.n_functions == 1
+
+
+def test_usable_and_subset_keep_what_belongs_to_the_queries():
+    q = _queries()
+    assert list(q.usable()) == [True, False, True] == list(usable_queries(q.labels, q.offsets))
+    s = q.subset(q.usable())
+    assert list(s.offsets) == [0, 2, 5] and list(s.qids) == ["a", "c"] and list(s.n_relevant) == [1, 2]
+    assert "".join(s.docnos) == "pqtuv" and np.array_equal(s.raw, q.raw[[0, 1, 4, 5, 6]])
+
+
+def test_concatenate_widens_and_joins_in_order():
+    q = _queries()
+    narrow = Queries.from_arrays(np.ones((2, 1)), [1, 0], [0, 2], qids=["d"])
+    both = Queries.concatenate([q, narrow])
+    assert both.n_functions == 2 and list(both.offsets) == [0, 2, 4, 7, 9]
+    assert list(both.raw[-1]) == [1.0, 0.0] and list(both.qids) == ["a", "b", "c", "d"]
+    assert both.docnos is None and both.n_relevant is None            # not known for every part
+    with pytest.raises(ValueError):
+        Queries.concatenate([])
+
+
+def test_validation_set_is_what_fit_takes():
+    q = _queries()
+    raw, labels, offsets, n_rel, docnos = q.validation_set()
+    assert raw is q.raw and labels is q.labels and offsets is q.offsets and n_rel is q.n_relevant
+
+
+def test_offset_helpers():
+    offsets = np.array([0, 3, 3, 7])
+    assert list(query_ids(offsets)) == [0, 0, 0, 2, 2, 2, 2]
+    assert list(shard_sizes(5, 2)) == [2, 2, 1]
+    parts = split_queries(np.zeros((7, 1)), np.zeros(7), offsets, [2, 1])
+    assert [list(p[2]) for p in parts] == [[0, 3, 3], [0, 4]]
+
+
+def test_a_ranker_takes_queries_as_validation_data():
+    from pyterrier_svmmap import StructSVMRanker
+    rng = np.random.default_rng(0)
+    raw = rng.normal(size=(60, 3))
+    labels = (raw[:, 0] + 0.3 * rng.normal(size=60) > 0.5).astype(float)
+    offsets = np.arange(0, 61, 10)
+    valid = Queries.from_arrays(raw, labels, offsets)
+    a = StructSVMRanker(C=[0.1, 10.0], features="raw").fit(raw, labels, offsets, valid=valid)
+    b = StructSVMRanker(C=[0.1, 10.0], features="raw").fit(raw, labels, offsets, valid=(raw, labels, offsets))
+    assert np.array_equal(a.coef_, b.coef_) and [p["validation"] for p in a.path_] == [p["validation"] for p in b.path_]
