@@ -30,7 +30,7 @@ setup(
         "speed": ["numba>=0.58"],
         "dask": ["dask[distributed]>=2024.1"],          # training and reproduce trials on a Dask cluster
         "test": ["pytest>=7", "hypothesis>=6", "pyterrier-pisa>=0.4", "lightgbm>=4.0", "scikit-learn>=1.0", "matplotlib>=3.6",
-                 "numba>=0.58", "dask[distributed]>=2024.1"],
+                 "numba>=0.58", "dask[distributed]>=2024.1", "nbclient>=0.7", "nbformat>=5.7", "ipykernel>=6"],
     },
     entry_points={
         "console_scripts": ["svmmap=pyterrier_svmmap.cli:main"],
