@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -59,6 +59,28 @@ class Candidates:
                           labels=None if self.labels is None else self.labels[rows],
                           n_relevant=None if self.n_relevant is None else self.n_relevant[query_mask],
                           docno_codes=None if self.docno_codes is None else self.docno_codes[rows])
+
+
+def align_feature_names(raw: np.ndarray, names: Optional[Sequence[str]], trained: Sequence[str],
+                        unnamed: bool = False) -> np.ndarray:
+    """The columns of ``raw`` in the order of the model's base functions ``trained``.
+
+    ``names`` are the input's feature names (``RunFeatures`` puts them in ``frame.attrs["feature_names"]``).
+    Columns are reordered by name when the names are the trained ones in another order; names that differ
+    raise a ValueError that lists both, since scoring with mismatched weights gives a wrong ranking without a
+    word. Without names on either side (``names`` None, or ``unnamed``: the model was trained on frames
+    without names, e.g. after a ``**`` feature union) only the width can be checked, which the caller does.
+    """
+    if names is None or unnamed or len(raw) == 0:
+        return raw
+    names, trained = [str(n) for n in names], [str(n) for n in trained]
+    if names == trained:
+        return raw
+    if sorted(names) == sorted(trained) and len(set(names)) == len(names):
+        position = {n: i for i, n in enumerate(names)}
+        return raw[:, [position[n] for n in trained]]
+    raise ValueError(f"the input's features are {names} but the model was trained on {trained}; use the same "
+                     "base functions (same RunFeatures names) as in training — features are matched by name")
 
 
 def check_qrels(qrels: pd.DataFrame, context=None) -> pd.DataFrame:
@@ -123,7 +145,8 @@ def _diagnosed_features(features: pd.Series, qid_str: np.ndarray, docno: pd.Seri
 
 
 def candidates_from_frame(res: pd.DataFrame, qrels: Optional[pd.DataFrame] = None,
-                          n_functions: Optional[int] = None, context=None, rel: float = 1.0) -> Candidates:
+                          n_functions: Optional[int] = None, context=None, rel: float = 1.0,
+                          feature_names: Optional[Sequence[str]] = None) -> Candidates:
     """Validate a result frame with ``features`` and turn it into :class:`Candidates`.
 
     NaN features are legitimate (a base function missed the candidate); inf is an error. With
@@ -134,6 +157,10 @@ def candidates_from_frame(res: pd.DataFrame, qrels: Optional[pd.DataFrame] = Non
     Vectorised: qid and docno are factorised once (strings compared through integer codes), the
     ``features`` column is stacked in one call (a per-row diagnosis only when that fails) and the labels
     are looked up by code, so a frame of 10^5 candidates converts in a few hundredths of a second.
+
+    ``feature_names``: the base functions a model was trained on, by name; the frame's features (named in
+    ``res.attrs["feature_names"]``) are put in that order, or refused when the names differ
+    (:func:`align_feature_names`).
     """
     pt.validate.result_frame(res, extra_columns=["features"], context=context)
     res = res.reset_index(drop=True)
@@ -175,6 +202,8 @@ def candidates_from_frame(res: pd.DataFrame, qrels: Optional[pd.DataFrame] = Non
         r, c = np.argwhere(np.isinf(raw))[0]
         raise ValueError(f"feature {c} is infinite for qid={qid_str[r]!r} docno={res['docno'].iloc[r]!r}; "
                          "features must be finite (NaN marks a document a base function did not retrieve)")
+    if feature_names is not None:
+        raw = align_feature_names(raw, res.attrs.get("feature_names"), feature_names)
     if n_functions is not None and len(res) and raw.shape[1] != n_functions:
         raise ValueError(f"the model was trained with {n_functions} features per row but these rows have "
                          f"{raw.shape[1]}; use the same RunFeatures (same base functions) as in training")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+from pathlib import Path
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
     test = data.queries()
     scores = ranking_scores(model, test.raw, test.offsets, test.docnos)
     # full precision (shortest repr that reads back to the same float): 10 digits would create ties
+    Path(args.predictions).parent.mkdir(parents=True, exist_ok=True)
     with open(args.predictions, "w") as out:
         out.writelines(f"{float(x)!r}\n" for x in data.ungroup(scores))
     log.info("wrote %d scores to %s", len(scores), args.predictions)

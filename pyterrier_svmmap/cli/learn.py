@@ -108,7 +108,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("train", metavar="TRAIN", nargs="+",
                         help="svmlight/LETOR training file(s), index files listing files, or quoted glob patterns; "
                              "with --workers/--scheduler each file is one shard, read by a worker")
-    parser.add_argument("model", metavar="MODEL", help="model directory to write")
+    parser.add_argument("--force", action="store_true",
+                        help="write MODEL into an existing directory that holds other files (refused otherwise)")
+    parser.add_argument("model", metavar="MODEL", help="model directory to write (new, empty, or a model to replace)")
 
 
 def _features(args) -> tuple:
@@ -141,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
         ranker = StructSVMRanker(C=args.C if len(args.C) > 1 else args.C[0], loss=args.loss, features=features,
                                  n_bins=n_bins, epsilon=args.epsilon, max_iter=args.max_iter, cv=args.cv,
                                  rel=args.rel)
-        check_writable(args.model)
+        check_writable(args.model, force=args.force)
     except (ValueError, FileExistsError) as e:
         raise UsageError(str(e)) from None
     if args.workers is not None and args.workers < 1:
@@ -179,8 +181,10 @@ def run(args: argparse.Namespace) -> int:
         log.warning("%s", w.message)
     estimator = "pyterrier_svmmap.estimator:SVMMap" if args.loss == "map" else "pyterrier_svmmap.estimator:StructSVM"
     save_ranker(ranker, args.model, estimator)
-    log.info("C=%g%s chosen (%s); %d iterations (%s); model written to %s", ranker.C_,
-             f", features={ranker.features_}" if features == "auto" else "", ranker.selection_, ranker.n_iter_,
+    chosen = {"validation": "chosen on --valid", "cv": f"chosen by {args.cv}-fold cross-validation"}
+    log.info("C=%g%s%s; %d iterations (%s); model written to %s", ranker.C_,
+             f", features={ranker.features_}" if features == "auto" else "",
+             f" {chosen[ranker.selection_]}" if ranker.selection_ in chosen else "", ranker.n_iter_,
              "converged" if ranker.converged_ else "NOT converged: raise --max-iter or -e", args.model)
     return 0
 

@@ -192,6 +192,15 @@ def _save_pictures(out: Path, first_models: dict) -> None:
 
 
 def _run(args: argparse.Namespace, progress: Optional[_Progress] = None) -> int:
+    """The whole reproduction, with ``--out`` locked against a second run into it (one line and exit
+    status 2 for the second, see :func:`~.base_runs.folder_lock`)."""
+    from .base_runs import folder_lock
+    check_arguments(args)
+    with folder_lock(Path(args.out)):
+        return _run_locked(args, progress)
+
+
+def _run_locked(args: argparse.Namespace, progress: Optional[_Progress] = None) -> int:
     """The whole reproduction; ``progress`` learns the checkpoint store, splits and systems."""
     import pyterrier_svmmap.experiments.reproduce.base_runs as br
     from pyterrier_svmmap.run_features import RunFeatures
@@ -204,7 +213,6 @@ def _run(args: argparse.Namespace, progress: Optional[_Progress] = None) -> int:
     from pyterrier_svmmap.experiments.reproduce.report import format_learner_table, format_loss_table, format_table, results_dict, tables_markdown, write_results
     from pyterrier_svmmap.experiments.systems import parse_names, resolve
 
-    check_arguments(args)
     progress = progress if progress is not None else _Progress()
     t_start = time.perf_counter()
     names = parse_names(args.systems)
@@ -242,6 +250,9 @@ def _run(args: argparse.Namespace, progress: Optional[_Progress] = None) -> int:
                                                  br.runs_key(coll, topics, runs), args.depth))
     store.remove_temporaries()
     progress.store, progress.splits, progress.systems = store, splits, systems
+    reused = store.finished(splits, systems)
+    if reused:
+        logger.info("resuming: %d of %d trials already finished in %s are reused", reused, len(splits), out)
     t = time.perf_counter()
     candidates = RunFeatures(runs).transform(topics[["qid", "query"]])   # union of the base runs
     timings["candidates_seconds"] = time.perf_counter() - t
@@ -258,7 +269,7 @@ def _run(args: argparse.Namespace, progress: Optional[_Progress] = None) -> int:
         logger.info("running the trials on the Dask cluster %s", client.scheduler_info().get("address", ""))
     try:
         per_trial, fit_seconds = run_trials(candidates, qrels, splits, systems, runs, depth=args.depth,
-                                            progress=not args.no_progress, first_models=first_models,
+                                            progress=not args.no_progress and sys.stderr.isatty(), first_models=first_models,
                                             jobs=args.jobs, store=store, client=client, chosen=chosen)
     finally:
         if client is not None:

@@ -10,6 +10,7 @@ Every learner here is also a ``pt.Artifact``: ``save(path)`` / ``load(path)`` th
 """
 from __future__ import annotations
 
+import inspect
 import logging
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple, Union
@@ -20,6 +21,7 @@ import pyterrier as pt
 
 import pyterrier_svmmap.io.model_files as model_io
 from pyterrier_svmmap.queries import query_ids
+from pyterrier_svmmap.features.layout import default_base_names
 from pyterrier_svmmap.frames import Candidates, candidates_from_frame
 from pyterrier_svmmap.measures import ranks_within_queries
 from pyterrier_svmmap.selection import DEFAULT_C_GRID, best_function
@@ -68,9 +70,13 @@ class RankerEstimator(pt.Estimator, pt.Artifact):
         rel = getattr(self, "rel", 1.0)                    # the relevance rule: label >= rel
         train = candidates_from_frame(train_res, train_qrels, context=self, rel=rel)
         valid = None
-        if valid_res is not None and len(valid_res):
+        if valid_res is not None:
+            if len(valid_res) == 0:
+                raise ValueError("valid_res has no rows: give the validation topics' candidates (e.g. "
+                                 "RunFeatures(...).transform(valid_topics)), or valid_res=None and valid_qrels=None "
+                                 "to choose by cross-validation over the training queries")
             valid = candidates_from_frame(valid_res, valid_qrels, n_functions=train.raw.shape[1], context=self,
-                                          rel=rel)
+                                          rel=rel, feature_names=train_res.attrs.get("feature_names"))
         return self.fit_candidates(train, valid, feature_names=train_res.attrs.get("feature_names"))
 
     def fit_candidates(self, train: Candidates, valid: Optional[Candidates] = None,
@@ -126,7 +132,8 @@ class RankerEstimator(pt.Estimator, pt.Artifact):
             out["score"] = pd.Series(dtype=float)
             out["rank"] = pd.Series(dtype="int64")
             return out
-        cands = candidates_from_frame(res, n_functions=self.n_functions_, context=self)
+        cands = candidates_from_frame(res, n_functions=self.n_functions_, context=self,
+                                      feature_names=self.named_features())
         scores = self.score_candidates(cands)
         # rank (0-based) within each query by decreasing score, equal scores in the candidates' order (as
         # pt.model.add_ranks: method "first"); queries in the input's order of first appearance
@@ -142,6 +149,12 @@ class RankerEstimator(pt.Estimator, pt.Artifact):
         out["score"] = scores[rows]
         out["rank"] = rank[rows]
         return out
+
+    def named_features(self) -> Optional[List[str]]:
+        """The base functions' names the model was trained with, or None when the training frames carried no
+        names (``base_names_`` are then the placeholders ``f0, f1, ...``)."""
+        names = list(getattr(self, "base_names_", []))
+        return None if names in (default_base_names(len(names)), default_base_names(len(names), start=1)) else names
 
     def transform_outputs(self, inp_cols: List[str]) -> List[str]:
         return list(inp_cols) + [c for c in ("score", "rank") if c not in inp_cols]
@@ -161,6 +174,16 @@ class RankerEstimator(pt.Estimator, pt.Artifact):
     def __repr__(self) -> str:
         params = self.get_params()
         return f"{type(self).__name__}({', '.join(f'{k}={params[k]!r}' for k in self.MODEL_PARAMS if k in params)})"
+
+    def __str__(self) -> str:
+        """A short name for tables such as ``pt.Experiment``'s: the class and the model-changing parameters whose
+        value differs from the constructor's default (``SVMMap(features='raw', prior='best')``); ``repr``
+        shows every one."""
+        defaults = {k: v.default for k, v in inspect.signature(type(self).__init__).parameters.items()}
+        params = self.get_params()
+        changed = [f"{k}={params[k]!r}" for k in self.MODEL_PARAMS
+                   if k in params and not _same_value(params[k], defaults.get(k, inspect.Parameter.empty))]
+        return f"{type(self).__name__}({', '.join(changed)})"
 
     # -- persistence ------------------------------------------------------------------------------
     def save(self, path: Union[str, Path]) -> None:
@@ -320,3 +343,13 @@ class SVMMap(StructSVM):
                          binning=binning, epsilon=epsilon, max_iter=max_iter, verbose=verbose,
                          prior=prior, prior_scale=prior_scale, threshold_depth=threshold_depth, cv=cv,
                          random_state=random_state, rel=rel, executor=executor, queries_per_shard=queries_per_shard)
+
+
+def _same_value(value, default) -> bool:
+    """Whether a parameter's value is its default (sequences compared by their items: ``[1, 2] == (1, 2)``)."""
+    if isinstance(value, (list, tuple, np.ndarray)) and isinstance(default, (list, tuple, np.ndarray)):
+        return len(value) == len(default) and all(_same_value(a, b) for a, b in zip(value, default))
+    try:
+        return bool(value == default)
+    except (TypeError, ValueError):
+        return False

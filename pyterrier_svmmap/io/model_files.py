@@ -136,11 +136,16 @@ def _write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
-def check_writable(path: Union[str, Path]) -> Path:
-    """A model directory can be written at ``path``: not an existing file (call before training)."""
+def check_writable(path: Union[str, Path], force: bool = True) -> Path:
+    """A model directory can be written at ``path``: not an existing file (call before training). With
+    ``force=False`` (``svmmap learn`` without ``--force``) an existing directory must be empty or hold a model
+    (``model.json``), so that a mistyped path does not mix a model into another folder."""
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise FileExistsError(f"{path} is an existing file; a model is a directory: give a new or a directory path")
+    if not force and path.is_dir() and any(path.iterdir()) and not (path / "model.json").is_file():
+        raise FileExistsError(f"{path} is a directory that holds other files but no model; give a new directory, "
+                              "an existing model directory to replace, or --force to write into it")
     return path
 
 

@@ -143,7 +143,17 @@ class RankingData:
 _DOCID = re.compile(r"docid\s*=\s*(\S+)")
 
 
+#: a token only svmlight data has: ``qid:<id>`` or ``<index>:<value>`` (a path never starts with a digit and a colon)
+_DATA_TOKEN = re.compile(r"^(qid:|\d+:)")
+
+#: the UTF-8 byte-order mark some editors write at the start of a text file; read as if absent
+BOM = b"\xef\xbb\xbf"
+
+
 def _is_data_line(text: str) -> bool:
+    """Whether a line is svmlight data rather than an index file's path: its first token is a number (the
+    label) or a later token is ``qid:…`` / ``index:value`` — so a data line with a malformed label is still
+    recognised as data, and its error reported as ``file:line``."""
     tok = text.split("#", 1)[0].split()
     if not tok:
         return True
@@ -151,7 +161,7 @@ def _is_data_line(text: str) -> bool:
         float(tok[0])
         return True
     except ValueError:
-        return False
+        return any(_DATA_TOKEN.match(t) for t in tok[1:])
 
 
 def index_file_members(path: Path) -> Optional[List[Path]]:
@@ -160,12 +170,12 @@ def index_file_members(path: Path) -> Optional[List[Path]]:
         head = f.read(4096)
     if b"\0" in head:
         raise SvmlightError(f"{path}: a binary file, not svmlight text")
-    lines = [ln.strip() for ln in head.decode("utf-8", "replace").splitlines()[:20]]
+    lines = [ln.strip() for ln in head.removeprefix(BOM).decode("utf-8", "replace").splitlines()[:20]]
     lines = [ln for ln in lines if ln and not ln.startswith("#")]
     if not lines or _is_data_line(lines[0]):
         return None
     members = []
-    for ln in Path(path).read_text().splitlines():
+    for ln in Path(path).read_bytes().removeprefix(BOM).decode("utf-8", "replace").splitlines():
         ln = ln.strip()
         if not ln or ln.startswith("#"):
             continue
@@ -190,7 +200,10 @@ def _explain(path: Path, data: bytes, width: _Width) -> str:
         except ValueError:
             return f"{where}: expected a numeric label first, found {tok[0][:30].decode(errors='replace')!r}"
         if len(tok) < 2 or not tok[1].startswith(b"qid:"):
-            return f"{where}: expected 'qid:<integer>' after the label (every line needs its query id)"
+            groups = [g for g in (Path(f"{path}.query"), Path(path).with_suffix(".query")) if g.is_file()]
+            hint = (f"; {groups[0]} looks like a LightGBM-style group file, which is not read: put the query id "
+                    "on each line as 'qid:<id>'") if groups else ""
+            return f"{where}: expected 'qid:<integer>' after the label (every line needs its query id){hint}"
         try:
             int(tok[1][4:])
         except ValueError:
@@ -336,7 +349,7 @@ def _read_one(path: Path, width: _Width):
     """(labels, qids, CSR pieces, comments, 1-based line numbers) of one data file; SvmlightError names
     file:line, also for the first feature index above ``width.limit``."""
     try:
-        data = path.read_bytes()
+        data = path.read_bytes().removeprefix(BOM)
     except IsADirectoryError:
         raise SvmlightError(f"{path} is a directory, not an svmlight file") from None
     parts = []

@@ -37,7 +37,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import List, Optional, Protocol, Sequence, Tuple
+from typing import Callable, List, Optional, Protocol, Sequence, Tuple
 
 import numpy as np
 
@@ -572,7 +572,8 @@ def train_path(X: Optional[FeatureMatrix], labels: Optional[np.ndarray], offsets
                groups: Sequence[SlackGroup], C_grid: Sequence[float], epsilon: float = 1e-3,
                max_iter: int = 1000, prior: Optional[np.ndarray] = None, *, oracle: Optional[Oracle] = None,
                drop_after: Optional[int] = DROP_AFTER, qp_max_steps: int = QP_MAX_STEPS,
-               line_search: bool = True) -> List[TrainingResult]:
+               line_search: bool = True, on_result: Optional[Callable[[TrainingResult], None]] = None
+               ) -> List[TrainingResult]:
     """Train at every C of ``C_grid``, warm-starting each C from the next smaller one.
 
     ``groups`` are the slack groups built at C = 1 (``make_slack_groups(loss, 1.0, ...)``): group k's
@@ -582,7 +583,8 @@ def train_path(X: Optional[FeatureMatrix], labels: Optional[np.ndarray], offsets
     only grows) and w (with the line search: the previous C's best point, whose ξ and constraints do
     not depend on C, so the next C starts without an extra pass over the data). Each result is converged to its own tolerance (primal − dual ≤ Σ_k c·C_k·ε)
     and records its ``C``; results come back in the order of ``C_grid``, ``max_iter`` applies to each C.
-    Other arguments as in :func:`train_structural_svm`.
+    ``on_result`` is called with each result as soon as its C is trained (progress reports). Other arguments
+    as in :func:`train_structural_svm`.
     """
     _check_options(epsilon, max_iter, drop_after)
     grid = np.asarray(C_grid, dtype=float).ravel()
@@ -611,4 +613,6 @@ def train_path(X: Optional[FeatureMatrix], labels: Optional[np.ndarray], offsets
                         "%.3g > epsilon=%g", c, max_iter, history[-1]["violation"], epsilon)
         results[pos] = TrainingResult(w=w, converged=converged, history=history, C=c, group_C=c * base,
                                       seconds=time.perf_counter() - start)
+        if on_result is not None:
+            on_result(results[pos])
     return results  # type: ignore[return-value]

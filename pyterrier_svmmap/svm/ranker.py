@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 import time
 import warnings
 from typing import Dict, List, Optional, Sequence, Tuple, Union
@@ -211,10 +212,18 @@ class StructSVMRanker:
         t0 = time.perf_counter()
         options = self._feature_options()
         cv_scores = None
-        if valid is None and len(grid) * len(options) > 1:
-            cv_scores = self._cross_validate(raw, labels, offsets, n_relevant, ok, grid, options)
-        self.tie_function_ = best_function(raw, labels, offsets)
-        trained = [self._train(raw, labels, offsets, grid, option, shards) for option in options]
+        if valid is not None and len(grid) * len(options) > 1 and not self._can_choose(valid):
+            valid = None
+        folds = self.cv if valid is None and len(grid) * len(options) > 1 else 0
+        self._progress = _Progress(self.verbose, (folds + 1) * len(options) * len(grid), type(self).__name__)
+        try:
+            if folds:
+                cv_scores = self._cross_validate(raw, labels, offsets, n_relevant, ok, grid, options)
+            self.tie_function_ = best_function(raw, labels, offsets)
+            trained = [self._train(raw, labels, offsets, grid, option, shards) for option in options]
+        finally:
+            self._progress.close()
+            del self._progress
         self._select(grid, options, trained, valid, cv_scores)
         self.training_summary_ = dict(n_queries=int(ok.sum()), n_candidates=int(len(raw)),
                                       skipped_queries=int(n_queries - ok.sum()),
@@ -279,6 +288,19 @@ class StructSVMRanker:
         self.converged_ = bool(kept.converged)
         self.feature_names_ = self.layout_.names()
 
+    def _can_choose(self, valid: ValidSet) -> bool:
+        """Whether validation queries can rank the settings: some candidate of theirs is relevant (label ≥
+        ``rel``). Otherwise every setting scores MAP 0 and a choice would be arbitrary: a warning says so and
+        the caller chooses by cross-validation instead."""
+        labels = np.asarray(valid[1], dtype=float) if len(valid) >= 2 and valid[1] is not None else None
+        if labels is None or (labels >= self.rel).any():
+            return True
+        warnings.warn(f"no validation candidate is relevant (label >= {self.rel:g}) in {len(valid[2]) - 1} "
+                      "validation queries, so validation MAP cannot choose among the settings; they are chosen by "
+                      f"{self.cv}-fold cross-validation over the training queries instead (check that the "
+                      "validation qrels name the validation candidates' qids and docnos)", stacklevel=3)
+        return False
+
     def _validation_scorer(self, valid: Optional[ValidSet], layout: FeatureLayout):
         """w ↦ validation MAP (AP normalised by the qrels' relevant count when given), or None."""
         if valid is None:
@@ -304,10 +326,12 @@ class StructSVMRanker:
             return validation_map(ranked, labels, offsets, n_rel)
         return score
 
-    def _train(self, raw, labels, offsets, grid, features, shards: Optional[np.ndarray] = None):
+    def _train(self, raw, labels, offsets, grid, features, shards: Optional[np.ndarray] = None,
+               fold: Optional[int] = None):
         """Thresholds, φ (blocks ``features``) and the path of C on these (usable) training queries:
         (layout, results, index of the prior's base function or None). ``shards``: queries per shard (the
-        sums' order, see :meth:`fit`); None or one shard: all queries at once."""
+        sums' order, see :meth:`fit`); None or one shard: all queries at once. ``fold``: the cross-validation
+        fold being trained (for progress reports), None for the final fit."""
         layout = FeatureLayout.fit(raw, offsets, features, self.n_bins, self.binning, self.threshold_depth,
                                    bias=self.needs_bias, base_names=self.base_names_)
         w0, f = None, None
@@ -322,8 +346,10 @@ class StructSVMRanker:
         else:
             parts = [(layout.transform(r, o), y, o) for r, y, o in split_queries(raw, labels, offsets, shards)]
             oracle = solver.DataOracle(None, None, None, losses, shards=parts)      # φ built shard by shard
+        progress = getattr(self, "_progress", None)
+        report = None if progress is None else progress.reporter(_features_name(features), fold)
         results = solver.train_path(None, None, None, self._groups(1.0), grid, epsilon=self.epsilon,
-                                    max_iter=self.max_iter, prior=w0, oracle=oracle)
+                                    max_iter=self.max_iter, prior=w0, oracle=oracle, on_result=report)
         return layout, results, f
 
     def _cross_validate(self, raw, labels, offsets, n_relevant, usable, grid, options) -> np.ndarray:
@@ -337,7 +363,7 @@ class StructSVMRanker:
             te = subset_queries(raw, labels, offsets, fold == k, n_rel)
             tie = best_function(tr[0], tr[1], tr[2])                    # the fold's own tie-break function
             for o, option in enumerate(options):
-                layout, results, _ = self._train(tr[0], tr[1], tr[2], grid, option)
+                layout, results, _ = self._train(tr[0], tr[1], tr[2], grid, option, fold=k)
                 X = layout.transform(te[0], te[2])
                 out[k, o * len(grid):(o + 1) * len(grid)] = [
                     validation_map(break_ties(X.dot(r.w), te[2], te[0][:, tie])[0], te[1], te[2], te[3])
@@ -427,6 +453,34 @@ class StructSVMRanker:
         if meta.get("prior_function") is not None:
             self.prior_function_ = meta["prior_function"]
         return self
+
+
+class _Progress:
+    """``verbose=True``: a progress bar over the (fold, features, C) fits on stderr, and one line per trained C
+    (iterations, duality gap, seconds); nothing at all otherwise."""
+
+    def __init__(self, verbose: bool, total: int, name: str):
+        self.bar = None
+        if verbose:
+            from tqdm.auto import tqdm
+            self.bar = tqdm(total=total, desc=name, unit="fit", file=sys.stderr, leave=False)
+
+    def reporter(self, features: str, fold: Optional[int]):
+        """The ``on_result`` callback of one path of C (None when quiet)."""
+        if self.bar is None:
+            return None
+        where = f"cv fold {fold}, " if fold is not None else ""
+
+        def report(result) -> None:
+            self.bar.update(1)
+            self.bar.write(f"{where}features={features} C={result.C:g}: {result.n_iter} iterations, duality gap "
+                           f"{result.duality_gap:.3g}, {result.seconds:.2f}s"
+                           f"{'' if result.converged else ' (NOT converged: raise max_iter)'}", file=sys.stderr)
+        return report
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def warn_skipped(skipped: int, total: int) -> None:

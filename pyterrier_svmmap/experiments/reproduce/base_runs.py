@@ -119,6 +119,43 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
+class FolderInUse(ValueError):
+    """Another process holds the output folder's lock."""
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path):
+    """Hold ``folder/.lock`` exclusively while the block runs, so that two ``svmmap reproduce`` never write into
+    one folder at once (two PISA index builds into one directory crash natively). A second run exits at
+    once with :class:`FolderInUse` naming the holder's pid. The lock is the operating system's (``flock``):
+    it goes with the process, so a run that crashes or is killed leaves no stale lock."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / ".lock"
+    with open(path, "a+") as handle:
+        try:
+            import fcntl
+        except ImportError:                      # pragma: no cover - Windows: no flock, no lock
+            yield
+            return
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "?"
+            raise FolderInUse(f"{folder} is in use by another svmmap reproduce (pid {holder}); wait for it to "
+                              "finish, or give another --out") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        try:
+            yield
+        finally:
+            handle.seek(0)
+            handle.truncate()
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def write_pickle(path: Path, obj: Any) -> None:
     """Pickle ``obj`` to ``path`` atomically (:func:`atomic_write_bytes`)."""
     atomic_write_bytes(path, pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
