@@ -100,6 +100,11 @@ def check_qrels(qrels: pd.DataFrame, context=None) -> pd.DataFrame:
     if labels.isna().any():
         bad = qrels["label"][labels.isna()].iloc[0]
         raise ValueError(f"qrels column 'label' must be numeric; found {bad!r}")
+    if (labels < 0).any():
+        negative = labels[labels < 0]
+        warnings.warn(f"{len(negative)} qrels have negative labels (e.g. {negative.iloc[0]:g}); they count as 0: "
+                      "non-relevant, with no gain, as trec_eval counts them", stacklevel=4)
+        labels = labels.clip(lower=0)
     out = pd.DataFrame({"qid": qrels["qid"].astype(str).to_numpy(), "docno": qrels["docno"].astype(str).to_numpy(),
                         "label": labels.to_numpy(dtype=float)})
     dup = out.duplicated(["qid", "docno"], keep=False)

@@ -379,7 +379,7 @@ def test_one_relevance_rule_label_at_least_rel():
     assert candidates_from_frame(res, half).n_relevant.sum() == 0
     assert candidates_from_frame(res, half, rel=0.5).n_relevant.sum() == len(qrels)
     tr, va = res[res.qid.astype(int) < 8], res[res.qid.astype(int) >= 8]
-    with pytest.raises(ValueError, match="no training query has both"):
+    with pytest.raises(ValueError, match="training candidates is relevant \\(label >= 1\\)"):
         SVMMap(C=1.0, n_bins=5).fit(tr, half)                             # nothing is relevant at rel=1
     a = SVMMap(C=[0.1, 10.0], n_bins=5, rel=0.5).fit(tr, half, va, half)
     b = SVMMap(C=[0.1, 10.0], n_bins=5).fit(tr, qrels, va, qrels)          # the same judgements as 1s
@@ -403,5 +403,5 @@ def test_boosted_learners_refuse_fractional_grades():
     topics, runs, qrels = _synthetic_runs(np.random.default_rng(9))
     res = RunFeatures(runs).transform(topics)
     with pytest.raises(ValueError, match="labels are not whole numbers .*LambdaMART and McRank"):
-        LambdaMART(n_estimators=5).fit(res, qrels.assign(label=0.5))
+        LambdaMART(n_estimators=5).fit(res, qrels.assign(label=1.5))
     del lightgbm

@@ -274,3 +274,27 @@ def test_reproduce_into_a_folder_in_use_exits_2_with_one_line(tmp_path):
     assert proc.stderr.strip().splitlines()[-1] == (f"svmmap reproduce: error: {out} is in use by another svmmap "
                                                     f"reproduce (pid {__import__('os').getpid()}); wait for it "
                                                     "to finish, or give another --out")
+
+
+# ------------------------------------------------------------------------------------------
+# qrels: unknown qids, negative labels
+# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("make", [lambda: SVMMap(C=1, features="raw"), lambda: __import__("pyterrier_svmmap").ApproxAP(
+    alphas=[10.0], betas=[10.0], n_iter=3), lambda: __import__("pyterrier_svmmap").AdaRank(n_rounds=3)],
+    ids=["svm-map", "approx-ap", "adarank"])
+def test_qrels_that_name_no_candidate_are_an_error_for_every_learner(make):
+    res, qrels = _frames()
+    with pytest.raises(ValueError, match="none of the 360 training candidates is relevant"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")                     # the 'no qrels at all' warning comes first
+            make().fit(res, qrels.assign(qid="other-" + qrels["qid"]))
+
+
+def test_negative_labels_count_as_zero_with_a_warning():
+    res, qrels = _frames()
+    judged_0 = pd.DataFrame(dict(qid=["0", "1"], docno=["d2", "d3"], label=[0, 0]))
+    negative = judged_0.assign(label=[-2, -1])
+    zero = SVMMap(C=1, loss="ndcg", features="raw").fit(res, pd.concat([qrels, judged_0]))
+    with pytest.warns(UserWarning, match="2 qrels have negative labels \\(e.g. -2\\); they count as 0"):
+        neg = StructSVM(C=1, loss="ndcg", features="raw").fit(res, pd.concat([qrels, negative]))
+    np.testing.assert_array_equal(neg.coef_, zero.coef_)

@@ -93,6 +93,9 @@ class RankerEstimator(pt.Estimator, pt.Artifact):
         if valid is not None and valid.raw.shape[1] != train.raw.shape[1]:
             raise ValueError(f"valid has {valid.raw.shape[1]} features per row, train {train.raw.shape[1]}")
         rel = getattr(self, "rel", 1.0)
+        if not (train.labels >= rel).any():
+            raise ValueError(f"none of the {len(train.labels)} training candidates is relevant (label >= {rel:g}) "
+                             "in the qrels; check that the qrels' qid and docno strings match the candidates'")
         self.n_functions_ = train.raw.shape[1]
         names = feature_names
         self.base_names_ = (list(names) if names and len(names) == self.n_functions_
