@@ -194,7 +194,7 @@ def _save_pictures(out: Path, first_models: dict) -> None:
 def _run(args: argparse.Namespace, progress: Optional[_Progress] = None) -> int:
     """The whole reproduction, with ``--out`` locked against a second run into it (one line and exit
     status 2 for the second, see :func:`~.base_runs.folder_lock`)."""
-    from .base_runs import folder_lock
+    from pyterrier_svmmap.experiments.reproduce.base_runs import folder_lock
     check_arguments(args)
     with folder_lock(Path(args.out)):
         return _run_locked(args, progress)
