@@ -167,6 +167,13 @@ def candidates_from_frame(res: pd.DataFrame, qrels: Optional[pd.DataFrame] = Non
     ``res.attrs["feature_names"]``) are put in that order, or refused when the names differ
     (:func:`align_feature_names`).
     """
+    missing = [c for c in ("qid", "docno", "features") if c not in getattr(res, "columns", ())]
+    if missing:
+        who = type(context).__name__ if context is not None else "the learner"
+        raise ValueError(f"{who} needs candidates with columns qid, docno and features (one score per base "
+                         f"function), but the frame lacks {missing} (it has {list(getattr(res, 'columns', []))}); "
+                         "put RunFeatures(...) before it, e.g. RunFeatures({'bm25': ..., 'dph': ...}) >> "
+                         f"{who}()")
     pt.validate.result_frame(res, extra_columns=["features"], context=context)
     res = res.reset_index(drop=True)
     if "score" in res.columns and len(res):

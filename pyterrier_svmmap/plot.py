@@ -28,6 +28,8 @@ def contributions(model, x_range: Tuple[float, float] = (0.0, 1.0)):
     ``raw``/``minmax`` blocks, the line w·x over ``x_range`` (minmax: [0, 1]) and ``base`` the weight of
     the retrieved indicator. The weights come from the model's :class:`~pyterrier_svmmap.features.layout.FeatureLayout`.
     """
+    if not hasattr(model, "layout_") or not hasattr(model, "coef_"):
+        raise RuntimeError(f"{type(model).__name__} is not fitted: call fit() or load() before plotting it")
     layout = model.layout_
     names = layout.base_names
     out = []

@@ -78,6 +78,10 @@ class RunFeatures(pt.Transformer):
                           for n, b in zip(self.names, self.base))
         return f"RunFeatures({{{items}}})"
 
+    def __str__(self) -> str:
+        """A short name for ``pt.Experiment`` tables: the base functions' names (``repr`` shows each one)."""
+        return f"RunFeatures({', '.join(map(repr, self.names))})"
+
     def _run(self, item: BaseItem, name: str, topics: pd.DataFrame) -> pd.DataFrame:
         if isinstance(item, pd.DataFrame):
             run = item[item["qid"].astype(str).isin(set(topics["qid"].astype(str)))]

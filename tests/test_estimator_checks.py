@@ -229,7 +229,7 @@ FIT_ERRORS = {
     "features-wrong-length": (lambda tr, q: (_short_features(tr), q), ValueError, "features of different lengths"),
     "features-inf": (lambda tr, q: (_inf_features(tr), q), ValueError, "feature 1 is infinite"),
     "no-qrels": (lambda tr, q: (tr, None), ValueError, "needs train_qrels"),
-    "no-features-column": (lambda tr, q: (tr.drop(columns=["features"]), q), KeyError, "features"),
+    "no-features-column": (lambda tr, q: (tr.drop(columns=["features"]), q), ValueError, r"lacks \[.features.\].*put RunFeatures"),
     "empty-train": (lambda tr, q: (tr.iloc[:0], q), ValueError, "no training candidates"),
     "duplicate-rows": (lambda tr, q: (pd.concat([tr, tr.iloc[:1]]), q), ValueError, "duplicate \\(qid, docno\\) rows"),
     "qrels-not-a-frame": (lambda tr, q: (tr, q.to_dict()), TypeError, "qrels must be a DataFrame"),
@@ -254,7 +254,7 @@ TRANSFORM_ERRORS = {
     "features-inf": (_inf_features, ValueError, "feature 1 is infinite"),
     "other-width": (lambda r: r.assign(features=[np.append(f, 0.0) for f in r["features"]]), ValueError,
                     "trained with 4 features per row but these rows have 5"),
-    "no-features-column": (lambda r: r.drop(columns=["features"]), KeyError, "features"),
+    "no-features-column": (lambda r: r.drop(columns=["features"]), ValueError, r"lacks \[.features.\].*put RunFeatures"),
 }
 
 

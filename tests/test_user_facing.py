@@ -298,3 +298,38 @@ def test_negative_labels_count_as_zero_with_a_warning():
     with pytest.warns(UserWarning, match="2 qrels have negative labels \\(e.g. -2\\); they count as 0"):
         neg = StructSVM(C=1, loss="ndcg", features="raw").fit(res, pd.concat([qrels, negative]))
     np.testing.assert_array_equal(neg.coef_, zero.coef_)
+
+
+# ------------------------------------------------------------------------------------------
+# a notebook user's first mistakes
+# ------------------------------------------------------------------------------------------
+def test_fitting_on_topics_says_to_put_run_features_first():
+    res, qrels = _frames()
+    topics = res[["qid", "query"]].drop_duplicates()
+    with pytest.raises(ValueError, match=r"lacks \['docno', 'features'\].*put RunFeatures\(\.\.\.\) before it"):
+        SVMMap().fit(topics, qrels)
+    run = res.drop(columns=["features"]).assign(score=1.0)
+    with pytest.raises(ValueError, match=r"lacks \['features'\].*>> SVMMap\(\)"):
+        SVMMap().fit(run, qrels)
+
+
+def test_plot_before_fit_is_a_clear_error():
+    pytest.importorskip("matplotlib")
+    with pytest.raises(RuntimeError, match="SVMMap is not fitted: call fit\(\) or load\(\) before plotting it"):
+        SVMMap().plot()
+
+
+def test_pipeline_names_are_short_and_tell_configurations_apart():
+    from pyterrier_svmmap import RunFeatures
+    res, _ = _frames()
+    run = res.drop(columns=["features"]).assign(score=1.0)
+    features = RunFeatures({"bm25": run, "dph": run})
+    assert str(features) == "RunFeatures('bm25', 'dph')" and "<run of 360 rows>" in repr(features)
+    assert str(features >> SVMMap(features="raw")) == "(RunFeatures('bm25', 'dph') >> SVMMap(features='raw'))"
+
+
+def test_python_dash_m_runs_the_command_line(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "pyterrier_svmmap.cli", "learn", str(tmp_path / "missing.txt"),
+                           str(tmp_path / "m")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        f"svmmap learn: error: {tmp_path / 'missing.txt'} not found"]
