@@ -347,7 +347,7 @@ class StructSVMRanker:
             parts = [(layout.transform(r, o), y, o) for r, y, o in split_queries(raw, labels, offsets, shards)]
             oracle = solver.DataOracle(None, None, None, losses, shards=parts)      # φ built shard by shard
         progress = getattr(self, "_progress", None)
-        report = None if progress is None else progress.reporter(_features_name(features), fold)
+        report = None if progress is None else progress.reporter(features_name(features), fold)
         results = solver.train_path(None, None, None, self._groups(1.0), grid, epsilon=self.epsilon,
                                     max_iter=self.max_iter, prior=w0, oracle=oracle, on_result=report)
         return layout, results, f
