@@ -78,6 +78,14 @@ class RunFeatures(pt.Transformer):
                           for n, b in zip(self.names, self.base))
         return f"RunFeatures({{{items}}})"
 
+    def transform_inputs(self) -> List[List[str]]:
+        """Topics (the union of the base runs becomes the candidates) or a first stage's result frame."""
+        return [["qid", "query"], ["qid", "query", "docno", "score"]]
+
+    def transform_outputs(self, inp_cols: List[str]) -> List[str]:
+        """The input's columns, ``docno`` for topics, and ``features`` (``pt.inspect``)."""
+        return list(inp_cols) + [c for c in ("docno", "features") if c not in inp_cols]
+
     def __str__(self) -> str:
         """A short name for ``pt.Experiment`` tables: the base functions' names (``repr`` shows each one)."""
         return f"RunFeatures({', '.join(map(repr, self.names))})"

@@ -315,7 +315,7 @@ def test_fitting_on_topics_says_to_put_run_features_first():
 
 def test_plot_before_fit_is_a_clear_error():
     pytest.importorskip("matplotlib")
-    with pytest.raises(RuntimeError, match="SVMMap is not fitted: call fit\(\) or load\(\) before plotting it"):
+    with pytest.raises(RuntimeError, match=r"SVMMap is not fitted: call fit\(\) or load\(\) before plotting it"):
         SVMMap().plot()
 
 
@@ -333,3 +333,47 @@ def test_python_dash_m_runs_the_command_line(tmp_path):
                            str(tmp_path / "m")], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
         f"svmmap learn: error: {tmp_path / 'missing.txt'} not found"]
+
+
+# ------------------------------------------------------------------------------------------
+# PyTerrier's own transformer checks
+# ------------------------------------------------------------------------------------------
+def _fitted_svmmap():
+    res, qrels = _frames()
+    return SVMMap(C=1, features="raw").fit(res, qrels)
+
+
+def _run_features():
+    from pyterrier_svmmap import RunFeatures
+    res, _ = _frames()
+    run = res.drop(columns=["features"]).assign(score=1.0)
+    return RunFeatures({"bm25": run, "dph": run})
+
+
+def _offline(case):
+    """PyTerrier's checks, with the documentation index (fetched from the web by ``pt.schematic``) taken as
+    empty: this machine and CI have no internet."""
+    class Offline(case):
+        def setUp(self):
+            import pyterrier as pt
+            patch = __import__("unittest.mock").mock.patch.object(pt.documentation, "url_for_class",
+                                                                 lambda cls: None)
+            patch.start()
+            self.addCleanup(patch.stop)
+    return Offline
+
+
+TestSVMMapPassesPyTerriersChecks = _offline(__import__("pyterrier").testing.transformer_test_class(_fitted_svmmap))
+TestRunFeaturesPassesPyTerriersChecks = _offline(__import__("pyterrier").testing.transformer_test_class(_run_features))
+
+
+def test_inspect_reads_the_columns_of_a_pipeline():
+    import pyterrier as pt
+    pipeline = _run_features() >> _fitted_svmmap()
+    assert pt.inspect.transformer_inputs(_fitted_svmmap()) == [["qid", "docno", "features"]]
+    assert pt.inspect.transformer_outputs(pipeline, ["qid", "query"]) == ["qid", "query", "docno", "features",
+                                                                          "score", "rank"]
+    res, _ = _frames()
+    topics = res[["qid", "query"]].drop_duplicates()
+    out = pipeline.transform(topics)
+    assert list(out.columns) == ["qid", "query", "docno", "features", "score", "rank"]

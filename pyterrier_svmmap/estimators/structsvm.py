@@ -159,7 +159,12 @@ class RankerEstimator(pt.Estimator, pt.Artifact):
         names = list(getattr(self, "base_names_", []))
         return None if names in (default_base_names(len(names)), default_base_names(len(names), start=1)) else names
 
+    def transform_inputs(self) -> List[List[str]]:
+        """The columns ``transform`` needs (``pt.inspect``): candidates with their base scores."""
+        return [["qid", "docno", "features"]]
+
     def transform_outputs(self, inp_cols: List[str]) -> List[str]:
+        """The input's columns, then ``score`` and ``rank`` (``pt.inspect``)."""
         return list(inp_cols) + [c for c in ("score", "rank") if c not in inp_cols]
 
     def decision_function(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
