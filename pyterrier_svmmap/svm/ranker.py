@@ -195,6 +195,8 @@ class StructSVMRanker:
         raw, labels, offsets = check_ranking_arrays(raw, labels, offsets)
         if labels is None:
             raise ValueError("fit() needs labels")
+        if isinstance(valid, Queries):
+            valid = valid.validation_set()
         if base_names is not None and len(base_names) != raw.shape[1]:
             raise ValueError(f"{len(base_names)} base names for {raw.shape[1]} base functions")
         if self.executor is not None:
