@@ -12,21 +12,63 @@ what every learner shares for that:
   settings' scores and returns a :class:`Selection`, the evidence of the choice (what ``path_`` and
   ``selection_`` record);
 * :func:`best_function`: the base function with the highest training MAP (the tie-break function and the
-  prior's function).
+  prior's function);
+* the package's default rule, ``selection="auto"`` (the estimators' default, :func:`select_auto`): every
+  setting and the *fallback* — the best base function itself — scored per held-out query by cross-validation
+  over every judged query (training ∪ validation), the learned arg-max kept only when a sign-flip max-gain
+  test (:func:`max_gain_pvalue`, :func:`choose`) says its gain over the fallback is more likely real than an
+  artefact of picking the best of many, then refitted on all judged queries and averaged with the fold
+  models. The learner trains (a callback); this module decides.
+
+Why the default rule is what it is (docs/model-selection.md, measured on Vaswani and LETOR MQ2008): a grid's
+arg-max on five validation queries mostly picks noise, and even 157 validation queries (MQ2008) were too few
+to see learning's ~0.01 MAP gain over the best feature in 3 of 5 folds, where cross-validation over the 627
+judged queries saw it in all 5. With few queries, the best of many noisy means is optimistic: even when no
+setting beats the base function, the best of 8 shows a gain on 15 queries; the max-gain test corrects for
+that (the number and the correlation of the settings, and queries where every setting ties with the base).
+``alpha = 0.5`` is the median-unbiased decision; smaller ``alpha`` trusts the base function more
+(``alpha = 0.05`` is a conventional significance test), ``alpha = 1`` keeps any positive gain, ``None``
+never falls back. The one-standard-error rule was measured and lowered MAP, so the learned setting is the
+arg-max.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Callable, List, Optional, Sequence, Union
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 import pyterrier_svmmap._jit as _jit
+from pyterrier_svmmap.features.layout import FeatureLayout
 from pyterrier_svmmap.measures import average_precision
+from pyterrier_svmmap.queries import Queries
+from pyterrier_svmmap.string_codes import sorted_string_codes
+from pyterrier_svmmap.ties import break_ties
 
 #: the default grid of C (OP 1's constant: ½‖w‖² + C/n Σ ξ_i), searched on validation queries
 DEFAULT_C_GRID = (0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)
+
+#: the grid of ``selection="auto"`` (the estimators' default): the paper's grid and two smaller C, with which
+#: the prior-regularised model ½‖w − w₀‖² comes close to the base function itself
+SELECTION_C_GRID = (1e-4, 1e-3) + DEFAULT_C_GRID
+
+#: the feature blocks and the prior of the estimators' default (``selection="auto"``, :func:`select_auto`)
+DEFAULT_FEATURES = "raw"
+DEFAULT_PRIOR = "best"
+
+#: the selection methods a learner with a grid takes: ``"validation"`` (the paper's protocol: the best
+#: validation MAP, or cross-validation over the training queries without validation data) or ``"auto"``
+SELECTION_METHODS = ("validation", "auto")
+
+#: the default level of the fallback test (:func:`choose`): the median-unbiased decision
+DEFAULT_ALPHA = 0.5
+#: sign flips of :func:`max_gain_pvalue` (all 2^n of them when n ≤ ``EXACT_FLIPS_MAX_QUERIES``)
+N_FLIPS = 2000
+EXACT_FLIPS_MAX_QUERIES = 11
+#: the default size from which a given validation set alone is the evidence (:func:`evidence_source`):
+#: None, always cross-validate over every judged query (a validation set is a subset of them)
+DEFAULT_MIN_VALID_QUERIES = None
 
 #: the feature blocks that ``features="auto"`` chooses among, jointly with C (no block wins everywhere:
 #: on Vaswani raw scores beat the paper's bins, on LETOR MQ2008 bins beat raw)
@@ -65,7 +107,9 @@ def validation_map(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
 def cv_folds(n_queries: int, n_folds: int, random_state: Optional[int], n_settings: int) -> np.ndarray:
     """The fold (0 … ``n_folds`` − 1) of each of ``n_queries`` queries: queries shuffled with ``random_state``,
     then dealt round-robin, so that the folds differ in size by one at most. ValueError when there are
-    fewer queries than folds (``n_settings``, the settings to compare, for the message)."""
+    fewer queries than folds (``n_settings``, the settings to compare, for the message) or fewer than 2 folds."""
+    if n_folds < 2:
+        raise ValueError(f"cross-validation needs at least 2 folds, got {n_folds}")
     if n_queries < n_folds:
         raise ValueError(f"{n_settings} (features, C) settings and no validation data were given, so they are chosen "
                          f"by {n_folds}-fold cross-validation, which needs at least {n_folds} usable training "
@@ -94,9 +138,11 @@ class Selection:
     ----------
     method : str
         How the settings were scored: ``"validation"`` (on validation queries), ``"cv"`` (mean held-out score
-        of cross-validation over the training queries) or ``"none"`` (one setting, nothing compared).
+        of cross-validation over the training queries; with ``selection="auto"``, over training ∪ validation)
+        or ``"none"`` (one setting, or too few queries to compare any).
     scores : list of float
-        One score per setting, in the settings' order (NaN when not scored).
+        One score per setting, in the settings' order (NaN when not scored); with ``selection="auto"`` the
+        last setting is the fallback base function.
     fold_scores : ndarray or None
         With ``"cv"``: the held-out score of every (fold, setting).
     chosen : int
@@ -136,3 +182,291 @@ def best_function(raw: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> i
         return int(np.argmax([row.mean() for row in ap]))
     filled = np.where(np.isnan(raw), -np.inf, raw)
     return int(np.argmax([average_precision(filled[:, f], labels, offsets).mean() for f in range(raw.shape[1])]))
+
+
+# -- the package's default rule: selection="auto" --------------------------------------------------
+def prior_options(prior: Optional[str]) -> List[Optional[str]]:
+    """The priors to train: both (``None`` and ``"best"``) for ``prior="auto"``, else ``[prior]``."""
+    return [None, "best"] if prior == "auto" else [prior]
+
+
+def evidence_source(n_valid: int, min_valid_queries: Optional[int] = DEFAULT_MIN_VALID_QUERIES) -> str:
+    """``"validation"`` when ``min_valid_queries`` is given and the validation set has at least that many
+    queries, else ``"cv"`` (cross-validation over training ∪ validation, refit on all; the default)."""
+    return "validation" if min_valid_queries is not None and n_valid >= min_valid_queries else "cv"
+
+
+def paired_t(gains: np.ndarray) -> float:
+    """t statistic of the mean of paired per-query gains: mean / (sd / √n); ±inf when every gain is equal
+    and non-zero (standard error below 1e-12), 0 when all are 0 or there is only one."""
+    d = np.asarray(gains, dtype=float)
+    if len(d) < 2:
+        return 0.0
+    m = float(d.mean())
+    se = float(d.std(ddof=1)) / math.sqrt(len(d))
+    if se < 1e-12:                                  # equal gains (up to rounding)
+        return 0.0 if m == 0.0 else math.copysign(math.inf, m)
+    return m / se
+
+
+def max_gain_pvalue(gains: np.ndarray, n_flips: int = N_FLIPS, seed: int = 0) -> float:
+    """Sign-flip permutation p-value of the largest mean column of ``gains`` (queries × settings, the paired
+    per-query gains of each setting over the fallback): the share of sign vectors s (one sign per query,
+    applied to the whole row) with max_j mean_q(s_q · gains[q, j]) ≥ the observed max_j mean_q(gains[q, j]),
+    counting the identity — Westfall & Young's max statistic under the null hypothesis "no setting differs
+    from the base function". Exact (all 2^n sign vectors) for n ≤ ``EXACT_FLIPS_MAX_QUERIES``, else
+    ``n_flips`` seeded random ones plus the identity. 1.0 when no column has a positive mean."""
+    D = np.asarray(gains, dtype=float)
+    n = len(D)
+    if n == 0 or D.shape[1] == 0:
+        return 1.0
+    observed = D.mean(axis=0).max()
+    if observed <= 0:
+        return 1.0
+    if n <= EXACT_FLIPS_MAX_QUERIES:
+        codes = np.arange(2 ** n)[:, None] >> np.arange(n)[None, :] & 1
+        signs = 1.0 - 2.0 * codes                         # the identity is row 0
+    else:
+        rng = np.random.default_rng(seed)
+        signs = np.vstack([np.ones(n), rng.choice([-1.0, 1.0], size=(n_flips, n))])
+    null = (signs @ D / n).max(axis=1)
+    tol = 1e-12 * max(1.0, abs(observed))
+    return float((null >= observed - tol).mean())
+
+
+@dataclass
+class Choice:
+    """What :func:`choose` decided: ``index`` the chosen column of the evidence (-1: the fallback),
+    ``best`` the learned arg-max's column, the means, the paired gain of ``best`` over the fallback, its
+    t statistic (for information), the max-gain permutation p-value and the level it was compared with."""
+    index: int
+    best: int
+    best_mean: float
+    fallback_mean: Optional[float]
+    gain: Optional[float]
+    t: Optional[float]
+    p_value: Optional[float]
+    alpha: Optional[float]
+    n_queries: int
+
+    @property
+    def fallback(self) -> bool:
+        return self.index < 0
+
+    def as_dict(self) -> dict:
+        return {**{k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+                   for k, v in asdict(self).items()}, "fallback": self.fallback}
+
+
+def choose(evidence: np.ndarray, fallback: Optional[np.ndarray] = None, alpha: Optional[float] = DEFAULT_ALPHA,
+           seed: int = 0) -> Choice:
+    """Pick a column of ``evidence`` (held-out queries × settings, per-query AP; NaN counts as the lowest
+    mean) or the fallback (``fallback``: the same queries' AP of the base function; None: no fallback).
+
+    The learned arg-max (the first of equal maxima) replaces the fallback iff its mean gain is positive and
+    ``max_gain_pvalue(evidence − fallback) ≤ alpha``; ``alpha=None`` never falls back."""
+    E = np.asarray(evidence, dtype=float)
+    if E.ndim != 2 or E.shape[1] == 0:
+        raise ValueError(f"evidence must be a (queries × settings) array with a setting, got shape {E.shape}")
+    means = E.mean(axis=0) if len(E) else np.full(E.shape[1], np.nan)
+    best = int(np.argmax(np.where(np.isnan(means), -np.inf, means)))
+    if fallback is None or alpha is None:
+        return Choice(best, best, float(means[best]), None, None, None, None, alpha, len(E))
+    f = np.asarray(fallback, dtype=float)
+    if f.shape != (len(E),):
+        raise ValueError(f"fallback must have one AP per evidence query ({len(E)}), got shape {f.shape}")
+    D = np.nan_to_num(E, nan=0.0) - f[:, None]
+    D[:, np.isnan(means)] = -1.0                           # a setting without evidence never wins
+    d = D[:, best]
+    gain = float(d.mean()) if len(d) else 0.0
+    p = max_gain_pvalue(D, seed=seed) if gain > 0 else 1.0
+    index = best if (gain > 0 and p <= alpha) else -1
+    return Choice(index, best, float(means[best]), float(f.mean()) if len(f) else float("nan"), gain,
+                  paired_t(d), p, alpha, len(E))
+
+
+def per_query_ap(layout: FeatureLayout, w: np.ndarray, queries: Queries, tie: int, codes=None) -> np.ndarray:
+    """AP of each of ``queries`` ranked by wᵀφ with the package's tie policy (tie-break function ``tie``,
+    then ``codes``, the docnos' string codes, when given); normalised by ``queries.n_relevant`` when known."""
+    raw, offsets = queries.raw, queries.offsets
+    scores = break_ties(layout.transform(raw, offsets).dot(w), offsets, raw[:, tie], docno_codes=codes)[0]
+    return average_precision(scores, queries.labels, offsets, queries.n_relevant)
+
+
+def base_function_weights(layout: FeatureLayout, raw: np.ndarray, function: int, scale: float = 1.0) -> np.ndarray:
+    """w₀ of ``layout`` that ranks like base function ``function`` alone (:meth:`FeatureLayout.prior_weights`),
+    its raw score scaled by its range on ``raw`` (the training candidates): the prior's centre, and the
+    fallback's model."""
+    col = raw[:, function]
+    span = float(np.nanmax(col) - np.nanmin(col)) if layout.blocks[0] == "raw" and np.isfinite(col).any() else 1.0
+    return layout.prior_weights(function, scale, span)
+
+
+def averageable(layout: FeatureLayout) -> bool:
+    """Whether φ has nothing fitted to the training data (no thresholds), so that weights trained on different
+    queries live in the same space and can be averaged."""
+    return getattr(layout.encoder, "thresholds_", None) is None
+
+
+#: ``train(queries, grid, (features, prior), fold, shards) -> (layout, results, prior function or None)``:
+#: the learner's path of C on ``queries`` (``results[i].w`` the weights at ``grid[i]``); ``fold`` the
+#: cross-validation fold (None for a final fit), ``shards`` the queries per shard or None
+TrainPath = Callable[[Queries, Sequence[float], Tuple[Any, Optional[str]], Optional[int], Optional[np.ndarray]],
+                     Tuple[FeatureLayout, list, Optional[int]]]
+
+
+@dataclass
+class AutoSelection:
+    """What :func:`select_auto` decided, and the model it made.
+
+    ``selection``: the evidence (:class:`Selection`: ``method`` the evidence used — ``"cv"``, ``"validation"``
+    or ``"none"`` —, one score per (setting, C) in setting-major order and a last one for the fallback,
+    ``fold_scores`` per cv fold, ``chosen`` the index kept, the last for the fallback); ``choice`` the
+    decision (:class:`Choice`, None when nothing could be compared); ``settings`` the (features, prior)
+    pairs; ``grid``; ``fit`` the judged queries the final model was fitted on; the model: ``layout``,
+    ``coef``, ``coefs`` (w of every C of its path), ``C`` (0 for the fallback), ``setting`` (index, -1 for
+    the fallback), ``function`` (the prior's or fallback's base function, or None), ``result`` (the kept
+    C's training result, None for the fallback) and ``averaged_models``."""
+    selection: Selection
+    choice: Optional[Choice]
+    settings: List[Tuple[Any, Optional[str]]]
+    grid: List[float]
+    fit: Queries
+    layout: FeatureLayout
+    coef: np.ndarray
+    coefs: np.ndarray
+    C: float
+    setting: int
+    function: Optional[int]
+    result: Any = None
+    averaged_models: int = 1
+    tie_function: int = 0
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def fallback(self) -> bool:
+        return self.setting < 0
+
+    def path(self) -> List[dict]:
+        """``path_``: one entry per (features, prior, C) with its mean held-out AP (``validation``; per fold
+        ``cv_scores``), and a last entry ``fallback=True`` (C = 0) for the base function when it was scored."""
+        sel, G = self.selection, len(self.grid)
+        out = []
+        for s, (o, p) in enumerate(self.settings):
+            for i, C in enumerate(self.grid):
+                entry = dict(features=features_name(o), prior=p, C=C, validation=sel.scores[s * G + i])
+                if sel.method == "cv":
+                    entry["cv_scores"] = [float(x) for x in sel.fold_scores[:, s * G + i]]
+                out.append(entry)
+        if len(sel.scores) > len(self.settings) * G:
+            entry = dict(features="raw", prior="best", C=0.0, validation=sel.scores[-1], fallback=True)
+            if sel.method == "cv":
+                entry["cv_scores"] = [float(x) for x in sel.fold_scores[:, -1]]
+            out.append(entry)
+        return out
+
+    def record(self, path: List[dict]) -> Optional[dict]:
+        """``choice_``: the :class:`Choice` as a dict with the evidence's ``source``, the ``chosen`` and the
+        ``best_learned`` entries of ``path`` and ``averaged_models``; None when nothing was compared."""
+        if self.choice is None:
+            return None
+        return dict(self.choice.as_dict(), source=self.selection.method,
+                    chosen=path[-1 if self.choice.fallback else self.choice.index],
+                    best_learned=path[self.choice.best], averaged_models=self.averaged_models)
+
+
+def select_auto(train: Queries, valid: Optional[Queries], settings: Sequence[Tuple[Any, Optional[str]]],
+                grid: Sequence[float], train_path: TrainPath, raw_layout: Callable[[Queries], FeatureLayout], *,
+                cv: int = 5, random_state: Optional[int] = 0, alpha: Optional[float] = DEFAULT_ALPHA,
+                min_valid_queries: Optional[int] = DEFAULT_MIN_VALID_QUERIES, average_folds: bool = True,
+                prior_scale: float = 1.0, shards: Optional[np.ndarray] = None) -> AutoSelection:
+    """``selection="auto"``: per-query held-out AP of every (setting, C) of ``grid`` and of the *fallback*
+    (the base function with the best MAP on the same training part, as a model of ``raw_layout``: C = 0 of
+    the prior), from the validation queries when there are at least ``min_valid_queries`` of them, else from
+    ``cv``-fold cross-validation over training ∪ validation (the usable validation queries; then the choice
+    is refitted on all of them, and with φ of no fitted thresholds averaged with the fold models,
+    ``average_folds``); :func:`choose` decides at level ``alpha``. With fewer judged queries than folds
+    nothing is compared: the first setting at the first C is trained on all of them (``method="none"``).
+
+    ``train`` and ``valid`` hold binary labels (``valid``: None or with labels; its ``docnos`` break ties on
+    validation); ``train_path`` trains a path of C (:data:`TrainPath`); ``shards``: the training queries
+    per shard, for the fits on ``train`` alone."""
+    settings, grid = list(settings), list(grid)
+    G, S = len(grid), len(settings)
+    n_valid = 0 if valid is None else valid.n_queries
+    source = evidence_source(n_valid, min_valid_queries)
+    trained, fold, fold_means, fold_w = None, None, None, [[] for _ in settings]
+    if source == "validation":
+        # the given validation queries: train on the training queries, score the validation queries
+        fit = train
+        tie = best_function(train.raw, train.labels, train.offsets)
+        codes = sorted_string_codes(valid.docnos)[0] if valid.docnos is not None else None
+        trained = [train_path(train, grid, setting, None, shards) for setting in settings]
+        E = np.stack([per_query_ap(layout, r.w, valid, tie, codes) for layout, results, _ in trained
+                      for r in results], axis=1)
+        fb_layout, fb_w, fb_f = fallback_model(train, raw_layout, prior_scale)
+        F = per_query_ap(fb_layout, fb_w, valid, fb_f, codes)
+    else:
+        # every judged query is evidence (cross-validation), then the choice is refitted on all of them
+        fit = train
+        if valid is not None:
+            usable = valid.subset(valid.usable())
+            tr_n, va_n = train.n_relevant, usable.n_relevant
+            if tr_n is not None or va_n is not None:
+                tr_n = tr_n if tr_n is not None else np.add.reduceat(train.labels, train.offsets[:-1])
+                va_n = va_n if va_n is not None else \
+                    np.add.reduceat(usable.labels, usable.offsets[:-1]) if len(usable.labels) else np.zeros(0)
+            fit = Queries.concatenate([Queries(train.raw, train.labels, train.offsets, n_relevant=tr_n),
+                                       Queries(usable.raw, usable.labels, usable.offsets, n_relevant=va_n)])
+            shards = None
+        if fit.n_queries < cv:
+            source, E, F = "none", np.zeros((0, S * G)), None
+        else:
+            fold = cv_folds(fit.n_queries, cv, random_state, S * G)
+            E, F = np.empty((fit.n_queries, S * G)), np.empty(fit.n_queries)
+            for k in range(cv):
+                tr, te = fit.subset(fold != k), fit.subset(fold == k)
+                tie = best_function(tr.raw, tr.labels, tr.offsets)
+                for s, setting in enumerate(settings):
+                    layout, results, _ = train_path(tr, grid, setting, k, None)
+                    for i, r in enumerate(results):
+                        E[fold == k, s * G + i] = per_query_ap(layout, r.w, te, tie)
+                    # a fold's weights mean the same as the refit's only if φ has no fitted thresholds
+                    fold_w[s].append(np.stack([r.w for r in results]) if averageable(layout) else None)
+                fb_layout, fb_w, fb_f = fallback_model(tr, raw_layout, prior_scale)
+                F[fold == k] = per_query_ap(fb_layout, fb_w, te, fb_f)
+            fold_means = np.stack([np.r_[E[fold == k].mean(axis=0), F[fold == k].mean()] for k in range(cv)])
+    tie_function = best_function(fit.raw, fit.labels, fit.offsets) if source != "validation" else tie
+    choice = choose(E, F, alpha) if len(E) else None
+    means = E.mean(axis=0) if len(E) else np.full(S * G, np.nan)
+    scores = [float(x) for x in means] + ([] if F is None else [float(F.mean())])
+    chosen = (len(scores) - 1 if choice.fallback else choice.index) if choice is not None else 0
+    selection = Selection(source, scores, fold_means, chosen)
+    if choice is not None and choice.fallback:
+        layout, w, f = fallback_model(fit, raw_layout, prior_scale)
+        return AutoSelection(selection, choice, settings, grid, fit, layout, np.array(w, dtype=float),
+                             np.array([w], dtype=float), 0.0, -1, f, tie_function=tie_function)
+    s, i = divmod(choice.index if choice is not None else 0, G)
+    if source == "validation":
+        layout, results, f = trained[s]
+    else:           # refit on every judged query, the path up to the chosen C (warm starts as in the grid)
+        layout, results, f = train_path(fit, grid[:i + 1], settings[s], None, shards if source == "none" else None)
+    kept = results[i]
+    coef, averaged = np.array(kept.w, dtype=float), 1
+    if source == "cv" and average_folds and all(w is not None for w in fold_w[s]):
+        # the refit and the cv fold models at the chosen setting, averaged (bagging: same φ, so the same
+        # weights' meaning; lower variance than the refit alone, no extra fit)
+        coef = (np.sum([w[i] for w in fold_w[s]], axis=0) + kept.w) / (len(fold_w[s]) + 1)
+        averaged = len(fold_w[s]) + 1
+    return AutoSelection(selection, choice, settings, grid, fit, layout, coef, np.stack([r.w for r in results]),
+                         grid[i], s, f, kept, averaged, tie_function=tie_function)
+
+
+def fallback_model(queries: Queries, raw_layout: Callable[[Queries], FeatureLayout], prior_scale: float = 1.0
+                   ) -> Tuple[FeatureLayout, np.ndarray, int]:
+    """The fallback candidate: the base function with the best MAP on ``queries`` as a model of the raw
+    layout (``raw_layout(queries)``): w₀ of the prior, the limit C → 0 of prior-regularised training,
+    missing documents last. (layout, w, function)."""
+    layout = raw_layout(queries)
+    f = best_function(queries.raw, queries.labels, queries.offsets)
+    return layout, base_function_weights(layout, queries.raw, f, prior_scale), f

@@ -337,7 +337,7 @@ def test_bin_weights_are_paired_with_their_names_and_the_informative_function_we
 def test_c_path_every_c_is_validated_with_its_own_solution_and_the_best_is_kept():
     (tr, tq), (va, vq) = TRAIN, VALID
     grid = [0.1, 10.0, 0.001]                 # not sorted: the best (10 here) is neither first nor last
-    m = SVMMap(C=grid, features="raw").fit(tr, tq, va, vq)
+    m = SVMMap(C=grid, features="raw", prior=None, selection="validation").fit(tr, tq, va, vq)
     assert list(m.validation_) == grid                                    # every C, in the grid's order
     assert m.C_ == max(grid, key=lambda c: m.validation_[c]) == 10.0
     coefs = np.asarray(m.coefs_)

@@ -16,6 +16,10 @@ from pyterrier_svmmap.measures import average_precision, ndcg_at, reciprocal_ran
 
 VASWANI = Path(__file__).resolve().parents[2] / "shared" / "data" / "vaswani"
 
+#: the paper's protocol (C on the validation queries, or CV over the training ones), which these tests pin;
+#: the package's default selection is tested in test_selection_rule.py
+PAPER = dict(features="bins", prior=None, selection="validation")
+
 
 # -- the paper's toy examples (Yue et al. 2007, Tables 1–4) --------------------------------------
 def _toy(p, rank_h1):
@@ -212,12 +216,12 @@ def test_queries_without_both_classes_are_skipped_with_one_warning():
 def test_c_grid_without_validation_is_chosen_by_cross_validation():
     topics, runs, qrels = _synthetic_runs(np.random.default_rng(2))
     res = RunFeatures(runs).transform(topics.iloc[:8])
-    model = SVMMap(C=[0.01, 1.0, 100.0], cv=4, n_bins=5).fit(res, qrels)
+    model = SVMMap(C=[0.01, 1.0, 100.0], cv=4, n_bins=5, **PAPER).fit(res, qrels)
     assert model.selection_ == "cv" and [len(p["cv_scores"]) for p in model.path_] == [4, 4, 4]
     assert model.validation_ == {p["C"]: pytest.approx(np.mean(p["cv_scores"])) for p in model.path_}
     assert model.C_ == max(model.validation_, key=model.validation_.get)
     with pytest.raises(ValueError, match="needs at least 9 usable training queries"):
-        SVMMap(C=[1.0, 10.0], cv=9).fit(res, qrels)
+        SVMMap(C=[1.0, 10.0], cv=9, **PAPER).fit(res, qrels)
 
 
 def test_transform_before_fit_is_a_clear_error():
@@ -391,7 +395,7 @@ def test_one_relevance_rule_label_at_least_rel():
     judged = graded.rename(columns={"qid": "query_id", "docno": "doc_id", "label": "relevance"})
     judged = judged[judged.query_id.isin(va.qid)]
     for r in (1, 2):                   # validation MAP at rel=r is ir_measures' AP(rel=r) of what transform outputs
-        d = SVMMap(C=[0.1, 10.0], n_bins=5, rel=r).fit(tr, graded, va, graded)
+        d = SVMMap(C=[0.1, 10.0], n_bins=5, rel=r, **PAPER).fit(tr, graded, va, graded)
         out = d.transform(va).rename(columns={"qid": "query_id", "docno": "doc_id"})[["query_id", "doc_id", "score"]]
         ap = ir_measures.calc_aggregate([ir_measures.AP(rel=r)], judged, out)[ir_measures.AP(rel=r)]
         assert d.validation_[d.C_] == pytest.approx(ap, abs=1e-12)

@@ -181,8 +181,9 @@ def test_estimator_and_cli_on_a_cluster(client2, tmp_path):
     topics, runs, qrels = _synthetic_runs(np.random.default_rng(7))
     res = RunFeatures(runs).transform(topics)
     tr, va = res[res.qid.astype(int) < 8], res[res.qid.astype(int) >= 8]
-    serial = SVMMap(C=[0.1, 10.0], n_bins=5, queries_per_shard=3).fit(tr, qrels, va, qrels)
-    dist = SVMMap(C=[0.1, 10.0], n_bins=5, executor=client2, queries_per_shard=3).fit(tr, qrels, va, qrels)
+    paper = dict(features="bins", prior=None, selection="validation")        # selection="auto" is one-process
+    serial = SVMMap(C=[0.1, 10.0], n_bins=5, queries_per_shard=3, **paper).fit(tr, qrels, va, qrels)
+    dist = SVMMap(C=[0.1, 10.0], n_bins=5, executor=client2, queries_per_shard=3, **paper).fit(tr, qrels, va, qrels)
     _close(serial.ranker_, dist.ranker_)
     assert repr(serial) == repr(dist)                           # the executor does not change the model
     lines = (EXAMPLES / "letor_train.txt").read_text().splitlines(keepends=True)

@@ -14,7 +14,7 @@ from pyterrier_svmmap.experiments.reproduce.protocol import make_splits  # noqa:
 from pyterrier_svmmap.experiments.reproduce.report import (format_learner_table, format_loss_table,  # noqa: E402
                                                results_dict, tables_markdown)
 
-EXPECTED = ["svm-map", "svm-roc", "svm-ndcg@10", "svm-ndcg-nc", "svm-mrr@10", "svm-combo", "dorm",
+EXPECTED = ["svm-map", "svm-map-paper", "svm-roc", "svm-ndcg@10", "svm-ndcg-nc", "svm-mrr@10", "svm-combo", "dorm",
             "svm-acc", "svm-acc2", "svm-acc3", "svm-acc4", "approx-ap", "approx-ndcg", "lambdamart",
             "mcrank", "adarank"]
 
@@ -42,16 +42,19 @@ def test_registry_has_exactly_the_systems():
 
 def test_structural_systems_share_svm_map_defaults():
     import pyterrier_svmmap as ps
-    ref = sysreg.SYSTEMS["svm-map"]()
+    # the other losses use the paper's configuration (svm-map-paper); svm-map is the package's default
+    ref = sysreg.SYSTEMS["svm-map-paper"]()
     assert list(ref.C) == list(ps.DEFAULT_C_GRID)
+    assert list(sysreg.SYSTEMS["svm-map"]().C) == list(ps.SELECTION_C_GRID)
     for name in EXPECTED:
         est = sysreg.SYSTEMS[name]() if name not in ("lambdamart", "mcrank") or _has_lgb() else None
-        if not isinstance(est, StructSVM):
+        if not isinstance(est, StructSVM) or name == "svm-map":
             continue
         # the same grid, scaled only for the losses whose Ψ is on another scale (systems.C_GRID_SCALE)
         scale = {"svm-mrr@10": sysreg.C_GRID_SCALE["mrr"], "dorm": sysreg.C_GRID_SCALE["dorm"]}.get(name, 1.0)
         assert list(est.C) == pytest.approx([c * scale for c in ref.C], rel=1e-12), name
         assert est.features == ref.features and est.n_bins == ref.n_bins
+        assert est.selection == ref.selection == "validation" and est.prior is ref.prior is None
         assert est.epsilon == ref.epsilon
         assert est.binning == {"svm-acc3": "percentile", "svm-acc4": "minmax"}.get(name, ref.binning)
 
@@ -236,7 +239,8 @@ def test_default_systems_are_the_issues_learners():
     assert sysreg.parse_names("default") == EXPECTED
     from pyterrier_svmmap.cli.reproduce import DEFAULT_SYSTEMS
     assert sysreg.parse_names(DEFAULT_SYSTEMS) == EXPECTED
-    assert set(sysreg.parse_names("all")) == set(EXPECTED) | {"svm-map-raw", "svm-map-allbins", "svm-map-prior"}
+    assert set(sysreg.parse_names("all")) == set(EXPECTED) | {"svm-map-raw", "svm-map-allbins", "svm-map-prior",
+                                                              "svm-map-cv", "svm-map-noavg", "svm-map-alpha0.6"}
     assert sysreg.parse_names(" svm-map, adarank ") == ["svm-map", "adarank"]
     with pytest.raises(ValueError, match="at least one"):
         sysreg.parse_names(" , ")

@@ -113,9 +113,10 @@ def test_pickle_and_repr_round_trip(name, data):
 
 def test_repr_shows_every_parameter_that_changes_the_model():
     base = repr(StructSVM())
-    changed = dict(C=[1.0], loss="roc", loss_params=None, features="raw", n_bins=7, binning="minmax",
-                   threshold_depth=None, epsilon=1e-2, max_iter=5, prior="best", prior_scale=2.0, cv=3,
-                   random_state=1)
+    changed = dict(C=[1.0], loss="roc", loss_params=None, features="bins", n_bins=7, binning="minmax",
+                   threshold_depth=None, epsilon=1e-2, max_iter=5, prior=None, prior_scale=2.0, cv=3,
+                   random_state=1, selection="validation", fallback_alpha=0.1, min_valid_queries=10,
+                   average_folds=False)
     for k, v in changed.items():
         if k == "loss_params":
             r = repr(StructSVM(loss="ndcg", loss_params={"k": 3}))

@@ -7,6 +7,8 @@ import pytest
 from pyterrier_svmmap import selection
 from pyterrier_svmmap.selection import (AUTO_FEATURES, c_grid, cv_folds, feature_options, features_name,
                                         first_best, select)
+from pyterrier_svmmap.selection import SELECTION_C_GRID, choose, evidence_source, max_gain_pvalue, paired_t
+from pyterrier_svmmap.svm.ranker import StructSVMRanker
 
 
 def test_the_rule_takes_the_first_maximum_and_ranks_nan_lowest():
@@ -49,3 +51,214 @@ def test_grids_and_feature_options():
     assert feature_options("auto") == list(AUTO_FEATURES)
     assert feature_options(("bins", "raw")) == [("bins", "raw")]
     assert features_name(("bins", "raw")) == "bins+raw" == features_name("bins+raw")
+
+
+# =================================================================================================
+# the package's default rule, selection="auto" (select_auto, choose, max_gain_pvalue): the fallback base
+# function is kept when learning shows no evidence, replaced when it clearly does
+# =================================================================================================
+
+
+# -- the default rule (selection="auto"): the array rule ---------------------------------------------------------------------------------
+def test_cv_folds_balanced_and_seeded():
+    f = cv_folds(17, 5, 3, n_settings=8)
+    assert sorted(np.bincount(f)) == [3, 3, 3, 4, 4]
+    assert (f == cv_folds(17, 5, 3, n_settings=8)).all()
+    with pytest.raises(ValueError):
+        cv_folds(3, 5, 0, n_settings=8)
+    with pytest.raises(ValueError, match="at least 2 folds"):
+        cv_folds(10, 1, 0, n_settings=8)
+
+
+def test_paired_t():
+    assert paired_t(np.array([0.1, 0.1, 0.1])) == np.inf
+    assert paired_t(np.zeros(4)) == 0.0
+    assert paired_t(np.array([0.2])) == 0.0
+    d = np.array([0.1, -0.05, 0.2, 0.0])
+    assert paired_t(d) == pytest.approx(d.mean() / (d.std(ddof=1) / 2))
+
+
+def test_evidence_source():
+    assert evidence_source(5, 50) == "cv"
+    assert evidence_source(0, 50) == "cv"
+    assert evidence_source(157, 50) == "validation"
+
+
+def test_choose_argmax_without_fallback():
+    E = np.array([[0.1, 0.5, 0.5], [0.2, 0.4, 0.4]])
+    c = choose(E, None)
+    assert c.index == 1 and c.best == 1 and not c.fallback          # first of equal maxima
+
+
+def test_choose_keeps_fallback_on_noise():
+    rng = np.random.default_rng(0)
+    base = rng.uniform(0.1, 0.6, size=10)
+    noise = base[:, None] + rng.normal(0, 0.1, size=(10, 8))      # settings no better than the base
+    noise -= noise.mean(axis=0) - base.mean() - 0.002             # each a hair above on average
+    c = choose(noise, base, alpha=0.5)
+    assert c.fallback and c.index == -1 and c.gain > 0 and c.p_value > 0.5
+
+
+def test_choose_takes_a_clear_gain():
+    rng = np.random.default_rng(1)
+    base = rng.uniform(0.1, 0.6, size=10)
+    E = np.stack([base + 0.05 + rng.normal(0, 0.01, 10), base - 0.02], axis=1)
+    c = choose(E, base, alpha=0.5)
+    assert not c.fallback and c.index == 0 and c.t > 5 and c.p_value < 0.01
+
+
+def test_choose_never_falls_back_to_a_loss():
+    base = np.array([0.3, 0.4, 0.5])
+    assert choose(base[:, None] - 0.1, base, alpha=1.0).fallback   # a negative gain never replaces the base
+
+
+def test_max_gain_pvalue():
+    assert max_gain_pvalue(np.full((6, 2), -0.1)) == 1.0
+    assert max_gain_pvalue(np.full((6, 1), 0.1)) == 1 / 64          # exact: only the identity reaches it
+    one = np.zeros((20, 1))
+    one[3] = 0.01                                                   # one query differs: p = 1/2
+    assert max_gain_pvalue(one) == pytest.approx(0.5, abs=0.03)
+    rng = np.random.default_rng(0)
+    # calibrated under the null, whatever the number of settings: P(p <= 0.5) is about 0.5
+    ps = [max_gain_pvalue(rng.normal(0, 0.1, size=(15, 30)), n_flips=500, seed=i) for i in range(200)]
+    assert 0.38 < np.mean(np.array(ps) <= 0.5) < 0.62
+    assert 0.0 < np.mean(np.array(ps) <= 0.1) < 0.2
+    assert max_gain_pvalue(rng.normal(0, 0.1, size=(15, 30)) + 0.1) < 0.01
+
+
+# -- the ranker with selection="auto" ----------------------------------------------------------------
+def _planted(seed, n_q, helpful, n=60, F=4):
+    """Base function 0 is informative; with ``helpful`` functions 1 and 2 carry independent evidence too,
+    so a combination clearly beats any single function; without, they are pure noise."""
+    rng = np.random.default_rng(seed)
+    raws, labels, offsets = [], [], [0]
+    for _ in range(n_q):
+        y = (rng.random(n) < 0.15).astype(float)
+        y[0], y[1] = 1.0, 0.0
+        X = rng.normal(size=(n, F))
+        X[:, 0] += 1.0 * y
+        if helpful:
+            X[:, 1] += 1.2 * y
+            X[:, 2] += 1.2 * y
+        raws.append(X)
+        labels.append(y)
+        offsets.append(offsets[-1] + n)
+    return np.vstack(raws), np.concatenate(labels), np.array(offsets)
+
+
+def _auto(**kw):
+    return StructSVMRanker(C=list(SELECTION_C_GRID), features="raw", prior="best", selection="auto", **kw)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_planted_base_is_best_returns_the_base_function(seed):
+    # one informative function and 9 of noise: any learned combination is overfitted noise
+    r = _auto().fit(*_planted(seed, 15, helpful=False, F=10), valid=_planted(seed + 10, 5, helpful=False, F=10))
+    assert r.selection_ == "cv" and r.choice_["fallback"] and r.C_ == 0.0
+    assert r.prior_function_ == r.base_names_[0]
+    raw, _, offsets = _planted(99, 3, helpful=False, F=10)
+    # the model ranks exactly as base function 0 does
+    for q in range(3):
+        s = r.decision_function(raw, offsets)[offsets[q]:offsets[q + 1]]
+        assert (np.argsort(-s, kind="stable") == np.argsort(-raw[offsets[q]:offsets[q + 1], 0], kind="stable")).all()
+    assert r.path_[-1]["fallback"] and len(r.path_[-1]["cv_scores"]) == 5
+
+
+def test_planted_learning_helps_is_learned():
+    r = _auto().fit(*_planted(0, 15, helpful=True), valid=_planted(1, 5, helpful=True))
+    assert r.selection_ == "cv" and not r.choice_["fallback"] and r.C_ > 0
+    assert r.choice_["gain"] > 0.05 and r.choice_["p_value"] <= r.fallback_alpha
+    assert abs(r.coef_[1]) > 0 and abs(r.coef_[2]) > 0
+
+
+def test_large_validation_set_is_the_evidence():
+    r = _auto(min_valid_queries=20).fit(*_planted(0, 30, helpful=True), valid=_planted(1, 25, helpful=True))
+    assert r.selection_ == "validation" and not r.choice_["fallback"]
+    assert r.choice_["n_queries"] == 25
+
+
+def test_auto_state_round_trip():
+    r = _auto().fit(*_planted(0, 15, helpful=True), valid=_planted(1, 5, helpful=True))
+    meta, arrays = r.get_state()
+    back = StructSVMRanker.from_state(meta, arrays)
+    raw, _, offsets = _planted(3, 4, helpful=True)
+    assert np.array_equal(back.decision_function(raw, offsets), r.decision_function(raw, offsets))
+    assert back.choice_ == r.choice_ and back.selection == "auto"
+
+
+def test_auto_parameters_validated():
+    with pytest.raises(ValueError):
+        StructSVMRanker(selection="best")
+    with pytest.raises(ValueError):
+        StructSVMRanker(prior="auto")                          # needs selection="auto"
+    with pytest.raises(ValueError):
+        StructSVMRanker(selection="auto", fallback_alpha=0.0)
+    with pytest.raises(ValueError):
+        StructSVMRanker(selection="auto", min_valid_queries=0)
+
+
+def test_auto_keeps_working_with_the_reliability_fixes(capsys):
+    train, valid = _planted(0, 15, helpful=True), _planted(1, 5, helpful=True)
+    # verbose: the progress lines name every cv fold's fits and the refit
+    r = _auto(verbose=True).fit(*train, valid=valid)
+    err = capsys.readouterr().err
+    assert "cv fold 4, features=raw C=1000" in err and r.choice_ is not None
+    # validation that cannot choose (no relevant candidate): a warning, then CV over the training queries alone
+    vr, vl, vo = valid
+    with pytest.warns(UserWarning, match="no validation candidate is relevant"):
+        blind = _auto().fit(*train, valid=(vr, np.zeros_like(vl), vo))
+    alone = _auto().fit(*train)
+    assert blind.selection_ == "cv" and np.array_equal(blind.coef_, alone.coef_)
+    assert blind.training_summary_["selection_queries"] == 15
+    # on a cluster the rule cannot run: a clear error before any work
+    with pytest.raises(ValueError, match="selection='auto' cross-validates"):
+        _auto(executor="local").fit(*train, valid=valid)
+    # a single setting is trained as given: nothing to select, no choice_
+    single = StructSVMRanker(C=1.0, features="raw", prior="best", selection="auto").fit(*train, valid=valid)
+    assert not hasattr(single, "choice_") and single.selection_ == "validation"
+
+
+def test_select_auto_records_are_coherent():
+    r = _auto().fit(*_planted(0, 15, helpful=True), valid=_planted(1, 5, helpful=True))
+    assert len(r.path_) == len(SELECTION_C_GRID) + 1 and r.path_[-1]["fallback"]
+    assert r.choice_["chosen"] == r.path_[r.choice_["best"]] and r.choice_["source"] == r.selection_ == "cv"
+    assert r.choice_["averaged_models"] == 6                      # 5 fold models and the refit
+    assert r.validation_ == {p["C"]: p["validation"] for p in r.path_[:-1]}
+    assert r.C_ == r.choice_["chosen"]["C"] and r.coefs_.shape[0] == SELECTION_C_GRID.index(r.C_) + 1
+
+
+def test_model_files_keep_the_paper_protocol_format_and_old_models_load_as_it(tmp_path):
+    import json
+    from pathlib import Path
+    from pyterrier_svmmap import SVMMap
+    from pyterrier_svmmap.cli.learn import save_ranker
+    raw, y, off = _planted(0, 15, helpful=True)
+    paper = StructSVMRanker(C=[0.1, 1.0], features="raw").fit(raw, y, off)
+    save_ranker(paper, tmp_path / "paper", "pyterrier_svmmap.estimator:SVMMap")
+    doc = json.loads((tmp_path / "paper" / "model.json").read_text())
+    for params in (doc["params"], doc["state"]["params"]):       # written as before the rule existed
+        assert not {"selection", "fallback_alpha", "min_valid_queries", "average_folds"} & set(params)
+    loaded = SVMMap.load(tmp_path / "paper")
+    assert loaded.selection == "validation" and loaded.fallback_alpha == 0.5 and loaded.average_folds is True
+    auto = _auto().fit(raw, y, off)
+    save_ranker(auto, tmp_path / "auto", "pyterrier_svmmap.estimator:SVMMap")
+    back = SVMMap.load(tmp_path / "auto")
+    assert back.selection == "auto" and back.choice_ == auto.choice_ and back.selection_ == "cv"
+    assert np.array_equal(back.decision_function(raw, off), auto.decision_function(raw, off))
+    old = SVMMap.load(Path(__file__).resolve().parent / "golden" / "models" / "vaswani-svmmap")
+    assert old.selection == "validation" and old.features == "bins" and old.prior is None
+
+
+def test_svmmap_learn_runs_the_rule_when_asked(tmp_path, capsys):
+    from pathlib import Path
+    from pyterrier_svmmap import SVMMap
+    from pyterrier_svmmap.cli import main
+    train = Path(__file__).resolve().parents[1] / "examples" / "letor_train.txt"
+    assert main(["learn", "--selection", "auto", "--prior", "best", "--raw", "--cv", "2", "-c", "0.001,1",
+                 str(train), str(tmp_path / "m")]) == 0
+    model = SVMMap.load(tmp_path / "m")
+    assert model.selection == "auto" and model.prior == "best" and model.choice_["source"] == "cv"
+    assert main(["learn", "--selection", "auto", "--workers", "2", "-c", "0.1,1", str(train),
+                 str(tmp_path / "m2")]) == 2
+    assert "--selection auto cross-validates in one process" in capsys.readouterr().err
+    assert main(["learn", "--prior", "auto", str(train), str(tmp_path / "m3")]) == 2   # needs --selection auto

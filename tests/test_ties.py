@@ -106,7 +106,8 @@ def test_validation_transform_and_ir_measures_agree():
     topics, runs, qrels = _synthetic_runs(np.random.default_rng(6), n_q=14)
     res = RunFeatures(runs).transform(topics)
     train, valid = res[res.qid.astype(int) < 8], res[res.qid.astype(int) >= 8]
-    model = SVMMap(C=[0.01, 1.0], n_bins=2).fit(train, qrels, valid, qrels)
+    model = SVMMap(C=[0.01, 1.0], n_bins=2, features="bins", prior=None, selection="validation").fit(
+        train, qrels, valid, qrels)
     raw_scores = model.decision_function(np.stack(valid.sort_values("qid", kind="stable").features.to_numpy()),
                                          np.r_[0, np.cumsum(valid.sort_values("qid").groupby("qid").size())])
     assert len(raw_scores) > len(np.unique(raw_scores)) + 20                      # many ties to decide

@@ -92,6 +92,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--valid", metavar="FILE", help="svmlight/LETOR validation file that chooses C (and --features auto)")
     parser.add_argument("--cv", type=int, default=5, metavar="K",
                         help="without --valid, folds of the cross-validation that chooses a grid's C (default 5)")
+    parser.add_argument("--prior", choices=("none", "best", "auto"), default="none",
+                        help="regularise towards 0 (none, svm_map_learn's), towards the base feature with the best "
+                             "training MAP (best: 1/2|w - w0|^2), or choose (auto; needs --selection auto)")
+    parser.add_argument("--selection", choices=("validation", "auto"), default="validation",
+                        help="validation (default, svm_map_learn's protocol): the best validation MAP, or K-fold "
+                             "CV over TRAIN without --valid; auto: the package's rule (pyterrier_svmmap.selection: "
+                             "held-out per-query AP of --cv-fold CV over train+valid, unless --valid has at least "
+                             "--min-valid-queries queries, and the best base feature kept unless learning beats it)")
+    parser.add_argument("--fallback-alpha", type=float, default=None, metavar="ALPHA",
+                        help="with --selection auto: the level of the sign-flip max-gain test that the learned "
+                             "model's gain over the best base feature must pass (default 0.5)")
+    parser.add_argument("--min-valid-queries", type=int, default=None, metavar="N",
+                        help="with --selection auto: validation queries from which --valid alone is the evidence")
     parser.add_argument("--max-iter", "-#", dest="max_iter", type=int, default=1000, metavar="N",
                         help="cutting-plane iterations per C (default 1000)")
     parser.add_argument("-v", "-y", dest="verbosity", type=int, default=None, metavar="N",
@@ -142,7 +155,11 @@ def run(args: argparse.Namespace) -> int:
     try:                                   # every parameter checked before any data is read
         ranker = StructSVMRanker(C=args.C if len(args.C) > 1 else args.C[0], loss=args.loss, features=features,
                                  n_bins=n_bins, epsilon=args.epsilon, max_iter=args.max_iter, cv=args.cv,
-                                 rel=args.rel)
+                                 rel=args.rel, prior=None if args.prior == "none" else args.prior,
+                                 selection=args.selection,
+                                 **({} if args.fallback_alpha is None else {"fallback_alpha": args.fallback_alpha}),
+                                 **({} if args.min_valid_queries is None
+                                    else {"min_valid_queries": args.min_valid_queries}))
         check_writable(args.model, force=args.force)
     except (ValueError, FileExistsError) as e:
         raise UsageError(str(e)) from None
@@ -151,6 +168,9 @@ def run(args: argparse.Namespace) -> int:
     files = training_files(args.train)
     executor = None
     if args.workers is not None or args.scheduler:
+        if ranker._selects_auto():
+            raise UsageError("--selection auto cross-validates in one process: give --selection validation with "
+                             "--valid FILE on a cluster, or a single -c")
         from pyterrier_svmmap.scale.client import dask_client
         executor, _ = dask_client(args.scheduler or "local", workers=args.workers)
         if args.valid is None and (len(args.C) > 1 or features == "auto"):

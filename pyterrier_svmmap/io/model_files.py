@@ -43,6 +43,7 @@ from typing import Any, Dict, Optional, Tuple, Union
 import numpy as np
 
 from pyterrier_svmmap._version import __version__
+from pyterrier_svmmap.selection import DEFAULT_ALPHA, DEFAULT_MIN_VALID_QUERIES
 
 FORMAT = "pyterrier-svmmap"
 FORMAT_VERSION = 3
@@ -64,6 +65,12 @@ FILE_NAMES = {
     "pyterrier_svmmap.ranker:StructSVMRanker": "StructSVMRanker",
 }
 _FILE_NAME_OF = {public: name for name, public in FILE_NAMES.items()}
+
+#: constructor parameters added to the structural SVMs after format 3 was fixed, with the value a file without
+#: them means (the paper's protocol, the only one then): written only when they differ, so that a model of the
+#: paper's protocol is the same file as before, and filled in on reading for the classes that take them
+IMPLIED_PARAMS = {"selection": "validation", "fallback_alpha": DEFAULT_ALPHA,
+                  "min_valid_queries": DEFAULT_MIN_VALID_QUERIES, "average_folds": True}
 
 #: the estimator and ranker classes of format 1/2 files
 _V2_ESTIMATORS = {"SVMMap": "pyterrier_svmmap.estimator:SVMMap", "StructSVM": "pyterrier_svmmap.estimator:StructSVM"}
@@ -159,6 +166,9 @@ def save_model(path: Union[str, Path], estimator: str, params: dict, state: Tupl
     path = check_writable(path)
     path.mkdir(parents=True, exist_ok=True)
     meta, arrays = state
+    params = _without_implied(params)
+    if isinstance(meta.get("params"), dict):
+        meta = dict(meta, params=_without_implied(meta["params"]))
     buf = io.BytesIO()
     np.savez(buf, **{k: np.asarray(v) for k, v in arrays.items()})
     weights = buf.getvalue()
@@ -169,6 +179,19 @@ def save_model(path: Union[str, Path], estimator: str, params: dict, state: Tupl
     _write_atomic(path / "pt_meta.json", json.dumps(PT_META).encode())
     _write_atomic(path / "model.json", json.dumps(doc, indent=1, allow_nan=False).encode())
     return path
+
+
+def _without_implied(params: dict) -> dict:
+    """``params`` without the :data:`IMPLIED_PARAMS` that have the value a file without them means."""
+    return {k: v for k, v in params.items() if not (k in IMPLIED_PARAMS and v == IMPLIED_PARAMS[k]
+                                                    and type(v) is type(IMPLIED_PARAMS[k]))}
+
+
+def _with_implied(params: dict, cls) -> dict:
+    """``params`` with the :data:`IMPLIED_PARAMS` they lack that ``cls``'s constructor takes."""
+    import inspect
+    accepted = inspect.signature(cls.__init__).parameters
+    return dict({k: v for k, v in IMPLIED_PARAMS.items() if k in accepted and k not in params}, **params)
 
 
 def read_metadata(path: Union[str, Path]) -> dict:
@@ -274,7 +297,7 @@ def load_model(path: Union[str, Path], cls=None):
         raise ModelFormatError(f"{path} holds a {named.__name__} model, not a {cls.__name__}")
     target = cls if cls is not None and issubclass(cls, named) else named
     try:
-        model = target._from_state(doc["params"], doc["state"], arrays)
+        model = target._from_state(_with_implied(doc["params"], target), doc["state"], arrays)
     except (ValueError, KeyError, TypeError) as e:
         raise ModelFormatError(f"{path}: {e}") from None
     model.metadata_ = doc

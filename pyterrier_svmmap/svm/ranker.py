@@ -25,8 +25,9 @@ from pyterrier_svmmap.features.encoder import FeatureEncoder
 from pyterrier_svmmap.features.layout import FeatureLayout, default_base_names
 from pyterrier_svmmap.svm.executors import resolve as resolve_executor
 from pyterrier_svmmap.svm.slack import make_slack_groups
-from pyterrier_svmmap.selection import (DEFAULT_C_GRID, best_function, c_grid, cv_folds,
-                                        feature_options, features_name, select, validation_map)
+from pyterrier_svmmap.selection import (DEFAULT_ALPHA, DEFAULT_C_GRID, DEFAULT_MIN_VALID_QUERIES, SELECTION_METHODS,
+                                        base_function_weights, best_function, c_grid, cv_folds, feature_options,
+                                        features_name, prior_options, select, select_auto, validation_map)
 from pyterrier_svmmap.queries import (Queries, check_ranking_arrays, shard_sizes, split_queries, subset_queries,
                                      usable_queries)
 from pyterrier_svmmap.string_codes import sorted_string_codes
@@ -54,12 +55,30 @@ class StructSVMRanker:
         epsilon: cutting-plane tolerance ε (stop when no constraint is violated by more than ε).
         max_iter: cutting-plane iterations per C.
         prior: ``None`` or ``"best"`` (regularise towards the base function with the best training MAP,
-            ½‖w − w₀‖²); ``prior_scale`` is the size of w₀.
+            ½‖w − w₀‖²), or with ``selection="auto"`` ``"auto"`` (both, chosen with C); ``prior_scale`` is
+            the size of w₀.
         cv: with a grid of C and no validation data, C is chosen by ``cv``-fold cross-validation over the
             training queries (folds by query, shuffled with ``random_state``; thresholds learned on each
             fold's training part), scikit-learn's ``*CV`` convention; then the whole path is trained on
             all training queries. Ignored when validation data is given or C is a single value.
         random_state: seed of the cross-validation folds.
+        selection: ``"validation"`` (this class's default, the paper's protocol and svm_map_learn's: the
+            (features, C) with the best validation MAP, or with the best mean held-out MAP of ``cv``-fold
+            cross-validation over the training queries when no validation data is given) or ``"auto"`` (the
+            estimators' default; :func:`~pyterrier_svmmap.selection.select_auto`): per-query held-out AP of
+            every (features, prior, C) and of the *fallback* — the base function with the best MAP, as a model
+            (C = 0 of the prior) — from ``cv``-fold cross-validation over training ∪ validation queries,
+            refitted on all of them (and averaged with the fold models, ``average_folds``), or from the
+            validation queries when ``min_valid_queries`` is set and there are at least that many; the arg-max
+            replaces the fallback only if a sign-flip max-gain test gives p ≤ ``fallback_alpha``. A single
+            setting (one C, features and prior) is trained as given. ``choice_`` records the decision.
+        fallback_alpha: the level of that test (default 0.5: the gain must exceed the median of what the
+            arg-max over the same settings shows without any real effect); None: never fall back.
+        min_valid_queries: with ``selection="auto"``, the validation queries from which the given validation
+            set alone is the evidence (default None: always cross-validate).
+        average_folds: with ``selection="auto"``, cross-validation and φ without fitted thresholds (raw,
+            minmax): the final weights are the average of the ``cv`` fold models and the refit at the chosen
+            setting (default True).
         rel: the relevance threshold: a candidate is relevant when its label ≥ ``rel`` (as ir_measures'
             ``AP(rel=...)`` and LETOR's MAP with rel=1); graded labels are binarised with it for the losses
             and validation MAP.
@@ -78,6 +97,14 @@ class StructSVMRanker:
     the held-out MAP of every fold, and ``validation`` their mean), ``coefs_`` (w of every C, same
     order), ``validation_`` (C → validation MAP), ``selection_`` (``"validation"``, ``"cv"`` or ``"none"``), ``history_`` (per cutting-plane iteration of the kept
     C), ``n_iter_``, ``converged_``, ``training_summary_`` and, with ``prior="best"``, ``prior_function_``.
+    With ``selection="auto"``: ``selection_`` is the evidence used, ``"cv"`` (cross-validation over training ∪
+    validation) or ``"validation"`` (``min_valid_queries``), or ``"none"`` (fewer judged queries than folds:
+    the first setting trained as given); ``path_`` has one entry per (features, prior, C) with the mean
+    held-out AP (``validation``; per fold ``cv_scores``) and a last entry ``fallback=True`` (C = 0) for the
+    base function; ``choice_`` is the decision (:class:`~pyterrier_svmmap.selection.Choice` as a dict: the
+    learned arg-max, its mean gain over the fallback, t, p_value, alpha, ``fallback``, ``source``,
+    ``chosen``, ``best_learned``, ``averaged_models``); a fallback model has ``C_ == 0``, ``features_ ==
+    "raw"`` and ``coef_`` = w₀ of the base function ``prior_function_``.
     """
 
     def __init__(self, C: Union[float, Sequence[float]] = DEFAULT_C_GRID, loss="map",
@@ -85,7 +112,9 @@ class StructSVMRanker:
                  n_bins: int = 50, binning: str = "quantile", threshold_depth: Optional[int] = 200,
                  epsilon: float = 1e-3, max_iter: int = 1000, prior: Optional[str] = None,
                  prior_scale: float = 1.0, cv: int = 5, random_state: Optional[int] = 0, rel: float = 1.0,
-                 verbose: bool = False, executor=None, queries_per_shard: int = 1000):
+                 verbose: bool = False, executor=None, queries_per_shard: int = 1000,
+                 selection: str = "validation", fallback_alpha: Optional[float] = DEFAULT_ALPHA,
+                 min_valid_queries: Optional[int] = DEFAULT_MIN_VALID_QUERIES, average_folds: bool = True):
         self.C = C
         self.loss = loss
         self.loss_params = loss_params
@@ -103,11 +132,16 @@ class StructSVMRanker:
         self.verbose = verbose
         self.executor = executor
         self.queries_per_shard = queries_per_shard
+        self.selection = selection
+        self.fallback_alpha = fallback_alpha
+        self.min_valid_queries = min_valid_queries
+        self.average_folds = average_folds
         self._validate()
 
     #: constructor parameters that change the model (``verbose`` does not)
     MODEL_PARAMS = ("C", "loss", "loss_params", "features", "n_bins", "binning", "threshold_depth", "epsilon",
-                    "max_iter", "prior", "prior_scale", "cv", "random_state", "rel")
+                    "max_iter", "prior", "prior_scale", "cv", "random_state", "rel", "selection", "fallback_alpha",
+                    "min_valid_queries", "average_folds")
 
     def _validate(self) -> None:
         c_grid(self.C)
@@ -122,8 +156,22 @@ class StructSVMRanker:
             raise ValueError(f"epsilon must be a finite positive number, got {self.epsilon!r}")
         if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:
             raise ValueError(f"max_iter must be a positive integer, got {self.max_iter!r}")
-        if self.prior not in (None, "best"):
-            raise ValueError(f"prior must be None or 'best', got {self.prior!r}")
+        if self.prior not in (None, "best", "auto"):
+            raise ValueError(f"prior must be None, 'best' or 'auto' (both, chosen with C), got {self.prior!r}")
+        if self.selection not in SELECTION_METHODS:
+            raise ValueError(f"selection must be 'validation' or 'auto', got {self.selection!r}")
+        if self.fallback_alpha is not None and (isinstance(self.fallback_alpha, bool) or not isinstance(
+                self.fallback_alpha, (int, float, np.integer, np.floating)) or not 0 < self.fallback_alpha <= 1):
+            raise ValueError(f"fallback_alpha (the level of the test that keeps the base function) must be in (0, 1] "
+                             f"or None (never fall back), got {self.fallback_alpha!r}")
+        if self.min_valid_queries is not None and (isinstance(self.min_valid_queries, bool) or not isinstance(
+                self.min_valid_queries, (int, np.integer)) or self.min_valid_queries < 1):
+            raise ValueError(f"min_valid_queries must be a positive integer or None (always cross-validate), got "
+                             f"{self.min_valid_queries!r}")
+        if not isinstance(self.average_folds, (bool, np.bool_)):
+            raise ValueError(f"average_folds must be True or False, got {self.average_folds!r}")
+        if self.prior == "auto" and self.selection != "auto":
+            raise ValueError("prior='auto' (with and without the prior, chosen with C) needs selection='auto'")
         if not isinstance(self.prior_scale, (int, float)) or not math.isfinite(self.prior_scale) or self.prior_scale <= 0:
             raise ValueError(f"prior_scale must be a finite positive number, got {self.prior_scale!r}")
         if isinstance(self.cv, bool) or not isinstance(self.cv, (int, np.integer)) or self.cv < 2:
@@ -146,6 +194,18 @@ class StructSVMRanker:
     def _feature_options(self) -> List[Union[str, Sequence[str]]]:
         """The feature blocks to train (:func:`~pyterrier_svmmap.selection.feature_options`)."""
         return feature_options(self.features)
+
+    def _selects_auto(self) -> bool:
+        """Whether :meth:`fit` selects by ``selection="auto"``: asked, and more than one setting (a single C,
+        features and prior given by the user is trained as given: nothing to select, no fallback)."""
+        return self.selection == "auto" and \
+            len(c_grid(self.C)) * len(self._feature_options()) * len(prior_options(self.prior)) > 1
+
+    def _check_executor(self) -> None:
+        if self.executor is not None and self._selects_auto():
+            raise ValueError("selection='auto' cross-validates every judged query in this process; on a cluster "
+                             "(executor) give selection='validation' with validation data (e.g. features='bins', "
+                             "prior=None: the paper's protocol), or a single C")
 
     def _groups(self, C: float):
         """The solver's slack groups at constant C (loss errors re-raised as ValueError with the loss named)."""
@@ -195,11 +255,13 @@ class StructSVMRanker:
         raw, labels, offsets = check_ranking_arrays(raw, labels, offsets)
         if labels is None:
             raise ValueError("fit() needs labels")
+        self.__dict__.pop("choice_", None)                      # set by selection="auto" only
         if isinstance(valid, Queries):
             valid = valid.validation_set()
         if base_names is not None and len(base_names) != raw.shape[1]:
             raise ValueError(f"{len(base_names)} base names for {raw.shape[1]} base functions")
         if self.executor is not None:
+            self._check_executor()
             shards = split_queries(raw, labels, offsets, shard_sizes(len(offsets) - 1, self.queries_per_shard))
             return resolve_executor(self.executor).fit_shards(self, shards, valid, base_names)
         labels = self.relevant(labels)
@@ -213,6 +275,15 @@ class StructSVMRanker:
         self.base_names_ = list(base_names) if base_names is not None else default_base_names(self.n_functions_)
         t0 = time.perf_counter()
         options = self._feature_options()
+        if self._selects_auto():
+            if valid is not None and not self._can_choose(valid):
+                valid = None
+            used = self._fit_auto(raw, labels, offsets, n_relevant, ok, valid, grid, options, shards)
+            self.training_summary_ = dict(n_queries=int(ok.sum()), n_candidates=int(len(raw)),
+                                          skipped_queries=int(n_queries - ok.sum()),
+                                          skipped_candidates=int(n_candidates - len(raw)),
+                                          seconds=time.perf_counter() - t0, **used)
+            return self
         cv_scores = None
         if valid is not None and len(grid) * len(options) > 1 and not self._can_choose(valid):
             valid = None
@@ -247,6 +318,7 @@ class StructSVMRanker:
         floating-point sums. A grid of C (or ``features="auto"``) on a cluster needs validation data:
         cross-validation is not distributed."""
         self._validate()
+        self._check_executor()
         return resolve_executor(self.executor).fit_shards(self, sources, valid, base_names)
 
     def _select(self, grid, options, trained, valid, cv_scores) -> None:
@@ -290,6 +362,69 @@ class StructSVMRanker:
         self.converged_ = bool(kept.converged)
         self.feature_names_ = self.layout_.names()
 
+    def _fit_auto(self, raw, labels, offsets, n_relevant, ok, valid, grid, options, shards) -> dict:
+        """``selection="auto"``: the rule of :func:`~pyterrier_svmmap.selection.select_auto` decides, this
+        learner trains (:meth:`_train`); sets the learned attributes. Returns what the training summary adds."""
+        settings = [(o, p) for o in options for p in prior_options(self.prior)]
+        n_rel = None if n_relevant is None else np.asarray(n_relevant, dtype=float)[ok]
+        train = Queries(raw, labels, offsets, n_relevant=n_rel)
+        valid = None if valid is None else self._valid_queries(valid)
+        folds = self.cv if valid is None or (self.min_valid_queries is None
+                                             or valid.n_queries < self.min_valid_queries) else 0
+        self._progress = _Progress(self.verbose, (folds * len(settings) + (1 if folds else len(settings))) * len(grid),
+                                   type(self).__name__)
+        try:
+            auto = select_auto(train, valid, settings, grid,
+                               lambda q, g, setting, fold, sh: self._train(q.raw, q.labels, q.offsets, g, setting[0],
+                                                                          sh, fold=fold, prior=setting[1]),
+                               lambda q: FeatureLayout.fit(q.raw, q.offsets, "raw", self.n_bins, self.binning,
+                                                           self.threshold_depth, bias=self.needs_bias,
+                                                           base_names=self.base_names_),
+                               cv=self.cv, random_state=self.random_state, alpha=self.fallback_alpha,
+                               min_valid_queries=self.min_valid_queries, average_folds=self.average_folds,
+                               prior_scale=self.prior_scale, shards=shards)
+        finally:
+            self._progress.close()
+            del self._progress
+        self.tie_function_ = auto.tie_function
+        self.selection_ = auto.selection.method
+        self.path_ = auto.path()
+        self.layout_, self.coef_, self.coefs_, self.C_ = auto.layout, auto.coef, auto.coefs, auto.C
+        self.__dict__.pop("prior_function_", None)
+        if auto.fallback:
+            self.features_ = "raw"
+            self.prior_function_ = self.base_names_[auto.function]
+            self.history_, self.n_iter_, self.converged_ = [], 0, True
+        else:
+            self.features_ = features_name(auto.settings[auto.setting][0])
+            if auto.function is not None:
+                self.prior_function_ = self.base_names_[auto.function]
+            kept = auto.result
+            self.history_, self.n_iter_, self.converged_ = list(kept.history), kept.n_iter, bool(kept.converged)
+        self.feature_names_ = self.layout_.names()
+        learned = self.path_[auto.choice.best] if auto.choice is not None else self.path_[0]   # the arg-max's block
+        self.validation_ = _block_validation(self.path_, learned)
+        self.choice_ = auto.record(self.path_)
+        return dict(selection_queries=int(auto.fit.n_queries)) if self.selection_ == "cv" else {}
+
+    def _valid_queries(self, valid: ValidSet) -> Queries:
+        """Validation data as :class:`~pyterrier_svmmap.queries.Queries`, checked, labels binary (``rel``),
+        ``n_relevant`` as float when given."""
+        if isinstance(valid, Queries):
+            valid = valid.validation_set()
+        if len(valid) not in (3, 4, 5):
+            raise ValueError("valid must be (raw, labels, offsets), (raw, labels, offsets, n_relevant) or "
+                             "(raw, labels, offsets, n_relevant, docnos)")
+        raw, labels, offsets = check_ranking_arrays(*valid[:3], what="validation")
+        if labels is None:
+            raise ValueError("validation needs labels")
+        if raw.shape[1] != self.n_functions_:
+            raise ValueError(f"validation candidates have {raw.shape[1]} base functions, training ones {self.n_functions_}")
+        n_rel = valid[3] if len(valid) >= 4 and valid[3] is not None else None
+        docnos = valid[4] if len(valid) == 5 and valid[4] is not None else None
+        return Queries(raw, self.relevant(labels), offsets, n_relevant=None if n_rel is None else
+                       np.asarray(n_rel, dtype=float), docnos=docnos)
+
     def _can_choose(self, valid: ValidSet) -> bool:
         """Whether validation queries can rank the settings: some candidate of theirs is relevant (label ≥
         ``rel``). Otherwise every setting scores MAP 0 and a choice would be arbitrary: a warning says so and
@@ -309,17 +444,10 @@ class StructSVMRanker:
             return None
         if isinstance(valid, Queries):
             valid = valid.validation_set()
-        if len(valid) not in (3, 4, 5):
-            raise ValueError("valid must be (raw, labels, offsets), (raw, labels, offsets, n_relevant) or "
-                             "(raw, labels, offsets, n_relevant, docnos)")
-        raw, labels, offsets = check_ranking_arrays(*valid[:3], what="validation")
-        if labels is None:
-            raise ValueError("validation needs labels")
-        labels = self.relevant(labels)
-        if raw.shape[1] != self.n_functions_:
-            raise ValueError(f"validation candidates have {raw.shape[1]} base functions, training ones {self.n_functions_}")
+        v = self._valid_queries(valid)
+        raw, labels, offsets = v.raw, v.labels, v.offsets
         n_rel = valid[3] if len(valid) >= 4 and valid[3] is not None else None
-        codes = sorted_string_codes(valid[4])[0] if len(valid) == 5 and valid[4] is not None else None   # once, not per C
+        codes = sorted_string_codes(v.docnos)[0] if v.docnos is not None else None   # once, not per C
         X = layout.transform(raw, offsets)
         secondary = raw[:, self.tie_function_]
 
@@ -329,19 +457,18 @@ class StructSVMRanker:
         return score
 
     def _train(self, raw, labels, offsets, grid, features, shards: Optional[np.ndarray] = None,
-               fold: Optional[int] = None):
+               fold: Optional[int] = None, prior="default"):
         """Thresholds, φ (blocks ``features``) and the path of C on these (usable) training queries:
         (layout, results, index of the prior's base function or None). ``shards``: queries per shard (the
         sums' order, see :meth:`fit`); None or one shard: all queries at once. ``fold``: the cross-validation
-        fold being trained (for progress reports), None for the final fit."""
+        fold being trained (for progress reports), None for the final fit. ``prior``: ``self.prior`` unless
+        given (``selection="auto"`` with ``prior="auto"`` trains both)."""
         layout = FeatureLayout.fit(raw, offsets, features, self.n_bins, self.binning, self.threshold_depth,
                                    bias=self.needs_bias, base_names=self.base_names_)
         w0, f = None, None
-        if self.prior:
+        if (self.prior if prior == "default" else prior):
             f = best_function(raw, labels, offsets)
-            col = raw[:, f]
-            span = float(np.nanmax(col) - np.nanmin(col)) if layout.blocks[0] == "raw" else 1.0
-            w0 = layout.prior_weights(f, self.prior_scale, span)
+            w0 = base_function_weights(layout, raw, f, self.prior_scale)
         losses = [g.loss for g in self._groups(1.0)]
         if shards is None or len(shards) <= 1:
             oracle = solver.DataOracle(layout.transform(raw, offsets), labels, offsets, losses)
@@ -408,7 +535,8 @@ class StructSVMRanker:
         meta = dict(params=params, C_=self.C_, layout=layout_meta, path=self.path_, history=self.history_,
                     n_iter=int(self.n_iter_), converged=bool(self.converged_),
                     training=self.training_summary_, prior_function=getattr(self, "prior_function_", None),
-                    selection=self.selection_, features=self.features_, tie_function=int(self.tie_function_))
+                    selection=self.selection_, features=self.features_, tie_function=int(self.tie_function_),
+                    **({"choice": self.choice_} if getattr(self, "choice_", None) is not None else {}))
         arrays = dict(coef=np.asarray(self.coef_, dtype=float), coefs=np.asarray(self.coefs_, dtype=float),
                       **layout_arrays)
         return meta, arrays
@@ -445,8 +573,8 @@ class StructSVMRanker:
         self.path_ = [dict(p, validation=_nan_if_none(p.get("validation")),
                            **({"cv_scores": [_nan_if_none(x) for x in p["cv_scores"]]} if "cv_scores" in p else {}))
                       for p in meta["path"]]
-        self.validation_ = {float(p["C"]): p["validation"] for p in self.path_
-                            if p.get("features", self.features_) == self.features_}
+        learned = (meta.get("choice") or {}).get("best_learned") or {"features": self.features_}
+        self.validation_ = _block_validation(self.path_, learned)
         self.history_ = list(meta.get("history") or [])
         self.n_iter_ = int(meta["n_iter"])
         self.converged_ = bool(meta["converged"])
@@ -454,6 +582,8 @@ class StructSVMRanker:
         self.selection_ = meta.get("selection", "validation" if len(self.path_) > 1 else "none")
         if meta.get("prior_function") is not None:
             self.prior_function_ = meta["prior_function"]
+        if meta.get("choice") is not None:
+            self.choice_ = meta["choice"]
         return self
 
 
@@ -507,6 +637,15 @@ def _usable_shard_sizes(ok: np.ndarray, shard_queries: Optional[Sequence[int]], 
     ends = np.cumsum(sizes)
     usable = cum[ends] - cum[ends - sizes]
     return usable[usable > 0]
+
+
+def _block_validation(path: List[dict], learned: dict) -> Dict[float, float]:
+    """``validation_``: C → validation (or mean held-out) MAP of the path's entries of ``learned``'s feature
+    block and prior (a model saved before priors were searched has none: ``prior`` matches its absence),
+    the fallback entry left out."""
+    return {float(p["C"]): p["validation"] for p in path
+            if p.get("features", learned["features"]) == learned["features"]
+            and p.get("prior") == learned.get("prior") and not p.get("fallback")}
 
 
 def _nan_if_none(v):
