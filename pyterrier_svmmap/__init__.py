@@ -12,7 +12,7 @@ from pyterrier_svmmap._version import __version__
 #: public name → module that defines it (imported when the name is first used)
 _LAZY = {
     "SVMMap": "estimators.structsvm", "StructSVM": "estimators.structsvm", "RankerEstimator": "estimators.structsvm",
-    "DEFAULT_C_GRID": "selection", "StructSVMRanker": "svm.ranker",
+    "DEFAULT_C_GRID": "selection", "SELECTION_C_GRID": "selection", "StructSVMRanker": "svm.ranker",
     "FeatureEncoder": "features.encoder", "FeatureLayout": "features.layout",
     "LOSSES": "svm.losses", "Loss": "svm.losses", "get_loss": "svm.losses", "make_slack_groups": "svm.slack",
     "most_violated": "svm.losses",

@@ -3,8 +3,10 @@
 A thin layer, in the manner of ``pyterrier.ltr``: ``fit`` turns the frames into arrays
 (:mod:`~pyterrier_svmmap.frames`) and hands them to the array-level learner
 (:class:`~pyterrier_svmmap.svm.ranker.StructSVMRanker`), which learns φ's thresholds, trains every C of the
-grid and keeps the model with the best validation MAP (Yue et al. 2007 §5: "The model which performed
-best on the validation set was selected"). ``transform`` scores candidates by wᵀφ(x, d) and ranks them.
+grid and selects a model: by default with the package's rule (:func:`~pyterrier_svmmap.selection.select_auto`:
+cross-validation over every judged query, the best base function kept unless learning beats it), or with
+``selection="validation"`` the model with the best validation MAP (Yue et al. 2007 §5: "The model which
+performed best on the validation set was selected"). ``transform`` scores candidates by wᵀφ(x, d) and ranks them.
 Every learner here is also a ``pt.Artifact``: ``save(path)`` / ``load(path)`` through
 :mod:`~pyterrier_svmmap.io.model_files`.
 """
@@ -24,13 +26,14 @@ from pyterrier_svmmap.queries import query_ids
 from pyterrier_svmmap.features.layout import default_base_names
 from pyterrier_svmmap.frames import Candidates, candidates_from_frame
 from pyterrier_svmmap.measures import ranks_within_queries
-from pyterrier_svmmap.selection import DEFAULT_C_GRID, best_function
+from pyterrier_svmmap.selection import (DEFAULT_ALPHA, DEFAULT_C_GRID, DEFAULT_FEATURES, DEFAULT_MIN_VALID_QUERIES,
+                                        DEFAULT_PRIOR, SELECTION_C_GRID, best_function)
 from pyterrier_svmmap.svm.ranker import StructSVMRanker
 from pyterrier_svmmap.ties import break_ties
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DEFAULT_C_GRID", "RankerEstimator", "StructSVM", "SVMMap"]
+__all__ = ["DEFAULT_C_GRID", "SELECTION_C_GRID", "RankerEstimator", "StructSVM", "SVMMap"]
 
 
 class RankerEstimator(pt.Estimator, pt.Artifact):
@@ -185,7 +188,7 @@ class RankerEstimator(pt.Estimator, pt.Artifact):
 
     def __str__(self) -> str:
         """A short name for tables such as ``pt.Experiment``'s: the class and the model-changing parameters whose
-        value differs from the constructor's default (``SVMMap(features='raw', prior='best')``); ``repr``
+        value differs from the constructor's default (``SVMMap(features='bins', prior=None)``); ``repr``
         shows every one."""
         defaults = {k: v.default for k, v in inspect.signature(type(self).__init__).parameters.items()}
         params = self.get_params()
@@ -233,11 +236,24 @@ class StructSVM(RankerEstimator):
     A PyTerrier layer over :class:`~pyterrier_svmmap.svm.ranker.StructSVMRanker`, which validates the
     parameters (when constructed) and does the training.
 
+    **The default** (``SVMMap()``) chooses from the judged queries it is given
+    (:func:`~pyterrier_svmmap.selection.select_auto`, docs/model-selection.md): raw base scores, regularised
+    towards the base function with the best training MAP (``prior="best"``), C from
+    :data:`~pyterrier_svmmap.selection.SELECTION_C_GRID` (1e-4 … 1000; at the smallest C the model is that
+    base function), selected by per-query held-out AP of 5-fold cross-validation over training ∪ validation
+    queries (the final weights: the fold models and the refit on all of them, averaged) — and the base
+    function itself is kept unless the learned model's gain passes a sign-flip max-gain test at
+    ``fallback_alpha`` (0.5). So the default never trusts a grid's arg-max on five validation queries, and
+    falls back to the ranking a user would pick without learning when learning shows no evidence. The
+    paper's configuration (Yue et al. §4.2/§5) is
+    ``SVMMap(C=DEFAULT_C_GRID, features="bins", prior=None, selection="validation")``.
+
     Args:
         C: OP 1's regularisation constant (objective ½‖w‖² + C/n Σ_i ξ_i), or a list of them; with a list,
-            one model per C is trained (a warm-started path) and the one with the best validation MAP is
-            kept — MAP on the validation queries given to ``fit``, or, without them, the mean held-out MAP
-            of ``cv``-fold cross-validation over the training queries.
+            one model per C is trained (a warm-started path) and one is selected (``selection``); with
+            ``selection="validation"`` the one with the best validation MAP is kept — MAP on the validation
+            queries given to ``fit``, or, without them, the mean held-out MAP of ``cv``-fold
+            cross-validation over the training queries.
         loss: the structural loss: ``"map"`` (SVM-map), or any name of ``pyterrier_svmmap.svm.losses.LOSSES``
             (cutoffs as ``"ndcg@10"``), or ``"combo"``.
         loss_params: parameters of the loss (e.g. ``{"k": 10}``; combo: ``losses``, ``slack``, ``C_weights``).
@@ -257,21 +273,30 @@ class StructSVM(RankerEstimator):
         epsilon: cutting-plane tolerance (stop when no constraint is violated by more than ε).
         max_iter: cap on cutting-plane iterations per C.
         verbose: progress bar over the C grid.
-        prior: ``None`` (the paper: regularise towards w = 0) or ``"best"``: regularise towards the base
-            function with the highest MAP on the training queries (½‖w − w₀‖²), so that a small C keeps
+        prior: ``None`` (the paper: regularise towards w = 0) or ``"best"`` (default): regularise towards the
+            base function with the highest MAP on the training queries (½‖w − w₀‖²), so that a small C keeps
             that function's ranking and a larger C moves away from it only as far as the training
-            constraints ask.
+            constraints ask; with ``selection="auto"`` also ``"auto"`` (both, chosen with C).
         prior_scale: size of w₀: the prior function's contribution spans about [0, prior_scale].
         cv: folds of the cross-validation that chooses C when ``fit`` gets no validation data (by query,
             shuffled with ``random_state``); see :class:`~pyterrier_svmmap.svm.ranker.StructSVMRanker`.
         random_state: seed of those folds.
+        selection: ``"auto"`` (default; see above) or ``"validation"`` (the paper's: the best validation MAP
+            over the grid, or ``cv``-fold CV over the training queries without validation data).
+        fallback_alpha: level of the test that keeps the base function (``None``: never fall back).
+        min_valid_queries: with ``selection="auto"``, the validation set size from which it alone is the
+            evidence (default None: always cross-validation over training ∪ validation).
+        average_folds: with cross-validation and raw/minmax φ, the final weights are the average of the fold
+            models and the refit at the chosen setting (default True).
         rel: relevance threshold: a candidate is relevant when its qrels label ≥ ``rel`` (default 1, as
             ir_measures' ``AP(rel=1)`` and LETOR's MAP); used for the loss, validation MAP and the relevant count.
         executor: ``None`` (train in this process), a ``dask.distributed.Client``, a scheduler address or
             ``"local"``: where the cutting-plane iterations run (:mod:`~pyterrier_svmmap.scale.dask`); the
             model is the same. ``queries_per_shard``: the shards' size on a cluster.
 
-    Learned attributes: ``coef_`` (w), ``C_`` (chosen), ``validation_`` (C → validation MAP), ``path_``
+    Learned attributes: ``coef_`` (w), ``C_`` (chosen; 0 when the base function was kept), ``selection_``
+    (the evidence: ``"cv"``, ``"validation"`` or ``"none"``), ``choice_`` (with ``selection="auto"``: the
+    decision and its evidence), ``validation_`` (C → validation MAP), ``path_``
     (per C: validation MAP, iterations, gap, seconds), ``coefs_`` (w of every C), ``history_``
     (per-iteration objective, violation, working set of the kept model), ``n_iter_``, ``converged_``,
     ``feature_names_``, ``base_names_``, ``layout_`` (φ's layout), ``encoder_`` (its thresholds),
@@ -281,12 +306,14 @@ class StructSVM(RankerEstimator):
     MODEL_PARAMS = StructSVMRanker.MODEL_PARAMS
     RANKER = StructSVMRanker
 
-    def __init__(self, C: Union[float, Sequence[float]] = DEFAULT_C_GRID, loss="map",
-                 loss_params: Optional[dict] = None, features: Union[str, Sequence[str]] = "bins",
+    def __init__(self, C: Union[float, Sequence[float]] = SELECTION_C_GRID, loss="map",
+                 loss_params: Optional[dict] = None, features: Union[str, Sequence[str]] = DEFAULT_FEATURES,
                  n_bins: int = 50, binning: str = "quantile", epsilon: float = 1e-3, max_iter: int = 1000,
-                 verbose: bool = False, prior: Optional[str] = None, prior_scale: float = 1.0,
+                 verbose: bool = False, prior: Optional[str] = DEFAULT_PRIOR, prior_scale: float = 1.0,
                  threshold_depth: Optional[int] = 200, cv: int = 5, random_state: Optional[int] = 0,
-                 rel: float = 1.0, executor=None, queries_per_shard: int = 1000):
+                 rel: float = 1.0, executor=None, queries_per_shard: int = 1000, selection: str = "auto",
+                 fallback_alpha: Optional[float] = DEFAULT_ALPHA,
+                 min_valid_queries: Optional[int] = DEFAULT_MIN_VALID_QUERIES, average_folds: bool = True):
         # the ranker's parameters, stored as given (scikit-learn's habit); StructSVMRanker documents them
         for name, value in dict(locals()).items():
             if name not in ("self", "__class__"):
@@ -310,7 +337,7 @@ class StructSVM(RankerEstimator):
     #: learned attributes of the ranker that the estimator exposes as its own
     _LEARNED = ("coef_", "coefs_", "C_", "features_", "validation_", "selection_", "path_", "history_", "n_iter_", "converged_",
                 "feature_names_", "base_names_", "n_functions_", "layout_", "training_summary_", "prior_function_",
-                "tie_function_")
+                "tie_function_", "choice_")
 
     def _adopt(self, ranker: StructSVMRanker) -> None:
         self.ranker_ = ranker
@@ -341,16 +368,20 @@ class SVMMap(StructSVM):
     ``SVMMap(C=[...])`` >> after ``RunFeatures([...])``; see :class:`StructSVM` for the parameters.
     """
 
-    def __init__(self, C: Union[float, Sequence[float]] = DEFAULT_C_GRID, features: Union[str, Sequence[str]] = "bins",
+    def __init__(self, C: Union[float, Sequence[float]] = SELECTION_C_GRID,
+                 features: Union[str, Sequence[str]] = DEFAULT_FEATURES,
                  n_bins: int = 50, binning: str = "quantile", epsilon: float = 1e-3, max_iter: int = 1000,
                  verbose: bool = False, loss="map", loss_params: Optional[dict] = None,
-                 prior: Optional[str] = None, prior_scale: float = 1.0, threshold_depth: Optional[int] = 200,
+                 prior: Optional[str] = DEFAULT_PRIOR, prior_scale: float = 1.0, threshold_depth: Optional[int] = 200,
                  cv: int = 5, random_state: Optional[int] = 0, rel: float = 1.0, executor=None,
-                 queries_per_shard: int = 1000):
+                 queries_per_shard: int = 1000, selection: str = "auto", fallback_alpha: Optional[float] = DEFAULT_ALPHA,
+                 min_valid_queries: Optional[int] = DEFAULT_MIN_VALID_QUERIES, average_folds: bool = True):
         super().__init__(C=C, loss=loss, loss_params=loss_params, features=features, n_bins=n_bins,
                          binning=binning, epsilon=epsilon, max_iter=max_iter, verbose=verbose,
                          prior=prior, prior_scale=prior_scale, threshold_depth=threshold_depth, cv=cv,
-                         random_state=random_state, rel=rel, executor=executor, queries_per_shard=queries_per_shard)
+                         random_state=random_state, rel=rel, executor=executor, queries_per_shard=queries_per_shard,
+                         selection=selection, fallback_alpha=fallback_alpha, min_valid_queries=min_valid_queries,
+                         average_folds=average_folds)
 
 
 def _same_value(value, default) -> bool:
