@@ -26,15 +26,18 @@ from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple, Un
 import numpy as np
 
 from pyterrier_svmmap.measures import letor_mean_average_precision
-from pyterrier_svmmap.selection import DEFAULT_C_GRID, select
+from pyterrier_svmmap.selection import (DEFAULT_C_GRID, DEFAULT_FEATURES, DEFAULT_PRIOR, SELECTION_C_GRID,
+                                        select)
 
 logger = logging.getLogger(__name__)
 
 SYSTEMS: Dict[str, Callable[[], object]] = {}
 
-#: Every structural SVM below uses the estimators' defaults (φ, |K_f|, binning, ε) and the same C grid,
-#: :data:`pyterrier_svmmap.DEFAULT_C_GRID` (searched on the validation queries, "a wide range of C
-#: values", §5), so that they differ from ``svm-map`` in the training loss only; the exceptions are the
+#: ``svm-map`` is the package's default ``SVMMap()`` (model selection by
+#: :func:`pyterrier_svmmap.selection.select_auto`); every other structural SVM below uses the paper's
+#: configuration (:data:`PAPER_PARAMS`: φ of |K_f| = 50 bins, no prior, C chosen on the validation queries)
+#: and the same C grid, :data:`pyterrier_svmmap.DEFAULT_C_GRID` ("a wide range of C values", §5), so that
+#: they differ from ``svm-map-paper`` in the training loss only; the exceptions are the
 #: paper's SVM_acc3 / SVM_acc4 baselines, which are defined by their binning, and the grid's scale for
 #: losses whose Ψ lives on another scale (:data:`C_GRID_SCALE`).
 
@@ -64,35 +67,72 @@ def register(name: str, factory: Callable[[], object] = None):
 C_GRID_SCALE = {"mrr": 1e-8, "dorm": 1e-4}
 
 
+#: Yue et al.'s configuration (§4.2, §5): |K_f| = 50 quantile bins, regularisation towards w = 0, C chosen
+#: by validation MAP on the paper's grid. ``svm-map-paper`` and the other losses' rows use it, so that the
+#: loss comparison (Table 9, Figure 9) stays the papers'; ``svm-map`` is the package's default SVMMap().
+PAPER_PARAMS = dict(features="bins", n_bins=50, prior=None, selection="validation")
+
+
 def _struct(c_scale: float = 1.0, **params):
     from pyterrier_svmmap import DEFAULT_C_GRID, StructSVM
-    return StructSVM(C=[c * c_scale for c in DEFAULT_C_GRID], **params)
+    return StructSVM(C=[c * c_scale for c in DEFAULT_C_GRID], **{**PAPER_PARAMS, **params})
 
 
 @register("svm-map")
 def _svm_map():
+    """The package's default SVMMap() (model selection by :func:`pyterrier_svmmap.selection.select_auto`)."""
+    from pyterrier_svmmap import SVMMap
+    return SVMMap()
+
+
+@register("svm-map-paper")
+def _svm_map_paper():
+    """Yue et al. §4.2: bins |K_f| = 50, no prior, C on the validation queries (the paper's grid)."""
     from pyterrier_svmmap import DEFAULT_C_GRID, SVMMap
-    return SVMMap(C=list(DEFAULT_C_GRID))
+    return SVMMap(C=list(DEFAULT_C_GRID), **PAPER_PARAMS)
+
+
+# ablations of the default's model selection (docs/model-selection.md); outside --systems default
+@register("svm-map-cv")
+def _svm_map_cv():
+    """The default's search without its fallback test and fold averaging: raw, prior, the extended grid, C by
+    5-fold CV over training ∪ validation, refit on all (issue #24's probe recipe)."""
+    from pyterrier_svmmap import SVMMap
+    return SVMMap(fallback_alpha=None, average_folds=False)
+
+
+@register("svm-map-noavg")
+def _svm_map_noavg():
+    """The default without averaging the fold models (the refit alone)."""
+    from pyterrier_svmmap import SVMMap
+    return SVMMap(average_folds=False)
+
+
+@register("svm-map-alpha0.6")
+def _svm_map_alpha06():
+    """The default with a more lenient fallback test (fallback_alpha=0.6): measured beside it."""
+    from pyterrier_svmmap import SVMMap
+    return SVMMap(fallback_alpha=0.6)
 
 
 # SVM-map's feature / regularisation options, measured side by side (README, "Feature options")
 @register("svm-map-raw")
 def _svm_map_raw():
     from pyterrier_svmmap import DEFAULT_C_GRID, SVMMap
-    return SVMMap(C=list(DEFAULT_C_GRID), features="raw")
+    return SVMMap(C=list(DEFAULT_C_GRID), **{**PAPER_PARAMS, "features": "raw"})
 
 
 @register("svm-map-allbins")
 def _svm_map_allbins():
     """The thresholds at quantiles of all training candidates (threshold_depth=None)."""
     from pyterrier_svmmap import DEFAULT_C_GRID, SVMMap
-    return SVMMap(C=list(DEFAULT_C_GRID), threshold_depth=None)
+    return SVMMap(C=list(DEFAULT_C_GRID), threshold_depth=None, **PAPER_PARAMS)
 
 
 @register("svm-map-prior")
 def _svm_map_prior():
     from pyterrier_svmmap import DEFAULT_C_GRID, SVMMap
-    return SVMMap(C=list(DEFAULT_C_GRID), prior="best")
+    return SVMMap(C=list(DEFAULT_C_GRID), **{**PAPER_PARAMS, "prior": "best"})
 
 
 #: name → StructSVM parameters besides C (the loss, and binning for the paper's acc3 / acc4)
@@ -186,8 +226,10 @@ def resolve(names: Sequence[str]) -> Dict[str, Callable[[], object]]:
 
 
 #: ``--systems default``: the learners of the papers (Yue et al. Table 9, Chakrabarti et al. Figure 9,
-#: Qin et al.) and the boosted peers; ``all`` adds SVM-map's feature options (svm-map-raw, ...)
-PAPER_SYSTEMS = ["svm-map", *STRUCT_SYSTEMS, "approx-ap", "approx-ndcg", "lambdamart", "mcrank", "adarank"]
+#: Qin et al.) with the package's default beside the paper's SVM-map, and the boosted peers; ``all`` adds
+#: SVM-map's feature options (svm-map-raw, ...) and the default's ablations (svm-map-cv, ...)
+PAPER_SYSTEMS = ["svm-map", "svm-map-paper", *STRUCT_SYSTEMS, "approx-ap", "approx-ndcg", "lambdamart", "mcrank",
+                 "adarank"]
 
 
 def parse_names(spec: str) -> List[str]:
@@ -288,6 +330,29 @@ def _letor_svm(loss: str, features: str) -> Callable[..., Fitted]:
     return fit
 
 
+def _letor_svm_default(train: LetorSplit, vali: LetorSplit, rel: float, grid: Sequence[dict]) -> Fitted:
+    """The package's default SVMMap() (``selection="auto"``, :func:`pyterrier_svmmap.selection.select_auto`):
+    raw features, prior="best", C (or the best single feature, C = 0) chosen by 5-fold CV over train ∪ vali,
+    the fold models and the refit averaged. ``vali`` is evidence like the training queries, not a held-out
+    choice."""
+    from pyterrier_svmmap.features.layout import default_base_names
+    from pyterrier_svmmap.svm.ranker import StructSVMRanker
+    # the estimators' defaults (StructSVM(); the ranker's own defaults are the paper's protocol)
+    r = StructSVMRanker(C=[g["C"] for g in grid], loss="map", features=DEFAULT_FEATURES, prior=DEFAULT_PRIOR,
+                        selection="auto", epsilon=SVM_EPSILON, rel=1.0)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="skipping .* training queries")
+        r.fit(train.raw, train.binary(rel), train.offsets,
+              valid=(vali.raw, vali.binary(rel), vali.offsets, None, vali.docids),
+              base_names=default_base_names(train.raw.shape[1], start=1))
+    selection = [dict(C=p["C"], validation=p["validation"], **({"fallback": True} if p.get("fallback") else {}))
+                 for p in r.path_]
+    choice = getattr(r, "choice_", None)             # None: a single C, trained as given
+    chosen = dict(C=r.C_) if choice is None else dict(C=r.C_, validation=choice["chosen"]["validation"],
+                                                       fallback=choice["fallback"], p_value=choice["p_value"])
+    return Fitted(lambda s: r.ranking_scores(s.raw, s.offsets, s.docids), chosen, selection)
+
+
 def _letor_approx(measure: str, n_iter: int) -> Callable[..., Fitted]:
     """ApproxRanker (``measure`` "ap" or "ndcg") on per-query min–max features (the estimators' default
     layout), one fit per (α, β) of the grid: the iteration chosen by the learner's validation measure, the
@@ -355,6 +420,9 @@ LEARNERS: Dict[str, Learner] = {
                        ties="package"),
     "svm-map-bins": Learner("svm-map-bins", f"SVM-map, {N_BINS} quantile bins per feature (the paper's φ)", _C,
                             _letor_svm("map", "bins"), ties="package"),
+    "svm-map-default": Learner("svm-map-default", "the package's default SVMMap(): raw, prior, C or the best feature "
+                               "by 5-fold CV over train+vali, fold models averaged",
+                               tuple({"C": c} for c in SELECTION_C_GRID), _letor_svm_default, ties="package"),
     "svm-map-auto": Learner("svm-map-auto", "SVM-map, features bins / raw / bins+raw (×3 grid) chosen with C", _C,
                             _letor_svm("map", "auto"), ties="package"),
     "svm-roc": Learner("svm-roc", "structural SVM for ROC area (≈ RankSVM), raw features", _C,

@@ -162,10 +162,15 @@ def aggregate(per_trial: pd.DataFrame, reference: Optional[str], fit_seconds: Di
               ) -> pd.DataFrame:
     """One row per system: kind, the measures' means over queries, W/L and p-value vs ``reference``
     (0, 0, 1.0 for the reference itself or when there is none) and the median fit time (learned
-    systems); learned systems first, then the chosen base, then the base functions, each by MAP."""
+    systems); learned systems first, then the chosen base, then the base functions, each by MAP.
+    Learned systems also get their gain over the chosen base (the system of kind "chosen",
+    base-chosen-on-training): ``gain_vs_chosen`` (MAP difference) and ``vs_chosen`` (their own W/L and
+    p-value against it), when that row is there."""
     pq = per_query_means(per_trial)
     kinds = per_trial.drop_duplicates("system").set_index("system")["kind"]
     ref_ap = pq.loc[reference, "map"] if reference is not None else None
+    chosen = [s for s in kinds.index if kinds[s] == "chosen"]
+    chosen_ap = pq.loc[chosen[0], "map"] if chosen else None
     rows = []
     for system in kinds.index:
         vals = pq.loc[system]
@@ -178,6 +183,9 @@ def aggregate(per_trial: pd.DataFrame, reference: Optional[str], fit_seconds: Di
         if kinds[system] == "learned":
             secs = fit_seconds.get(system) or [float("nan")]
             row["fit_seconds"] = float(np.median(secs))
+            if chosen_ap is not None:
+                row["gain_vs_chosen"] = float(vals["map"].mean() - chosen_ap.mean())
+                row["vs_chosen"] = compare(vals["map"], chosen_ap)
         rows.append(row)
     out = pd.DataFrame(rows)
     out["_order"] = out["kind"].map(KIND_ORDER).fillna(len(KIND_ORDER))

@@ -77,16 +77,27 @@ def format_learner_table(summary: pd.DataFrame, reference: Optional[str], title:
     s = _learned(summary)
     width = max([len("learner")] + [len(n) for n in s["name"]])
     lines = [title] if title else []
-    lines.append(f"{'learner':<{width}}  {'MAP':>6}  W/L vs {reference or '-'}  fit s")
+    gains = "gain_vs_chosen" in s.columns and s["gain_vs_chosen"].notna().any()
+    lines.append(f"{'learner':<{width}}  {'MAP':>6}  W/L vs {reference or '-'}  fit s"
+                 + ("  gain vs chosen base (W/L)" if gains else ""))
     lines.append("-" * len(lines[-1]))
     for _, r in s.iterrows():
         fit = r.get("fit_seconds", float("nan"))
         fit = f"{fit:.2f}" if isinstance(fit, float) and math.isfinite(fit) else "-"
-        lines.append(f"{r['name']:<{width}}  {r['map']:6.4f}  {_wl(r, reference):<{len('W/L vs ') + len(reference or '-')}}  {fit}")
+        line = f"{r['name']:<{width}}  {r['map']:6.4f}  {_wl(r, reference):<{len('W/L vs ') + len(reference or '-')}}  {fit:>5}"
+        g = r.get("gain_vs_chosen", float("nan")) if gains else float("nan")
+        if isinstance(g, float) and math.isfinite(g):
+            vc = r["vs_chosen"]
+            line += (f"  {g:+.4f} ({100 * g / (r['map'] - g):+.1f}%, {vc['wins']}/{vc['losses']}"
+                     + (" **" if vc["p_value"] < 0.05 else "") + ")")
+        lines.append(line)
     lines.append("")
     lines.append(f"W/L: queries where {reference} has the higher / lower AP than the learner (AP averaged "
                  "over the trials that tested the query); ** p < 0.05, two-sided Wilcoxon signed-rank; "
                  "fit s: median seconds per fit." if reference else "no reference system: W/L not computed.")
+    if gains:
+        lines.append("gain vs chosen base: the learner's MAP minus base-chosen-on-training's, and the queries "
+                     "where the learner has the higher / lower AP than it (** p < 0.05, Wilcoxon).")
     if (s["kind"] == "chosen").any():
         lines.append(_CHOSEN_NOTE)
     return "\n".join(lines)
@@ -143,6 +154,10 @@ def results_dict(summary: pd.DataFrame, *, collection: str, trials: int, train: 
              "wins": int(r["wins"]), "losses": int(r["losses"]), "p_value": float(r["p_value"])}
         if r["kind"] == "learned":
             d["fit_seconds"] = _clean(float(r["fit_seconds"]))
+            g = r.get("gain_vs_chosen", float("nan"))
+            if isinstance(g, float) and math.isfinite(g):
+                d["gain_vs_chosen"] = g
+                d["vs_chosen"] = {k: (int(v) if k != "p_value" else float(v)) for k, v in r["vs_chosen"].items()}
         systems.append(d)
     out = {"collection": collection, "trials": int(trials), "train": None if train is None else int(train),
            "valid": None if valid is None else int(valid),
