@@ -28,7 +28,9 @@ index = PisaIndex(str(index_dir))
 base = {"bm25": index.bm25(), "dph": index.dph(), "pl2": index.pl2(), "qld": index.qld()}
 
 # 2. the re-ranker: union of the base runs -> SVM-map over binned scores (|K_f| = 50)
-svmmap = RunFeatures(base) >> SVMMap(C=[0.01, 0.1, 1, 10, 100], features="bins", n_bins=50)
+# (the paper's configuration, given explicitly: SVMMap() is the package's default model selection)
+svmmap = RunFeatures(base) >> SVMMap(C=[0.01, 0.1, 1, 10, 100], features="bins", n_bins=50, prior=None,
+                                     selection="validation")
 
 # 3. train on 10 queries, pick C on 5 (the paper's protocol), test on the rest
 rng = np.random.default_rng(0)
