@@ -285,12 +285,18 @@ def choose(evidence: np.ndarray, fallback: Optional[np.ndarray] = None, alpha: O
                   paired_t(d), p, alpha, len(E))
 
 
+def ranked_ap(X, w: np.ndarray, queries: Queries, tie_scores: np.ndarray, codes=None) -> np.ndarray:
+    """AP of each of ``queries`` ranked by ``X·w`` (X: their φ) with the package's tie policy, as ``transform``
+    ranks: equal scores ordered by ``tie_scores`` (the tie-break function's raw scores), then by ``codes``
+    (the docnos' string codes) when given; normalised by ``queries.n_relevant`` when known. The score of
+    every held-out comparison: validation MAP (:func:`validation_map` of it), cross-validation, the rule."""
+    scores = break_ties(X.dot(w), queries.offsets, tie_scores, docno_codes=codes)[0]
+    return average_precision(scores, queries.labels, queries.offsets, queries.n_relevant)
+
+
 def per_query_ap(layout: FeatureLayout, w: np.ndarray, queries: Queries, tie: int, codes=None) -> np.ndarray:
-    """AP of each of ``queries`` ranked by wᵀφ with the package's tie policy (tie-break function ``tie``,
-    then ``codes``, the docnos' string codes, when given); normalised by ``queries.n_relevant`` when known."""
-    raw, offsets = queries.raw, queries.offsets
-    scores = break_ties(layout.transform(raw, offsets).dot(w), offsets, raw[:, tie], docno_codes=codes)[0]
-    return average_precision(scores, queries.labels, offsets, queries.n_relevant)
+    """:func:`ranked_ap` of ``queries`` under ``layout`` with tie-break function ``tie``."""
+    return ranked_ap(layout.transform(queries.raw, queries.offsets), w, queries, queries.raw[:, tie], codes)
 
 
 def base_function_weights(layout: FeatureLayout, raw: np.ndarray, function: int, scale: float = 1.0) -> np.ndarray:

@@ -7,7 +7,9 @@
 Training (Yue et al. 2007, §3–4): thresholds and φ from the base scores (:class:`~.layout.FeatureLayout`),
 then OP 1 of the paper, min ½‖w‖² + C/n Σ ξ_i, solved by 1-slack cutting planes for every C of a grid
 (:func:`~pyterrier_svmmap.svm.cutting_plane.train_path`, warm-started from one C to the next), and the model with the
-best validation MAP kept ("The model which performed best on the validation set was selected", §5).
+best validation MAP kept ("The model which performed best on the validation set was selected", §5), or with
+``selection="auto"`` the model that :func:`~pyterrier_svmmap.selection.select_auto` decides on (this class
+trains the paths it asks for).
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from pyterrier_svmmap.svm.executors import resolve as resolve_executor
 from pyterrier_svmmap.svm.slack import make_slack_groups
 from pyterrier_svmmap.selection import (DEFAULT_ALPHA, DEFAULT_C_GRID, DEFAULT_MIN_VALID_QUERIES, SELECTION_METHODS,
                                         base_function_weights, best_function, c_grid, cv_folds, feature_options,
-                                        features_name, prior_options, select, select_auto, validation_map)
+                                        features_name, prior_options, ranked_ap, select, select_auto)
 from pyterrier_svmmap.queries import (Queries, check_ranking_arrays, shard_sizes, split_queries, subset_queries,
                                      usable_queries)
 from pyterrier_svmmap.string_codes import sorted_string_codes
@@ -445,15 +447,13 @@ class StructSVMRanker:
         if isinstance(valid, Queries):
             valid = valid.validation_set()
         v = self._valid_queries(valid)
-        raw, labels, offsets = v.raw, v.labels, v.offsets
-        n_rel = valid[3] if len(valid) >= 4 and valid[3] is not None else None
+        v.n_relevant = valid[3] if len(valid) >= 4 and valid[3] is not None else None   # as given, uncast
         codes = sorted_string_codes(v.docnos)[0] if v.docnos is not None else None   # once, not per C
-        X = layout.transform(raw, offsets)
-        secondary = raw[:, self.tie_function_]
+        X = layout.transform(v.raw, v.offsets)
+        secondary = v.raw[:, self.tie_function_]
 
-        def score(w):
-            ranked, _ = break_ties(X.dot(w), offsets, secondary, docno_codes=codes)   # the policy of ranker output
-            return validation_map(ranked, labels, offsets, n_rel)
+        def score(w):                                   # validation MAP of the ranking ranker output gives
+            return float(ranked_ap(X, w, v, secondary, codes).mean())
         return score
 
     def _train(self, raw, labels, offsets, grid, features, shards: Optional[np.ndarray] = None,
@@ -489,14 +489,14 @@ class StructSVMRanker:
         out = np.empty((self.cv, len(options) * len(grid)))
         for k in range(self.cv):
             tr = subset_queries(raw, labels, offsets, fold != k)
-            te = subset_queries(raw, labels, offsets, fold == k, n_rel)
+            te_raw, te_labels, te_offsets, te_n_rel = subset_queries(raw, labels, offsets, fold == k, n_rel)
+            te = Queries(te_raw, te_labels, te_offsets, n_relevant=te_n_rel)
             tie = best_function(tr[0], tr[1], tr[2])                    # the fold's own tie-break function
             for o, option in enumerate(options):
                 layout, results, _ = self._train(tr[0], tr[1], tr[2], grid, option, fold=k)
-                X = layout.transform(te[0], te[2])
+                X = layout.transform(te.raw, te.offsets)
                 out[k, o * len(grid):(o + 1) * len(grid)] = [
-                    validation_map(break_ties(X.dot(r.w), te[2], te[0][:, tie])[0], te[1], te[2], te[3])
-                    for r in results]
+                    float(ranked_ap(X, r.w, te, te.raw[:, tie]).mean()) for r in results]
             log.debug("cv fold %d: %s", k, np.round(out[k], 4).tolist())
         return out
 
