@@ -4,8 +4,8 @@ import pandas as pd
 import pytest
 
 pt = pytest.importorskip("pyterrier")
-import pyterrier_svmmap.estimators.others as ae  # noqa: E402
-from pyterrier_svmmap.estimators.structsvm import RankerEstimator  # noqa: E402
+import pyterrier_svmmap as ae  # noqa: E402
+from pyterrier_svmmap.estimators.base import RankerEstimator  # noqa: E402
 from pyterrier_svmmap.frames import candidates_from_frame  # noqa: E402
 from pyterrier_svmmap.measures import average_precision  # noqa: E402
 

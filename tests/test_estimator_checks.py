@@ -274,3 +274,19 @@ def test_validation_needs_both_frames(name, data):
     for v, vq in ((valid, None), (None, valid_qrels)):
         with pytest.raises(ValueError, match="give both valid_res and valid_qrels"):
             make(name).fit(train, train_qrels, v, vq)
+
+
+def test_help_documents_every_parameter_of_the_classes_users_hold():
+    """``help(SVMMap)`` (and the other learners') lists every constructor parameter in numpydoc form, not
+    pt.Artifact's constructor text."""
+    import inspect
+    import pydoc
+    import pyterrier_svmmap as ps
+    for cls in (ps.SVMMap, ps.StructSVM, ps.StructSVMRanker, ps.ApproxAP, ps.ApproxNDCG, ps.RunFeatures,
+                ps.AdaRank, ps.LambdaMART, ps.McRank):
+        text = pydoc.render_doc(cls, renderer=pydoc.plaintext)
+        assert "Initialize the artifact" not in text, cls
+        assert "Parameters\n |  ----------" in text, cls
+        for name, p in inspect.signature(cls).parameters.items():
+            shown = f"**{name}" if p.kind is p.VAR_KEYWORD else name
+            assert any(f in text for f in (f" |  {shown} :", f" |  {shown}\n", f" |  {name}, ", f", {name} :")), (cls, name)

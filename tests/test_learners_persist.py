@@ -298,7 +298,7 @@ def test_classify_does_not_import_pyterrier(tmp_path):
     assert main(["learn", "--bins", "3", str(TRAIN), str(tmp_path / "m")]) == 0
     code = ("import sys; from pyterrier_svmmap.cli import main; "
             f"assert main(['classify', {str(TEST)!r}, {str(tmp_path / 'm')!r}, {str(tmp_path / 'p')!r}]) == 0; "
-            "print(sorted(m for m in ('pyterrier', 'pyterrier_svmmap.estimators.structsvm', 'pyterrier_svmmap.frames') "
+            "print(sorted(m for m in ('pyterrier', 'pyterrier_svmmap.estimators.base', 'pyterrier_svmmap.frames') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -22,6 +22,7 @@ import numpy as np
 import pyterrier_svmmap.svm.cutting_plane as solver
 from pyterrier_svmmap.features.encoder import FeatureEncoder
 from pyterrier_svmmap.features.layout import FeatureLayout, default_base_names
+from pyterrier_svmmap.svm.docs import compose
 from pyterrier_svmmap.svm.executors import resolve as resolve_executor
 from pyterrier_svmmap.svm.slack import make_slack_groups
 from pyterrier_svmmap.selection import (DEFAULT_C_GRID, best_function, c_grid, cv_folds,
@@ -33,51 +34,22 @@ from pyterrier_svmmap.ties import break_ties
 
 log = logging.getLogger(__name__)
 
+#: the constructor's parameters, in the order the docstrings list them
+PARAMETER_ORDER = ("C", "loss", "loss_params", "features", "n_bins", "binning", "threshold_depth", "epsilon",
+                   "max_iter", "prior", "prior_scale", "cv", "random_state", "rel", "verbose", "executor",
+                   "queries_per_shard")
+
 #: validation data: :class:`~pyterrier_svmmap.queries.Queries`, or (raw, labels, offsets[, n_relevant[, docnos]])
 ValidSet = Union[Queries, Tuple[np.ndarray, ...]]
 
 
 class StructSVMRanker:
-    """A linear ranking function trained as a structural SVM for a ranking loss, on arrays.
+    __doc__ = compose("""A linear ranking function trained as a structural SVM for a ranking loss, on arrays.
 
-    Args:
-        C: OP 1's constant (½‖w‖² + C/n Σ_i ξ_i), or a grid of them; with a grid, every C is trained
-            (a warm-started path) and the one with the best validation MAP is kept.
-        loss: ``"map"`` (SVM-map), any name of :data:`pyterrier_svmmap.svm.losses.LOSSES` (cutoffs as
-            ``"ndcg@10"``), ``"combo"`` or a :class:`~pyterrier_svmmap.svm.losses.Loss`.
-        loss_params: the loss's parameters (e.g. ``{"k": 10}``; for ``"combo"``: ``losses``, ``slack``,
-            ``C_weights``).
-        features, n_bins, binning, threshold_depth: φ's blocks and thresholds
-            (:class:`~pyterrier_svmmap.features.encoder.FeatureEncoder`); ``features="auto"`` trains every option of
-            :data:`AUTO_FEATURES` and selects the blocks jointly with C (validation or cross-validation MAP).
-        epsilon: cutting-plane tolerance ε (stop when no constraint is violated by more than ε).
-        max_iter: cutting-plane iterations per C.
-        prior: ``None`` or ``"best"`` (regularise towards the base function with the best training MAP,
-            ½‖w − w₀‖²); ``prior_scale`` is the size of w₀.
-        cv: with a grid of C and no validation data, C is chosen by ``cv``-fold cross-validation over the
-            training queries (folds by query, shuffled with ``random_state``; thresholds learned on each
-            fold's training part), scikit-learn's ``*CV`` convention; then the whole path is trained on
-            all training queries. Ignored when validation data is given or C is a single value.
-        random_state: seed of the cross-validation folds.
-        rel: the relevance threshold: a candidate is relevant when its label ≥ ``rel`` (as ir_measures'
-            ``AP(rel=...)`` and LETOR's MAP with rel=1); graded labels are binarised with it for the losses
-            and validation MAP.
-        verbose: a progress bar over the C grid.
-        executor: where the cutting-plane iterations run: ``None`` (this process), a
-            ``dask.distributed.Client``, a scheduler address, or ``"local"`` (a LocalCluster with a worker per
-            core); see :mod:`~pyterrier_svmmap.scale.dask`. It does not change the model.
-        queries_per_shard: with an executor, :meth:`fit` cuts the training queries into shards of this many
-            queries (fixed, so the model does not depend on the number of workers).
-
-    Learned attributes: ``coef_`` (w), ``C_``, ``layout_`` (:class:`~.layout.FeatureLayout`),
-    ``feature_names_``, ``base_names_``, ``n_functions_``, ``tie_function_`` (the base function whose score
-    breaks ties, :mod:`~pyterrier_svmmap.ties`), ``features_`` (the blocks used: ``features``, or
-    the one chosen by ``"auto"``), ``path_`` (per feature option and C of the grid, in the grid's order:
-    features, C, validation MAP, n_iter, converged, gap, primal, seconds; with cross-validation ``cv_scores``,
-    the held-out MAP of every fold, and ``validation`` their mean), ``coefs_`` (w of every C, same
-    order), ``validation_`` (C → validation MAP), ``selection_`` (``"validation"``, ``"cv"`` or ``"none"``), ``history_`` (per cutting-plane iteration of the kept
-    C), ``n_iter_``, ``converged_``, ``training_summary_`` and, with ``prior="best"``, ``prior_function_``.
-    """
+    The array-level learner: numpy arrays and query offsets in, a fitted linear model out. The PyTerrier
+    estimators (:class:`~pyterrier_svmmap.StructSVM`, :class:`~pyterrier_svmmap.SVMMap`), ``svmmap learn`` and
+    ``svmmap reproduce`` all train with it. Every parameter is checked when the ranker is made and again
+    when it is fitted (attributes may be changed in between).""", PARAMETER_ORDER)
 
     def __init__(self, C: Union[float, Sequence[float]] = DEFAULT_C_GRID, loss="map",
                  loss_params: Optional[dict] = None, features: Union[str, Sequence[str]] = "bins",
