@@ -15,6 +15,16 @@ from pyterrier_svmmap.frames import Candidates
 log = logging.getLogger(__name__)
 
 
+def _keyword_parameters(ranker_class) -> str:
+    """The Parameters section of an estimator whose keyword arguments go to ``ranker_class``."""
+    return f"""
+    Parameters
+    ----------
+    **params
+        The keyword arguments of :class:`{ranker_class.__module__}.{ranker_class.__name__}`.
+    """
+
+
 class _Peer(RankerEstimator):
     ranker_class = None
 
@@ -62,34 +72,19 @@ class _Peer(RankerEstimator):
 class LambdaMART(_Peer):
     """LambdaMART (LightGBM ``lambdarank``, early stopping on the validation queries). Keyword
     arguments go to :class:`pyterrier_svmmap.boosting.peers.LambdaMARTRanker`. Needs ``[peers]``."""
-    __doc__ = __doc__ + """
-    Parameters
-    ----------
-    **params
-        The keyword arguments of :class:`pyterrier_svmmap.boosting.peers.LambdaMARTRanker`.
-    """
     ranker_class = peers.LambdaMARTRanker
+    __doc__ += _keyword_parameters(ranker_class)
 
 
 class McRank(_Peer):
     """McRank (multiclass boosted trees, score = expected relevance, 30 rounds). Keyword arguments go
     to :class:`pyterrier_svmmap.boosting.peers.McRankRanker`. Needs ``[peers]``."""
-    __doc__ = __doc__ + """
-    Parameters
-    ----------
-    **params
-        The keyword arguments of :class:`pyterrier_svmmap.boosting.peers.McRankRanker`.
-    """
     ranker_class = peers.McRankRanker
+    __doc__ += _keyword_parameters(ranker_class)
 
 
 class AdaRank(_Peer):
     """AdaRank.MAP (Xu & Li 2007), single-feature weak rankers, pure numpy. Keyword arguments go to
     :class:`pyterrier_svmmap.boosting.peers.AdaRankRanker`."""
-    __doc__ = __doc__ + """
-    Parameters
-    ----------
-    **params
-        The keyword arguments of :class:`pyterrier_svmmap.boosting.peers.AdaRankRanker`.
-    """
     ranker_class = peers.AdaRankRanker
+    __doc__ += _keyword_parameters(ranker_class)
