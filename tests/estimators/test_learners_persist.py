@@ -17,10 +17,9 @@ from pyterrier_svmmap import (AdaRank, ApproxAP, ApproxNDCG, LambdaMART, McRank,
 from pyterrier_svmmap.cli import main  # noqa: E402
 from pyterrier_svmmap.io.model_files import ModelFormatError, load_model, load_ranker  # noqa: E402
 
-from test_approx_estimators import run  # noqa: E402
+from helpers import run  # noqa: E402
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-TRAIN, TEST = EXAMPLES / "letor_train.txt", EXAMPLES / "letor_test.txt"
+from data_paths import LETOR_TEST as TEST, LETOR_TRAIN as TRAIN  # noqa: E402
 
 #: one small configuration of every learner; the structural SVMs cover every loss and its parameters
 LEARNERS = {
