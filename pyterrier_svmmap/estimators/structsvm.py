@@ -50,9 +50,12 @@ class StructSVM(RankerEstimator):
                 setattr(self, name, value)
         self._ranker()                       # validates every parameter now (scikit-learn's habit)
 
-    def _ranker(self) -> StructSVMRanker:
-        return StructSVMRanker(verbose=self.verbose, executor=self.executor, queries_per_shard=self.queries_per_shard,
-                               **{k: getattr(self, k) for k in self.MODEL_PARAMS})
+    def _ranker(self, checked: bool = True) -> StructSVMRanker:
+        """The array-level ranker of these parameters, checked now, or not (``checked=False``: ``fit`` checks
+        them)."""
+        params = dict(verbose=self.verbose, executor=self.executor, queries_per_shard=self.queries_per_shard,
+                      **{k: getattr(self, k) for k in self.MODEL_PARAMS})
+        return StructSVMRanker(**params) if checked else StructSVMRanker.unchecked(**params)
 
     def get_params(self) -> dict:
         return dict(super().get_params(), verbose=self.verbose)
@@ -60,7 +63,7 @@ class StructSVM(RankerEstimator):
     def _fit_arrays(self, train: Candidates, valid: Optional[Candidates]) -> None:
         valid_arrays = None if valid is None else (valid.raw, valid.labels, valid.offsets, valid.n_relevant,
                                                    valid.frame["docno"].to_numpy())
-        ranker = self._ranker().fit(train.raw, train.labels, train.offsets, train.n_relevant, valid=valid_arrays,
+        ranker = self._ranker(checked=False).fit(train.raw, train.labels, train.offsets, train.n_relevant, valid=valid_arrays,
                                     base_names=self.base_names_)
         self._adopt(ranker)
 

@@ -76,6 +76,14 @@ class StructSVMRanker:
         self.queries_per_shard = queries_per_shard
         self._validate()
 
+    @classmethod
+    def unchecked(cls, **params) -> "StructSVMRanker":
+        """A ranker with ``params`` stored as they are, for a caller that has checked them already (the
+        estimators, which check their parameters when they are made); :meth:`fit` checks them again."""
+        self = cls.__new__(cls)
+        self.__dict__.update(params)
+        return self
+
     #: constructor parameters that change the model (``verbose`` does not)
     MODEL_PARAMS = ("C", "loss", "loss_params", "features", "n_bins", "binning", "threshold_depth", "epsilon",
                     "max_iter", "prior", "prior_scale", "cv", "random_state", "rel")
@@ -207,7 +215,8 @@ class StructSVMRanker:
         and keeps its shards, and the model equals one process's fit up to the summation order of
         floating-point sums. A grid of C (or ``features="auto"``) on a cluster needs validation data:
         cross-validation is not distributed."""
-        self._validate()
+        if self.executor is not None:             # in this process, fit() checks the parameters
+            self._validate()
         return resolve_executor(self.executor).fit_shards(self, sources, valid, base_names)
 
     def _select(self, grid, options, trained, valid, cv_scores) -> None:

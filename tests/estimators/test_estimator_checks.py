@@ -290,3 +290,22 @@ def test_help_documents_every_parameter_of_the_classes_users_hold():
         for name, p in inspect.signature(cls).parameters.items():
             shown = f"**{name}" if p.kind is p.VAR_KEYWORD else name
             assert any(f in text for f in (f" |  {shown} :", f" |  {shown}\n", f" |  {name}, ", f", {name} :")), (cls, name)
+
+
+def test_svmmap_fit_checks_its_parameters_once():
+    """Parameters are checked where they are stored (the constructor) and once per fit, not per layer."""
+    import warnings
+    from unittest import mock
+
+    import pyterrier_svmmap as ps
+    from pyterrier_svmmap.svm.ranker import StructSVMRanker
+    train, qrels = run(0)
+    est = ps.SVMMap(C=[0.1, 1.0], n_bins=5)
+    with mock.patch.object(StructSVMRanker, "_validate", autospec=True,
+                           side_effect=StructSVMRanker._validate) as checked, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(train, qrels)
+    assert checked.call_count == 1
+    est.C = []                                            # changed after construction: fit still refuses it
+    with pytest.raises(ValueError, match="C must be"):
+        est.fit(train, qrels)
