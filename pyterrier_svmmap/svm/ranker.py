@@ -4,7 +4,7 @@
 :class:`~pyterrier_svmmap.SVMMap`), ``svmmap learn/classify`` and ``svmmap reproduce`` all train with, as
 ``pyterrier.ltr`` is a thin layer over LightGBM. It knows nothing of PyTerrier or pandas.
 
-Training (Yue et al. 2007, §3–4): thresholds and φ from the base scores (:class:`~.layout.FeatureLayout`),
+Training (Yue et al. 2007, §3–4): thresholds and φ from the base scores (:class:`~pyterrier_svmmap.features.layout.FeatureLayout`),
 then OP 1 of the paper, min ½‖w‖² + C/n Σ ξ_i, solved by 1-slack cutting planes for every C of a grid
 (:func:`~pyterrier_svmmap.svm.cutting_plane.train_path`, warm-started from one C to the next), and the model with the
 best validation MAP kept ("The model which performed best on the validation set was selected", §5).
