@@ -11,7 +11,7 @@ from pyterrier_svmmap._version import __version__
 
 #: public name → module that defines it (imported when the name is first used)
 _LAZY = {
-    "SVMMap": "estimators.structsvm", "StructSVM": "estimators.structsvm", "RankerEstimator": "estimators.structsvm",
+    "SVMMap": "estimators.structsvm", "StructSVM": "estimators.structsvm", "RankerEstimator": "estimators.base",
     "DEFAULT_C_GRID": "selection", "SELECTION_C_GRID": "selection", "StructSVMRanker": "svm.ranker",
     "FeatureEncoder": "features.encoder", "FeatureLayout": "features.layout",
     "LOSSES": "svm.losses", "Loss": "svm.losses", "get_loss": "svm.losses", "make_slack_groups": "svm.slack",
@@ -19,8 +19,8 @@ _LAZY = {
     "RunFeatures": "run_features",
     # the other learners, on the same RankerEstimator base; LightGBM (LambdaMART, McRank) is imported only
     # when one of them is fitted
-    "ApproxAP": "estimators.others", "ApproxNDCG": "estimators.others", "LambdaMART": "estimators.others",
-    "McRank": "estimators.others", "AdaRank": "estimators.others",
+    "ApproxAP": "estimators.approx", "ApproxNDCG": "estimators.approx", "LambdaMART": "estimators.peers",
+    "McRank": "estimators.peers", "AdaRank": "estimators.peers",
 }
 
 __all__ = ["__version__", *_LAZY]

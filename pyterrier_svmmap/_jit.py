@@ -1,8 +1,8 @@
 """The one place that loads the optional compiled (numba) kernels.
 
-Every kernel module (:mod:`._qp_jit`, :mod:`._features_jit`, :mod:`._approx_jit`, :mod:`._order_jit`,
-:mod:`._measures_jit`, :mod:`.losses._map_jit`, :mod:`.losses._rank_jit`) is imported lazily on first use,
-so that numba is not loaded with the package, and not at all when it is missing or when the environment
+Every kernel module — ``svm._qp_kernels``, ``features._kernels``, ``approx._kernels``,
+``measures._kernels``, ``measures._order_kernels``, ``svm.losses._map_kernels``, ``svm.losses._rank_kernels``,
+each beside the module it serves — is imported lazily on first use, so that numba is not loaded with the package, and not at all when it is missing or when the environment
 variable ``PYTERRIER_SVMMAP_NO_NUMBA=1`` is set:
 callers then run their numpy code, which is also the reference the tests compare the kernels with. Callers
 look the module up at call time (``load(...)`` inside the function that needs it), never bind it at import,
@@ -24,7 +24,7 @@ _LOADED: Dict[str, Union[ModuleType, bool]] = {}
 
 
 def load(module: str, fallback: str) -> Optional[ModuleType]:
-    """The compiled kernel module ``pyterrier_svmmap.<module>`` (e.g. ``"_qp_jit"``), or None when numba is
+    """The compiled kernel module ``pyterrier_svmmap.<module>`` (e.g. ``"svm._qp_kernels"``), or None when numba is
     missing or disabled; ``fallback`` says what runs instead (for the debug log)."""
     if module not in _LOADED:
         mod: Union[ModuleType, bool] = False

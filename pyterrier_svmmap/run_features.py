@@ -37,10 +37,13 @@ INPUT_FEATURE = "input"
 class RunFeatures(pt.Transformer):
     """Union of base runs → one row per (qid, candidate) with ``features`` (one score per base function).
 
-    Args:
-        base: list of base functions, or dict name → base function. A base function is a PyTerrier
-            transformer that retrieves for the input topics, or a run DataFrame (qid, docno, score).
-        verbose: show a progress bar over the base functions.
+    Parameters
+    ----------
+    base : list or dict
+        The base functions, or a dict name → base function. A base function is a PyTerrier transformer
+        that retrieves for the input topics, or a run DataFrame (qid, docno, score).
+    verbose : bool, default False
+        Show a progress bar over the base functions.
 
     Input: topics (the union of the base runs becomes the candidates) or a result frame of a first stage
     (its candidates are kept, its ``score`` becomes the first feature, named ``"input"``).
@@ -53,6 +56,7 @@ class RunFeatures(pt.Transformer):
     """
 
     def __init__(self, base: Union[Sequence[BaseItem], Mapping[str, BaseItem]], verbose: bool = False):
+        """Keep the base functions and their names (the class docstring describes them)."""
         if isinstance(base, Mapping):
             self.names: List[str] = [str(k) for k in base.keys()]
             self.base: List[BaseItem] = list(base.values())

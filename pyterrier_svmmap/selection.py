@@ -169,7 +169,7 @@ _COUNT_RELEVANT_MAX = 256
 
 def best_function(raw: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> int:
     """The base function with the highest MAP on these queries (a missing score ranks last; the first of
-    equal MAPs). Compiled (:mod:`._measures_jit`: counts instead of sorts, ~5× faster on Vaswani's
+    equal MAPs). Compiled (:mod:`pyterrier_svmmap.measures._kernels`: counts instead of sorts, ~5× faster on Vaswani's
     queries, the same APs bit for bit) when numba is there and no query has many relevant candidates."""
     raw = np.asarray(raw, dtype=float)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)

@@ -105,10 +105,6 @@ class TieReport:
     moved: int
     k: int = 10
 
-    @property
-    def rate_top_k(self) -> float:
-        return self.tied_top_k / self.top_k if self.top_k else 0.0
-
 
 def break_ties(scores: np.ndarray, offsets: np.ndarray, secondary: Optional[np.ndarray] = None,
                docnos: Optional[np.ndarray] = None, k: int = 10, docno_codes: Optional[np.ndarray] = None,

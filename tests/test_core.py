@@ -1,7 +1,6 @@
 """The core path: the paper's toy examples, AP agreement with ir_measures, the PyTerrier pipeline on a
 Vaswani subset with PISA, and save/load."""
 import warnings
-from pathlib import Path
 
 import ir_measures
 import numpy as np
@@ -14,7 +13,8 @@ from pyterrier_svmmap.frames import candidates_from_frame
 from pyterrier_svmmap.svm.losses.map import MAPLoss, average_precision_of_ranking
 from pyterrier_svmmap.measures import average_precision, ndcg_at, reciprocal_rank_at
 
-VASWANI = Path(__file__).resolve().parents[2] / "shared" / "data" / "vaswani"
+from data_paths import VASWANI  # noqa: E402
+from helpers import _synthetic_runs  # noqa: E402
 
 #: the paper's protocol (C on the validation queries, or CV over the training ones), which these tests pin;
 #: the package's default selection is tested in test_selection_rule.py
@@ -44,7 +44,7 @@ def test_table_3_and_4_map():
     assert round(average_precision_of_ranking(h2, labels), 2) == 0.51
 
 
-# -- Algorithm 2's exactness against brute force: tests/test_losses_bruteforce.py, test_map_fast.py
+# -- Algorithm 2's exactness against brute force: tests/svm/test_losses_bruteforce.py, tests/svm/test_map_loss_kernels.py
 def test_most_violated_rejects_bad_input():
     with pytest.raises(ValueError, match="finite"):
         most_violated([0.1, np.nan], [1, 0])
@@ -152,21 +152,6 @@ def test_training_loss_ap_equals_ir_measures_ap_with_qrels_restricted_to_candida
 
 
 # -- the PyTerrier layer ------------------------------------------------------------------------
-def _synthetic_runs(rng, n_q=12, n_docs=60):
-    """Three base runs over random documents; the second is the most informative."""
-    runs = {f"f{i}": [] for i in range(3)}
-    qrels = []
-    for q in range(n_q):
-        rel = rng.random(n_docs) < 0.2
-        rel[0] = True
-        for i, noise in enumerate([2.0, 0.7, 3.0]):
-            s = rel * 1.0 + rng.normal(scale=noise, size=n_docs)
-            keep = np.argsort(-s)[:40]                      # each run retrieves its own top 40
-            runs[f"f{i}"] += [(str(q), f"d{d}", s[d]) for d in keep]
-        qrels += [(str(q), f"d{d}", 1) for d in np.flatnonzero(rel)]
-    runs = {k: pd.DataFrame(v, columns=["qid", "docno", "score"]) for k, v in runs.items()}
-    topics = pd.DataFrame({"qid": [str(q) for q in range(n_q)], "query": "x"})
-    return topics, runs, pd.DataFrame(qrels, columns=["qid", "docno", "label"])
 
 
 def test_run_features_union_and_nan_for_missing():

@@ -11,7 +11,7 @@ import pytest
 from pyterrier_svmmap import RunFeatures, SVMMap
 from pyterrier_svmmap.ties import break_ties, float32_ordered, tie_base_order, tie_order
 
-from test_core import _synthetic_runs
+from helpers import _synthetic_runs
 
 
 def test_hand_example():
@@ -120,11 +120,10 @@ def test_validation_transform_and_ir_measures_agree():
 
 
 def test_classify_writes_the_tie_broken_scores(tmp_path):
-    from pathlib import Path
     from pyterrier_svmmap.cli import main
     from pyterrier_svmmap.io.model_files import load_ranker
     from pyterrier_svmmap.io.svmlight import read_svmlight
-    examples = Path(__file__).resolve().parent.parent / "examples"
+    from data_paths import EXAMPLES as examples
     assert main(["learn", "--bins", "2", str(examples / "letor_train.txt"), str(tmp_path / "m")]) == 0
     assert main(["classify", str(examples / "letor_test.txt"), str(tmp_path / "m"), str(tmp_path / "p")]) == 0
     got = np.array([float(x) for x in (tmp_path / "p").read_text().split()])

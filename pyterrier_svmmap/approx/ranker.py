@@ -25,7 +25,7 @@ first-stage run is used. The (m × n) pair matrices are built in row chunks of a
 for the backward pass when there is more than one).
 
 Speed. With numba installed (extra ``speed``) the training loop uses the compiled kernels of
-:mod:`._approx_jit` (:func:`jit`): per query, ÂP / N̂DCG and their gradient as loops over the m × n
+:mod:`._kernels` (:func:`jit`): per query, ÂP / N̂DCG and their gradient as loops over the m × n
 pairs with one exponential per candidate (σ(−α(s_x − s_y)) = 1 / (1 + e^{α(s_x − c)} e^{α(c − s_y)}),
 memory O(m + n), ``max_entries`` unused), and the exact AP / NDCG@n of model selection from the ranks of
 the relevant candidates alone, bit-identical to :mod:`.measures`. The numpy functions of this module
@@ -70,7 +70,7 @@ DEFAULT_MAX_ENTRIES = 1 << 22   # cells of one pair-matrix chunk (32 MiB of floa
 
 
 def jit():
-    """The compiled per-query kernels :mod:`._approx_jit`, or None when numba is missing or disabled
+    """The compiled per-query kernels :mod:`._kernels`, or None when numba is missing or disabled
     with ``PYTERRIER_SVMMAP_NO_NUMBA=1`` (then :class:`ApproxRanker` uses :func:`approx_ap_query` /
     :func:`approx_ndcg_query`, the numpy reference). Look it up at call time (``approx.jit()``), as
     :func:`.losses._numba.kernels`, so that the switch and the tests' monkeypatching work."""

@@ -67,7 +67,7 @@ def query_min_max(raw: np.ndarray, offsets: np.ndarray) -> Tuple[np.ndarray, np.
 
 def minmax_normalise(raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """(f − min_q f)/(max_q f − min_q f) per query and function; NaN stays NaN; a constant function → 1.
-    Compiled (:mod:`._features_jit`, the same bits, ~10× faster) when numba is available."""
+    Compiled (:mod:`._kernels`, the same bits, ~10× faster) when numba is available."""
     jit = kernels()
     if jit is not None and np.ndim(raw) == 2 and len(raw):
         out = np.empty(np.shape(raw))
@@ -86,7 +86,7 @@ def minmax_normalise(raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 def percentiles(raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Per query and function, the fraction of retrieved candidates scoring ≤ this one (top → 1).
-    Compiled (:mod:`._features_jit`, the same bits, ~4× faster: one sort per query and function instead
+    Compiled (:mod:`._kernels`, the same bits, ~4× faster: one sort per query and function instead
     of a lexsort of all candidates per function) when numba is available."""
     jit = kernels()
     if jit is not None and np.ndim(raw) == 2 and len(raw):
@@ -136,7 +136,7 @@ class BinnedBlock:
     Codes are stored in the smallest unsigned type that holds 0..T (uint8 for T ≤ 255, else uint16 or
     uint32); a code outside 0..T is a ValueError.
 
-    Φw and Φᵀc run compiled kernels (:mod:`._features_jit`) when numba is available and not disabled
+    Φw and Φᵀc run compiled kernels (:mod:`._kernels`) when numba is available and not disabled
     (:func:`kernels`); the numpy code (:meth:`dot_numpy`, :meth:`rdot_numpy`) is the fallback and the
     reference, and the kernels add in its order, so both paths give the same bits.
     """
@@ -240,7 +240,7 @@ def _as_code_dtype(codes: np.ndarray, n_thresholds: int) -> np.ndarray:
 
 
 def kernels():
-    """The compiled kernels module :mod:`._features_jit`, or None when numba is missing or disabled with
+    """The compiled kernels module :mod:`._kernels`, or None when numba is missing or disabled with
     the environment variable ``PYTERRIER_SVMMAP_NO_NUMBA=1`` (as the losses' kernels,
     :func:`pyterrier_svmmap.svm.losses._numba.kernels`). Looked up at call time, so tests can monkeypatch it."""
     return _jit.load("features._kernels", "bin features use their numpy path")

@@ -19,7 +19,7 @@ from pyterrier_svmmap.queries import query_ids
 def rank_within_queries(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Permutation that sorts candidates by query, then by decreasing score (stable: ties by position).
 
-    A compiled mergesort per query (:mod:`._order_jit`; 1.5–5× faster than the lexsort on queries of 10 to
+    A compiled mergesort per query (:mod:`._order_kernels`; 1.5–5× faster than the lexsort on queries of 10 to
     2,000 candidates) when numba is available and no score is NaN; else ``np.lexsort``, the same order."""
     scores = np.asarray(scores, dtype=float)
     offsets = np.asarray(offsets, dtype=np.int64)

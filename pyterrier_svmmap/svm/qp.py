@@ -4,10 +4,10 @@ max_α bᵀα − ½ αᵀGα  subject to  α ≥ 0  and  Σ_{c: group[c]=k} α_
 
 with G = AAᵀ the Gram matrix of the constraints (Joachims, Finley & Yu, MLJ 2009, OP 4's dual; one
 budget per slack group for SVM-COMBO with separate slacks, Chakrabarti et al. 2008 §3.7). Solved
-exactly by an active-set method, polished by SMO-style pair steps; :mod:`.solver` calls it once per
+exactly by an active-set method, polished by SMO-style pair steps; :mod:`.cutting_plane` calls it once per
 cutting-plane iteration, warm-started from the previous multipliers.
 
-:func:`solve_dual` runs the numba-compiled port of this module, :mod:`._qp_jit` (the same rounds and
+:func:`solve_dual` runs the numba-compiled port of this module, :mod:`._qp_kernels` (the same rounds and
 steps, without numpy's per-round interpreter overhead: ~10x faster per call on the working sets of
 SVM-map fits), when numba is installed (extra ``speed``) and not disabled by the environment variable
 ``PYTERRIER_SVMMAP_NO_NUMBA=1``; otherwise, and as the reference the tests compare with, the numpy
@@ -29,7 +29,7 @@ QP_MAX_STEPS = 200_000
 
 
 def compiled():
-    """The compiled QP module :mod:`._qp_jit`, or None when numba is missing or disabled with
+    """The compiled QP module :mod:`._qp_kernels`, or None when numba is missing or disabled with
     ``PYTERRIER_SVMMAP_NO_NUMBA=1`` (imported lazily: numba is not loaded with the package)."""
     return _jit.load("svm._qp_kernels", "the dual QP runs in numpy")
 
@@ -219,7 +219,7 @@ def solve_dual(G: np.ndarray, b: np.ndarray, group: np.ndarray, C: np.ndarray,
     """Maximise bᵀα − ½αᵀGα s.t. α ≥ 0 and Σ_{c: group[c]=k} α_c ≤ C[k] (α: a warm start, or None
     for 0); returns (α, steps) with ``steps >= max_steps`` when SMO hit its cap.
 
-    The compiled :func:`._qp_jit.solve_dual` when :func:`compiled` has it, else
+    The compiled :func:`._qp_kernels.solve_dual` when :func:`compiled` has it, else
     :func:`solve_dual_reference` (the algorithm is documented there; both take the same steps).
     """
     jit = compiled()

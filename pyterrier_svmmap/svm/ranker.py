@@ -4,7 +4,7 @@
 :class:`~pyterrier_svmmap.SVMMap`), ``svmmap learn/classify`` and ``svmmap reproduce`` all train with, as
 ``pyterrier.ltr`` is a thin layer over LightGBM. It knows nothing of PyTerrier or pandas.
 
-Training (Yue et al. 2007, §3–4): thresholds and φ from the base scores (:class:`~.layout.FeatureLayout`),
+Training (Yue et al. 2007, §3–4): thresholds and φ from the base scores (:class:`~pyterrier_svmmap.features.layout.FeatureLayout`),
 then OP 1 of the paper, min ½‖w‖² + C/n Σ ξ_i, solved by 1-slack cutting planes for every C of a grid
 (:func:`~pyterrier_svmmap.svm.cutting_plane.train_path`, warm-started from one C to the next), and the model with the
 best validation MAP kept ("The model which performed best on the validation set was selected", §5), or with
@@ -25,6 +25,7 @@ import numpy as np
 import pyterrier_svmmap.svm.cutting_plane as solver
 from pyterrier_svmmap.features.encoder import FeatureEncoder
 from pyterrier_svmmap.features.layout import FeatureLayout, default_base_names
+from pyterrier_svmmap.svm.docs import compose
 from pyterrier_svmmap.svm.executors import resolve as resolve_executor
 from pyterrier_svmmap.svm.slack import make_slack_groups
 from pyterrier_svmmap.selection import (DEFAULT_ALPHA, DEFAULT_C_GRID, DEFAULT_MIN_VALID_QUERIES, SELECTION_METHODS,
@@ -37,77 +38,22 @@ from pyterrier_svmmap.ties import break_ties
 
 log = logging.getLogger(__name__)
 
+#: the constructor's parameters, in the order the docstrings list them
+PARAMETER_ORDER = ("C", "loss", "loss_params", "features", "n_bins", "binning", "threshold_depth", "epsilon",
+                   "max_iter", "prior", "prior_scale", "cv", "random_state", "selection", "fallback_alpha",
+                   "min_valid_queries", "average_folds", "rel", "verbose", "executor", "queries_per_shard")
+
 #: validation data: :class:`~pyterrier_svmmap.queries.Queries`, or (raw, labels, offsets[, n_relevant[, docnos]])
 ValidSet = Union[Queries, Tuple[np.ndarray, ...]]
 
 
 class StructSVMRanker:
-    """A linear ranking function trained as a structural SVM for a ranking loss, on arrays.
+    __doc__ = compose("""A linear ranking function trained as a structural SVM for a ranking loss, on arrays.
 
-    Args:
-        C: OP 1's constant (½‖w‖² + C/n Σ_i ξ_i), or a grid of them; with a grid, every C is trained
-            (a warm-started path) and the one with the best validation MAP is kept.
-        loss: ``"map"`` (SVM-map), any name of :data:`pyterrier_svmmap.svm.losses.LOSSES` (cutoffs as
-            ``"ndcg@10"``), ``"combo"`` or a :class:`~pyterrier_svmmap.svm.losses.Loss`.
-        loss_params: the loss's parameters (e.g. ``{"k": 10}``; for ``"combo"``: ``losses``, ``slack``,
-            ``C_weights``).
-        features, n_bins, binning, threshold_depth: φ's blocks and thresholds
-            (:class:`~pyterrier_svmmap.features.encoder.FeatureEncoder`); ``features="auto"`` trains every option of
-            :data:`AUTO_FEATURES` and selects the blocks jointly with C (validation or cross-validation MAP).
-        epsilon: cutting-plane tolerance ε (stop when no constraint is violated by more than ε).
-        max_iter: cutting-plane iterations per C.
-        prior: ``None`` or ``"best"`` (regularise towards the base function with the best training MAP,
-            ½‖w − w₀‖²), or with ``selection="auto"`` ``"auto"`` (both, chosen with C); ``prior_scale`` is
-            the size of w₀.
-        cv: with a grid of C and no validation data, C is chosen by ``cv``-fold cross-validation over the
-            training queries (folds by query, shuffled with ``random_state``; thresholds learned on each
-            fold's training part), scikit-learn's ``*CV`` convention; then the whole path is trained on
-            all training queries. Ignored when validation data is given or C is a single value.
-        random_state: seed of the cross-validation folds.
-        selection: ``"validation"`` (this class's default, the paper's protocol and svm_map_learn's: the
-            (features, C) with the best validation MAP, or with the best mean held-out MAP of ``cv``-fold
-            cross-validation over the training queries when no validation data is given) or ``"auto"`` (the
-            estimators' default; :func:`~pyterrier_svmmap.selection.select_auto`): per-query held-out AP of
-            every (features, prior, C) and of the *fallback* — the base function with the best MAP, as a model
-            (C = 0 of the prior) — from ``cv``-fold cross-validation over training ∪ validation queries,
-            refitted on all of them (and averaged with the fold models, ``average_folds``), or from the
-            validation queries when ``min_valid_queries`` is set and there are at least that many; the arg-max
-            replaces the fallback only if a sign-flip max-gain test gives p ≤ ``fallback_alpha``. A single
-            setting (one C, features and prior) is trained as given. ``choice_`` records the decision.
-        fallback_alpha: the level of that test (default 0.5: the gain must exceed the median of what the
-            arg-max over the same settings shows without any real effect); None: never fall back.
-        min_valid_queries: with ``selection="auto"``, the validation queries from which the given validation
-            set alone is the evidence (default None: always cross-validate).
-        average_folds: with ``selection="auto"``, cross-validation and φ without fitted thresholds (raw,
-            minmax): the final weights are the average of the ``cv`` fold models and the refit at the chosen
-            setting (default True).
-        rel: the relevance threshold: a candidate is relevant when its label ≥ ``rel`` (as ir_measures'
-            ``AP(rel=...)`` and LETOR's MAP with rel=1); graded labels are binarised with it for the losses
-            and validation MAP.
-        verbose: a progress bar over the C grid.
-        executor: where the cutting-plane iterations run: ``None`` (this process), a
-            ``dask.distributed.Client``, a scheduler address, or ``"local"`` (a LocalCluster with a worker per
-            core); see :mod:`~pyterrier_svmmap.scale.dask`. It does not change the model.
-        queries_per_shard: with an executor, :meth:`fit` cuts the training queries into shards of this many
-            queries (fixed, so the model does not depend on the number of workers).
-
-    Learned attributes: ``coef_`` (w), ``C_``, ``layout_`` (:class:`~.layout.FeatureLayout`),
-    ``feature_names_``, ``base_names_``, ``n_functions_``, ``tie_function_`` (the base function whose score
-    breaks ties, :mod:`~pyterrier_svmmap.ties`), ``features_`` (the blocks used: ``features``, or
-    the one chosen by ``"auto"``), ``path_`` (per feature option and C of the grid, in the grid's order:
-    features, C, validation MAP, n_iter, converged, gap, primal, seconds; with cross-validation ``cv_scores``,
-    the held-out MAP of every fold, and ``validation`` their mean), ``coefs_`` (w of every C, same
-    order), ``validation_`` (C → validation MAP), ``selection_`` (``"validation"``, ``"cv"`` or ``"none"``), ``history_`` (per cutting-plane iteration of the kept
-    C), ``n_iter_``, ``converged_``, ``training_summary_`` and, with ``prior="best"``, ``prior_function_``.
-    With ``selection="auto"``: ``selection_`` is the evidence used, ``"cv"`` (cross-validation over training ∪
-    validation) or ``"validation"`` (``min_valid_queries``), or ``"none"`` (fewer judged queries than folds:
-    the first setting trained as given); ``path_`` has one entry per (features, prior, C) with the mean
-    held-out AP (``validation``; per fold ``cv_scores``) and a last entry ``fallback=True`` (C = 0) for the
-    base function; ``choice_`` is the decision (:class:`~pyterrier_svmmap.selection.Choice` as a dict: the
-    learned arg-max, its mean gain over the fallback, t, p_value, alpha, ``fallback``, ``source``,
-    ``chosen``, ``best_learned``, ``averaged_models``); a fallback model has ``C_ == 0``, ``features_ ==
-    "raw"`` and ``coef_`` = w₀ of the base function ``prior_function_``.
-    """
+    The array-level learner: numpy arrays and query offsets in, a fitted linear model out. The PyTerrier
+    estimators (:class:`~pyterrier_svmmap.StructSVM`, :class:`~pyterrier_svmmap.SVMMap`), ``svmmap learn`` and
+    ``svmmap reproduce`` all train with it. Every parameter is checked when the ranker is made and again
+    when it is fitted (attributes may be changed in between).""", PARAMETER_ORDER)
 
     def __init__(self, C: Union[float, Sequence[float]] = DEFAULT_C_GRID, loss="map",
                  loss_params: Optional[dict] = None, features: Union[str, Sequence[str]] = "bins",
@@ -139,6 +85,14 @@ class StructSVMRanker:
         self.min_valid_queries = min_valid_queries
         self.average_folds = average_folds
         self._validate()
+
+    @classmethod
+    def unchecked(cls, **params) -> "StructSVMRanker":
+        """A ranker with ``params`` stored as they are, for a caller that has checked them already (the
+        estimators, which check their parameters when they are made); :meth:`fit` checks them again."""
+        self = cls.__new__(cls)
+        self.__dict__.update(params)
+        return self
 
     #: constructor parameters that change the model (``verbose`` does not)
     MODEL_PARAMS = ("C", "loss", "loss_params", "features", "n_bins", "binning", "threshold_depth", "epsilon",
@@ -319,8 +273,9 @@ class StructSVMRanker:
         and keeps its shards, and the model equals one process's fit up to the summation order of
         floating-point sums. A grid of C (or ``features="auto"``) on a cluster needs validation data:
         cross-validation is not distributed."""
-        self._validate()
-        self._check_executor()
+        if self.executor is not None:             # in this process, fit() checks the parameters
+            self._validate()
+            self._check_executor()
         return resolve_executor(self.executor).fit_shards(self, sources, valid, base_names)
 
     def _select(self, grid, options, trained, valid, cv_scores) -> None:

@@ -1,7 +1,7 @@
 """One trial: every learned system fitted on the split's training queries (choosing its hyper-parameters on
 the validation queries) and ranking the candidates of its test queries; every base function's ranking of a
 test query is its own run. The estimators with an array-level path (every
-:class:`~pyterrier_svmmap.estimators.structsvm.RankerEstimator`) share one conversion of each split's frames
+:class:`~pyterrier_svmmap.estimators.base.RankerEstimator`) share one conversion of each split's frames
 (``fit_candidates`` / ``score_candidates``); any other ``pt.Estimator`` gets the frames.
 
 The base function chosen per split on its training and validation queries (:func:`choose_bases`) is one more
@@ -141,7 +141,7 @@ class _Trials:
     def _fit_and_test_candidates(self, est, split, tr, qtr, va, qva, te, test, converted: dict
                                  ) -> Tuple[pd.DataFrame, float]:
         """:meth:`_fit_and_test` for an estimator with an array-level path (``fit_candidates`` and
-        ``score_candidates``, as every :class:`~pyterrier_svmmap.estimators.structsvm.RankerEstimator`): the split's
+        ``score_candidates``, as every :class:`~pyterrier_svmmap.estimators.base.RankerEstimator`): the split's
         frames are converted once (per relevance threshold ``rel``) and kept in ``converted`` for the
         split's other estimators; the same model, scores and measures as ``fit`` and ``transform``. The
         test rows are cut at ``depth`` by score (the tie policy makes a query's scores distinct, so the

@@ -1,6 +1,6 @@
 """Optional compiled kernels of the structural losses (numba): loader and the shared batch driver.
 
-:func:`kernels` returns :mod:`._rank_jit` (the compiled batch violations of NDCG, NDCG-NC, MRR, ROC and
+:func:`kernels` returns :mod:`._rank_kernels` (the compiled batch violations of NDCG, NDCG-NC, MRR, ROC and
 DORM), or None when numba is missing or disabled with the environment variable
 ``PYTERRIER_SVMMAP_NO_NUMBA=1``; the losses then use their per-query or vectorised numpy code, which is
 also the reference the tests compare the kernels with (``tests/test_losses_fast.py`` monkeypatches
@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 
 def kernels():
-    """The compiled kernels module :mod:`._rank_jit`, or None when numba is missing or disabled."""
+    """The compiled kernels module :mod:`._rank_kernels`, or None when numba is missing or disabled."""
     return _jit.load("svm.losses._rank_kernels", "losses use their numpy paths")
 
 
@@ -85,7 +85,7 @@ def kernel_call(loss, n_max: int) -> Optional[KernelCall]:
     """How to compute ``loss.batch_violation`` from a shared score order on queries of at most
     ``n_max`` candidates, or None (numba unavailable, or a loss without a kernel).
 
-    Losses with a kernel define ``kernel_call(n_max)``; MAP's kernel lives in :mod:`._map_jit` and is
+    Losses with a kernel define ``kernel_call(n_max)``; MAP's kernel lives in :mod:`._map_kernels` and is
     adapted here (its serial batch takes the same arguments, with the harmonic table as parameter).
     A subclass that overrides ``batch_violation`` must override ``kernel_call`` too.
     """

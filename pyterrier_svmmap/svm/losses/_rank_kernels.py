@@ -220,7 +220,7 @@ def ndcg_slots_nc(ps, ns, D, idcg, slots):
     Δ = Σ_{j above i} (D(i+j−1) − D(i+j))/DCG*, and slot t costs (telescoping over i ≥ t)
     gain_j(t) = D(t+j−1)/DCG* − 2/(|P||N|)·Σ_{i≥t}(s_i − s_j) + (terms free of t). D is convex, so
     gain_j(t) − gain_j(t+1) is non-increasing in j, the condition of Yue et al.'s Theorem 2: the
-    first maximisers are non-decreasing, and the divide and conquer of :mod:`._map_jit` applies.
+    first maximisers are non-decreasing, and the divide and conquer of :mod:`._map_kernels` applies.
     """
     P = ps.shape[0]
     N = ns.shape[0]

@@ -96,7 +96,7 @@ class ClassificationLoss(Loss):
     def batch_violation(self, scores: np.ndarray, labels: np.ndarray,
                         offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         """All queries at once; costs ("balanced") and n̄ come from the whole batch. One compiled pass
-        (:func:`._rank_jit.classification_batch`, ~3× faster on Vaswani's training batches) or, without
+        (:func:`._rank_kernels.classification_batch`, ~3× faster on Vaswani's training batches) or, without
         numba, :meth:`batch_violation_numpy` (the same numbers, bit for bit)."""
         jit = _numba.kernels()
         if jit is None:

@@ -29,7 +29,7 @@ each non-relevant one the mean over ranks |P|..n−1.
 every pair of same-class candidates, shows that some optimal assignment keeps each relevance class in
 score order; the argmax is then a merge of the two sorted lists, found by a DP over (rank, relevant
 placed) on the m = min(window, n) weighted ranks: O(m·min(|P|, m)) per query instead of a cubic
-assignment (:func:`._rank_jit.dorm_query`, compiled with numba). Without numba, the per-query
+assignment (:func:`._rank_kernels.dorm_query`, compiled with numba). Without numba, the per-query
 :meth:`DORMLoss.argmax` above (the reference of ``tests/test_losses_fast.py``).
 """
 from __future__ import annotations
@@ -112,7 +112,7 @@ class DORMLoss(_numba.CompiledBatch, Loss):
         return np.concatenate([top, rest[np.argsort(-scores[rest], kind="stable")]])
 
     def kernel_call(self, n_max: int) -> Optional[_numba.KernelCall]:
-        """The compiled batch (:func:`._rank_jit.dorm_batch`) for queries of ≤ ``n_max`` candidates,
+        """The compiled batch (:func:`._rank_kernels.dorm_batch`) for queries of ≤ ``n_max`` candidates,
         or None without numba."""
         jit = _numba.kernels()
         if jit is None:

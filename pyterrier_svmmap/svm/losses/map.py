@@ -361,7 +361,7 @@ def query_class_order(scores: np.ndarray, labels: np.ndarray,
 # batch path: all queries at once (numba kernels when available, else vectorised numpy)
 # ---------------------------------------------------------------------------------------------
 def _jit():
-    """The compiled MAP kernels (:mod:`._map_jit`), or None when numba is missing or disabled."""
+    """The compiled MAP kernels (:mod:`._map_kernels`), or None when numba is missing or disabled."""
     import pyterrier_svmmap._jit as loader
     return loader.load("svm.losses._map_kernels", "the MAP argmax runs in numpy")
 

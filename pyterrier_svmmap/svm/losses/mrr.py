@@ -13,7 +13,7 @@ For r ≥ k, H(r) is concave (Figure 3, line 12: all bad candidates scoring abov
 evaluate H(r) for every r = 0..|N| from prefix sums, which is the same maximum in O(n) after the
 O(n log n) sort.
 
-:meth:`MRRLoss.batch_violation` runs the compiled :func:`._rank_jit.mrr_batch` when numba is available,
+:meth:`MRRLoss.batch_violation` runs the compiled :func:`._rank_kernels.mrr_batch` when numba is available,
 else a vectorised numpy version (:meth:`MRRLoss.batch_violation_numpy`); both reproduce
 :meth:`MRRLoss.violation` (the reference), ties included.
 """
@@ -101,7 +101,7 @@ class MRRLoss(_numba.CompiledBatch, CutoffLoss):
         return self.batch_violation_numpy(scores, labels, offsets)
 
     def kernel_call(self, n_max: int) -> Optional[_numba.KernelCall]:
-        """The compiled batch (:func:`._rank_jit.mrr_batch`), or None without numba."""
+        """The compiled batch (:func:`._rank_kernels.mrr_batch`), or None without numba."""
         jit = _numba.kernels()
         return None if jit is None else (jit.mrr_batch, (_numba.as_int(self.k),))
 

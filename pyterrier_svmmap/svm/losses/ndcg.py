@@ -26,11 +26,11 @@ so the optimum is a_g = max(a*_g, k − g') and its value Tail(g') takes O(log n
 (Fact 3.3's folded column). H* = 1 + max_{g'} (max_a T[g' − 1, a] + Tail(g')). O(n log n + k²) per query.
 
 Batch (:meth:`NDCGLoss.batch_violation`, what the solver calls): the compiled kernels of
-:mod:`._rank_jit` when numba is available — the same DP when some rank is clipped (k < n), and for
+:mod:`._rank_kernels` when numba is available — the same DP when some rank is clipped (k < n), and for
 no cutoff (k = None or k ≥ n) the slot search of Yue et al.'s Algorithm 2: with non-relevant j above
 relevant i, Δ decomposes into steps (D(i+j−1) − D(i+j))/DCG*, which are non-increasing in j because D
 is convex, so Theorem 2's monotone slots hold and each slot's gain is O(1) by telescoping
-(:func:`._rank_jit.ndcg_slots_nc`, O((|P| + |N|) log |N|) instead of O(|P|·|N|)). Without numba, the
+(:func:`._rank_kernels.ndcg_slots_nc`, O((|P| + |N|) log |N|) instead of O(|P|·|N|)). Without numba, the
 per-query code of this module (the reference of ``tests/test_losses_fast.py``).
 """
 from __future__ import annotations
@@ -175,7 +175,7 @@ class NDCGLoss(_numba.CompiledBatch, CutoffLoss):
         return merge_by_counts(pos, neg, counts)
 
     def kernel_call(self, n_max: int) -> Optional[_numba.KernelCall]:
-        """The compiled batch (:func:`._rank_jit.ndcg_batch`) for queries of ≤ ``n_max`` candidates,
+        """The compiled batch (:func:`._rank_kernels.ndcg_batch`) for queries of ≤ ``n_max`` candidates,
         or None without numba."""
         jit = _numba.kernels()
         if jit is None:

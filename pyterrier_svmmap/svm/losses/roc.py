@@ -11,7 +11,7 @@ consistent with one total order: sort all candidates by the key s_i − ¼ (rele
 (non-relevant); i precedes j iff s_i − ¼ > s_j + ¼ iff d_ij > ½. Sorting is O(n log n), and Δ and Ψ
 are counted from the sorted order, as in Joachims (2005)'s algorithm.
 
-:meth:`ROCLoss.batch_violation` runs the compiled :func:`._rank_jit.roc_batch` (one score sort shared
+:meth:`ROCLoss.batch_violation` runs the compiled :func:`._rank_kernels.roc_batch` (one score sort shared
 with the other losses, then a merge of the two classes by key) when numba is available, else the
 vectorised numpy :meth:`ROCLoss.batch_violation_numpy`.
 """
@@ -86,7 +86,7 @@ class ROCLoss(_numba.CompiledBatch, Loss):
         return self.batch_violation_numpy(scores, labels, offsets)
 
     def kernel_call(self, n_max: int) -> Optional[_numba.KernelCall]:
-        """The compiled batch (:func:`._rank_jit.roc_batch`), or None without numba."""
+        """The compiled batch (:func:`._rank_kernels.roc_batch`), or None without numba."""
         jit = _numba.kernels()
         return None if jit is None else (jit.roc_batch, ())
 

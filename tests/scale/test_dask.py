@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +13,7 @@ from pyterrier_svmmap.scale.shards import quantile_thresholds_from_counts, sampl
 from pyterrier_svmmap.features.encoder import quantile_thresholds
 from pyterrier_svmmap.svm.ranker import StructSVMRanker
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+from data_paths import EXAMPLES  # noqa: E402
 
 
 # ---------------------------------------------------------------- exact thresholds (no cluster needed)
@@ -174,7 +173,7 @@ def test_a_worker_lost_mid_fit_gives_the_same_model(monkeypatch):
 
 
 def test_estimator_and_cli_on_a_cluster(client2, tmp_path):
-    from test_core import _synthetic_runs
+    from helpers import _synthetic_runs
     from pyterrier_svmmap import RunFeatures, SVMMap
     from pyterrier_svmmap.cli import main
     from pyterrier_svmmap.io.model_files import load_model

@@ -12,7 +12,7 @@ from pyterrier_svmmap.experiments.reproduce.collection import (clean_query, iter
 from pyterrier_svmmap.experiments.reproduce.evaluation import aggregate, compare, per_query_means
 from pyterrier_svmmap.experiments.reproduce.protocol import make_splits, role_counts
 
-VASWANI = Path(__file__).resolve().parents[2] / "shared" / "data" / "vaswani"
+from data_paths import VASWANI  # noqa: E402
 
 
 # ------------------------------------------------------------------------------------------

@@ -11,7 +11,6 @@
 """
 import logging
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -25,7 +24,7 @@ from pyterrier_svmmap.experiments.reproduce.trials import _Trials
 from pyterrier_svmmap.experiments.reproduce.protocol import Split
 from pyterrier_svmmap.ties import break_ties
 
-VASWANI = Path(__file__).resolve().parents[2] / "shared" / "data" / "vaswani"
+from data_paths import VASWANI  # noqa: E402
 
 
 # ------------------------------------------------------------------------------------------

@@ -22,34 +22,9 @@ from pyterrier_svmmap.experiments.reproduce.checkpoints import TrialStore, estim
 from pyterrier_svmmap.experiments.reproduce.evaluation import Evaluator, MEASURES
 from pyterrier_svmmap.experiments.reproduce.trials import _Trials
 from pyterrier_svmmap.experiments.reproduce.collection import load_directory  # noqa: E402
+from helpers import _docs_text, _write_collection  # noqa: E402
 
 NAMES = ["bm25.none.none", "dph.porter2.terrier"]      # two base runs: one per index
-
-
-def _docs_text(n_docs: int, seed: int = 0) -> str:
-    rng = np.random.default_rng(seed)
-    return "".join(f"<DOC>\n<DOCNO>d{i}</DOCNO>\n{' '.join(f'w{w}' for w in rng.integers(0, 60, 20))}\n</DOC>\n"
-                   for i in range(n_docs))
-
-
-def _write_collection(dest: Path, n_docs: int = 300, n_topics: int = 14, seed: int = 0) -> Path:
-    """docs.trec, topics.trec and qrels of a synthetic collection in ``dest`` (created)."""
-    dest.mkdir(parents=True, exist_ok=True)
-    (dest / "docs.trec").write_text(_docs_text(n_docs, seed))
-    words = {f"d{i}": set(m.group(1).split())
-             for i, m in enumerate(re.finditer(r"</DOCNO>\n(.*?)\n</DOC>", (dest / "docs.trec").read_text()))}
-    rng = np.random.default_rng(seed + 1)
-    topics, qrels = [], []
-    while len(topics) < n_topics:
-        query = [f"w{w}" for w in rng.choice(60, 3, replace=False)]
-        rel = [d for d, ws in words.items() if len(ws & set(query)) >= 2]
-        if rel:
-            qid = str(len(topics) + 1)
-            topics.append(f"<top>\n<num>{qid}</num><title>\n{' '.join(query)}\n</title>\n</top>\n")
-            qrels += [f"{qid} 0 {d} 1\n" for d in rel]
-    (dest / "topics.trec").write_text("".join(topics))
-    (dest / "qrels").write_text("".join(qrels))
-    return dest
 
 
 # ------------------------------------------------------------------------------------------

@@ -15,8 +15,7 @@ from pyterrier_svmmap.cli import main
 from pyterrier_svmmap.io.model_files import FORMAT_VERSION, ModelFormatError, load_artifact, load_model
 from pyterrier_svmmap.io.svmlight import SvmlightError, read_svmlight
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-TRAIN, TEST = EXAMPLES / "letor_train.txt", EXAMPLES / "letor_test.txt"
+from data_paths import LETOR_TEST as TEST, LETOR_TRAIN as TRAIN  # noqa: E402
 
 
 def write(tmp_path, text, name="f.txt"):

@@ -18,7 +18,7 @@ import pyterrier_svmmap  # noqa: E402
 from pyterrier_svmmap import (AdaRank, ApproxAP, ApproxNDCG, LambdaMART, McRank, StructSVM,  # noqa: E402
                               SVMMap)
 
-from test_approx_estimators import run  # noqa: E402
+from helpers import run  # noqa: E402
 
 #: one small configuration per learner; a C grid (SVMMap, acc) chooses C by cross-validation without
 #: validation data
@@ -274,3 +274,38 @@ def test_validation_needs_both_frames(name, data):
     for v, vq in ((valid, None), (None, valid_qrels)):
         with pytest.raises(ValueError, match="give both valid_res and valid_qrels"):
             make(name).fit(train, train_qrels, v, vq)
+
+
+def test_help_documents_every_parameter_of_the_classes_users_hold():
+    """``help(SVMMap)`` (and the other learners') lists every constructor parameter in numpydoc form, not
+    pt.Artifact's constructor text."""
+    import inspect
+    import pydoc
+    import pyterrier_svmmap as ps
+    for cls in (ps.SVMMap, ps.StructSVM, ps.StructSVMRanker, ps.ApproxAP, ps.ApproxNDCG, ps.RunFeatures,
+                ps.AdaRank, ps.LambdaMART, ps.McRank):
+        text = pydoc.render_doc(cls, renderer=pydoc.plaintext)
+        assert "Initialize the artifact" not in text, cls
+        assert "Parameters\n |  ----------" in text, cls
+        for name, p in inspect.signature(cls).parameters.items():
+            shown = f"**{name}" if p.kind is p.VAR_KEYWORD else name
+            assert any(f in text for f in (f" |  {shown} :", f" |  {shown}\n", f" |  {name}, ", f", {name} :")), (cls, name)
+
+
+def test_svmmap_fit_checks_its_parameters_once():
+    """Parameters are checked where they are stored (the constructor) and once per fit, not per layer."""
+    import warnings
+    from unittest import mock
+
+    import pyterrier_svmmap as ps
+    from pyterrier_svmmap.svm.ranker import StructSVMRanker
+    train, qrels = run(0)
+    est = ps.SVMMap(C=[0.1, 1.0], n_bins=5)
+    with mock.patch.object(StructSVMRanker, "_validate", autospec=True,
+                           side_effect=StructSVMRanker._validate) as checked, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(train, qrels)
+    assert checked.call_count == 1
+    est.C = []                                            # changed after construction: fit still refuses it
+    with pytest.raises(ValueError, match="C must be"):
+        est.fit(train, qrels)

@@ -16,7 +16,7 @@ import pytest
 import pyterrier_svmmap.experiments.letor as letor
 import pyterrier_svmmap.experiments.systems as systems
 from pyterrier_svmmap.cli import main
-from pyterrier_svmmap.measures import letor_average_precision, letor_mean_average_precision
+from pyterrier_svmmap.measures import letor_mean_average_precision
 from pyterrier_svmmap.ties import break_ties
 
 N_FEATURES = 6
@@ -389,7 +389,7 @@ def test_command_bad_fold_file_names_the_line(letor_dir, tmp_path, capsys):
 # -------------------------------------------------------------------------------------------------
 # opt-in: the protocol on MQ2008
 # -------------------------------------------------------------------------------------------------
-MQ2008 = Path(__file__).resolve().parents[2] / "shared" / "data" / "letor" / "MQ2008"
+from data_paths import MQ2008  # noqa: E402
 
 
 @pytest.mark.skipif(os.environ.get("PYTERRIER_SVMMAP_MQ2008") != "1" or not MQ2008.is_dir(),

@@ -5,23 +5,14 @@ import contextlib
 import numpy as np
 import pytest
 
-from pyterrier_svmmap.features.encoder import DenseBlock, FeatureEncoder, FeatureMatrix
+from pyterrier_svmmap.features.encoder import DenseBlock, FeatureMatrix
 from pyterrier_svmmap.svm.slack import make_slack_groups
-from pyterrier_svmmap.svm.cutting_plane import (DataOracle, SlackGroup, TrainingResult, train_path,
-                                     train_structural_svm)
+from pyterrier_svmmap.svm.cutting_plane import (DataOracle, SlackGroup, train_path,
+                                                train_structural_svm)
 
-EPS = 1e-3
+from helpers import EPS, _close, _instance  # noqa: E402
+
 GRID = [0.1, 1.0, 10.0, 100.0]
-
-
-def _instance(seed=0, n_q=20, n=40, f=4, bins=5):
-    """A fixed ranking problem: 20 queries × 40 candidates, 4 noisy features, 5-bin encoding."""
-    rng = np.random.default_rng(seed)
-    offsets = np.arange(n_q + 1) * n
-    raw = rng.normal(size=(n_q * n, f))
-    labels = (raw[:, 0] + 0.5 * raw[:, 1] + rng.normal(size=n_q * n) > 1.2).astype(int)
-    X = FeatureEncoder("bins", n_bins=bins).fit(raw, offsets).transform(raw, offsets)
-    return X, labels, offsets
 
 
 @pytest.fixture(scope="module")
@@ -41,14 +32,6 @@ def path(inst):
     return train_path(X, labels, offsets, make_slack_groups("map", 1.0), GRID, epsilon=EPS)
 
 
-def _close(r1: TrainingResult, r2: TrainingResult, budget: float) -> None:
-    """Two ε-solutions of one problem: objectives within Σ C_k ε of each other, each above the
-    other's dual (weak duality), and — the objective being 1-strongly convex in w — ‖w₁ − w₂‖ ≤
-    √(2·gap₁) + √(2·gap₂) (‖w − w*‖² ≤ 2(P(w) − P*) ≤ 2·gap)."""
-    assert abs(r1.primal - r2.primal) <= budget + 1e-9
-    assert r1.primal >= r2.dual - 1e-9 and r2.primal >= r1.dual - 1e-9
-    bound = np.sqrt(2 * max(r1.duality_gap, 0)) + np.sqrt(2 * max(r2.duality_gap, 0)) + 1e-9
-    assert np.linalg.norm(r1.w - r2.w) <= bound
 
 
 def test_path_solutions_equal_cold_solutions(path, cold):

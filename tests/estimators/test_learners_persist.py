@@ -17,10 +17,9 @@ from pyterrier_svmmap import (AdaRank, ApproxAP, ApproxNDCG, LambdaMART, McRank,
 from pyterrier_svmmap.cli import main  # noqa: E402
 from pyterrier_svmmap.io.model_files import ModelFormatError, load_model, load_ranker  # noqa: E402
 
-from test_approx_estimators import run  # noqa: E402
+from helpers import run  # noqa: E402
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-TRAIN, TEST = EXAMPLES / "letor_train.txt", EXAMPLES / "letor_test.txt"
+from data_paths import LETOR_TEST as TEST, LETOR_TRAIN as TRAIN  # noqa: E402
 
 #: one small configuration of every learner; the structural SVMs cover every loss and its parameters
 LEARNERS = {
@@ -299,7 +298,7 @@ def test_classify_does_not_import_pyterrier(tmp_path):
     assert main(["learn", "--bins", "3", str(TRAIN), str(tmp_path / "m")]) == 0
     code = ("import sys; from pyterrier_svmmap.cli import main; "
             f"assert main(['classify', {str(TEST)!r}, {str(tmp_path / 'm')!r}, {str(tmp_path / 'p')!r}]) == 0; "
-            "print(sorted(m for m in ('pyterrier', 'pyterrier_svmmap.estimators.structsvm', 'pyterrier_svmmap.frames') "
+            "print(sorted(m for m in ('pyterrier', 'pyterrier_svmmap.estimators.base', 'pyterrier_svmmap.frames') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

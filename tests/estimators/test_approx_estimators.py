@@ -1,30 +1,15 @@
 """The PyTerrier estimators: frames in, frames with score/rank out, learning on a synthetic run."""
 import numpy as np
-import pandas as pd
 import pytest
 
 pt = pytest.importorskip("pyterrier")
-import pyterrier_svmmap.estimators.others as ae  # noqa: E402
-from pyterrier_svmmap.estimators.structsvm import RankerEstimator  # noqa: E402
+import pyterrier_svmmap as ae  # noqa: E402
+from pyterrier_svmmap.estimators.base import RankerEstimator  # noqa: E402
 from pyterrier_svmmap.frames import candidates_from_frame  # noqa: E402
 from pyterrier_svmmap.measures import average_precision  # noqa: E402
+from helpers import run  # noqa: E402
 
 
-def run(seed, n_queries=8, n_cand=40, n_funcs=4):
-    rng = np.random.default_rng(seed)
-    rows, qrels = [], []
-    for q in range(n_queries):
-        qid = f"{seed}-{q}"
-        f = rng.normal(size=(n_cand, n_funcs))
-        latent = f[:, 0] - f[:, 1] + 0.3 * rng.normal(size=n_cand)
-        rel = latent > np.quantile(latent, 0.85)
-        f[rng.random(f.shape) < 0.15] = np.nan
-        for d in range(n_cand):
-            rows.append({"qid": qid, "docno": f"d{d}", "features": f[d]})
-            if rel[d]:
-                qrels.append({"qid": qid, "docno": f"d{d}", "label": 1})
-        qrels.append({"qid": qid, "docno": "unretrieved", "label": 1})
-    return pd.DataFrame(rows).sample(frac=1, random_state=seed), pd.DataFrame(qrels)
 
 
 def test_candidates_group_queries_and_count_unretrieved_relevant():

@@ -1,0 +1,232 @@
+"""The PyTerrier estimator shared by every learner: frames in, arrays to the learner, frames out, and the
+model saved and loaded as a ``pt.Artifact`` (:mod:`~pyterrier_svmmap.io.model_files`).
+
+A learner implements ``_fit_arrays(train, valid)`` on :class:`~pyterrier_svmmap.frames.Candidates`,
+``_score(raw, offsets)``, ``get_params()`` and ``_get_state()`` / ``_set_state(meta, arrays)`` (its
+array-level ranker's state); :class:`RankerEstimator` does the rest: checking the frames, converting them
+once, the tie policy, ranks, and persistence.
+"""
+from __future__ import annotations
+
+import inspect
+import logging
+from pathlib import Path
+from typing import List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import pandas as pd
+import pyterrier as pt
+
+from pyterrier_svmmap.features.layout import default_base_names
+from pyterrier_svmmap.frames import Candidates, candidates_from_frame
+import pyterrier_svmmap.io.model_files as model_io
+from pyterrier_svmmap.measures import ranks_within_queries
+from pyterrier_svmmap.queries import query_ids
+from pyterrier_svmmap.selection import best_function
+from pyterrier_svmmap.ties import break_ties
+
+log = logging.getLogger(__name__)
+
+
+class RankerEstimator(pt.Estimator, pt.Artifact):
+    """Shared PyTerrier plumbing of the learners: frames in, arrays to ``_fit_arrays``/``_score``, models
+    saved and loaded as ``pt.Artifact`` s.
+
+    Subclasses implement ``_fit_arrays(train, valid)`` (both :class:`Candidates`, ``valid`` may be None),
+    ``_score(raw, offsets) -> np.ndarray``, ``get_params()`` (the constructor parameters; ``repr`` shows
+    those that change the model, ``MODEL_PARAMS``) and ``_get_state()`` / ``_set_state(meta, arrays)``
+    (the fitted state for :mod:`~pyterrier_svmmap.io.model_files`). Learned attributes end in ``_``;
+    ``base_names_`` holds the base functions' names when the frames carried them (``RunFeatures`` does).
+    """
+
+    #: constructor parameters that change the model, shown by ``repr`` (PyTerrier hashes transformers by it)
+    MODEL_PARAMS: Tuple[str, ...] = ()
+    #: the array-level ranker class whose state is the model's (scores without PyTerrier), or None
+    RANKER: Optional[type] = None
+
+    #: pt.Artifact: type and format of a saved model (see :mod:`~pyterrier_svmmap.io.model_files`)
+    ARTIFACT_TYPE = model_io.ARTIFACT_TYPE
+    ARTIFACT_FORMAT = model_io.ARTIFACT_FORMAT
+    ARTIFACT_PACKAGE_HINT = "pyterrier-svmmap"
+    #: pt.Artifact: where the model was saved to or loaded from (NO_PATH until then)
+    path = pt.Artifact.NO_PATH
+
+    def fit(self, train_res: pd.DataFrame, train_qrels: pd.DataFrame,
+            valid_res: Optional[pd.DataFrame] = None, valid_qrels: Optional[pd.DataFrame] = None):
+        """Train on ``train_res`` (candidates with ``features``) judged by ``train_qrels``; the optional
+        validation pair selects hyper-parameters. Returns self."""
+        if train_res is None or len(train_res) == 0:
+            raise ValueError("fit() got no training candidates; pass the result frame of the training topics "
+                             "(e.g. RunFeatures(...).transform(train_topics))")
+        if train_qrels is None:
+            raise ValueError("fit() needs train_qrels (columns qid, docno, label) to know the relevant candidates")
+        if (valid_res is None) != (valid_qrels is None):
+            raise ValueError("give both valid_res and valid_qrels, or neither")
+        rel = getattr(self, "rel", 1.0)                    # the relevance rule: label >= rel
+        train = candidates_from_frame(train_res, train_qrels, context=self, rel=rel)
+        valid = None
+        if valid_res is not None:
+            if len(valid_res) == 0:
+                raise ValueError("valid_res has no rows: give the validation topics' candidates (e.g. "
+                                 "RunFeatures(...).transform(valid_topics)), or valid_res=None and valid_qrels=None "
+                                 "to choose by cross-validation over the training queries")
+            valid = candidates_from_frame(valid_res, valid_qrels, n_functions=train.raw.shape[1], context=self,
+                                          rel=rel, feature_names=train_res.attrs.get("feature_names"))
+        return self.fit_candidates(train, valid, feature_names=train_res.attrs.get("feature_names"))
+
+    def fit_candidates(self, train: Candidates, valid: Optional[Candidates] = None,
+                       feature_names: Optional[Sequence[str]] = None):
+        """``fit`` on frames already converted by :func:`~pyterrier_svmmap.frames.candidates_from_frame`
+        (``train`` and ``valid`` with qrels, at this estimator's ``rel``; ``valid`` with as many features
+        as ``train``). ``feature_names`` are the base functions' names (``RunFeatures`` puts them in
+        ``attrs["feature_names"]``). The same model as ``fit`` on the frames; lets a caller that trains
+        several estimators on the same frames (``svmmap reproduce``) convert them once. Returns self."""
+        if train.labels is None or train.n_relevant is None or (
+                valid is not None and (valid.labels is None or valid.n_relevant is None)):
+            raise ValueError("fit_candidates() needs candidates converted with their qrels "
+                             "(candidates_from_frame(res, qrels))")
+        if valid is not None and valid.raw.shape[1] != train.raw.shape[1]:
+            raise ValueError(f"valid has {valid.raw.shape[1]} features per row, train {train.raw.shape[1]}")
+        rel = getattr(self, "rel", 1.0)
+        if not (train.labels >= rel).any():
+            raise ValueError(f"none of the {len(train.labels)} training candidates is relevant (label >= {rel:g}) "
+                             "in the qrels; check that the qrels' qid and docno strings match the candidates'")
+        self.n_functions_ = train.raw.shape[1]
+        names = feature_names
+        self.base_names_ = (list(names) if names and len(names) == self.n_functions_
+                            else [f"f{i}" for i in range(self.n_functions_)])
+        # the tie policy (pyterrier_svmmap.ties): equal scores ordered by the best training base function;
+        # a ranker that chooses it itself (StructSVMRanker, on the usable queries) sets it in _fit_arrays
+        self.__dict__.pop("tie_function_", None)
+        self._fit_arrays(train, valid)
+        if not hasattr(self, "tie_function_"):
+            self.tie_function_ = best_function(train.raw, (train.labels >= rel).astype(float), train.offsets)
+        return self
+
+    def score_candidates(self, cands: Candidates) -> np.ndarray:
+        """The scores ``transform`` gives the rows of ``cands`` (in ``cands``' order): the model's, with
+        equal scores separated by the tie policy (:func:`~pyterrier_svmmap.ties.break_ties`)."""
+        if not hasattr(self, "n_functions_"):
+            raise RuntimeError(f"{type(self).__name__} is not fitted: call fit() or load() first")
+        if len(cands.raw) and cands.raw.shape[1] != self.n_functions_:
+            raise ValueError(f"the model was trained with {self.n_functions_} features per row but these rows "
+                             f"have {cands.raw.shape[1]}; use the same RunFeatures (same base functions) as in "
+                             "training")
+        scores, ties = break_ties(self._score(cands.raw, cands.offsets), cands.offsets,
+                                  base_order=cands.tie_base_order(self.tie_function_))
+        log.debug("%s: %d of %d top-%d rows tied before the tie policy", type(self).__name__, ties.tied_top_k,
+                  ties.top_k, ties.k)
+        return scores
+
+    def transform(self, res: pd.DataFrame) -> pd.DataFrame:
+        """Add ``score`` (the model's) and ``rank`` to every candidate; equal model scores are separated by the
+        tie policy of :mod:`~pyterrier_svmmap.ties` (the best training base function's score, then docno), so
+        that ``pt.Experiment`` ranks as validation did. Rows come in the input's query order, by rank."""
+        if not hasattr(self, "n_functions_"):
+            raise RuntimeError(f"{type(self).__name__} is not fitted: call fit() or load() before transform()")
+        if len(res) == 0:
+            pt.validate.result_frame(res, extra_columns=["features"], context=self)
+            out = res.copy()
+            out["score"] = pd.Series(dtype=float)
+            out["rank"] = pd.Series(dtype="int64")
+            return out
+        cands = candidates_from_frame(res, n_functions=self.n_functions_, context=self,
+                                      feature_names=self.named_features())
+        scores = self.score_candidates(cands)
+        # rank (0-based) within each query by decreasing score, equal scores in the candidates' order (as
+        # pt.model.add_ranks: method "first"); queries in the input's order of first appearance
+        q = query_ids(cands.offsets)
+        by_rank, rank = ranks_within_queries(scores, cands.offsets)
+        _, uniques = pd.factorize(res["qid"], use_na_sentinel=False)
+        first_seen = pd.unique(pd.Series(uniques).astype(str).to_numpy(dtype=object))
+        position = pd.Index(first_seen).get_indexer(cands.qids)
+        rows = by_rank[np.argsort(position[q[by_rank]], kind="stable")]
+        frame = cands.frame
+        out = frame.drop(columns="rank").iloc[rows] if "rank" in frame.columns else frame.iloc[rows]
+        out = out.reset_index(drop=True)
+        out["score"] = scores[rows]
+        out["rank"] = rank[rows]
+        return out
+
+    def named_features(self) -> Optional[List[str]]:
+        """The base functions' names the model was trained with, or None when the training frames carried no
+        names (``base_names_`` are then the placeholders ``f0, f1, ...``)."""
+        names = list(getattr(self, "base_names_", []))
+        return None if names in (default_base_names(len(names)), default_base_names(len(names), start=1)) else names
+
+    def transform_inputs(self) -> List[List[str]]:
+        """The columns ``transform`` needs (``pt.inspect``): candidates with their base scores."""
+        return [["qid", "docno", "features"]]
+
+    def transform_outputs(self, inp_cols: List[str]) -> List[str]:
+        """The input's columns, then ``score`` and ``rank`` (``pt.inspect``)."""
+        return list(inp_cols) + [c for c in ("score", "rank") if c not in inp_cols]
+
+    def decision_function(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """The model's scores of a score matrix (candidates × base functions, NaN = missing) grouped by
+        ``offsets``, ties not broken (``transform`` breaks them)."""
+        if not hasattr(self, "n_functions_"):
+            raise RuntimeError(f"{type(self).__name__} is not fitted: call fit() or load() first")
+        return self._score(np.asarray(raw, dtype=float), np.asarray(offsets))
+
+    # -- parameters -------------------------------------------------------------------------------
+    def get_params(self) -> dict:
+        """Constructor parameters (scikit-learn's convention)."""
+        return {k: getattr(self, k) for k in self.MODEL_PARAMS}
+
+    def __repr__(self) -> str:
+        params = self.get_params()
+        return f"{type(self).__name__}({', '.join(f'{k}={params[k]!r}' for k in self.MODEL_PARAMS if k in params)})"
+
+    def __str__(self) -> str:
+        """A short name for tables such as ``pt.Experiment``'s: the class and the model-changing parameters whose
+        value differs from the constructor's default (``SVMMap(features='bins', prior=None)``); ``repr``
+        shows every one."""
+        defaults = {k: v.default for k, v in inspect.signature(type(self).__init__).parameters.items()}
+        params = self.get_params()
+        changed = [f"{k}={params[k]!r}" for k in self.MODEL_PARAMS
+                   if k in params and not _same_value(params[k], defaults.get(k, inspect.Parameter.empty))]
+        return f"{type(self).__name__}({', '.join(changed)})"
+
+    # -- persistence ------------------------------------------------------------------------------
+    def save(self, path: Union[str, Path]) -> None:
+        """Write the trained model to directory ``path`` (model.json + weights.npz + pt_meta.json, see
+        :mod:`~pyterrier_svmmap.io.model_files`); afterwards the model is a pt.Artifact at ``path``."""
+        if not hasattr(self, "n_functions_"):
+            raise RuntimeError("save() needs a fitted model: call fit() first")
+        self.path = model_io.save_model(path, model_io.class_path(type(self)), self.get_params(), self._get_state(),
+                                        ranker=model_io.class_path(self.RANKER) if self.RANKER else None)
+
+    @classmethod
+    def load(cls, path: Union[str, Path]) -> "RankerEstimator":
+        """Read a model written by :meth:`save` (or ``svmmap learn``)."""
+        return model_io.load_model(path, cls=cls)
+
+    @classmethod
+    def _from_state(cls, params: dict, meta: dict, arrays: dict) -> "RankerEstimator":
+        model = cls(**params)
+        model._set_state(meta, arrays)
+        return model
+
+    # -- to implement -----------------------------------------------------------------------------
+    def _fit_arrays(self, train: Candidates, valid: Optional[Candidates]) -> None:
+        raise NotImplementedError
+
+    def _score(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _get_state(self):
+        raise NotImplementedError(f"{type(self).__name__} cannot be saved yet")
+
+    def _set_state(self, meta: dict, arrays: dict) -> None:
+        raise NotImplementedError(f"{type(self).__name__} cannot be loaded yet")
+
+
+def _same_value(value, default) -> bool:
+    """Whether a parameter's value is its default (sequences compared by their items: ``[1, 2] == (1, 2)``)."""
+    if isinstance(value, (list, tuple, np.ndarray)) and isinstance(default, (list, tuple, np.ndarray)):
+        return len(value) == len(default) and all(_same_value(a, b) for a, b in zip(value, default))
+    try:
+        return bool(value == default)
+    except (TypeError, ValueError):
+        return False
