@@ -265,10 +265,12 @@ def test_a_folder_in_use_is_refused_with_the_holders_pid_and_freed_after(tmp_pat
 
 def test_reproduce_into_a_folder_in_use_exits_2_with_one_line(tmp_path):
     from pyterrier_svmmap.experiments.reproduce.base_runs import folder_lock
+    from helpers import _write_collection
     out = tmp_path / "out"
+    collection = _write_collection(tmp_path / "collection", n_docs=60, n_topics=8)
     with folder_lock(out):
         proc = subprocess.run([sys.executable, "-c", "import sys; from pyterrier_svmmap.cli import main; "
-                               "sys.exit(main(sys.argv[1:]))", "reproduce", "--collection", str(tmp_path / "no-such-collection"),
+                               "sys.exit(main(sys.argv[1:]))", "reproduce", "--collection", str(collection), "--train", "3", "--valid", "2",
                                "--out", str(out), "--trials", "1", "--systems", "svm-map"],
                               capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr
@@ -378,3 +380,9 @@ def test_inspect_reads_the_columns_of_a_pipeline():
     topics = res[["qid", "query"]].drop_duplicates()
     out = pipeline.transform(topics)
     assert list(out.columns) == ["qid", "query", "docno", "features", "score", "rank"]
+
+
+def test_a_reproduce_that_fails_before_writing_creates_no_folder(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["reproduce", "--collection", str(tmp_path / "no-such-collection"), "--out", str(out)]) == 2
+    assert "no-such-collection" in capsys.readouterr().err and not out.exists()

@@ -25,6 +25,7 @@ the same command then resumes from the finished trials, with the results of an u
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -192,16 +193,16 @@ def _save_pictures(out: Path, first_models: dict) -> None:
 
 
 def _run(args: argparse.Namespace, progress: Optional[_Progress] = None) -> int:
-    """The whole reproduction, with ``--out`` locked against a second run into it (one line and exit
-    status 2 for the second, see :func:`~.base_runs.folder_lock`)."""
-    from pyterrier_svmmap.experiments.reproduce.base_runs import folder_lock
+    """The whole reproduction; ``progress`` learns the checkpoint store, splits and systems. From its first
+    write on, ``--out`` is locked against a second run into it (one line and exit status 2 for the second,
+    see :func:`~pyterrier_svmmap.experiments.reproduce.base_runs.folder_lock`)."""
     check_arguments(args)
-    with folder_lock(Path(args.out)):
-        return _run_locked(args, progress)
+    with contextlib.ExitStack() as held:
+        return _run_holding(args, progress, held)
 
 
-def _run_locked(args: argparse.Namespace, progress: Optional[_Progress] = None) -> int:
-    """The whole reproduction; ``progress`` learns the checkpoint store, splits and systems."""
+def _run_holding(args: argparse.Namespace, progress: Optional[_Progress], held: contextlib.ExitStack) -> int:
+    """:func:`_run`'s work; ``held`` keeps the folder lock until it returns."""
     import pyterrier_svmmap.experiments.reproduce.base_runs as br
     from pyterrier_svmmap.run_features import RunFeatures
     from pyterrier_svmmap.experiments.reproduce.collection import load_directory, load_irds
@@ -243,7 +244,7 @@ def _run_locked(args: argparse.Namespace, progress: Optional[_Progress] = None) 
         title = (f"{coll.name}: {args.trials} trials, {args.train} train / {args.valid} validation "
                  f"queries, rest test ({len(topics)} queries), seed {args.seed}")
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    held.enter_context(br.folder_lock(out))                 # creates the folder
 
     runs, timings = br.base_runs(coll, out, topics=topics, threads=args.threads)
     store = TrialStore(out / "trials", br.digest("reproduce-trials", coll.content_key(),
