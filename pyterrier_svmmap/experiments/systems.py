@@ -96,7 +96,7 @@ def _svm_map_paper():
 @register("svm-map-cv")
 def _svm_map_cv():
     """The default's search without its fallback test and fold averaging: raw, prior, the extended grid, C by
-    5-fold CV over training ∪ validation, refit on all (issue #24's probe recipe)."""
+    5-fold CV over training ∪ validation, refit on all, no fallback and no averaging."""
     from pyterrier_svmmap import SVMMap
     return SVMMap(fallback_alpha=None, average_folds=False)
 
