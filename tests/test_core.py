@@ -110,12 +110,12 @@ def test_rank_within_queries_is_stable_by_query_then_score(monkeypatch, compiled
 
 @pytest.mark.parametrize("seed", range(3))
 def test_best_function_kernel_gives_the_sorted_aps_bit_for_bit(monkeypatch, seed):
-    """ranker.best_function: the counting kernel's per-query APs equal average_precision's (NaN scores last,
+    """selection.best_function: the counting kernel's per-query APs equal average_precision's (NaN scores last,
     ties by position, empty queries, queries without relevant candidates), and so does its choice; above
     _COUNT_RELEVANT_MAX relevant candidates in a query it takes the sorting path."""
     from pyterrier_svmmap import _jit
-    import pyterrier_svmmap.svm.ranker as ranker
-    kernels = _jit.load("_measures_jit", "")
+    import pyterrier_svmmap.selection as selection
+    kernels = _jit.load("measures._kernels", "")
     if kernels is None:
         pytest.skip("numba not installed or disabled")
     rng = np.random.default_rng(seed)
@@ -131,11 +131,11 @@ def test_best_function_kernel_gives_the_sorted_aps_bit_for_bit(monkeypatch, seed
         if len(raw):
             kernels.function_ap(np.ascontiguousarray(raw), np.ascontiguousarray(labels > 0), offsets, got)
             assert np.array_equal(got, want)
-        assert ranker.best_function(raw, labels, offsets) == int(np.argmax(want.mean(axis=1)))
+        assert selection.best_function(raw, labels, offsets) == int(np.argmax(want.mean(axis=1)))
     calls = []
-    monkeypatch.setattr(ranker, "average_precision", lambda *a, **k: calls.append(1) or average_precision(*a, **k))
+    monkeypatch.setattr(selection, "average_precision", lambda *a, **k: calls.append(1) or average_precision(*a, **k))
     raw, labels = rng.normal(size=(600, 2)), np.r_[np.ones(300), np.zeros(300)]
-    ranker.best_function(raw, labels, np.array([0, 600]))
+    selection.best_function(raw, labels, np.array([0, 600]))
     assert calls                                         # 300 relevant > _COUNT_RELEVANT_MAX: sorted
 
 
