@@ -41,6 +41,7 @@ import numpy as np
 
 import pyterrier_svmmap._jit as _jit
 from pyterrier_svmmap.features.layout import FeatureLayout
+import pyterrier_svmmap.threads as threads
 from pyterrier_svmmap.measures import average_precision
 from pyterrier_svmmap.queries import Queries
 from pyterrier_svmmap.string_codes import sorted_string_codes
@@ -177,8 +178,14 @@ def best_function(raw: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> i
     jit = _jit.load("measures._kernels", "best_function sorts with numpy")
     if jit is not None and len(raw) and raw.shape[1] and \
             np.add.reduceat(rel.astype(np.int64), offsets[:-1][np.diff(offsets) > 0]).max(initial=0) <= _COUNT_RELEVANT_MAX:
-        ap = np.empty((raw.shape[1], len(offsets) - 1))
-        jit.function_ap(np.ascontiguousarray(raw), rel, offsets, ap)
+        raw = np.ascontiguousarray(raw)
+        qb = threads.query_bounds(offsets, threads.pieces(raw.size))
+
+        def block(i: int) -> np.ndarray:                 # a query's APs are the same in any block
+            part = np.empty((raw.shape[1], int(qb[i + 1] - qb[i])))
+            jit.function_ap(raw, rel, offsets[qb[i]:qb[i + 1] + 1], part)
+            return part
+        ap = np.hstack(threads.run(block, len(qb) - 1))
         return int(np.argmax([row.mean() for row in ap]))
     filled = np.where(np.isnan(raw), -np.inf, raw)
     return int(np.argmax([average_precision(filled[:, f], labels, offsets).mean() for f in range(raw.shape[1])]))

@@ -70,6 +70,16 @@ def _grid(text: str) -> List[float]:
         raise argparse.ArgumentTypeError(f"-c takes a number or comma-separated numbers, got {text!r}") from None
 
 
+def _jobs(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n == 0:
+        raise argparse.ArgumentTypeError(f"-j takes a non-zero number of threads (-1: every core), got {text!r}")
+    return n
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.description = DESCRIPTION
@@ -113,6 +123,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(f"-{opt}", dest=f"ignored_{opt}", metavar="X", default=None, help=argparse.SUPPRESS)
     parser.add_argument("-o", dest="rescaling", type=int, default=2, choices=(1, 2), help=argparse.SUPPRESS)
     parser.add_argument("-p", dest="slack_norm", type=int, default=1, choices=(1, 2), help=argparse.SUPPRESS)
+    parser.add_argument("-j", "--jobs", dest="n_jobs", type=_jobs, default=None, metavar="N",
+                        help="threads of this process (default: every core; -1 all, -2 all but one); the model is "
+                             "the same for every N")
     dist = parser.add_mutually_exclusive_group()
     dist.add_argument("--workers", type=int, metavar="N",
                       help="train on a local Dask cluster of N worker processes (pip install 'pyterrier-svmmap[dask]')")
@@ -155,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
     try:                                   # every parameter checked before any data is read
         ranker = StructSVMRanker(C=args.C if len(args.C) > 1 else args.C[0], loss=args.loss, features=features,
                                  n_bins=n_bins, epsilon=args.epsilon, max_iter=args.max_iter, cv=args.cv,
-                                 rel=args.rel, prior=None if args.prior == "none" else args.prior,
+                                 rel=args.rel, n_jobs=args.n_jobs, prior=None if args.prior == "none" else args.prior,
                                  selection=args.selection,
                                  **({} if args.fallback_alpha is None else {"fallback_alpha": args.fallback_alpha}),
                                  **({} if args.min_valid_queries is None

@@ -41,6 +41,8 @@ class RankerEstimator(pt.Estimator, pt.Artifact):
 
     #: constructor parameters that change the model, shown by ``repr`` (PyTerrier hashes transformers by it)
     MODEL_PARAMS: Tuple[str, ...] = ()
+    #: constructor parameters of this machine, not of the model (e.g. ``n_jobs``): never saved
+    RUNTIME_PARAMS: Tuple[str, ...] = ("n_jobs",)
     #: the array-level ranker class whose state is the model's (scores without PyTerrier), or None
     RANKER: Optional[type] = None
 
@@ -194,7 +196,8 @@ class RankerEstimator(pt.Estimator, pt.Artifact):
         :mod:`~pyterrier_svmmap.io.model_files`); afterwards the model is a pt.Artifact at ``path``."""
         if not hasattr(self, "n_functions_"):
             raise RuntimeError("save() needs a fitted model: call fit() first")
-        self.path = model_io.save_model(path, model_io.class_path(type(self)), self.get_params(), self._get_state(),
+        params = {k: v for k, v in self.get_params().items() if k not in self.RUNTIME_PARAMS}
+        self.path = model_io.save_model(path, model_io.class_path(type(self)), params, self._get_state(),
                                         ranker=model_io.class_path(self.RANKER) if self.RANKER else None)
 
     @classmethod

@@ -56,7 +56,8 @@ class StructSVM(RankerEstimator):
                  threshold_depth: Optional[int] = 200, cv: int = 5, random_state: Optional[int] = 0,
                  rel: float = 1.0, executor=None, queries_per_shard: int = 1000, selection: str = "auto",
                  fallback_alpha: Optional[float] = DEFAULT_ALPHA,
-                 min_valid_queries: Optional[int] = DEFAULT_MIN_VALID_QUERIES, average_folds: bool = True):
+                 min_valid_queries: Optional[int] = DEFAULT_MIN_VALID_QUERIES, average_folds: bool = True,
+                 n_jobs: Optional[int] = None):
         """Store the parameters (the class docstring lists them) and check them at once."""
         for name, value in dict(locals()).items():
             if name not in ("self", "__class__"):
@@ -67,11 +68,11 @@ class StructSVM(RankerEstimator):
         """The array-level ranker of these parameters, checked now, or not (``checked=False``: ``fit`` checks
         them)."""
         params = dict(verbose=self.verbose, executor=self.executor, queries_per_shard=self.queries_per_shard,
-                      **{k: getattr(self, k) for k in self.MODEL_PARAMS})
+                      n_jobs=self.n_jobs, **{k: getattr(self, k) for k in self.MODEL_PARAMS})
         return StructSVMRanker(**params) if checked else StructSVMRanker.unchecked(**params)
 
     def get_params(self) -> dict:
-        return dict(super().get_params(), verbose=self.verbose)
+        return dict(super().get_params(), verbose=self.verbose, n_jobs=self.n_jobs)
 
     def _fit_arrays(self, train: Candidates, valid: Optional[Candidates]) -> None:
         valid_arrays = None if valid is None else (valid.raw, valid.labels, valid.offsets, valid.n_relevant,
@@ -99,7 +100,9 @@ class StructSVM(RankerEstimator):
         return self.ranker_.get_state()
 
     def _set_state(self, meta: dict, arrays: dict) -> None:
-        self._adopt(StructSVMRanker.from_state(meta, arrays))
+        ranker = StructSVMRanker.from_state(meta, arrays)
+        ranker.n_jobs = getattr(self, "n_jobs", None)           # this machine's setting, not the model's
+        self._adopt(ranker)
 
     def plot(self, **kwargs):
         """Figure 2 of the paper: each base function's learned contribution to the score, as a function
@@ -125,11 +128,12 @@ class SVMMap(StructSVM):
                  prior: Optional[str] = DEFAULT_PRIOR, prior_scale: float = 1.0, threshold_depth: Optional[int] = 200,
                  cv: int = 5, random_state: Optional[int] = 0, rel: float = 1.0, executor=None,
                  queries_per_shard: int = 1000, selection: str = "auto", fallback_alpha: Optional[float] = DEFAULT_ALPHA,
-                 min_valid_queries: Optional[int] = DEFAULT_MIN_VALID_QUERIES, average_folds: bool = True):
+                 min_valid_queries: Optional[int] = DEFAULT_MIN_VALID_QUERIES, average_folds: bool = True,
+                 n_jobs: Optional[int] = None):
         """Store the parameters (the class docstring lists them) and check them at once."""
         super().__init__(C=C, loss=loss, loss_params=loss_params, features=features, n_bins=n_bins,
                          binning=binning, epsilon=epsilon, max_iter=max_iter, verbose=verbose,
                          prior=prior, prior_scale=prior_scale, threshold_depth=threshold_depth, cv=cv,
                          random_state=random_state, rel=rel, executor=executor, queries_per_shard=queries_per_shard,
                          selection=selection, fallback_alpha=fallback_alpha, min_valid_queries=min_valid_queries,
-                         average_folds=average_folds)
+                         average_folds=average_folds, n_jobs=n_jobs)

@@ -175,22 +175,47 @@ def binned_dot(codes, cum, out):
 
 
 @njit(cache=True, nogil=True)
-def binned_rdot(codes, c, n_thresholds, out):
-    """``out[f·T + t] = Σ_{d: codes[d, f] > t} c[d]``: a per-function histogram of the codes weighted by
-    c (rows in order, as ``np.bincount``), then Σ over the codes above each threshold (from the top)."""
-    n, n_funcs = codes.shape
-    hist = np.zeros((n_funcs, n_thresholds + 1))
+def binned_rdot(codes, c, n_thresholds, f0, f1, out):
+    """``out[f·T + t] = Σ_{d: codes[d, f] > t} c[d]`` for the functions f0 ≤ f < f1: a per-function histogram
+    of the codes weighted by c (rows in order, as ``np.bincount``), then Σ over the codes above each threshold
+    (from the top). Each function's sums are the same whichever range it is computed in, so ranges may be
+    computed by different threads."""
+    n = codes.shape[0]
+    hist = np.zeros((f1 - f0, n_thresholds + 1))
     for d in range(n):
         cd = c[d]
         row = codes[d]
-        for f in range(n_funcs):
-            hist[f, row[f]] += cd
-    for f in range(n_funcs):
+        for f in range(f0, f1):
+            hist[f - f0, row[f]] += cd
+    for f in range(f0, f1):
         base = f * n_thresholds
-        s = hist[f, n_thresholds]
+        s = hist[f - f0, n_thresholds]
         for t in range(n_thresholds - 1, -1, -1):
             out[base + t] = s
-            s += hist[f, t]
+            s += hist[f - f0, t]
+
+
+@njit(cache=True, nogil=True)
+def top_of_queries(raw, offsets, depth, out):
+    """:func:`pyterrier_svmmap.features.encoder.top_of_queries` for the queries of ``offsets`` (absolute row
+    indices) into ``out``: per query and function, the scores at least the ``depth``-th highest (NaN counting
+    as −inf; a query of fewer than ``depth`` candidates keeps every retrieved score), NaN elsewhere."""
+    n_funcs = raw.shape[1]
+    for q in range(offsets.shape[0] - 1):
+        a = offsets[q]
+        b = offsets[q + 1]
+        m = b - a
+        buf = np.empty(m)
+        for f in range(n_funcs):
+            kth = -np.inf
+            if m >= depth:
+                for d in range(a, b):
+                    x = raw[d, f]
+                    buf[d - a] = x if x == x else -np.inf
+                kth = np.partition(buf, m - depth)[m - depth]
+            for d in range(a, b):
+                x = raw[d, f]
+                out[d, f] = x if x >= kth else np.nan
 
 
 @njit(cache=True, nogil=True)
@@ -282,3 +307,25 @@ def percentiles(raw, offsets, out):
                 for t in range(i, j + 1):
                     out[rows[order[t]], f] = p
                 i = j + 1
+
+
+@njit(cache=True, nogil=True)
+def column_quantiles(sample, levels, f0, f1, out, counts):
+    """For the functions f0 ≤ f < f1: ``counts[f]`` = the retrieved (non-NaN) scores of column f of ``sample``,
+    and ``out[f, i]`` = ``np.quantile(retrieved, levels[i], method="lower")``, i.e. the sorted scores at
+    ⌊(count − 1)·levels[i]⌋ — numpy's own index arithmetic, so the same values."""
+    n = sample.shape[0]
+    buf = np.empty(n)
+    for f in range(f0, f1):
+        m = 0
+        for d in range(n):
+            x = sample[d, f]
+            if x == x:
+                buf[m] = x
+                m += 1
+        counts[f] = m
+        if m == 0:
+            continue
+        vals = np.sort(buf[:m])
+        for i in range(levels.shape[0]):
+            out[f, i] = vals[np.int64(np.floor((m - 1) * levels[i]))]

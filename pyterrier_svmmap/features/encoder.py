@@ -34,6 +34,7 @@ from typing import List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 import pyterrier_svmmap._jit as _jit
+import pyterrier_svmmap.threads as threads
 from pyterrier_svmmap.queries import query_ids
 
 log = logging.getLogger(__name__)
@@ -183,7 +184,9 @@ class BinnedBlock:
         n, n_funcs = self.codes.shape
         cum = jit.cumulative_table(np.ascontiguousarray(w), n_funcs, self.n_thresholds)
         out = np.empty(n)
-        jit.binned_dot(self.codes, cum, out)
+        bounds = threads.even_bounds(n, threads.pieces(n))         # rows: each one's sum is the same anywhere
+        threads.run(lambda i: jit.binned_dot(self.codes[bounds[i]:bounds[i + 1]], cum,
+                                             out[bounds[i]:bounds[i + 1]]), len(bounds) - 1)
         return out
 
     def rdot(self, c: np.ndarray) -> np.ndarray:
@@ -194,7 +197,12 @@ class BinnedBlock:
         if c.shape != (len(self.codes),):
             raise ValueError(f"c has shape {c.shape}, this block has {len(self.codes)} candidates")
         out = np.empty(self.dim)
-        jit.binned_rdot(self.codes, np.ascontiguousarray(c), self.n_thresholds, out)
+        c = np.ascontiguousarray(c)
+        n, n_funcs = self.codes.shape
+        # base functions, not rows: each function's histogram adds the rows in order wherever it is computed
+        bounds = threads.even_bounds(n_funcs, min(n_funcs, threads.pieces(n * n_funcs // 4)))
+        threads.run(lambda i: jit.binned_rdot(self.codes, c, self.n_thresholds, bounds[i], bounds[i + 1], out),
+                    len(bounds) - 1)
         return out
 
     def dot_numpy(self, w: np.ndarray) -> np.ndarray:
@@ -336,6 +344,24 @@ def quantile_thresholds(values: np.ndarray, n_bins: int) -> np.ndarray:
     return pad_thresholds(np.quantile(values, np.arange(1, n_bins) / n_bins, method="lower"), n_bins)
 
 
+def function_thresholds(sample: np.ndarray, n_bins: int) -> np.ndarray:
+    """(F, ``n_bins``) thresholds: :func:`quantile_thresholds` of every column of ``sample``. Compiled
+    (:func:`._kernels.column_quantiles`, the same values, functions spread over
+    :func:`~pyterrier_svmmap.threads.current` threads) when numba is available."""
+    n_funcs = sample.shape[1]
+    jit = kernels()
+    if jit is None or n_bins == 1 or len(sample) == 0:
+        return np.stack([quantile_thresholds(sample[:, f], n_bins) for f in range(n_funcs)]) if n_funcs \
+            else np.zeros((0, n_bins))
+    sample = np.ascontiguousarray(sample, dtype=float)
+    levels = np.arange(1, n_bins) / n_bins
+    qs = np.empty((n_funcs, n_bins - 1))
+    counts = np.zeros(n_funcs, dtype=np.int64)
+    bounds = threads.even_bounds(n_funcs, min(n_funcs, threads.pieces(sample.size)))
+    threads.run(lambda i: jit.column_quantiles(sample, levels, bounds[i], bounds[i + 1], qs, counts), len(bounds) - 1)
+    return np.stack([pad_thresholds(qs[f] if counts[f] else np.zeros(0), n_bins) for f in range(n_funcs)])
+
+
 def pad_thresholds(quantiles: np.ndarray, n_bins: int) -> np.ndarray:
     """−inf, then the distinct ``quantiles`` ascending, then +inf up to ``n_bins`` thresholds (a +inf
     threshold is never exceeded, so its weight stays 0). Shared with the distributed thresholds."""
@@ -348,13 +374,23 @@ def pad_thresholds(quantiles: np.ndarray, n_bins: int) -> np.ndarray:
 
 def top_of_queries(raw: np.ndarray, offsets: np.ndarray, depth: int) -> np.ndarray:
     """``raw`` with NaN except, per query and function, the ``depth`` highest scores (ties at the
-    boundary kept). One partial sort of the queries padded into a (queries × longest × functions) block."""
+    boundary kept). Compiled per query (:func:`._kernels.top_of_queries`, queries spread over
+    :func:`~pyterrier_svmmap.threads.current` threads) when numba is available; else one partial sort of
+    the queries padded into a (queries × longest × functions) block. Both keep the same scores."""
     offsets = np.asarray(offsets)
     sizes = np.diff(offsets)
-    qid = query_ids(offsets)
     n_q, n_funcs = len(sizes), raw.shape[1]
     if n_q == 0 or sizes.max() <= depth:
         return raw.copy()
+    jit = kernels()
+    if jit is not None:
+        raw = np.ascontiguousarray(raw, dtype=float)
+        offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        out = np.empty_like(raw)
+        qb = threads.query_bounds(offsets, threads.pieces(raw.size))
+        threads.run(lambda i: jit.top_of_queries(raw, offsets[qb[i]:qb[i + 1] + 1], int(depth), out), len(qb) - 1)
+        return out
+    qid = query_ids(offsets)
     pos = np.arange(len(raw)) - offsets[:-1][qid]
     block = np.full((n_q, int(sizes.max()), n_funcs), -np.inf)
     block[qid, pos] = np.where(np.isnan(raw), -np.inf, raw)
@@ -401,8 +437,7 @@ class FeatureEncoder:
         if "bins" in self.blocks:
             if self.binning == "quantile":
                 sample = raw if self.threshold_depth is None else top_of_queries(raw, offsets, self.threshold_depth)
-                self.thresholds_ = np.stack([quantile_thresholds(sample[:, f], self.n_bins)
-                                             for f in range(raw.shape[1])])
+                self.thresholds_ = function_thresholds(sample, self.n_bins)
             else:
                 self.thresholds_ = np.tile(even_thresholds(self.n_bins), (raw.shape[1], 1))
         return self
@@ -435,8 +470,11 @@ class FeatureEncoder:
         codes = np.zeros(scaled.shape, dtype=dtype)
         jit = kernels()
         if jit is not None and len(scaled):
-            jit.bin_codes(np.ascontiguousarray(scaled, dtype=float),
-                          np.ascontiguousarray(self.thresholds_, dtype=float), codes)
+            scaled = np.ascontiguousarray(scaled, dtype=float)
+            thresholds = np.ascontiguousarray(self.thresholds_, dtype=float)
+            bounds = threads.even_bounds(len(scaled), threads.pieces(scaled.size))
+            threads.run(lambda i: jit.bin_codes(scaled[bounds[i]:bounds[i + 1]], thresholds,
+                                                codes[bounds[i]:bounds[i + 1]]), len(bounds) - 1)
             return codes
         for f in range(scaled.shape[1]):
             col = scaled[:, f]

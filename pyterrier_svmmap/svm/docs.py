@@ -81,6 +81,12 @@ PARAMETERS: Dict[str, Tuple[str, str]] = {
     "queries_per_shard": ("int, default 1000",
                           "With an executor, the training queries are cut into shards of this many queries "
                           "(fixed, so that the model does not depend on the number of workers)."),
+    "n_jobs": ("int or None, default None",
+               "Threads of this process for training and scoring (:mod:`pyterrier_svmmap.threads`): None every "
+               "core, as LightGBM; 1 one; a negative number counts back from all cores, as in scikit-learn "
+               "(-1 all, -2 all but one). The work is cut into pieces whose results do not depend on the cut, "
+               "so the model is the same bit for bit for every value; it is neither saved with the model nor "
+               "shown by ``repr``. numba's and BLAS's own thread settings are left as they are."),
 }
 
 #: the learned attributes every structural SVM learner sets in ``fit``

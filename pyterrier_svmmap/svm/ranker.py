@@ -23,6 +23,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 import pyterrier_svmmap.svm.cutting_plane as solver
+import pyterrier_svmmap.threads as threads
 from pyterrier_svmmap.features.encoder import FeatureEncoder
 from pyterrier_svmmap.features.layout import FeatureLayout, default_base_names
 from pyterrier_svmmap.svm.docs import compose
@@ -41,7 +42,8 @@ log = logging.getLogger(__name__)
 #: the constructor's parameters, in the order the docstrings list them
 PARAMETER_ORDER = ("C", "loss", "loss_params", "features", "n_bins", "binning", "threshold_depth", "epsilon",
                    "max_iter", "prior", "prior_scale", "cv", "random_state", "selection", "fallback_alpha",
-                   "min_valid_queries", "average_folds", "rel", "verbose", "executor", "queries_per_shard")
+                   "min_valid_queries", "average_folds", "rel", "verbose", "executor", "queries_per_shard",
+                   "n_jobs")
 
 #: validation data: :class:`~pyterrier_svmmap.queries.Queries`, or (raw, labels, offsets[, n_relevant[, docnos]])
 ValidSet = Union[Queries, Tuple[np.ndarray, ...]]
@@ -62,7 +64,8 @@ class StructSVMRanker:
                  prior_scale: float = 1.0, cv: int = 5, random_state: Optional[int] = 0, rel: float = 1.0,
                  verbose: bool = False, executor=None, queries_per_shard: int = 1000,
                  selection: str = "validation", fallback_alpha: Optional[float] = DEFAULT_ALPHA,
-                 min_valid_queries: Optional[int] = DEFAULT_MIN_VALID_QUERIES, average_folds: bool = True):
+                 min_valid_queries: Optional[int] = DEFAULT_MIN_VALID_QUERIES, average_folds: bool = True,
+                 n_jobs: Optional[int] = None):
         self.C = C
         self.loss = loss
         self.loss_params = loss_params
@@ -84,6 +87,7 @@ class StructSVMRanker:
         self.fallback_alpha = fallback_alpha
         self.min_valid_queries = min_valid_queries
         self.average_folds = average_folds
+        self.n_jobs = n_jobs
         self._validate()
 
     @classmethod
@@ -93,6 +97,10 @@ class StructSVMRanker:
         self = cls.__new__(cls)
         self.__dict__.update(params)
         return self
+
+    #: threads (the constructor's ``n_jobs``); a class default, so that a ranker made by :meth:`unchecked` or
+    #: loaded from a model without it uses every core
+    n_jobs: Optional[int] = None
 
     #: constructor parameters that change the model (``verbose`` does not)
     MODEL_PARAMS = ("C", "loss", "loss_params", "features", "n_bins", "binning", "threshold_depth", "epsilon",
@@ -142,6 +150,7 @@ class StructSVMRanker:
         if isinstance(self.queries_per_shard, bool) or not isinstance(self.queries_per_shard, (int, np.integer)) \
                 or self.queries_per_shard < 1:
             raise ValueError(f"queries_per_shard must be a positive integer, got {self.queries_per_shard!r}")
+        threads.check_n_jobs(self.n_jobs)
 
     def relevant(self, labels: np.ndarray) -> np.ndarray:
         """Labels as 1.0 (label ≥ ``rel``) and 0.0 — the package's relevance rule."""
@@ -177,7 +186,7 @@ class StructSVMRanker:
 
     def get_params(self) -> dict:
         """Constructor parameters (scikit-learn's convention)."""
-        return {k: getattr(self, k) for k in self.MODEL_PARAMS + ("verbose", "executor", "queries_per_shard")}
+        return {k: getattr(self, k) for k in self.MODEL_PARAMS + ("verbose", "executor", "queries_per_shard", "n_jobs")}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(f'{k}={getattr(self, k)!r}' for k in self.MODEL_PARAMS)})"
@@ -221,12 +230,18 @@ class StructSVMRanker:
             shards = split_queries(raw, labels, offsets, shard_sizes(len(offsets) - 1, self.queries_per_shard))
             return resolve_executor(self.executor).fit_shards(self, shards, valid, base_names)
         labels = self.relevant(labels)
-        grid = c_grid(self.C)
-        n_queries, n_candidates = len(offsets) - 1, len(raw)
         ok = usable_queries(labels, offsets)
         warn_skipped(int((~ok).sum()), len(ok))
+        with threads.using(self.n_jobs):
+            return self._fit_here(raw, labels, offsets, ok, n_relevant, valid, base_names, shard_queries)
+
+    def _fit_here(self, raw, labels, offsets, ok, n_relevant, valid, base_names, shard_queries) -> "StructSVMRanker":
+        """:meth:`fit` in this process, on checked arrays, relevance labels and the usable queries ``ok``."""
+        grid = c_grid(self.C)
+        n_queries, n_candidates = len(offsets) - 1, len(raw)
         shards = _usable_shard_sizes(ok, shard_queries, self.queries_per_shard)
-        raw, labels, offsets, _ = subset_queries(raw, labels, offsets, ok)
+        if not ok.all():                                # else the arrays as they are: no copy
+            raw, labels, offsets, _ = subset_queries(raw, labels, offsets, ok)
         self.n_functions_ = raw.shape[1]
         self.base_names_ = list(base_names) if base_names is not None else default_base_names(self.n_functions_)
         t0 = time.perf_counter()
@@ -465,7 +480,8 @@ class StructSVMRanker:
         if raw.shape[1] != self.n_functions_:
             raise ValueError(f"the model was trained on {self.n_functions_} base functions (features per "
                              f"candidate) but these candidates have {raw.shape[1]}")
-        return self.layout_.transform(raw, offsets).dot(self.coef_)
+        with threads.using(self.n_jobs):
+            return self.layout_.transform(raw, offsets).dot(self.coef_)
 
     def ranking_scores(self, raw, offsets, docnos=None) -> np.ndarray:
         """:meth:`decision_function` with ties broken by the package's policy (:mod:`~pyterrier_svmmap.ties`):

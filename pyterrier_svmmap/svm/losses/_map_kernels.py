@@ -1,6 +1,7 @@
 """Compiled kernels of the MAP argmax (numba, optional): the same exact algorithm as
 :func:`.map.map_slots_batch`, written as loops — divide and conquer over non-relevant documents with an
-explicit stack — and run in parallel over queries (``prange``).
+explicit stack — serial and ``nogil``: callers run blocks of queries on threads
+(:func:`pyterrier_svmmap.threads.run_query_blocks`).
 
 Imported lazily by :mod:`.map`; without numba (or with ``PYTERRIER_SVMMAP_NO_NUMBA=1``) the pure numpy
 path is used. The kernels are cached on disk (``cache=True``), so only the first use pays compilation.
@@ -8,7 +9,7 @@ path is used. The kernels are cached on disk (``cache=True``), so only the first
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 
 @njit(cache=True, nogil=True)
@@ -123,10 +124,3 @@ def violation_sorted(scores, rel, order, lo, hi, H, coef):
 def batch_violation_serial(scores, rel, order, offsets, H, deltas, coef):
     for q in range(offsets.shape[0] - 1):
         deltas[q] = violation_sorted(scores, rel, order, offsets[q], offsets[q + 1], H, coef)
-
-
-@njit(cache=True, parallel=True)
-def batch_violation_parallel(scores, rel, order, offsets, H, deltas, coef):
-    for q in prange(offsets.shape[0] - 1):
-        deltas[q] = violation_sorted(scores, rel, order, offsets[q], offsets[q + 1], H, coef)
-

@@ -19,6 +19,7 @@ from typing import Callable, Optional, Tuple
 import numpy as np
 
 import pyterrier_svmmap._jit as _jit
+import pyterrier_svmmap.threads as threads
 
 log = logging.getLogger(__name__)
 
@@ -69,15 +70,17 @@ def run_sorted(call: KernelCall, scores: np.ndarray, labels: np.ndarray,
 
 def run_shared(calls, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> list:
     """[(Δ per query, coefficients per candidate)] of several kernel calls on one batch, the score
-    order computed once for all (what :class:`.combo.ComboLoss` uses)."""
+    order computed once for all (what :class:`.combo.ComboLoss` uses). Blocks of whole queries run on
+    :func:`~pyterrier_svmmap.threads.current` threads; every query is computed by the same kernel
+    whichever block it is in, so the results do not depend on the number of threads."""
     scores, rel, offsets = check_batch(scores, labels, offsets)
     n_q = len(offsets) - 1
     out = [(np.zeros(n_q), np.zeros(len(scores))) for _ in calls]
     if n_q == 0 or len(scores) == 0:
         return out
     order = score_order(scores, offsets)
-    for (kernel, params), (deltas, coef) in zip(calls, out):
-        kernel(scores, rel, order, offsets, *params, deltas, coef)
+    threads.run_query_blocks(lambda lo, hi: [kernel(scores, rel, order, offsets[lo:hi + 1], *params, deltas[lo:hi], coef)
+                                       for (kernel, params), (deltas, coef) in zip(calls, out)], offsets)
     return out
 
 

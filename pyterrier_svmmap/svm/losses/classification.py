@@ -35,6 +35,7 @@ import numpy as np
 from pyterrier_svmmap.features.encoder import DenseBlock, FeatureMatrix
 from pyterrier_svmmap.queries import query_ids
 import pyterrier_svmmap.svm.losses._numba as _numba
+import pyterrier_svmmap.threads as threads
 from pyterrier_svmmap.svm.losses.base import Loss
 
 
@@ -105,7 +106,9 @@ class ClassificationLoss(Loss):
         n_q = len(offsets) - 1
         deltas, coef = np.zeros(n_q), np.zeros(len(scores))
         if n_q:
-            jit.classification_batch(scores, rel, offsets, self._fn_cost(rel), len(scores) / n_q, deltas, coef)
+            fn_cost, n_bar = self._fn_cost(rel), len(scores) / n_q         # of the whole batch
+            threads.run_query_blocks(lambda lo, hi: jit.classification_batch(
+                scores, rel, offsets[lo:hi + 1], fn_cost, n_bar, deltas[lo:hi], coef), offsets)
         return deltas, coef
 
     def batch_violation_numpy(self, scores: np.ndarray, labels: np.ndarray,

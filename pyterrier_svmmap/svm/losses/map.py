@@ -29,6 +29,7 @@ from typing import Tuple
 
 import numpy as np
 
+import pyterrier_svmmap.threads as threads
 from pyterrier_svmmap.queries import query_ids
 from pyterrier_svmmap.measures import rank_within_queries
 from pyterrier_svmmap.svm.losses.base import Loss, sort_by_score, split_by_relevance  # noqa: F401  (sort_by_score re-exported)
@@ -262,7 +263,8 @@ class MAPLoss(Loss):
 
     def batch_violation(self, scores: np.ndarray, labels: np.ndarray,
                         offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-        """:meth:`violation` for all queries at once: compiled and parallel over queries with numba,
+        """:meth:`violation` for all queries at once: compiled (blocks of queries on
+        :func:`~pyterrier_svmmap.threads.current` threads, the same numbers for any number) with numba,
         else vectorised numpy (:func:`map_batch_violation_numpy`)."""
         jit = _jit()
         if not jit:
@@ -277,37 +279,9 @@ class MAPLoss(Loss):
         rel = np.ascontiguousarray(np.asarray(labels) > 0)
         order = query_score_order(scores, offsets)
         H = harmonic(int(np.diff(offsets).max()) + 2)
-        threads = _threads(len(scores), n_q)
-        if threads > 1:
-            import numba
-            saved = numba.get_num_threads()
-            numba.set_num_threads(threads)
-            try:
-                jit.batch_violation_parallel(scores, rel, order, offsets, H, deltas, coef)
-            finally:
-                numba.set_num_threads(saved)
-        else:
-            jit.batch_violation_serial(scores, rel, order, offsets, H, deltas, coef)
+        threads.run_query_blocks(lambda lo, hi: jit.batch_violation_serial(scores, rel, order, offsets[lo:hi + 1],
+                                                                           H, deltas[lo:hi], coef), offsets)
         return deltas, coef
-
-
-#: threads for the MAP argmax over queries (None: all cores). Default 1: on the 2-core benchmark machine
-#: under load, numba's thread pool cost more than it saved (see benchmarks/bench.py)
-n_jobs = 1
-#: below this many candidates per batch, one thread (starting threads costs more than it saves)
-_PARALLEL_MIN = 200_000
-
-
-def _threads(n: int, n_q: int) -> int:
-    import os
-    if n < _PARALLEL_MIN or n_q < 2:
-        return 1
-    want = n_jobs if n_jobs is not None else (os.cpu_count() or 1)
-    try:
-        import numba
-        return max(1, min(int(want), numba.config.NUMBA_NUM_THREADS, n_q))
-    except ImportError:
-        return 1
 
 
 def query_score_order(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
@@ -315,24 +289,37 @@ def query_score_order(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
     Queries are padded into one (queries × longest) matrix sorted row-wise by numpy's SIMD quicksort
     when padding at most doubles the work; otherwise :func:`~pyterrier_svmmap.measures.rank_within_queries`
-    (stable, ties by position).
+    (stable, ties by position). The rows are sorted in blocks of queries on
+    :func:`~pyterrier_svmmap.threads.current` threads; a row's order does not depend on its block.
     """
     sizes = np.diff(offsets)
     n_q, n = len(sizes), len(scores)
     longest = int(sizes.max())
     if n_q * longest > 2 * n + 4096:
         return rank_within_queries(scores, offsets)      # stable, compiled when numba is there
-    if n_q * longest == n:
-        local = np.argsort(-scores.reshape(n_q, longest), axis=1)
-        local += offsets[:-1, None]
-        return local.ravel()
-    pad = np.full((n_q, longest), np.inf)
-    cell = np.arange(n) + np.repeat(np.arange(n_q) * longest - offsets[:-1], sizes)
-    pad.ravel()[cell] = -scores
-    local = np.argsort(pad, axis=1)
-    keep = local < sizes[:, None]
-    local += offsets[:-1, None]
-    return local[keep]
+    out = np.empty(n, dtype=np.intp)
+
+    def block(i: int) -> None:
+        lo, hi = int(qb[i]), int(qb[i + 1])
+        a, b = int(offsets[lo]), int(offsets[hi])
+        if a == b:
+            return
+        if (hi - lo) * longest == b - a:
+            local = np.argsort(-scores[a:b].reshape(hi - lo, longest), axis=1)
+            local += offsets[lo:hi, None]
+            out[a:b] = local.ravel()
+            return
+        pad = np.full((hi - lo, longest), np.inf)
+        cell = np.arange(b - a) + np.repeat(np.arange(hi - lo) * longest - (offsets[lo:hi] - a), sizes[lo:hi])
+        pad.ravel()[cell] = -scores[a:b]
+        local = np.argsort(pad, axis=1)
+        keep = local < sizes[lo:hi, None]
+        local += offsets[lo:hi, None]
+        out[a:b] = local[keep]
+
+    qb = threads.query_bounds(offsets, threads.pieces(n))
+    threads.run(block, len(qb) - 1)
+    return out
 
 
 def query_class_order(scores: np.ndarray, labels: np.ndarray,

@@ -1,0 +1,158 @@
+"""Threads of one process for the numeric core: how many a call may use, and the one way work is spread.
+
+A learner's ``n_jobs`` parameter sets the thread count for the duration of its ``fit`` with :func:`using`
+(a context variable: per call and per thread, nothing process-wide changes; numba's and BLAS's own thread
+settings are left as the caller set them). The numeric core asks :func:`current` and cuts its work with
+:func:`run` over fixed pieces whose results do not depend on how they are cut: rows of Φw, base functions of
+Φᵀc, queries of a loss's argmax, each piece computed by the same serial (``nogil``) kernel in the same
+order. The model is therefore the same bit for bit for every ``n_jobs``.
+
+``n_jobs`` follows scikit-learn and LightGBM: ``None`` uses every core this process may run on, a positive
+number that many threads, a negative one counts back from all cores (−1 all, −2 all but one). Outside any
+:func:`using` block the core runs on one thread.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Callable, Iterator, List, Optional, TypeVar
+
+import numpy as np
+
+T = TypeVar("T")
+
+#: threads the numeric core may use in this context (1 outside any :func:`using` block)
+_THREADS: ContextVar[int] = ContextVar("pyterrier_svmmap_threads", default=1)
+
+#: below this many candidates (or cells) per piece, a piece is not worth a thread
+MIN_PER_PIECE = 16_384
+
+_pool: Optional[ThreadPoolExecutor] = None
+_pool_size = 0
+_pool_lock = threading.Lock()
+
+
+def cpu_count() -> int:
+    """The cores this process may run on (its CPU affinity where the platform tells it)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def check_n_jobs(n_jobs) -> None:
+    """ValueError unless ``n_jobs`` is None or a non-zero integer."""
+    if n_jobs is None:
+        return
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0:
+        raise ValueError(f"n_jobs must be None (all cores), a positive number of threads or a negative one "
+                         f"(-1: all cores, -2: all but one), got {n_jobs!r}")
+
+
+def effective_n_jobs(n_jobs) -> int:
+    """The number of threads ``n_jobs`` stands for on this machine (at least 1).
+
+    Parameters
+    ----------
+    n_jobs : int or None
+        None: every core; a positive number: that many threads; a negative one: cores + 1 + n_jobs.
+
+    Returns
+    -------
+    int
+        The thread count, ≥ 1.
+    """
+    check_n_jobs(n_jobs)
+    if n_jobs is None:
+        return cpu_count()
+    n_jobs = int(n_jobs)
+    return max(1, n_jobs if n_jobs > 0 else cpu_count() + 1 + n_jobs)
+
+
+@contextmanager
+def using(n_jobs) -> Iterator[int]:
+    """Let the numeric core use ``n_jobs`` threads (see :func:`effective_n_jobs`) inside the block.
+
+    The setting is a context variable: it holds for this thread (and asyncio task) only, and the previous
+    value comes back when the block ends.
+
+    Yields
+    ------
+    int
+        The thread count in effect.
+    """
+    token = _THREADS.set(effective_n_jobs(n_jobs))
+    try:
+        yield _THREADS.get()
+    finally:
+        _THREADS.reset(token)
+
+
+def current() -> int:
+    """The threads the numeric core may use here (1 outside :func:`using`)."""
+    return _THREADS.get()
+
+
+def pieces(size: int, min_per_piece: Optional[int] = None) -> int:
+    """How many pieces to cut work of ``size`` units into: :func:`current`, fewer when pieces would be smaller
+    than ``min_per_piece`` units (default :data:`MIN_PER_PIECE`), never fewer than 1."""
+    least = MIN_PER_PIECE if min_per_piece is None else min_per_piece
+    return max(1, min(current(), int(size) // max(1, int(least))))
+
+
+def even_bounds(n: int, k: int) -> np.ndarray:
+    """``k + 1`` bounds cutting ``range(n)`` into ``k`` consecutive ranges of nearly equal length."""
+    return (np.arange(k + 1, dtype=np.int64) * int(n)) // max(1, int(k))
+
+
+def query_bounds(offsets: np.ndarray, k: int) -> np.ndarray:
+    """``k + 1`` query indices cutting the queries of ``offsets`` into ``k`` consecutive blocks of nearly equal
+    numbers of candidates (blocks may be empty)."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    n_q = len(offsets) - 1
+    if k <= 1 or n_q <= 1:
+        return np.array([0, n_q], dtype=np.int64)
+    cut = np.searchsorted(offsets, even_bounds(int(offsets[-1]), k)[1:-1], side="left")
+    return np.concatenate([[0], np.clip(cut, 0, n_q), [n_q]]).astype(np.int64)
+
+
+def _executor(workers: int) -> ThreadPoolExecutor:
+    """The package's pool with at least ``workers`` threads (made, or enlarged, on first need)."""
+    global _pool, _pool_size
+    with _pool_lock:
+        if _pool is None or _pool_size < workers:
+            old = _pool
+            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pyterrier_svmmap")
+            _pool_size = workers
+            if old is not None:
+                old.shutdown(wait=False)
+        return _pool
+
+
+def run(task: Callable[[int], T], n_tasks: int) -> List[T]:
+    """``[task(0), …, task(n_tasks − 1)]``, the tasks spread over :func:`current` threads.
+
+    The calling thread runs task 0 and the package's thread pool the others; tasks must write disjoint
+    outputs (or return them). An exception of a task is raised here once all tasks have ended.
+    """
+    if n_tasks <= 1 or current() <= 1:
+        return [task(i) for i in range(n_tasks)]
+    pool = _executor(min(current(), n_tasks) - 1)
+    futures = [pool.submit(task, i) for i in range(1, n_tasks)]
+    try:
+        first = task(0)
+    finally:
+        for f in futures:                    # every task ends before this call returns or raises
+            f.exception()
+    return [first] + [f.result() for f in futures]
+
+
+def run_query_blocks(task: Callable[[int, int], object], offsets: np.ndarray) -> None:
+    """``task(q_lo, q_hi)`` for consecutive blocks of whole queries covering the queries of ``offsets``, one
+    block per thread of :func:`current` (fewer on small batches). The tasks must write disjoint outputs (each
+    query its own entries)."""
+    qb = query_bounds(offsets, pieces(int(offsets[-1])))
+    run(lambda i: task(int(qb[i]), int(qb[i + 1])), len(qb) - 1)

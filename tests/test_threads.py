@@ -1,0 +1,217 @@
+"""``n_jobs``: the threads of one process (:mod:`pyterrier_svmmap.threads`) never change the model.
+
+Every piece of parallel work (rows of Φw, base functions of Φᵀc, blocks of queries of the argmaxes, the
+thresholds, the tie-break function) is checked against one thread bit for bit, with pieces forced small
+(``MIN_PER_PIECE`` = 1) so that small test data really is cut; then whole fits with n_jobs = 1, 2, 3 give
+identical weights and identical per-iteration objectives.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import pyterrier_svmmap.threads as threads
+from pyterrier_svmmap import _jit
+from pyterrier_svmmap.features.encoder import (BinnedBlock, FeatureEncoder, function_thresholds,
+                                               quantile_thresholds, top_of_queries)
+from pyterrier_svmmap.svm.losses import get_loss
+from pyterrier_svmmap.svm.losses.map import query_score_order
+from pyterrier_svmmap.svm.ranker import StructSVMRanker, best_function
+
+numba_available = _jit.load("features._kernels", "") is not None
+needs_numba = pytest.mark.skipif(not numba_available, reason="numba not installed or disabled")
+
+
+@pytest.fixture
+def small_pieces(monkeypatch):
+    """Cut work into as many pieces as there are threads, however small it is."""
+    monkeypatch.setattr(threads, "MIN_PER_PIECE", 1)
+
+
+def ranking_data(n_q=23, n_funcs=5, seed=0, ties=False):
+    """Queries of uneven sizes, 10 % missing scores, ~15 % relevant (binned-like ties with ``ties``)."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(5, 60, n_q)
+    offsets = np.r_[0, np.cumsum(sizes)].astype(np.int64)
+    n = int(offsets[-1])
+    labels = (rng.random(n) < 0.15).astype(float)
+    raw = rng.standard_normal((n, n_funcs)) + 0.8 * labels[:, None]
+    if ties:
+        raw = np.round(raw * 2) / 2
+    raw[rng.random(raw.shape) < 0.1] = np.nan
+    return raw, labels, offsets
+
+
+# ------------------------------------------------------------------------------------------------
+# n_jobs semantics and no global state
+# ------------------------------------------------------------------------------------------------
+def test_effective_n_jobs_follows_scikit_learn(monkeypatch):
+    monkeypatch.setattr(threads, "cpu_count", lambda: 8)
+    assert threads.effective_n_jobs(None) == 8
+    assert threads.effective_n_jobs(1) == 1
+    assert threads.effective_n_jobs(3) == 3
+    assert threads.effective_n_jobs(-1) == 8
+    assert threads.effective_n_jobs(-2) == 7
+    assert threads.effective_n_jobs(-20) == 1
+    for bad in (0, 1.5, "2", True):
+        with pytest.raises(ValueError, match="n_jobs"):
+            threads.effective_n_jobs(bad)
+
+
+def test_using_is_per_block_and_per_thread():
+    assert threads.current() == 1                     # outside any block: one thread
+    seen = []
+    with threads.using(3):
+        assert threads.current() == 3
+        t = threading.Thread(target=lambda: seen.append(threads.current()))
+        t.start()
+        t.join()
+        with threads.using(1):
+            assert threads.current() == 1
+        assert threads.current() == 3
+    assert threads.current() == 1
+    assert seen == [1]                                # another thread is not affected
+
+
+def test_run_keeps_task_order_and_raises_after_all_tasks_end():
+    with threads.using(3):
+        assert threads.run(lambda i: i * i, 7) == [0, 1, 4, 9, 16, 25, 36]
+        ended = []
+
+        def task(i):
+            if i == 2:
+                raise KeyError("piece 2")
+            ended.append(i)
+        with pytest.raises(KeyError, match="piece 2"):
+            threads.run(task, 4)
+        assert sorted(ended) == [0, 1, 3]
+
+
+def test_query_bounds_cover_the_queries_in_order():
+    offsets = np.r_[0, np.cumsum([5, 0, 300, 2, 2, 90, 0, 1])]
+    for k in range(1, 12):
+        qb = threads.query_bounds(offsets, k)
+        assert qb[0] == 0 and qb[-1] == len(offsets) - 1 and (np.diff(qb) >= 0).all()
+
+
+@needs_numba
+def test_fit_leaves_numba_thread_setting_alone():
+    import numba
+    before = numba.get_num_threads()
+    StructSVMRanker(C=1.0, n_jobs=2).fit(*ranking_data(n_q=6))
+    assert numba.get_num_threads() == before
+
+
+# ------------------------------------------------------------------------------------------------
+# every parallel piece: the same bits for 1 and 3 threads
+# ------------------------------------------------------------------------------------------------
+@needs_numba
+def test_binned_products_do_not_depend_on_threads(small_pieces):
+    rng = np.random.default_rng(1)
+    block = BinnedBlock(rng.integers(0, 8, (1001, 13)), 7)
+    w, c = rng.standard_normal(block.dim), rng.standard_normal(1001)
+    with threads.using(1):
+        d1, r1 = block.dot(w), block.rdot(c)
+    with threads.using(3):
+        d3, r3 = block.dot(w), block.rdot(c)
+    assert np.array_equal(d1, d3) and np.array_equal(r1, r3)
+    assert np.array_equal(d1, block.dot_numpy(w)) and np.array_equal(r1, block.rdot_numpy(c))
+
+
+@needs_numba
+@pytest.mark.parametrize("depth", [1, 7, 40])
+def test_top_of_queries_and_thresholds_do_not_depend_on_threads(small_pieces, depth):
+    raw, _, offsets = ranking_data(ties=True)
+    with _jit.without("features._kernels"):
+        ref_top = top_of_queries(raw, offsets, depth)          # the numpy path
+    for n_jobs in (1, 3):
+        with threads.using(n_jobs):
+            top = top_of_queries(raw, offsets, depth)
+            for n_bins in (1, 4, 50):
+                ref = np.stack([quantile_thresholds(top[:, f], n_bins) for f in range(top.shape[1])])
+                assert np.array_equal(function_thresholds(top, n_bins), ref)
+        np.testing.assert_array_equal(top, ref_top)
+
+
+@needs_numba
+def test_encoder_and_tie_function_do_not_depend_on_threads(small_pieces):
+    raw, labels, offsets = ranking_data(ties=True)
+    out = {}
+    for n_jobs in (1, 3):
+        with threads.using(n_jobs):
+            enc = FeatureEncoder("bins", 9, threshold_depth=20).fit(raw, offsets)
+            out[n_jobs] = (enc.thresholds_, enc.bin_codes(raw, offsets), best_function(raw, labels, offsets))
+    assert np.array_equal(out[1][0], out[3][0]) and np.array_equal(out[1][1], out[3][1])
+    assert out[1][2] == out[3][2]
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_score_order_does_not_depend_on_threads(small_pieces, ties):
+    rng = np.random.default_rng(2)
+    for sizes in ([30] * 9, [1, 40, 3, 0, 38, 25, 40]):        # equal sizes (no padding) and padded
+        offsets = np.r_[0, np.cumsum(sizes)].astype(np.int64)
+        s = rng.integers(0, 4, offsets[-1]).astype(float) if ties else rng.standard_normal(offsets[-1])
+        with threads.using(1):
+            one = query_score_order(s, offsets)
+        with threads.using(3):
+            assert np.array_equal(query_score_order(s, offsets), one)
+
+
+LOSSES = ["map", "roc", "ndcg", "ndcg@3", "mrr@5", "dorm@3", "acc", "acc2"]
+
+
+@pytest.mark.parametrize("name", LOSSES + ["combo"])
+def test_batch_violations_do_not_depend_on_threads(small_pieces, name):
+    loss = get_loss(name, losses=["map", "ndcg@3", "mrr@5"]) if name == "combo" else get_loss(name)
+    _, labels, offsets = ranking_data(seed=3)
+    s = np.round(np.random.default_rng(4).standard_normal(len(labels)), 1)       # ties
+    with threads.using(1):
+        d1, c1 = loss.batch_violation(s, labels, offsets)
+    with threads.using(3):
+        d3, c3 = loss.batch_violation(s, labels, offsets)
+    assert np.array_equal(d1, d3) and np.array_equal(c1, c3)
+
+
+# ------------------------------------------------------------------------------------------------
+# whole fits: the model does not depend on n_jobs
+# ------------------------------------------------------------------------------------------------
+FITS = [dict(C=1.0), dict(C=10.0, loss="ndcg@10"), dict(C=1.0, features="raw"),
+        dict(C=[0.1, 1.0, 10.0], features="bins+raw"), dict(C=1.0, loss="combo", loss_params={"losses": ["map", "mrr@5"]}),
+        dict(C=[1.0, 10.0], cv=3)]
+
+
+@pytest.mark.parametrize("params", FITS, ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()))
+def test_model_does_not_depend_on_n_jobs(small_pieces, params):
+    raw, labels, offsets = ranking_data(n_q=30, ties=True)
+    valid = ranking_data(n_q=8, seed=9) if isinstance(params["C"], list) and "cv" not in params else None
+    fits = [StructSVMRanker(n_bins=12, n_jobs=n, **params).fit(raw, labels, offsets, valid=valid) for n in (1, 2, 3)]
+    for other in fits[1:]:
+        assert np.array_equal(fits[0].coef_, other.coef_)
+        assert np.array_equal(fits[0].coefs_, other.coefs_)
+        for key in ("primal", "dual", "violation"):
+            assert [h[key] for h in fits[0].history_] == [h[key] for h in other.history_]
+        assert np.array_equal(fits[0].decision_function(raw, offsets), other.decision_function(raw, offsets))
+
+
+def test_n_jobs_is_a_parameter_but_not_of_the_model(tmp_path):
+    r = StructSVMRanker(C=1.0, n_jobs=2)
+    assert r.get_params()["n_jobs"] == 2 and "n_jobs" not in repr(r)
+    assert "n_jobs" not in StructSVMRanker.MODEL_PARAMS
+    with pytest.raises(ValueError, match="n_jobs"):
+        StructSVMRanker(n_jobs=0)
+    r.fit(*ranking_data(n_q=6))
+    meta, _ = r.get_state()
+    assert "n_jobs" not in meta["params"]
+
+
+def test_estimators_take_n_jobs(tmp_path):
+    pytest.importorskip("pyterrier")
+    from pyterrier_svmmap import StructSVM, SVMMap
+    for cls in (SVMMap, StructSVM):
+        est = cls(C=1.0, n_jobs=-1)
+        assert est.get_params()["n_jobs"] == -1 and "n_jobs" not in repr(est)
+        assert est._ranker().n_jobs == -1
+        with pytest.raises(ValueError, match="n_jobs"):
+            cls(n_jobs=0)
