@@ -68,9 +68,10 @@ def run_sorted(call: KernelCall, scores: np.ndarray, labels: np.ndarray,
     return run_shared([call], scores, labels, offsets)[0]
 
 
-def run_shared(calls, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> list:
+def run_shared(calls, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
+               order: Optional[np.ndarray] = None) -> list:
     """[(Δ per query, coefficients per candidate)] of several kernel calls on one batch, the score
-    order computed once for all (what :class:`.combo.ComboLoss` uses). Blocks of whole queries run on
+    order computed once for all (what :class:`.combo.ComboLoss` uses), or ``order`` when given. Blocks of whole queries run on
     :func:`~pyterrier_svmmap.threads.current` threads; every query is computed by the same kernel
     whichever block it is in, so the results do not depend on the number of threads."""
     scores, rel, offsets = check_batch(scores, labels, offsets)
@@ -78,9 +79,22 @@ def run_shared(calls, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarra
     out = [(np.zeros(n_q), np.zeros(len(scores))) for _ in calls]
     if n_q == 0 or len(scores) == 0:
         return out
-    order = score_order(scores, offsets)
+    order = score_order(scores, offsets) if order is None else order
     threads.run_query_blocks(lambda lo, hi: [kernel(scores, rel, order, offsets[lo:hi + 1], *params, deltas[lo:hi], coef)
                                        for (kernel, params), (deltas, coef) in zip(calls, out)], offsets)
+    return out
+
+
+def run_ranking(call: KernelCall, scores: np.ndarray, labels: np.ndarray,
+                order: Optional[np.ndarray] = None) -> np.ndarray:
+    """The most violated ranking of one query (candidate indices, best first) from a ranking kernel call
+    (``kernel(scores, rel, order, lo, hi, *params, out)``), ``order`` being :func:`score_order` unless
+    given."""
+    scores, rel, offsets = check_batch(scores, labels, np.array([0, len(np.asarray(scores))]))
+    out = np.empty(len(scores), dtype=np.int64)
+    if len(scores):
+        kernel, params = call
+        kernel(scores, rel, score_order(scores, offsets) if order is None else order, 0, len(scores), *params, out)
     return out
 
 
@@ -118,10 +132,19 @@ class CompiledBatch:
     """Mixin of the losses with a compiled batch: ``batch_violation`` runs the loss's kernel
     (``kernel_call(n_max)``) over all queries after one score sort, or, without numba, the loss's
     ``batch_violation_fallback`` (by default the per-query loop of :class:`~.base.Loss`, the reference;
-    a loss with a vectorised numpy path overrides it)."""
+    a loss with a vectorised numpy path overrides it); ``argmax`` runs its ranking kernel
+    (``ranking_call(n)``), or, without numba, ``argmax_reference`` (the loss's numpy argmax)."""
 
     def batch_violation_fallback(self, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray):
         return super().batch_violation(scores, labels, offsets)
+
+    def argmax(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """The most violated ranking of one query: the loss's compiled ranking kernel
+        (``ranking_call(n)``, the solver of its batch kernel), or, without numba, ``argmax_reference``."""
+        call = self.ranking_call(len(scores)) if kernels() is not None else None
+        if call is None:
+            return self.argmax_reference(scores, labels)
+        return run_ranking(call, scores, labels)
 
     def batch_violation(self, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray):
         call = self.kernel_call(longest(offsets))

@@ -20,6 +20,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from pyterrier_svmmap.svm.losses._map_kernels import slots_one
+
 
 # ---------------------------------------------------------------------------------------------
 # shared: one query's relevance classes in stable score order, and the pairwise coefficients
@@ -281,6 +283,39 @@ def ndcg_slots_nc(ps, ns, D, idcg, slots):
 
 
 @njit(cache=True, nogil=True)
+def ndcg_solve(ps, ns, k, D, counts):
+    """The argmax of one query for Δ = 1 − nDCG@k (k = −1: no cutoff) from its score-sorted relevant ``ps``
+    and non-relevant ``ns`` scores (both non-empty): fills ``counts`` (non-relevant above each relevant
+    candidate) and returns (the effective cutoff kk, DCG*)."""
+    P = ps.shape[0]
+    N = ns.shape[0]
+    n = P + N
+    kk = n if (k < 0 or k > n) else k
+    idcg = 0.0
+    for r in range(min(P, kk)):
+        idcg += D[r]
+    if kk == n:                                  # no rank is clipped: the slot search (exact)
+        slots = np.empty(N, dtype=np.int64)
+        ndcg_slots_nc(ps, ns, D, idcg, slots)
+        counts_from_slots(slots, counts)
+    else:
+        ndcg_counts_k(ps, ns, kk, D, idcg, counts)
+    return kk, idcg
+
+
+@njit(cache=True, nogil=True)
+def counts_from_slots(slots, counts):
+    """``counts[g]`` = #{j : slots[j] ≤ g}: the non-relevant candidates above relevant g when non-relevant j
+    has ``slots[j]`` (non-decreasing) relevant ones above it."""
+    j = 0
+    N = slots.shape[0]
+    for g in range(counts.shape[0]):
+        while j < N and slots[j] <= g:
+            j += 1
+        counts[g] = j
+
+
+@njit(cache=True, nogil=True)
 def ndcg_query(scores, rel, order, lo, hi, k, D, coef):
     """Δ(ŷ) of one query for Δ = 1 − nDCG@k (k = −1: no cutoff); writes c(y*) − c(ŷ) into ``coef``."""
     pi, ps, ni, ns = split_query(scores, rel, order, lo, hi)
@@ -289,22 +324,8 @@ def ndcg_query(scores, rel, order, lo, hi, k, D, coef):
     if P == 0 or N == 0:
         zero_query(order, lo, hi, coef)
         return 0.0
-    n = P + N
-    kk = n if (k < 0 or k > n) else k
-    idcg = 0.0
-    for r in range(min(P, kk)):
-        idcg += D[r]
     counts = np.empty(P, dtype=np.int64)
-    if kk == n:                                  # no rank is clipped: the slot search (exact)
-        slots = np.empty(N, dtype=np.int64)
-        ndcg_slots_nc(ps, ns, D, idcg, slots)
-        j = 0
-        for g in range(P):                       # a_g = #{j : slot_j ≤ g}
-            while j < N and slots[j] <= g:
-                j += 1
-            counts[g] = j
-    else:
-        ndcg_counts_k(ps, ns, kk, D, idcg, counts)
+    kk, idcg = ndcg_solve(ps, ns, k, D, counts)
     dcg = 0.0
     for g in range(P):
         r = g + counts[g]
@@ -333,19 +354,11 @@ def mrr_delta(r, k):
 
 
 @njit(cache=True, nogil=True)
-def mrr_query(scores, rel, order, lo, hi, k, coef):
-    """Δ(r̂) of one query; writes −1 for the r̂ best non-relevant candidates, r̂ for g_min, 0 elsewhere.
-
-    H(r) = Δ(r) + Σ_{l<r} s_{b_l} − r·s_{g_min} for r = 0..|N| (Fact 3.5), the first maximum
-    (r = 0, H = 0, unless some H(r) is strictly larger), as :meth:`.mrr.MRRLoss._best_r`.
-    """
-    pi, ps, ni, ns = split_query(scores, rel, order, lo, hi)
-    zero_query(order, lo, hi, coef)
-    P = pi.shape[0]
-    N = ni.shape[0]
-    if P == 0 or N == 0:
-        return 0.0
-    s_min = ps[P - 1]                            # g_min: the last relevant in stable score order
+def mrr_best_r(ps, ns, k):
+    """r̂ = argmax_r H(r), H(r) = Δ(r) + Σ_{l<r} s_{b_l} − r·s_{g_min} for r = 0..|N| (Fact 3.5), the first
+    maximum (r = 0, H = 0, unless some H(r) is strictly larger), as :meth:`.mrr.MRRLoss._best_r`."""
+    N = ns.shape[0]
+    s_min = ps[ps.shape[0] - 1]                  # g_min: the last relevant in stable score order
     best = 0.0
     br = np.int64(0)                             # not a literal 0: mrr_delta compiles once
     pref = 0.0
@@ -355,6 +368,20 @@ def mrr_query(scores, rel, order, lo, hi, k, coef):
         if h > best:
             best = h
             br = r
+    return br
+
+
+@njit(cache=True, nogil=True)
+def mrr_query(scores, rel, order, lo, hi, k, coef):
+    """Δ(r̂) of one query; writes −1 for the r̂ best non-relevant candidates, r̂ for g_min, 0 elsewhere
+    (r̂ from :func:`mrr_best_r`)."""
+    pi, ps, ni, ns = split_query(scores, rel, order, lo, hi)
+    zero_query(order, lo, hi, coef)
+    P = pi.shape[0]
+    N = ni.shape[0]
+    if P == 0 or N == 0:
+        return 0.0
+    br = mrr_best_r(ps, ns, k)
     for l in range(br):
         coef[ni[l]] = -1.0
     coef[pi[P - 1]] = float(br)
@@ -374,6 +401,17 @@ def mrr_batch(scores, rel, order, offsets, k, deltas, coef):
 # ROC (Joachims 2005; Chakrabarti et al. 2008 Eq. 8)
 # ---------------------------------------------------------------------------------------------
 @njit(cache=True, nogil=True)
+def roc_keys(pi, ps, ni, ns):
+    """The keys s − ¼ (relevant) and s + ¼ (non-relevant) of one query's classes, each class re-ordered by
+    decreasing key, equal keys by candidate index (distinct scores may share a key)."""
+    pk = ps - 0.25
+    nk = ns + 0.25
+    stable_runs(pi, pk)
+    stable_runs(ni, nk)
+    return pk, nk
+
+
+@njit(cache=True, nogil=True)
 def roc_query(scores, rel, order, lo, hi, coef):
     """Δ(ŷ) of one query for the ROC-area loss: merge the classes by the keys s − ¼ (relevant) and
     s + ¼ (non-relevant), equal keys by candidate index (the stable sort of :meth:`.roc.ROCLoss.argmax`)."""
@@ -383,10 +421,7 @@ def roc_query(scores, rel, order, lo, hi, coef):
     if P == 0 or N == 0:
         zero_query(order, lo, hi, coef)
         return 0.0
-    pk = ps - 0.25
-    nk = ns + 0.25
-    stable_runs(pi, pk)                          # distinct scores may share a key
-    stable_runs(ni, nk)
+    pk, nk = roc_keys(pi, ps, ni, ns)
     norm = 2.0 / (P * N)
     a = 0
     b = 0
@@ -450,6 +485,27 @@ def dorm_query(scores, rel, order, lo, hi, k, window, D, A, coef):
             for r in range(min(N, m)):
                 coef[ni[r]] -= A[r]
         return 0.0
+    took_rel, g_best, idcg = dorm_dp(ps, ns, m, k, D, A)
+    dcg = 0.0
+    g = g_best
+    for j in range(m - 1, -1, -1):               # walk back, rank m − 1 first
+        if took_rel[j, g]:
+            g -= 1
+            coef[pi[g]] -= A[j]
+            if k < 0 or j < k:
+                dcg += D[j]
+        else:
+            coef[ni[j - g]] -= A[j]
+    return 1.0 - dcg / idcg
+
+
+@njit(cache=True, nogil=True)
+def dorm_dp(ps, ns, m, k, D, A):
+    """The DP of :func:`dorm_query` over the m weighted ranks of a query with both classes non-empty:
+    (``took_rel[j, g]``: rank j takes relevant number g − 1 on the best path with g relevant in ranks ≤ j,
+    the number of relevant candidates in the m ranks, DCG*)."""
+    P = ps.shape[0]
+    N = ns.shape[0]
     idcg = 0.0
     for r in range(P):
         if k < 0 or r < k:
@@ -477,17 +533,7 @@ def dorm_query(scores, rel, order, lo, hi, k, window, D, A, coef):
     for g in range(max(0, m - N), min(m, G) + 1):
         if f[g] > f[g_best]:
             g_best = g
-    dcg = 0.0
-    g = g_best
-    for j in range(m - 1, -1, -1):               # walk back, rank m − 1 first
-        if took_rel[j, g]:
-            g -= 1
-            coef[pi[g]] -= A[j]
-            if k < 0 or j < k:
-                dcg += D[j]
-        else:
-            coef[ni[j - g]] -= A[j]
-    return 1.0 - dcg / idcg
+    return took_rel, g_best, idcg
 
 
 @njit(cache=True, nogil=True)
@@ -517,3 +563,141 @@ def classification_batch(scores, rel, offsets, fn_cost, n_bar, deltas, coef):
             else:
                 coef[d] = 0.0
         deltas[q] = acc
+
+
+# ---------------------------------------------------------------------------------------------
+# single-query rankings: the public most_violated, from the solvers of the batch kernels above
+# ---------------------------------------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def merge_by_counts(pi, ni, counts, out):
+    """The ranking where relevant g (in order) has ``counts[g]`` (non-decreasing) non-relevant candidates
+    (in order) above it, into ``out``."""
+    P = pi.shape[0]
+    N = ni.shape[0]
+    b = 0
+    r = 0
+    for g in range(P):
+        while b < counts[g]:
+            out[r] = ni[b]
+            r += 1
+            b += 1
+        out[r] = pi[g]
+        r += 1
+    while b < N:
+        out[r] = ni[b]
+        r += 1
+        b += 1
+
+
+@njit(cache=True, nogil=True)
+def merge_by_score(pi, ps, a, ni, ns, b, index_ties, out, r):
+    """``out[r:]`` = relevant ``pi[a:]`` and non-relevant ``ni[b:]`` merged by decreasing score; equal
+    scores by candidate index (``index_ties``) or relevant first."""
+    P = pi.shape[0]
+    N = ni.shape[0]
+    while a < P or b < N:
+        take_rel = b >= N
+        if a < P and b < N:
+            if ps[a] != ns[b]:
+                take_rel = ps[a] > ns[b]
+            else:
+                take_rel = pi[a] < ni[b] if index_ties else True
+        if take_rel:
+            out[r] = pi[a]
+            a += 1
+        else:
+            out[r] = ni[b]
+            b += 1
+        r += 1
+
+
+@njit(cache=True, nogil=True)
+def map_ranking(scores, rel, order, lo, hi, H, out):
+    """The most violated ranking of one query for Δ = 1 − AP (Yue et al. 2007, Algorithm 2: the slots of
+    :func:`._map_kernels.slots_one`), into ``out`` (candidate indices, best first)."""
+    pi, ps, ni, ns = split_query(scores, rel, order, lo, hi)
+    P = pi.shape[0]
+    N = ni.shape[0]
+    if P == 0 or N == 0:
+        merge_by_score(pi, ps, 0, ni, ns, 0, True, out, 0)
+        return
+    slots = np.empty(N, dtype=np.int64)
+    slots_one(ps, ns, H, slots)
+    counts = np.empty(P, dtype=np.int64)
+    counts_from_slots(slots, counts)
+    merge_by_counts(pi, ni, counts, out)
+
+
+@njit(cache=True, nogil=True)
+def ndcg_ranking(scores, rel, order, lo, hi, k, D, out):
+    """The most violated ranking of one query for Δ = 1 − nDCG@k (:func:`ndcg_solve`), into ``out``."""
+    pi, ps, ni, ns = split_query(scores, rel, order, lo, hi)
+    P = pi.shape[0]
+    N = ni.shape[0]
+    if P == 0 or N == 0:
+        merge_by_score(pi, ps, 0, ni, ns, 0, True, out, 0)
+        return
+    counts = np.empty(P, dtype=np.int64)
+    ndcg_solve(ps, ns, k, D, counts)
+    merge_by_counts(pi, ni, counts, out)
+
+
+@njit(cache=True, nogil=True)
+def mrr_ranking(scores, rel, order, lo, hi, k, out):
+    """The most violated ranking of one query for Δ = 1 − RR@k: the r̂ best non-relevant candidates
+    (:func:`mrr_best_r`), the lowest-scoring relevant one, then the others by decreasing score (equal
+    scores: relevant first), as :meth:`.mrr.MRRLoss.argmax_reference`."""
+    pi, ps, ni, ns = split_query(scores, rel, order, lo, hi)
+    P = pi.shape[0]
+    N = ni.shape[0]
+    if P == 0 or N == 0:
+        merge_by_score(pi, ps, 0, ni, ns, 0, True, out, 0)
+        return
+    br = mrr_best_r(ps, ns, k)
+    for l in range(br):
+        out[l] = ni[l]
+    out[br] = pi[P - 1]
+    merge_by_score(pi[:P - 1], ps[:P - 1], 0, ni, ns, br, False, out, br + 1)
+
+
+@njit(cache=True, nogil=True)
+def roc_ranking(scores, rel, order, lo, hi, out):
+    """The most violated ranking of one query for the ROC-area loss: the merge of :func:`roc_query`."""
+    pi, ps, ni, ns = split_query(scores, rel, order, lo, hi)
+    pk, nk = roc_keys(pi, ps, ni, ns)
+    P = pi.shape[0]
+    N = ni.shape[0]
+    a = 0
+    b = 0
+    r = 0
+    while a < P or b < N:                        # the merge of roc_query
+        if b >= N or (a < P and (pk[a] > nk[b] or (pk[a] == nk[b] and pi[a] < ni[b]))):
+            out[r] = pi[a]
+            a += 1
+        else:
+            out[r] = ni[b]
+            b += 1
+        r += 1
+
+
+@njit(cache=True, nogil=True)
+def dorm_ranking(scores, rel, order, lo, hi, k, window, D, A, out):
+    """The most violated ranking of one query for DORM: the m weighted ranks from :func:`dorm_dp`, then the
+    other candidates by decreasing score (equal scores by index; immaterial to H)."""
+    pi, ps, ni, ns = split_query(scores, rel, order, lo, hi)
+    P = pi.shape[0]
+    N = ni.shape[0]
+    if P == 0 or N == 0:
+        merge_by_score(pi, ps, 0, ni, ns, 0, True, out, 0)
+        return
+    n = P + N
+    m = n if (window < 0 or window > n) else window
+    took_rel, g_best, _ = dorm_dp(ps, ns, m, k, D, A)
+    g = g_best
+    for j in range(m - 1, -1, -1):
+        if took_rel[j, g]:
+            g -= 1
+            out[j] = pi[g]
+        else:
+            out[j] = ni[j - g]
+    merge_by_score(pi, ps, g_best, ni, ns, m - g_best, True, out, m)

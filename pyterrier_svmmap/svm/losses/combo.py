@@ -80,8 +80,25 @@ class ComboLoss(Loss):
         return d - float(c @ s), d, c, l
 
     def argmax(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        """The most violated member's ranking, maximising max_l [Δ_l(y) − (c_l(y*) − c_l(y))·s]."""
-        return self._best(scores, labels)[3].argmax(scores, labels)
+        """The most violated member's ranking, maximising max_l [Δ_l(y) − (c_l(y*) − c_l(y))·s]: the members'
+        batch violations of this one query (one shared score sort, compiled with numba) pick the member by
+        :func:`first_best`, whose own argmax gives the ranking."""
+        s = np.ascontiguousarray(scores, dtype=float)
+        offsets = np.array([0, len(s)], dtype=np.int64)
+        calls = [_numba.kernel_call(l, len(s)) for l in self.losses]
+        rankings = [getattr(l, "ranking_call", lambda n: None)(len(s)) for l in self.losses]
+        if len(s) and all(c is not None for c in calls + rankings):       # one score sort for everything
+            order = _numba.score_order(s, offsets)
+            results = _numba.run_shared(calls, s, labels, offsets, order)
+            winner = int(first_best(np.stack([d - float(c @ s) for d, c in results]))[0])
+            return _numba.run_ranking(rankings[winner], s, labels, order)
+        results = self.member_batches(s, labels, offsets)
+        values = np.stack([d - segment_sums(c * s, offsets) for d, c in results])
+        return self.losses[int(first_best(values)[0])].argmax(s, labels)
+
+    def argmax_reference(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """:meth:`argmax` from the members' per-query violations (the reference)."""
+        return self._best(scores, labels)[3].argmax_reference(scores, labels)
 
     def violation(self, scores: np.ndarray, labels: np.ndarray) -> Tuple[float, np.ndarray]:
         _, d, c, _ = self._best(scores, labels)

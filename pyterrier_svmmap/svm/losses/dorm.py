@@ -89,7 +89,8 @@ class DORMLoss(_numba.CompiledBatch, Loss):
             coef[~rel] = a[n_pos:].mean()
         return coef
 
-    def argmax(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    def argmax_reference(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """The exact argmax by an assignment (scipy): the reference of the compiled :meth:`argmax`."""
         scores = np.asarray(scores, dtype=float)
         rel = np.asarray(labels) > 0
         n = len(scores)
@@ -110,6 +111,15 @@ class DORMLoss(_numba.CompiledBatch, Loss):
         placed[top] = True
         rest = idx[~placed]
         return np.concatenate([top, rest[np.argsort(-scores[rest], kind="stable")]])
+
+    def ranking_call(self, n: int) -> Optional[_numba.KernelCall]:
+        """The compiled single-query argmax (:func:`._rank_kernels.dorm_ranking`: the DP of the batch kernel)
+        for a query of ``n`` candidates, or None without numba."""
+        jit = _numba.kernels()
+        if jit is None:
+            return None
+        return jit.dorm_ranking, (_numba.as_int(self.k), _numba.as_int(self.window), discount_table(n + 1),
+                                  self.decay(n + 1))
 
     def kernel_call(self, n_max: int) -> Optional[_numba.KernelCall]:
         """The compiled batch (:func:`._rank_kernels.dorm_batch`) for queries of ≤ ``n_max`` candidates,

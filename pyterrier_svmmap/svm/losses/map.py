@@ -249,6 +249,33 @@ class MAPLoss(Loss):
         return pairwise_psi_coef(ranking, labels)
 
     def argmax(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """Algorithm 2 for one query: compiled (:func:`._rank_kernels.map_ranking`, the slot search of the
+        batch kernel) with numba, else :meth:`argmax_reference`."""
+        call = self.ranking_call(len(scores))
+        if call is None:
+            return self.argmax_reference(scores, labels)
+        scores = np.ascontiguousarray(scores, dtype=np.float64)
+        labels = np.asarray(labels)
+        if scores.ndim != 1 or labels.shape != scores.shape:
+            raise ValueError(f"scores and labels must be 1-d arrays of one length, got shapes {scores.shape} and "
+                             f"{labels.shape}")
+        n = len(scores)
+        out = np.empty(n, dtype=np.int64)
+        if n:
+            order = np.ascontiguousarray(query_score_order(scores, np.array([0, n])), dtype=np.int64)
+            call[0](scores, np.ascontiguousarray(labels > 0), order, 0, n, *call[1], out)
+        return out
+
+    def ranking_call(self, n: int):
+        """The compiled single-query argmax (:func:`._rank_kernels.map_ranking`) for a query of ``n``
+        candidates and its parameters, or None without numba."""
+        import pyterrier_svmmap._jit as loader
+        rank = loader.load("svm.losses._rank_kernels", "the MAP argmax runs in numpy")
+        return None if rank is None or _jit() is None else (rank.map_ranking, (harmonic(n + 2),))
+
+    def argmax_reference(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """Algorithm 2 in numpy (stable sorts, :func:`map_slots`, :func:`interleave`): the reference of
+        :meth:`argmax`."""
         scores, pos, neg = split_by_relevance(scores, labels)
         if len(pos) == 0 or len(neg) == 0:
             return np.concatenate([pos, neg])
@@ -299,8 +326,7 @@ def query_score_order(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         return rank_within_queries(scores, offsets)      # stable, compiled when numba is there
     out = np.empty(n, dtype=np.intp)
 
-    def block(i: int) -> None:
-        lo, hi = int(qb[i]), int(qb[i + 1])
+    def block(lo: int, hi: int) -> None:
         a, b = int(offsets[lo]), int(offsets[hi])
         if a == b:
             return
@@ -317,8 +343,10 @@ def query_score_order(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         local += offsets[lo:hi, None]
         out[a:b] = local[keep]
 
-    qb = threads.query_bounds(offsets, threads.pieces(n))
-    threads.run(block, len(qb) - 1)
+    if threads.pieces(n) == 1:
+        block(0, n_q)
+    else:
+        threads.run_query_blocks(block, offsets)
     return out
 
 

@@ -69,7 +69,8 @@ class MRRLoss(_numba.CompiledBatch, CutoffLoss):
             d[r >= self.k] = 1.0
         return d
 
-    def argmax(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    def argmax_reference(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """The exact argmax in numpy: the reference of the compiled :meth:`argmax`."""
         scores, pos, neg = split_by_relevance(scores, labels)
         if len(pos) == 0 or len(neg) == 0:
             return np.concatenate([pos, neg])
@@ -99,6 +100,11 @@ class MRRLoss(_numba.CompiledBatch, CutoffLoss):
                                  offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         """Without numba: :meth:`batch_violation_numpy`."""
         return self.batch_violation_numpy(scores, labels, offsets)
+
+    def ranking_call(self, n: int) -> Optional[_numba.KernelCall]:
+        """The compiled single-query argmax (:func:`._rank_kernels.mrr_ranking`), or None without numba."""
+        jit = _numba.kernels()
+        return None if jit is None else (jit.mrr_ranking, (_numba.as_int(self.k),))
 
     def kernel_call(self, n_max: int) -> Optional[_numba.KernelCall]:
         """The compiled batch (:func:`._rank_kernels.mrr_batch`), or None without numba."""

@@ -167,12 +167,19 @@ class NDCGLoss(_numba.CompiledBatch, CutoffLoss):
     def psi_coef(self, ranking: np.ndarray, labels: np.ndarray) -> np.ndarray:
         return pairwise_psi_coef(ranking, labels)
 
-    def argmax(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    def argmax_reference(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """The exact argmax in numpy (:func:`ndcg_counts`): the reference of the compiled :meth:`argmax`."""
         scores, pos, neg = split_by_relevance(scores, labels)
         if len(pos) == 0 or len(neg) == 0:
             return np.concatenate([pos, neg])
         counts, _ = ndcg_counts(scores[pos], scores[neg], self.k)
         return merge_by_counts(pos, neg, counts)
+
+    def ranking_call(self, n: int) -> Optional[_numba.KernelCall]:
+        """The compiled single-query argmax (:func:`._rank_kernels.ndcg_ranking`) for a query of ``n``
+        candidates, or None without numba."""
+        jit = _numba.kernels()
+        return None if jit is None else (jit.ndcg_ranking, (_numba.as_int(self.k), discount_table(n + 1)))
 
     def kernel_call(self, n_max: int) -> Optional[_numba.KernelCall]:
         """The compiled batch (:func:`._rank_kernels.ndcg_batch`) for queries of ≤ ``n_max`` candidates,

@@ -57,7 +57,8 @@ class ROCLoss(_numba.CompiledBatch, Loss):
     def psi_coef(self, ranking: np.ndarray, labels: np.ndarray) -> np.ndarray:
         return pairwise_psi_coef(ranking, labels)
 
-    def argmax(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    def argmax_reference(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """The exact argmax in numpy (a stable sort by key): the reference of the compiled :meth:`argmax`."""
         scores = np.asarray(scores, dtype=float)
         rel = np.asarray(labels) > 0
         key = np.where(rel, scores - 0.25, scores + 0.25)
@@ -84,6 +85,11 @@ class ROCLoss(_numba.CompiledBatch, Loss):
                                  offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         """Without numba: :meth:`batch_violation_numpy`."""
         return self.batch_violation_numpy(scores, labels, offsets)
+
+    def ranking_call(self, n: int) -> Optional[_numba.KernelCall]:
+        """The compiled single-query argmax (:func:`._rank_kernels.roc_ranking`), or None without numba."""
+        jit = _numba.kernels()
+        return None if jit is None else (jit.roc_ranking, ())
 
     def kernel_call(self, n_max: int) -> Optional[_numba.KernelCall]:
         """The compiled batch (:func:`._rank_kernels.roc_batch`), or None without numba."""
