@@ -18,7 +18,8 @@ from pyterrier_svmmap.features.encoder import (BinnedBlock, FeatureEncoder, func
                                                quantile_thresholds, top_of_queries)
 from pyterrier_svmmap.svm.losses import get_loss
 from pyterrier_svmmap.svm.losses.map import query_score_order
-from pyterrier_svmmap.svm.ranker import StructSVMRanker, best_function
+from pyterrier_svmmap.selection import best_function
+from pyterrier_svmmap.svm.ranker import StructSVMRanker
 
 numba_available = _jit.load("features._kernels", "") is not None
 needs_numba = pytest.mark.skipif(not numba_available, reason="numba not installed or disabled")
