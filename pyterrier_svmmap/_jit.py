@@ -7,6 +7,11 @@ variable ``PYTERRIER_SVMMAP_NO_NUMBA=1`` is set:
 callers then run their numpy code, which is also the reference the tests compare the kernels with. Callers
 look the module up at call time (``load(...)`` inside the function that needs it), never bind it at import,
 so that the switch and the tests' ``monkeypatch.setattr(_jit, "_LOADED", {})`` work.
+
+The kernels are cached on disk by numba (``cache=True``): only the first run after an install compiles them.
+That run says so, once per process, in one INFO line of the ``pyterrier_svmmap`` logger
+(:data:`COMPILE_MESSAGE`), when numba really compiles one of this package's kernels — not when it loads them
+from its cache. ``svmmap warm-up`` compiles them all ahead.
 """
 from __future__ import annotations
 
@@ -18,6 +23,43 @@ from types import ModuleType
 from typing import Dict, Iterator, Optional, Union
 
 log = logging.getLogger(__name__)
+
+#: logged once per process, when numba first compiles (not loads from its cache) a kernel of this package
+COMPILE_MESSAGE = ("compiling the numba kernels, once (about 15-60 s); later runs load them from numba's cache "
+                   "(`svmmap warm-up` compiles them ahead)")
+
+_announced = False
+_listening = False
+
+
+def _on_first_compile(dispatcher) -> None:
+    """Log :data:`COMPILE_MESSAGE` the first time one of this package's kernels compiles in this process."""
+    global _announced
+    module = getattr(getattr(dispatcher, "py_func", None), "__module__", "") or ""
+    if not _announced and module.startswith("pyterrier_svmmap."):
+        _announced = True
+        logging.getLogger("pyterrier_svmmap").info(COMPILE_MESSAGE)
+
+
+def _listen_for_compiles() -> None:
+    """Register (once) a listener of numba's ``numba:compile`` event, which numba raises when it compiles a
+    function and not when it loads one from its on-disk cache."""
+    global _listening
+    if _listening:
+        return
+    _listening = True
+    try:
+        from numba.core import event
+    except ImportError:                                          # numba without the event API: no message
+        return
+
+    class FirstCompile(event.Listener):
+        def on_start(self, ev):
+            _on_first_compile((ev.data or {}).get("dispatcher"))
+
+        def on_end(self, ev):
+            pass
+    event.register("numba:compile", FirstCompile())
 
 #: module name → the loaded module, or False when unavailable; filled on first use
 _LOADED: Dict[str, Union[ModuleType, bool]] = {}
@@ -35,6 +77,8 @@ def load(module: str, fallback: str) -> Optional[ModuleType]:
                 mod = importlib.import_module(f"pyterrier_svmmap.{module}")
             except ImportError:                                  # numba not installed
                 log.debug("numba not available: %s", fallback)
+            else:
+                _listen_for_compiles()
         _LOADED[module] = mod
     return _LOADED[module] or None
 

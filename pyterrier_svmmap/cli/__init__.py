@@ -11,7 +11,7 @@ import importlib
 import logging
 import re
 import sys
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 from pyterrier_svmmap._version import __version__
 
@@ -21,6 +21,18 @@ COMMANDS = {
     "learn": "pyterrier_svmmap.cli.learn",
     "classify": "pyterrier_svmmap.cli.classify",
     "letor": "pyterrier_svmmap.cli.letor",
+    "warm-up": "pyterrier_svmmap.cli.warm_up",
+}
+
+#: sub-command → the first line of its module's docstring (``svmmap --help`` lists them without importing
+#: the modules: only the sub-command that runs is imported, so that each starts with what it needs)
+SUMMARIES = {
+    "reproduce": "Reproduce the base-function comparison of Yue et al. (SIGIR 2007) on a test collection.",
+    "learn": "Train a ranking model on an svmlight/LETOR file (like svm_map_learn / svm_rank_learn).",
+    "classify": "Score an svmlight/LETOR file with a trained model (like svm_map_classify).",
+    "letor": "Run the LETOR 5-fold protocol on a LETOR directory (Fold1..FoldK with train/vali/test.txt) and "
+             "print the table.",
+    "warm-up": "Compile the numba kernels ahead, so that the first svmmap learn (or fit) does not wait for them.",
 }
 
 
@@ -34,15 +46,30 @@ def plain(text: str) -> str:
     return text.replace("``", "")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def chosen_command(argv: Optional[List[str]]) -> Optional[str]:
+    """The sub-command named in ``argv`` (its first argument that is not an option), or None."""
+    for arg in sys.argv[1:] if argv is None else argv:
+        if not arg.startswith("-"):
+            return arg if arg in COMMANDS else None
+    return None
+
+
+def build_parser(argv: Optional[List[str]] = None, load: Optional[Sequence[str]] = None) -> argparse.ArgumentParser:
+    """The ``svmmap`` parser. Sub-commands are listed with their :data:`SUMMARIES`; only the modules of
+    ``load`` (default: the sub-command named in ``argv``) are imported and give their options, so that
+    ``svmmap classify`` does not import what ``svmmap reproduce`` needs, and the other way round."""
+    load = [c for c in [chosen_command(argv)] if c] if load is None else list(load)
     parser = argparse.ArgumentParser(prog="svmmap", description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logging")
     parser.add_argument("--version", action="version", version=f"%(prog)s (pyterrier-svmmap) {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, module in COMMANDS.items():
+        if name not in load:
+            sub.add_parser(name, help=SUMMARIES[name], allow_abbrev=False)
+            continue
         mod = importlib.import_module(module)
         doc = plain(mod.__doc__ or "")
-        p = sub.add_parser(name, help=doc.strip().splitlines()[0], description=doc, allow_abbrev=False,
+        p = sub.add_parser(name, help=SUMMARIES[name], description=doc, allow_abbrev=False,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
         mod.add_arguments(p)
@@ -51,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser(argv).parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s")
     try:

@@ -1,0 +1,83 @@
+"""Compile the numba kernels ahead, so that the first ``svmmap learn`` (or fit) does not wait for them.
+
+numba compiles the package's kernels the first time they run after an install (about 15-60 s) and caches
+them on disk (``__pycache__`` beside the package, or ``NUMBA_CACHE_DIR``); every later run loads them.
+``svmmap warm-up`` runs tiny fits of every loss and feature block, their predictions and every loss's
+single-query argmax, which compiles (or, when already cached, just loads) every kernel they use. Run it
+once after installing, e.g. in a container image's build.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+import warnings
+
+log = logging.getLogger(__name__)
+
+#: (loss, its parameters) whose kernels the warm-up compiles
+LOSSES = (("map", None), ("roc", None), ("ndcg", None), ("ndcg", {"k": 10}), ("mrr", {"k": 10}),
+          ("dorm", {"k": 10, "window": 20}), ("acc", None), ("acc2", None),
+          ("combo", {"losses": ["map", "ndcg@10"]}))
+
+#: (features, binning) whose kernels the warm-up compiles
+FEATURES = (("bins", "quantile"), ("raw", "quantile"), ("minmax", "quantile"), ("bins", "percentile"),
+            ("bins", "minmax"))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-j", "--jobs", dest="n_jobs", type=int, default=1, metavar="N",
+                        help="threads of the tiny fits (default 1; the kernels are the same for any N)")
+
+
+def tiny_data(seed: int = 0, n_queries: int = 6, per_query: int = 30, n_functions: int = 3):
+    """(raw, labels, offsets, docnos) of a few random queries with missing scores and ties."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    n = n_queries * per_query
+    labels = (rng.random(n) < 0.2).astype(float)
+    labels[::per_query] = 1.0
+    labels[1::per_query] = 0.0
+    raw = np.round(rng.standard_normal((n, n_functions)) + labels[:, None], 1)
+    raw[rng.random(raw.shape) < 0.1] = np.nan
+    offsets = np.arange(n_queries + 1, dtype=np.int64) * per_query
+    docnos = np.array([f"d{i}" for i in range(n)], dtype=object)
+    return raw, labels, offsets, docnos
+
+
+def warm_up(n_jobs: int = 1) -> float:
+    """Run every kernel the fits, predictions and argmaxes use once; returns the seconds it took.
+
+    Kernels already in numba's cache are loaded, the others compiled (and cached). Without numba (or with
+    ``PYTERRIER_SVMMAP_NO_NUMBA=1``) there is nothing to compile and the fits run their numpy paths.
+    """
+    import numpy as np
+    from pyterrier_svmmap.svm.losses import get_loss, most_violated
+    from pyterrier_svmmap.svm.ranker import StructSVMRanker
+    t0 = time.perf_counter()
+    raw, labels, offsets, docnos = tiny_data()
+    v_raw, v_labels, v_offsets, v_docnos = tiny_data(seed=1)
+    valid = (v_raw, v_labels, v_offsets, None, v_docnos)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for features, binning in FEATURES:
+            r = StructSVMRanker(C=[0.1, 1.0], features=features, binning=binning, n_bins=5, n_jobs=n_jobs)
+            r.fit(raw, labels, offsets, valid=valid)
+            r.ranking_scores(v_raw, v_offsets, v_docnos)
+        StructSVMRanker(C=[0.1, 1.0], n_bins=5, cv=2, prior="best", n_jobs=n_jobs).fit(raw, labels, offsets)
+        for loss, params in LOSSES:
+            StructSVMRanker(C=1.0, loss=loss, loss_params=params, n_bins=5, n_jobs=n_jobs).fit(raw, labels, offsets)
+            s = np.nan_to_num(raw[:30, 0])
+            most_violated(s, labels[:30], loss=get_loss(loss, **(params or {})))
+    seconds = time.perf_counter() - t0
+    return seconds
+
+
+def run(args: argparse.Namespace) -> int:
+    from pyterrier_svmmap import _jit
+    if _jit.load("svm._qp_kernels", "the QP runs in numpy") is None:
+        log.info("numba is not available (or PYTERRIER_SVMMAP_NO_NUMBA is set): nothing to compile")
+        return 0
+    seconds = warm_up(args.n_jobs)
+    log.info("kernels ready in %.1f s (compiled now, or loaded from numba's cache)", seconds)
+    return 0
