@@ -87,11 +87,18 @@ class ComboLoss(Loss):
         offsets = np.array([0, len(s)], dtype=np.int64)
         calls = [_numba.kernel_call(l, len(s)) for l in self.losses]
         rankings = [getattr(l, "ranking_call", lambda n: None)(len(s)) for l in self.losses]
-        if len(s) and all(c is not None for c in calls + rankings):       # one score sort for everything
+        if len(s) and all(c is not None for c in calls + rankings):       # one check and one score sort
+            s, rel, offsets = _numba.check_batch(s, labels, offsets)
             order = _numba.score_order(s, offsets)
-            results = _numba.run_shared(calls, s, labels, offsets, order)
-            winner = int(first_best(np.stack([d - float(c @ s) for d, c in results]))[0])
-            return _numba.run_ranking(rankings[winner], s, labels, order)
+            values = np.empty((len(calls), 1))
+            for m, (kernel, params) in enumerate(calls):
+                delta, coef = np.zeros(1), np.zeros(len(s))
+                kernel(s, rel, order, offsets, *params, delta, coef)
+                values[m, 0] = delta[0] - float(coef @ s)
+            kernel, params = rankings[int(first_best(values)[0])]
+            out = np.empty(len(s), dtype=np.int64)
+            kernel(s, rel, order, 0, len(s), *params, out)
+            return out
         results = self.member_batches(s, labels, offsets)
         values = np.stack([d - segment_sums(c * s, offsets) for d, c in results])
         return self.losses[int(first_best(values)[0])].argmax(s, labels)

@@ -35,6 +35,7 @@ per-query code of this module (the reference of ``tests/test_losses_fast.py``).
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Optional, Tuple
 
@@ -48,6 +49,15 @@ from pyterrier_svmmap.svm.losses.map import pairwise_psi_coef
 def discount_table(n: int) -> np.ndarray:
     """D(r) = 1/log2(r + 2) for 0-based ranks r < n, without cutoff (the kernels' table)."""
     return 1.0 / np.log2(np.arange(n) + 2.0)
+
+
+@functools.lru_cache(maxsize=64)
+def kernel_discounts(n: int) -> np.ndarray:
+    """:func:`discount_table` of length ``n``, read-only and kept for the next call of the same length (the
+    kernels' table; the same values, computed once)."""
+    d = discount_table(n)
+    d.setflags(write=False)
+    return d
 
 
 def discounts(n: int, k: Optional[int]) -> np.ndarray:
@@ -179,7 +189,7 @@ class NDCGLoss(_numba.CompiledBatch, CutoffLoss):
         """The compiled single-query argmax (:func:`._rank_kernels.ndcg_ranking`) for a query of ``n``
         candidates, or None without numba."""
         jit = _numba.kernels()
-        return None if jit is None else (jit.ndcg_ranking, (_numba.as_int(self.k), discount_table(n + 1)))
+        return None if jit is None else (jit.ndcg_ranking, (_numba.as_int(self.k), kernel_discounts(n + 1)))
 
     def kernel_call(self, n_max: int) -> Optional[_numba.KernelCall]:
         """The compiled batch (:func:`._rank_kernels.ndcg_batch`) for queries of ≤ ``n_max`` candidates,
@@ -187,4 +197,4 @@ class NDCGLoss(_numba.CompiledBatch, CutoffLoss):
         jit = _numba.kernels()
         if jit is None:
             return None
-        return jit.ndcg_batch, (_numba.as_int(self.k), discount_table(n_max + 1))
+        return jit.ndcg_batch, (_numba.as_int(self.k), kernel_discounts(n_max + 1))

@@ -1,0 +1,191 @@
+"""Threads, single-query argmax, start-up and the LightGBM comparison: every ratio in one run.
+
+Usage::
+
+    python benchmarks/bench_speed.py [--quick] [--repeat N] [--parts tasl]
+
+Parts (each a ratio of medians over ``--repeat`` runs, reference and candidate interleaved in one process,
+or, for start-up, in fresh processes started alternately):
+
+t. threads: ``StructSVMRanker(C=1, n_jobs=2).fit`` ÷ ``n_jobs=1`` on 500 queries × 1,000 candidates × 16
+   functions (50 bins), and the weights of n_jobs = 1, 2, 3 compared bit for bit (target ≥ 1.5×, same bits);
+a. argmax: every loss's public ``most_violated`` on 300 queries × 1,000 candidates (5 % relevant), one query
+   per call, ÷ MAP's (target ≤ 3×);
+s. start-up: ``svmmap learn`` and ``svmmap classify`` on a 40-line file (fresh processes, kernels already in
+   numba's cache), their ratio, and what numba itself costs (its import and one cached kernel's load);
+l. ``SVMMap(C=1)``'s learner (``StructSVMRanker(C=1)``, 50 bins) ÷ LightGBM lambdarank (100 trees, its default
+   threads) on 200 queries × 1,000 candidates × 16 functions (target ≤ 1/3).
+
+The machine's load average is printed at the start and the end: on a shared machine the thread ratio is
+bounded by the cores actually free.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from pyterrier_svmmap.svm.ranker import StructSVMRanker  # noqa: E402
+
+
+def synthetic(n, n_funcs=16, per_query=1000, seed=0, rel_rate=0.05):
+    """Scores of ``n_funcs`` noisy base functions of a hidden relevance (5 % relevant), 10 % missing."""
+    rng = np.random.default_rng(seed)
+    n_q = max(1, n // per_query)
+    n = n_q * per_query
+    labels = (rng.random(n) < rel_rate).astype(np.int8)
+    raw = np.empty((n, n_funcs))
+    for f in range(n_funcs):
+        col = rng.standard_normal(n)
+        col += (0.3 + 0.1 * (f % 4)) * labels
+        col[rng.random(n) < 0.1] = np.nan
+        raw[:, f] = col
+    return raw, labels, np.arange(n_q + 1, dtype=np.int64) * per_query
+
+
+def interleaved(fns: dict, repeat: int) -> dict:
+    """name → list of seconds: every function once per round, ``repeat`` rounds (after one warm-up round)."""
+    for f in fns.values():
+        f()
+    out = {k: [] for k in fns}
+    for _ in range(repeat):
+        for k, f in fns.items():
+            t = time.perf_counter()
+            f()
+            out[k].append(time.perf_counter() - t)
+    return out
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"
+
+
+def part_threads(repeat: int, quick: bool):
+    n = 100_000 if quick else 500_000
+    print(f"\n=== t. threads: StructSVMRanker(C=1, 50 bins) on {n // 1000} queries × 1,000 × 16 ===", flush=True)
+    raw, labels, offsets = synthetic(n)
+    fits = {}
+
+    def fit(j):
+        def run():
+            fits[j] = StructSVMRanker(C=1.0, n_jobs=j).fit(raw, labels, offsets)
+        return run
+    times = interleaved({1: fit(1), 2: fit(2)}, repeat)
+    fit(3)()
+    same = all(np.array_equal(fits[1].coef_, fits[j].coef_) and
+               [h["primal"] for h in fits[1].history_] == [h["primal"] for h in fits[j].history_] for j in (2, 3))
+    m1, m2 = np.median(times[1]), np.median(times[2])
+    print(f"n_jobs=1: {m1:.3f} s (runs {np.round(times[1], 3).tolist()})")
+    print(f"n_jobs=2: {m2:.3f} s (runs {np.round(times[2], 3).tolist()})")
+    print(f"ratio n_jobs=1 / n_jobs=2: {m1 / m2:.2f}×  (target ≥ 1.5×); {fits[1].n_iter_} iterations; "
+          f"weights and objectives of n_jobs=1, 2, 3 {'identical bit for bit' if same else 'DIFFER'}")
+
+
+ARGMAX = [("map", {}), ("roc", {}), ("ndcg", {}), ("ndcg@10", {}), ("mrr@10", {}), ("dorm@10", dict(window=20)),
+          ("combo", dict(losses=["map", "ndcg@10", "mrr@10"])), ("acc", {}), ("acc2", {})]
+
+
+def part_argmax(repeat: int, quick: bool):
+    from pyterrier_svmmap.svm.losses import most_violated
+    n_q, n = (100 if quick else 300), 1000
+    print(f"\n=== a. most_violated, one query per call: {n_q} queries × {n:,} candidates, 5 % relevant ===",
+          flush=True)
+    rng = np.random.default_rng(11)
+    S = rng.standard_normal((n_q, n))
+    Z = (rng.random((n_q, n)) < 0.05).astype(int)
+    Z[:, 0] = 1
+
+    def all_queries(name, kw):
+        return lambda: [most_violated(S[q], Z[q], loss=name, **kw) for q in range(n_q)]
+    times = interleaved({name: all_queries(name, kw) for name, kw in ARGMAX}, repeat)
+    base = np.median(times["map"])
+    print(f"{'loss':<12} {'ms':>8} {'µs/query':>9} {'÷ map':>7}")
+    for name, _ in ARGMAX:
+        t = np.median(times[name])
+        print(f"{name:<12} {t * 1e3:>8.1f} {t / n_q * 1e6:>9.1f} {t / base:>7.2f}")
+    worst = max((k for k, _ in ARGMAX), key=lambda k: np.median(times[k]))
+    print(f"target: every loss ≤ 3× map's — worst {worst} {np.median(times[worst]) / base:.2f}×")
+
+
+CLI = "import sys; from pyterrier_svmmap.cli import main; sys.exit(main(sys.argv[1:]))"
+NUMBA_ONLY = ("import time; t = time.perf_counter(); import numpy as np; t1 = time.perf_counter(); import numba; "
+              "t2 = time.perf_counter(); import pyterrier_svmmap.features._kernels as k; "
+              "k.cumulative_table(np.zeros(4), 2, 2); t3 = time.perf_counter(); "
+              "print(t2 - t1, t3 - t2)")
+
+
+def part_startup(repeat: int, quick: bool):
+    print("\n=== s. start-up: svmmap learn / classify on a 40-line file (fresh processes) ===", flush=True)
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    with tempfile.TemporaryDirectory() as tmp:
+        rng = np.random.default_rng(0)
+        train = Path(tmp) / "train.txt"
+        with open(train, "w") as f:
+            for q in range(4):
+                for d in range(10):
+                    label = 1 if d == 0 else int(rng.random() < 0.3) if d > 1 else 0
+                    f.write(f"{label} qid:{q + 1} " + " ".join(f"{i + 1}:{rng.random():.4f}" for i in range(5)) + "\n")
+        model = Path(tmp) / "model"
+        learn = [sys.executable, "-c", CLI, "learn", "-c", "1", str(train), str(model)]
+        classify = [sys.executable, "-c", CLI, "classify", str(train), str(model), str(Path(tmp) / "pred")]
+        subprocess.run(learn, env=env, check=True, capture_output=True)        # kernels into numba's cache
+
+        def proc(cmd):
+            return lambda: subprocess.run(cmd, env=env, check=True, capture_output=True)
+        times = interleaved({"learn": proc(learn), "classify": proc(classify)}, repeat)
+        numba_parts = [subprocess.run([sys.executable, "-c", NUMBA_ONLY], env=env, check=True, capture_output=True,
+                                      text=True).stdout.split() for _ in range(repeat)]
+    ml, mc = np.median(times["learn"]), np.median(times["classify"])
+    imp, first = np.median([float(a) for a, _ in numba_parts]), np.median([float(b) for _, b in numba_parts])
+    print(f"svmmap learn:    {ml:.3f} s (runs {np.round(times['learn'], 3).tolist()})")
+    print(f"svmmap classify: {mc:.3f} s (runs {np.round(times['classify'], 3).tolist()})")
+    print(f"ratio learn / classify: {ml / mc:.2f}×; difference {ml - mc:.3f} s, of which numba's own cost: "
+          f"import numba {imp:.3f} s + first cached kernel (numba's CPU target and cache load) {first:.3f} s")
+
+
+def part_lightgbm(repeat: int, quick: bool):
+    import lightgbm as lgb
+    n = 50_000 if quick else 200_000
+    print(f"\n=== l. SVMMap(C=1)'s learner vs LightGBM lambdarank (100 trees, default threads), "
+          f"{n // 1000} queries × 1,000 × 16 ===", flush=True)
+    raw, labels, offsets = synthetic(n, seed=5)
+
+    def ours():
+        StructSVMRanker(C=1.0).fit(raw, labels, offsets)
+
+    def theirs():
+        lgb.LGBMRanker(objective="lambdarank", n_estimators=100, verbose=-1).fit(
+            np.nan_to_num(raw, nan=-1e9), labels, group=np.diff(offsets))
+    times = interleaved({"svmmap": ours, "lightgbm": theirs}, repeat)
+    a, b = np.median(times["svmmap"]), np.median(times["lightgbm"])
+    print(f"StructSVMRanker(C=1): {a:.3f} s (runs {np.round(times['svmmap'], 3).tolist()})")
+    print(f"LightGBM lambdarank:  {b:.3f} s (runs {np.round(times['lightgbm'], 3).tolist()})")
+    print(f"ratio ours / LightGBM: {a / b:.2f}  (target ≤ 0.33)")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="smaller data (for a smoke run)")
+    ap.add_argument("--repeat", type=int, default=5, help="rounds per measurement (default 5)")
+    ap.add_argument("--parts", default="tasl", help="letters of the parts to run (default: all)")
+    args = ap.parse_args()
+    print(f"pyterrier-svmmap speed benchmark (threads, argmax, start-up, LightGBM); numpy {np.__version__}; {load()}")
+    t0 = time.perf_counter()
+    for letter, part in (("t", part_threads), ("a", part_argmax), ("s", part_startup), ("l", part_lightgbm)):
+        if letter in args.parts:
+            part(args.repeat, args.quick)
+    print(f"\ntotal {time.perf_counter() - t0:.0f} s; {load()}")
+
+
+if __name__ == "__main__":
+    main()
