@@ -119,6 +119,17 @@ def query_bounds(offsets: np.ndarray, k: int) -> np.ndarray:
     return np.concatenate([[0], np.clip(cut, 0, n_q), [n_q]]).astype(np.int64)
 
 
+def _forget_pool_in_child() -> None:
+    """After a fork, the child has none of the parent's pool threads: it makes its own pool when it needs one
+    (without this, work queued on the inherited pool would wait forever)."""
+    global _pool, _pool_size, _pool_lock
+    _pool, _pool_size, _pool_lock = None, 0, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_in_child)
+
+
 def _executor(workers: int) -> ThreadPoolExecutor:
     """The package's pool with at least ``workers`` threads (made, or enlarged, on first need)."""
     global _pool, _pool_size

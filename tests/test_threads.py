@@ -216,3 +216,20 @@ def test_estimators_take_n_jobs(tmp_path):
         assert est._ranker().n_jobs == -1
         with pytest.raises(ValueError, match="n_jobs"):
             cls(n_jobs=0)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_a_forked_child_runs_threads_of_its_own():
+    """A child forked after the pool started has none of its threads: work must not wait on them."""
+    import multiprocessing
+    with threads.using(2):
+        assert threads.run(lambda i: i, 2) == [0, 1]             # the parent's pool exists now
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        got = pool.apply_async(_run_two_pieces).get(timeout=60)
+    assert got == [0, 1]
+
+
+def _run_two_pieces():
+    with threads.using(2):
+        return threads.run(lambda i: i, 2)
