@@ -151,7 +151,9 @@ def test_encoder_and_tie_function_do_not_depend_on_threads(small_pieces):
 @pytest.mark.parametrize("ties", [False, True])
 def test_score_order_does_not_depend_on_threads(small_pieces, ties):
     rng = np.random.default_rng(2)
-    for sizes in ([30] * 9, [1, 40, 3, 0, 38, 25, 40]):        # equal sizes (no padding) and padded
+    # equal sizes (no padding) and padded; queries over 16 candidates with many ties, whose tie order in numpy's
+    # introsort depends on the padded length (so the blocks must pad to the longest query of all)
+    for sizes in ([300] * 9, [1, 400, 3, 0, 380, 250, 40, 399]):
         offsets = np.r_[0, np.cumsum(sizes)].astype(np.int64)
         s = rng.integers(0, 4, offsets[-1]).astype(float) if ties else rng.standard_normal(offsets[-1])
         with threads.using(1):
@@ -233,3 +235,14 @@ def test_a_forked_child_runs_threads_of_its_own():
 def _run_two_pieces():
     with threads.using(2):
         return threads.run(lambda i: i, 2)
+
+
+def test_shard_sums_are_added_in_shard_order():
+    """(a, b) = ((p0 + p1) + p2) / n, left to right, whatever computed the parts: an order in which floating-point
+    sums differ (1e16 + 1 − 1e16 = 0 but 1e16 − 1e16 + 1 = 1) tells any other order apart."""
+    from pyterrier_svmmap.svm.cutting_plane import reduce_shard_sums
+    parts = [[(np.array([1e16, 1.0]), 1e16)], [(np.array([1.0, 1e16]), 1.0)], [(np.array([-1e16, -1e16]), -1e16)]]
+    (a, b), = reduce_shard_sums(parts, 2)
+    assert a.tolist() == [((1e16 + 1.0) - 1e16) / 2, ((1.0 + 1e16) - 1e16) / 2] == [0.0, 0.0]
+    assert b == ((1e16 + 1.0) - 1e16) / 2
+    assert [p[0][0].tolist() for p in parts] == [[1e16, 1.0], [1.0, 1e16], [-1e16, -1e16]]   # inputs untouched
