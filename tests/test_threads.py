@@ -98,6 +98,7 @@ def test_query_bounds_cover_the_queries_in_order():
 
 
 @needs_numba
+@pytest.mark.filterwarnings("ignore:skipping")
 def test_fit_leaves_numba_thread_setting_alone():
     import numba
     before = numba.get_num_threads()
@@ -198,6 +199,7 @@ def test_model_does_not_depend_on_n_jobs(small_pieces, params):
         assert np.array_equal(fits[0].decision_function(raw, offsets), other.decision_function(raw, offsets))
 
 
+@pytest.mark.filterwarnings("ignore:skipping")
 def test_n_jobs_is_a_parameter_but_not_of_the_model(tmp_path):
     r = StructSVMRanker(C=1.0, n_jobs=2)
     assert r.get_params()["n_jobs"] == 2 and "n_jobs" not in repr(r)
