@@ -14,7 +14,7 @@ import pytest
 
 from pyterrier_svmmap import cli
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_summaries_are_the_modules_first_docstring_lines():
