@@ -149,6 +149,18 @@ def test_encoder_and_tie_function_do_not_depend_on_threads(small_pieces):
     assert out[1][2] == out[3][2]
 
 
+@needs_numba
+def test_per_query_scalings_do_not_depend_on_threads(small_pieces):
+    from pyterrier_svmmap.features.encoder import minmax_normalise, percentiles
+    raw, _, offsets = ranking_data(ties=True)
+    for scale in (minmax_normalise, percentiles):
+        with _jit.without("features._kernels"):
+            ref = scale(raw, offsets)                          # the numpy path
+        for n_jobs in (1, 3):
+            with threads.using(n_jobs):
+                np.testing.assert_array_equal(scale(raw, offsets), ref)
+
+
 @pytest.mark.parametrize("ties", [False, True])
 def test_score_order_does_not_depend_on_threads(small_pieces, ties):
     rng = np.random.default_rng(2)
@@ -181,7 +193,8 @@ def test_batch_violations_do_not_depend_on_threads(small_pieces, name):
 # ------------------------------------------------------------------------------------------------
 # whole fits: the model does not depend on n_jobs
 # ------------------------------------------------------------------------------------------------
-FITS = [dict(C=1.0), dict(C=10.0, loss="ndcg@10"), dict(C=1.0, features="raw"),
+FITS = [dict(C=1.0), dict(C=10.0, loss="ndcg@10"), dict(C=1.0, features="raw"), dict(C=1.0, binning="percentile"),
+        dict(C=1.0, features="minmax", loss="acc2"),
         dict(C=[0.1, 1.0, 10.0], features="bins+raw"), dict(C=1.0, loss="combo", loss_params={"losses": ["map", "mrr@5"]}),
         dict(C=[1.0, 10.0], cv=3)]
 

@@ -36,6 +36,17 @@ SUMMARIES = {
 }
 
 
+def jobs(text: str) -> int:
+    """The value of a ``-j N`` option: a non-zero number of threads (negative: all cores but |N| − 1)."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n == 0:
+        raise argparse.ArgumentTypeError(f"-j takes a non-zero number of threads (-1: every core), got {text!r}")
+    return n
+
+
 class UsageError(Exception):
     """An error caused by the user's input: reported as one line, exit status 2."""
 

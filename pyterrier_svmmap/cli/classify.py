@@ -10,6 +10,8 @@ import argparse
 import logging
 from pathlib import Path
 
+from pyterrier_svmmap.cli import jobs
+
 log = logging.getLogger(__name__)
 
 
@@ -17,12 +19,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("test", metavar="TEST", help="svmlight/LETOR file (or index file) to score")
     parser.add_argument("model", metavar="MODEL", help="model directory written by svmmap learn or .save()")
     parser.add_argument("predictions", metavar="PREDICTIONS", help="output: one score per line of TEST")
+    parser.add_argument("-j", "--jobs", dest="n_jobs", type=jobs, default=None, metavar="N",
+                        help="threads of this process (default: every core; -1 all, -2 all but one); the scores "
+                             "are the same for every N")
 
 
 def run(args: argparse.Namespace) -> int:
     from pyterrier_svmmap.io.model_files import load_ranker
     from pyterrier_svmmap.io.svmlight import read_svmlight
     model = load_ranker(args.model)          # the array-level ranker: PyTerrier is not imported
+    if args.n_jobs is not None:
+        model.n_jobs = args.n_jobs
     data = read_svmlight(args.test, n_features=model.n_functions_)
     # ties broken as transform breaks them (pyterrier_svmmap.ties), docnos from the '#docid =' comments
     test = data.queries()

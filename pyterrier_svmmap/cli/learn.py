@@ -14,6 +14,8 @@ import time
 import warnings
 from typing import List
 
+from pyterrier_svmmap.cli import jobs
+
 log = logging.getLogger(__name__)
 
 DESCRIPTION = """\
@@ -70,16 +72,6 @@ def _grid(text: str) -> List[float]:
         raise argparse.ArgumentTypeError(f"-c takes a number or comma-separated numbers, got {text!r}") from None
 
 
-def _jobs(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n == 0:
-        raise argparse.ArgumentTypeError(f"-j takes a non-zero number of threads (-1: every core), got {text!r}")
-    return n
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.description = DESCRIPTION
@@ -123,7 +115,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(f"-{opt}", dest=f"ignored_{opt}", metavar="X", default=None, help=argparse.SUPPRESS)
     parser.add_argument("-o", dest="rescaling", type=int, default=2, choices=(1, 2), help=argparse.SUPPRESS)
     parser.add_argument("-p", dest="slack_norm", type=int, default=1, choices=(1, 2), help=argparse.SUPPRESS)
-    parser.add_argument("-j", "--jobs", dest="n_jobs", type=_jobs, default=None, metavar="N",
+    parser.add_argument("-j", "--jobs", dest="n_jobs", type=jobs, default=None, metavar="N",
                         help="threads of this process (default: every core; -1 all, -2 all but one); the model is "
                              "the same for every N")
     dist = parser.add_mutually_exclusive_group()

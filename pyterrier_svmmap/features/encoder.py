@@ -66,15 +66,23 @@ def query_min_max(raw: np.ndarray, offsets: np.ndarray) -> Tuple[np.ndarray, np.
     return lo, hi
 
 
+def _per_query_blocks(kernel, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """``kernel(raw, offsets, out)`` of a per-query scaling, run on blocks of whole queries spread over
+    :func:`~pyterrier_svmmap.threads.current` threads (each query's rows are computed alike in any block)."""
+    raw = np.ascontiguousarray(raw, dtype=float)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    out = np.empty(raw.shape)
+    threads.run_query_blocks(lambda lo, hi: kernel(raw, offsets[lo:hi + 1], out), offsets)
+    return out
+
+
 def minmax_normalise(raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """(f − min_q f)/(max_q f − min_q f) per query and function; NaN stays NaN; a constant function → 1.
-    Compiled (:mod:`._kernels`, the same bits, ~10× faster) when numba is available."""
+    Compiled (:mod:`._kernels`, the same bits, ~10× faster; blocks of queries on threads) when numba is
+    available."""
     jit = kernels()
     if jit is not None and np.ndim(raw) == 2 and len(raw):
-        out = np.empty(np.shape(raw))
-        jit.minmax_normalise(np.ascontiguousarray(raw, dtype=float), np.ascontiguousarray(offsets, dtype=np.int64),
-                             out)
-        return out
+        return _per_query_blocks(jit.minmax_normalise, raw, offsets)
     lo, hi = query_min_max(raw, offsets)
     qid = query_ids(offsets)
     lo, hi = lo[qid], hi[qid]
@@ -91,9 +99,7 @@ def percentiles(raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     of a lexsort of all candidates per function) when numba is available."""
     jit = kernels()
     if jit is not None and np.ndim(raw) == 2 and len(raw):
-        out = np.empty(np.shape(raw))
-        jit.percentiles(np.ascontiguousarray(raw, dtype=float), np.ascontiguousarray(offsets, dtype=np.int64), out)
-        return out
+        return _per_query_blocks(jit.percentiles, raw, offsets)
     n, n_funcs = raw.shape
     qid = query_ids(offsets)
     out = np.full(raw.shape, np.nan)

@@ -92,3 +92,14 @@ def test_warm_up_command_runs(caplog):
     with caplog.at_level(logging.INFO):
         assert cli.main(["warm-up"]) == 0
     assert warm_up.warm_up() >= 0
+
+
+def test_classify_jobs_option_gives_the_same_scores(tmp_path):
+    write_file(tmp_path / "train.txt")
+    assert cli.main(["learn", "-c", "1", "--bins", "5", str(tmp_path / "train.txt"), str(tmp_path / "m")]) == 0
+    outs = []
+    for j in ("1", "3"):
+        out = tmp_path / f"p{j}"
+        assert cli.main(["classify", "-j", j, str(tmp_path / "train.txt"), str(tmp_path / "m"), str(out)]) == 0
+        outs.append(out.read_text())
+    assert outs[0] == outs[1]
