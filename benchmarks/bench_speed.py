@@ -98,8 +98,8 @@ def part_threads(repeat: int, quick: bool):
     free_rounds = [i for i in range(repeat) if times["spin1"][i] / times["spin2"][i] >= 1.8]
     if free_rounds:
         paired = [times[1][i] / times[2][i] for i in free_rounds]
-        print(f"in the {len(free_rounds)} of {repeat} rounds with a second core free (loop ≥ 1.8×): n_jobs=1 / n_jobs=2 "
-              f"= {np.median(paired):.2f}× (rounds {np.round(paired, 2).tolist()})")
+        print(f"in the {len(free_rounds)} of {repeat} rounds with a second core free (loop ≥ 1.8×): "
+              f"n_jobs=1 / n_jobs=2 = {np.median(paired):.2f}× (rounds {np.round(paired, 2).tolist()})")
     c1, c2 = np.median(cpu[1]), np.median(cpu[2])
     print(f"CPU time of the calling thread: n_jobs=1 {c1:.3f} s, n_jobs=2 {c2:.3f} s: the work left on the critical "
           f"path bounds the speed-up with a free second core at {c1 / c2:.2f}× (independent of the load)")

@@ -195,7 +195,8 @@ def test_batch_violations_do_not_depend_on_threads(small_pieces, name):
 # ------------------------------------------------------------------------------------------------
 FITS = [dict(C=1.0), dict(C=10.0, loss="ndcg@10"), dict(C=1.0, features="raw"), dict(C=1.0, binning="percentile"),
         dict(C=1.0, features="minmax", loss="acc2"),
-        dict(C=[0.1, 1.0, 10.0], features="bins+raw"), dict(C=1.0, loss="combo", loss_params={"losses": ["map", "mrr@5"]}),
+        dict(C=[0.1, 1.0, 10.0], features="bins+raw"),
+        dict(C=1.0, loss="combo", loss_params={"losses": ["map", "mrr@5"]}),
         dict(C=[1.0, 10.0], cv=3)]
 
 

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from pyterrier_svmmap import _jit
-from pyterrier_svmmap.svm.losses import ComboLoss, DORMLoss, MAPLoss, MRRLoss, NDCGLoss, ROCLoss, get_loss, most_violated
+from pyterrier_svmmap.svm.losses import (ComboLoss, DORMLoss, MAPLoss, MRRLoss, NDCGLoss, ROCLoss, get_loss,
+                                          most_violated)
 from pyterrier_svmmap.svm.losses import _numba
 
 from test_losses_bruteforce import brute_max, INSTANCES

@@ -71,17 +71,19 @@ def run_sorted(call: KernelCall, scores: np.ndarray, labels: np.ndarray,
 def run_shared(calls, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
                order: Optional[np.ndarray] = None) -> list:
     """[(Δ per query, coefficients per candidate)] of several kernel calls on one batch, the score
-    order computed once for all (what :class:`.combo.ComboLoss` uses), or ``order`` when given. Blocks of whole queries run on
-    :func:`~pyterrier_svmmap.threads.current` threads; every query is computed by the same kernel
-    whichever block it is in, so the results do not depend on the number of threads."""
+    order computed once for all (what :class:`.combo.ComboLoss` uses), or ``order`` when given. Blocks of
+    whole queries run on :func:`~pyterrier_svmmap.threads.current` threads; every query is computed by the
+    same kernel whichever block it is in, so the results do not depend on the number of threads."""
     scores, rel, offsets = check_batch(scores, labels, offsets)
     n_q = len(offsets) - 1
     out = [(np.zeros(n_q), np.zeros(len(scores))) for _ in calls]
     if n_q == 0 or len(scores) == 0:
         return out
     order = score_order(scores, offsets) if order is None else order
-    threads.run_query_blocks(lambda lo, hi: [kernel(scores, rel, order, offsets[lo:hi + 1], *params, deltas[lo:hi], coef)
-                                       for (kernel, params), (deltas, coef) in zip(calls, out)], offsets)
+    def block(lo: int, hi: int) -> None:
+        for (kernel, params), (deltas, coef) in zip(calls, out):
+            kernel(scores, rel, order, offsets[lo:hi + 1], *params, deltas[lo:hi], coef)
+    threads.run_query_blocks(block, offsets)
     return out
 
 
