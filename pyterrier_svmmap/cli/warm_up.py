@@ -2,8 +2,8 @@
 
 numba compiles the package's kernels the first time they run after an install (about 15-60 s) and caches
 them on disk (``__pycache__`` beside the package, or ``NUMBA_CACHE_DIR``); every later run loads them.
-``svmmap warm-up`` runs tiny fits of every loss and feature block, their predictions and every loss's
-single-query argmax, which compiles (or, when already cached, just loads) every kernel they use. Run it
+``svmmap warm-up`` runs tiny fits of every loss and feature block, their predictions, every loss's
+single-query argmax and the ApproxAP/ApproxNDCG learners, which compiles (or, when already cached, just loads) every kernel they use. Run it
 once after installing, e.g. in a container image's build.
 """
 from __future__ import annotations
@@ -51,13 +51,29 @@ def warm_up(n_jobs: int = 1) -> float:
     Kernels already in numba's cache are loaded, the others compiled (and cached). Without numba (or with
     ``PYTERRIER_SVMMAP_NO_NUMBA=1``) there is nothing to compile and the fits run their numpy paths.
     """
-    import numpy as np
-    from pyterrier_svmmap.svm.losses import get_loss, most_violated
-    from pyterrier_svmmap.svm.ranker import StructSVMRanker
     t0 = time.perf_counter()
-    raw, labels, offsets, docnos = tiny_data()
+    raw, labels, offsets, _ = tiny_data()
     v_raw, v_labels, v_offsets, v_docnos = tiny_data(seed=1)
     valid = (v_raw, v_labels, v_offsets, None, v_docnos)
+    quiet = [logging.getLogger(f"pyterrier_svmmap.{room}") for room in ("svm", "approx", "selection", "features")]
+    levels = [q.level for q in quiet]
+    for q in quiet:                                         # the tiny fits' INFO lines are noise here
+        q.setLevel(logging.WARNING)
+    try:
+        _fits(raw, labels, offsets, valid, v_raw, v_offsets, v_docnos, n_jobs)
+    finally:
+        for q, level in zip(quiet, levels):
+            q.setLevel(level)
+    return time.perf_counter() - t0
+
+
+def _fits(raw, labels, offsets, valid, v_raw, v_offsets, v_docnos, n_jobs: int) -> None:
+    """The tiny fits, predictions and argmaxes of :func:`warm_up`."""
+    import numpy as np
+    from pyterrier_svmmap.approx.ranker import ApproxRanker
+    from pyterrier_svmmap.features.layout import FeatureLayout
+    from pyterrier_svmmap.svm.losses import get_loss, most_violated
+    from pyterrier_svmmap.svm.ranker import StructSVMRanker
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for features, binning in FEATURES:
@@ -69,8 +85,10 @@ def warm_up(n_jobs: int = 1) -> float:
             StructSVMRanker(C=1.0, loss=loss, loss_params=params, n_bins=5, n_jobs=n_jobs).fit(raw, labels, offsets)
             s = np.nan_to_num(raw[:30, 0])
             most_violated(s, labels[:30], loss=get_loss(loss, **(params or {})))
-    seconds = time.perf_counter() - t0
-    return seconds
+        for features in ("minmax", "bins"):                  # ApproxAP / ApproxNDCG (Qin et al.)
+            X = FeatureLayout.fit(raw, offsets, features, 5).transform(raw, offsets)
+            for measure in ("ap", "ndcg"):
+                ApproxRanker(measure=measure, alphas=[10.0], betas=[10.0], n_iter=2).fit(X, labels, offsets)
 
 
 def run(args: argparse.Namespace) -> int:
