@@ -26,6 +26,8 @@ T = TypeVar("T")
 
 #: threads the numeric core may use in this context (1 outside any :func:`using` block)
 _THREADS: ContextVar[int] = ContextVar("pyterrier_svmmap_threads", default=1)
+#: the most threads any :func:`using` block may take in this context (None: no cap), set by :func:`limit`
+_CAP: ContextVar[Optional[int]] = ContextVar("pyterrier_svmmap_thread_cap", default=None)
 
 #: below this many candidates (or cells) per piece, a piece is not worth a thread
 MIN_PER_PIECE = 16_384
@@ -84,11 +86,33 @@ def using(n_jobs) -> Iterator[int]:
     int
         The thread count in effect.
     """
-    token = _THREADS.set(effective_n_jobs(n_jobs))
+    cap = _CAP.get()
+    n = effective_n_jobs(n_jobs)
+    token = _THREADS.set(n if cap is None else min(n, cap))
     try:
         yield _THREADS.get()
     finally:
         _THREADS.reset(token)
+
+
+@contextmanager
+def limit(threads: int) -> Iterator[int]:
+    """Cap the threads of every :func:`using` block inside this one at ``threads`` (≥ 1), whatever ``n_jobs``
+    the learners ask for: for a caller that runs several fits at once (e.g. worker processes, one per core),
+    as threadpoolctl caps BLAS. Like :func:`using`, it holds for this thread and context only.
+
+    Yields
+    ------
+    int
+        The cap in effect.
+    """
+    threads = max(1, int(threads))
+    outer = _CAP.get()
+    token = _CAP.set(threads if outer is None else min(outer, threads))
+    try:
+        yield _CAP.get()
+    finally:
+        _CAP.reset(token)
 
 
 def current() -> int:

@@ -262,3 +262,17 @@ def test_shard_sums_are_added_in_shard_order():
     assert a.tolist() == [((1e16 + 1.0) - 1e16) / 2, ((1.0 + 1e16) - 1e16) / 2] == [0.0, 0.0]
     assert b == ((1e16 + 1.0) - 1e16) / 2
     assert [p[0][0].tolist() for p in parts] == [[1e16, 1.0], [1.0, 1e16], [-1e16, -1e16]]   # inputs untouched
+
+
+def test_limit_caps_every_using_block_inside_it():
+    with threads.limit(2):
+        with threads.using(None):
+            assert threads.current() == min(2, threads.cpu_count())
+        with threads.using(8):
+            assert threads.current() == 2
+            with threads.limit(1), threads.using(8):
+                assert threads.current() == 1
+        with threads.limit(5), threads.using(8):
+            assert threads.current() == 2                 # an inner limit never raises the outer one
+    with threads.using(3):
+        assert threads.current() == 3                     # the cap ended with its block

@@ -4,28 +4,35 @@ from __future__ import annotations
 
 import logging
 import signal
+from contextlib import contextmanager
 from typing import Dict, List, Optional
 
 from pyterrier_svmmap.experiments.reproduce.trials import _Trials
+from pyterrier_svmmap.threads import limit as threads_limit
 
 logger = logging.getLogger(__name__)
 
 
 _WORKER_TRIALS: Optional[_Trials] = None      # set in the parent before forking the workers
-_WORKER_THREADS = 1                            # BLAS / OpenMP threads per worker: cores // jobs
+_WORKER_THREADS = 1                            # threads per worker (ours, BLAS, OpenMP): cores // jobs
 
 
+@contextmanager
 def _thread_limit(threads: int):
-    """Cap BLAS and OpenMP (LightGBM) thread pools at ``threads`` if threadpoolctl is installed (it comes
-    with scikit-learn, the ``peers`` extra): without it, each of ``jobs`` workers would start a pool
-    of every core's threads, and the oversubscribed cores would slow the fits and inflate fit_seconds."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:                                  # pragma: no cover
-        from contextlib import nullcontext
-        return nullcontext()
-    _load_thread_pools()
-    return threadpool_limits(limits=threads)
+    """Cap the package's own threads (:func:`pyterrier_svmmap.threads.limit`, whatever ``n_jobs`` the learners
+    ask for) and BLAS and OpenMP (LightGBM) thread pools at ``threads``, the latter if threadpoolctl is
+    installed (it comes with scikit-learn, the ``peers`` extra): without it, each of ``jobs`` workers would
+    start a pool of every core's threads, and the oversubscribed cores would slow the fits and inflate
+    fit_seconds."""
+    with threads_limit(threads):
+        try:
+            from threadpoolctl import threadpool_limits
+        except ImportError:                                  # pragma: no cover
+            yield
+            return
+        _load_thread_pools()
+        with threadpool_limits(limits=threads):
+            yield
 
 
 def _load_thread_pools() -> None:
