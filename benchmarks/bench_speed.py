@@ -37,21 +37,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from pyterrier_svmmap.svm.ranker import StructSVMRanker  # noqa: E402
-
-
-def synthetic(n, n_funcs=16, per_query=1000, seed=0, rel_rate=0.05):
-    """Scores of ``n_funcs`` noisy base functions of a hidden relevance (5 % relevant), 10 % missing."""
-    rng = np.random.default_rng(seed)
-    n_q = max(1, n // per_query)
-    n = n_q * per_query
-    labels = (rng.random(n) < rel_rate).astype(np.int8)
-    raw = np.empty((n, n_funcs))
-    for f in range(n_funcs):
-        col = rng.standard_normal(n)
-        col += (0.3 + 0.1 * (f % 4)) * labels
-        col[rng.random(n) < 0.1] = np.nan
-        raw[:, f] = col
-    return raw, labels, np.arange(n_q + 1, dtype=np.int64) * per_query
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench import synthetic  # noqa: E402  (the synthetic base scores of the scaling benchmark)
 
 
 def interleaved(fns: dict, repeat: int) -> dict:
