@@ -61,17 +61,16 @@ class Candidates:
                           docno_codes=None if self.docno_codes is None else self.docno_codes[rows])
 
 
-def align_feature_names(raw: np.ndarray, names: Optional[Sequence[str]], trained: Sequence[str],
-                        unnamed: bool = False) -> np.ndarray:
+def align_feature_names(raw: np.ndarray, names: Optional[Sequence[str]], trained: Sequence[str]) -> np.ndarray:
     """The columns of ``raw`` in the order of the model's base functions ``trained``.
 
     ``names`` are the input's feature names (``RunFeatures`` puts them in ``frame.attrs["feature_names"]``).
     Columns are reordered by name when the names are the trained ones in another order; names that differ
     raise a ValueError that lists both, since scoring with mismatched weights gives a wrong ranking without a
-    word. Without names on either side (``names`` None, or ``unnamed``: the model was trained on frames
-    without names, e.g. after a ``**`` feature union) only the width can be checked, which the caller does.
+    word. Without the input's names (``names`` None, e.g. after a ``**`` feature union) only the width can be
+    checked, which the caller does; a model trained without names has no ``trained`` names to pass.
     """
-    if names is None or unnamed or len(raw) == 0:
+    if names is None or len(raw) == 0:
         return raw
     names, trained = [str(n) for n in names], [str(n) for n in trained]
     if names == trained:
