@@ -330,7 +330,7 @@ class AdaRankRanker(_Peer):
     Weak rankers are single (per-query min–max normalised) features. Round t picks the feature
     maximising Σ_i P_t(i) E(h, q_i), sets α_t = ½ ln(Σ_i P_t(i)(1 + E_i) / Σ_i P_t(i)(1 − E_i)),
     f_t = Σ_{s≤t} α_s h_s, and re-weights queries P_{t+1}(i) ∝ exp(−E(f_t, q_i)). As in common
-    implementations (RankLib), the feature picked in the previous round is not picked again at once
+    implementations (RankLib), the feature picked in the previous boosting round is not picked again at once
     (it would only grow its own weight). The model kept is f_t of the round with the best validation
     measure (training measure without validation queries).
 
