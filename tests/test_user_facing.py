@@ -185,6 +185,17 @@ def test_a_byte_order_mark_is_read_as_if_absent(tmp_path):
     assert (tmp_path / "plain.pred").read_text() == (tmp_path / "bom.pred").read_text()
 
 
+def test_an_index_file_with_a_byte_order_mark_lists_its_files(tmp_path):
+    lines = _letor_lines()
+    (tmp_path / "a.txt").write_text("\n".join(lines[:48]) + "\n")
+    (tmp_path / "b.txt").write_text("\n".join(lines[48:]) + "\n")
+    (tmp_path / "index.txt").write_bytes(b"\xef\xbb\xbfa.txt\nb.txt\n")
+    assert main(["learn", str(tmp_path / "index.txt"), str(tmp_path / "m_index"), "-c", "1"]) == 0
+    assert main(["learn", str(tmp_path / "a.txt"), str(tmp_path / "b.txt"), str(tmp_path / "m_files"), "-c", "1"]) == 0
+    weights = [np.load(tmp_path / m / "weights.npz")["coef"] for m in ("m_index", "m_files")]
+    np.testing.assert_array_equal(*weights)              # the same two shards, in the same order
+
+
 def test_lightgbm_group_files_get_a_hint(tmp_path, capsys):
     lines = [" ".join(t for t in ln.split() if not t.startswith("qid:")) for ln in _letor_lines()]
     data = tmp_path / "train.txt"
@@ -301,6 +312,10 @@ def test_negative_labels_count_as_zero_with_a_warning():
     with pytest.warns(UserWarning, match="2 qrels have negative labels \\(e.g. -2\\); they count as 0"):
         neg = StructSVM(C=1, loss="ndcg", features="raw").fit(res, pd.concat([qrels, negative]))
     np.testing.assert_array_equal(neg.coef_, zero.coef_)
+    from pyterrier_svmmap.frames import candidates_from_frame
+    with pytest.warns(UserWarning, match="negative labels"):
+        graded = candidates_from_frame(res, pd.concat([qrels, negative]))
+    assert graded.labels.min() == 0 and graded.labels.max() == 1     # the grades the graded learners see
 
 
 # ------------------------------------------------------------------------------------------
