@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("pyterrier")
 pytest.importorskip("ir_measures")
-from pyterrier_svmmap import StructSVM  # noqa: E402
+from pyterrier_svmmap import StructSVM, SVMMap  # noqa: E402
 import pyterrier_svmmap.experiments.systems as sysreg  # noqa: E402
 from pyterrier_svmmap.experiments.reproduce.evaluation import aggregate  # noqa: E402
 from pyterrier_svmmap.experiments.reproduce.runner import run_trials
@@ -108,6 +108,35 @@ def test_parallel_trials_give_the_sequential_results():
     np.testing.assert_array_equal(seq_models["svm-map"].coef_, par_models["svm-map"].coef_)
     with pytest.raises(ValueError, match="jobs must be at least 1"):
         run_trials(cands, qrels, splits, systems, runs, progress=False, jobs=0)
+
+
+class _BlasProbe(SVMMap):
+    """SVMMap that appends the BLAS thread counts its fit ran with to the file ``record`` (set before the
+    trials, so that forked workers write there too)."""
+    record = None
+
+    def fit_candidates(self, *args, **kwargs):                  # what the trials call
+        from threadpoolctl import threadpool_info
+        threads = sorted({p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"})
+        with open(self.record, "a") as f:
+            f.write(f"{threads}\n")
+        return super().fit_candidates(*args, **kwargs)
+
+
+def test_trials_fit_with_one_blas_thread_however_they_run(tmp_path, monkeypatch):
+    """A threaded BLAS sums in pieces that depend on its thread count, which moves the classification
+    baselines' models: every trial runs with BLAS on one thread, sequential (--jobs 1) or in workers."""
+    pytest.importorskip("threadpoolctl")
+    cands, qrels = synthetic(n_queries=10)
+    splits = make_splits(sorted(cands["qid"].unique()), trials=2, train=4, valid=2, seed=3)
+    runs = {"f0": cands.assign(score=cands["features"].map(lambda f: np.nan_to_num(f[0], nan=-9)))}
+    for jobs in (1, 2):
+        record = tmp_path / f"blas-{jobs}.txt"
+        monkeypatch.setattr(_BlasProbe, "record", record)
+        run_trials(cands, qrels, splits, {"probe": lambda: _BlasProbe(C=1.0, features="raw")}, runs,
+                   progress=False, jobs=jobs)
+        seen = record.read_text().splitlines()        # each trial's fit (and, in workers, the warm-up's)
+        assert len(seen) >= len(splits) and set(seen) == {"[1]"}, (jobs, seen)
 
 
 def test_parallel_trials_fall_back_without_fork(monkeypatch, caplog):

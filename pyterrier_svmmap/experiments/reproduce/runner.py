@@ -78,7 +78,8 @@ def _execute(trials: _Trials, splits, keep: List[bool], jobs: int, bar: dict) ->
     import multiprocessing
     import pyterrier as pt
     if jobs <= 1 or len(splits) <= 1:
-        return [trials.run(s, k) for s, k in pt.tqdm(list(zip(splits, keep)), **bar)]
+        with workers._thread_limit(os.cpu_count() or 1):          # BLAS on one thread, as in the workers
+            return [trials.run(s, k) for s, k in pt.tqdm(list(zip(splits, keep)), **bar)]
     from concurrent.futures import ProcessPoolExecutor
     workers._WORKER_TRIALS = trials
     workers._WORKER_THREADS = max(1, (os.cpu_count() or 1) // jobs)

@@ -20,10 +20,13 @@ _WORKER_THREADS = 1                            # threads per worker (ours, BLAS,
 @contextmanager
 def _thread_limit(threads: int):
     """Cap the package's own threads (:func:`pyterrier_svmmap.threads.limit`, whatever ``n_jobs`` the learners
-    ask for) and BLAS and OpenMP (LightGBM) thread pools at ``threads``, the latter if threadpoolctl is
-    installed (it comes with scikit-learn, the ``peers`` extra): without it, each of ``jobs`` workers would
-    start a pool of every core's threads, and the oversubscribed cores would slow the fits and inflate
-    fit_seconds."""
+    ask for) and the OpenMP (LightGBM) thread pool at ``threads``, and BLAS at one thread, the latter two if
+    threadpoolctl is installed (it comes with scikit-learn, the ``peers`` extra). Without the caps each of
+    ``jobs`` workers would start a pool of every core's threads, and the oversubscribed cores would slow the
+    fits and inflate fit_seconds. BLAS gets one thread wherever a trial runs (here, in a worker, on Dask):
+    a threaded BLAS sums a matrix product in pieces that depend on its thread count, and the classification
+    baselines' models (svm-acc3, svm-acc4) change with those last bits, so the results would depend on
+    ``--jobs`` and on the machine's cores."""
     with threads_limit(threads):
         try:
             from threadpoolctl import threadpool_limits
@@ -31,7 +34,7 @@ def _thread_limit(threads: int):
             yield
             return
         _load_thread_pools()
-        with threadpool_limits(limits=threads):
+        with threadpool_limits(limits={"blas": 1, "openmp": threads}):
             yield
 
 
