@@ -401,3 +401,12 @@ def test_a_reproduce_that_fails_before_writing_creates_no_folder(tmp_path, capsy
     out = tmp_path / "out"
     assert main(["reproduce", "--collection", str(tmp_path / "no-such-collection"), "--out", str(out)]) == 2
     assert "no-such-collection" in capsys.readouterr().err and not out.exists()
+
+
+def test_get_params_has_every_constructor_parameter_and_rebuilds_the_estimator():
+    import inspect
+    for cls in (SVMMap, StructSVM):
+        model = cls(features="raw", queries_per_shard=7, n_jobs=1, verbose=True)
+        params = model.get_params()
+        assert set(params) == set(inspect.signature(cls.__init__).parameters) - {"self"}
+        assert repr(cls(**params)) == repr(model) and cls(**params).get_params() == params

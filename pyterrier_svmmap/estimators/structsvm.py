@@ -71,8 +71,13 @@ class StructSVM(RankerEstimator):
                       n_jobs=self.n_jobs, **{k: getattr(self, k) for k in self.MODEL_PARAMS})
         return StructSVMRanker(**params) if checked else StructSVMRanker.unchecked(**params)
 
+    #: constructor parameters that change neither the model nor its file: not saved
+    RUNTIME_PARAMS = ("n_jobs", "executor")
+
     def get_params(self) -> dict:
-        return dict(super().get_params(), verbose=self.verbose, n_jobs=self.n_jobs)
+        """Every constructor parameter (scikit-learn's convention, so that ``clone`` keeps them all)."""
+        return dict(super().get_params(), verbose=self.verbose, n_jobs=self.n_jobs, executor=self.executor,
+                    queries_per_shard=self.queries_per_shard)
 
     def _fit_arrays(self, train: Candidates, valid: Optional[Candidates]) -> None:
         valid_arrays = None if valid is None else (valid.raw, valid.labels, valid.offsets, valid.n_relevant,
