@@ -172,15 +172,37 @@ def stable_json(value):
     return value
 
 
-def model_dir_digest(path: Path) -> dict:
-    """Hashes of a model directory's arrays (weights.npz) and of its JSON without timings."""
+def json_differences(expected, actual, where: str = "") -> list:
+    """Where two model.json trees differ (``/state/path[1]/C: expected 1.0, got 10.0``), exactly."""
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        out = [f"{where}/{k}: missing" for k in expected if k not in actual]
+        out += [f"{where}/{k}: unexpected" for k in actual if k not in expected]
+        for k in expected.keys() & actual.keys():
+            out += json_differences(expected[k], actual[k], f"{where}/{k}")
+        return out
+    if isinstance(expected, list) and isinstance(actual, list) and len(expected) == len(actual):
+        return [d for i, (e, a) in enumerate(zip(expected, actual)) for d in json_differences(e, a, f"{where}[{i}]")]
+    return [] if type(expected) is type(actual) and expected == actual else [f"{where}: expected {expected!r}, got {actual!r}"]
+
+
+def model_json(path: Path) -> dict:
+    """A model directory's JSON without its timings and versions, its training file named relative to the
+    shared data (the folder differs between machines)."""
     import json
+    meta = stable_json(json.loads((path / "model.json").read_text()))
+    training = meta.get("state", {}).get("training", {})
+    if isinstance(training.get("source"), str):
+        source = Path(training["source"])
+        training["source"] = source.relative_to(SHARED).as_posix() if source.is_relative_to(SHARED) else source.name
+    return meta
+
+
+def model_dir_digest(path: Path) -> dict:
+    """Hashes of a model directory's arrays (weights.npz); its JSON is compared by ``json_differences``."""
     out = {}
     with np.load(path / "weights.npz", allow_pickle=False) as z:
         for k in sorted(z.files):
             out[f"npz:{k}"] = digest(z[k])["sha256"]
-    meta = stable_json(json.loads((path / "model.json").read_text()))
-    out["model.json"] = hashlib.sha256(json.dumps(meta, sort_keys=True).encode()).hexdigest()
     return out
 
 
@@ -195,7 +217,7 @@ def compute(tmp: Path, saved_models: Path = None) -> dict:
     cli_model = (saved_models / "mq-cli") if saved_models else tmp / "mq-cli"
     pred = cli_case(tmp, cli_model)
     out["mq-cli"] = dict(predictions=digest(pred), model=model_dir_digest(cli_model),
-                         head=pred.decode().splitlines()[:3])
+                         head=pred.decode().splitlines()[:3], model_json=model_json(cli_model))
     frames, qrels = vaswani(tmp)
     out["va-features"] = {k: digest(np.stack(f["features"].to_numpy()).ravel()) for k, f in frames.items()}
     for name, factory in vaswani_estimators():
@@ -210,3 +232,40 @@ def compute(tmp: Path, saved_models: Path = None) -> dict:
         if saved_models is not None and name == "va-svmmap-bins-grid":
             model.save(saved_models / "vaswani-svmmap")
     return out
+
+
+def reloaded(tmp: Path) -> dict:
+    """The models the reference code saved, loaded and scored by the code under test: ``vaswani-svmmap``
+    (by ``SVMMap.load`` and ``pt.Artifact.load``) on the Vaswani test frame, ``mq-cli`` by ``svmmap classify``."""
+    import pyterrier as pt
+    from pyterrier_svmmap import SVMMap
+    frames, _ = vaswani(tmp)
+    out = {}
+    for how, model in (("load", SVMMap.load(HERE / "models" / "vaswani-svmmap")),
+                       ("artifact", pt.Artifact.load(str(HERE / "models" / "vaswani-svmmap")))):
+        out[how] = dict(type=type(model).__name__, transform=digest(frame_arrays(model.transform(frames["test"]))[0]))
+    svmmap_cli("classify", MQ2008 / "test.txt", HERE / "models" / "mq-cli", tmp / "pred.txt")
+    out["classify"] = digest((tmp / "pred.txt").read_bytes())
+    return out
+
+
+#: numpy's OpenBLAS picks its kernels by CPU (DYNAMIC_ARCH), and a kernel's dot products round in their
+#: own order, which moves a fitted model's last bits; the golden cases run with the kernel the reference
+#: was computed with (``OPENBLAS_CORETYPE``, honoured on x86-64)
+REFERENCE_BLAS_CORE = "Haswell"
+
+
+def compute_in_fresh_interpreter(tmp: Path) -> dict:
+    """``compute`` and ``reloaded`` in a child interpreter with the reference's BLAS kernel."""
+    import json
+    out = tmp / "computed.json"
+    code = ("import json, sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); import cases; "
+            "tmp = Path(sys.argv[2]); (tmp / 'a').mkdir(); (tmp / 'b').mkdir(); "
+            "out = cases.compute(tmp / 'a'); out['reloaded'] = cases.reloaded(tmp / 'b'); "
+            "Path(sys.argv[3]).write_text(json.dumps(out))")
+    env = dict(os.environ, OPENBLAS_CORETYPE=REFERENCE_BLAS_CORE, PYTHONHASHSEED="0")
+    done = subprocess.run([sys.executable, "-c", code, str(HERE), str(tmp), str(out)], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if done.returncode:
+        raise RuntimeError(f"the golden cases failed to compute:\n{done.stdout[-4000:]}")
+    return json.loads(out.read_text())
