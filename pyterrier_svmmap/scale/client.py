@@ -2,10 +2,11 @@
 ``svmmap reproduce --workers/--scheduler`` connect with (``pip install 'pyterrier-svmmap[dask]'``)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import warnings
-from typing import Any, Optional, Tuple
+from typing import Any, Iterator, Optional, Tuple
 
 DASK_HINT = "training on a Dask cluster (--workers/--scheduler, executor=) needs dask.distributed: " \
             "pip install 'pyterrier-svmmap[dask]'"
@@ -23,7 +24,9 @@ def dask_client(executor: Any = "local", workers: Optional[int] = None) -> Tuple
     ``executor`` is a Client (returned as it is), a scheduler address (connected with a 20 s timeout), or
     ``"local"``: a new LocalCluster of ``workers`` single-threaded worker processes (default: one per core),
     without a dashboard, started with SIGINT ignored (the workers inherit it, so that Ctrl-C reaches this
-    process only). ValueError, in one line, without dask.distributed (:data:`DASK_HINT`), for an
+    process only). Dask's nannies write their workers' settings (``OMP_NUM_THREADS=1``,
+    ``OPENBLAS_NUM_THREADS=1``, ...) into this process's ``os.environ`` before they spawn; they are taken out
+    again, so that the caller's later subprocesses keep the caller's settings. ValueError, in one line, without dask.distributed (:data:`DASK_HINT`), for an
     unreachable scheduler or for any other ``executor``.
     """
     if is_dask_client(executor):
@@ -42,7 +45,7 @@ def dask_client(executor: Any = "local", workers: Optional[int] = None) -> Tuple
             raise ValueError(f"cannot reach the Dask scheduler at {executor}: {e}") from None
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        with warnings.catch_warnings():     # another cluster's HTTP port: Dask takes a free one
+        with warnings.catch_warnings(), environ_kept():    # another cluster's HTTP port: Dask takes a free one
             warnings.filterwarnings("ignore", message="Port .* is already in use")
             cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
                                    dashboard_address=None)
@@ -52,8 +55,24 @@ def dask_client(executor: Any = "local", workers: Optional[int] = None) -> Tuple
 
 
 def close_client(client) -> None:
-    """Close ``client`` and, if it started one, its LocalCluster."""
+    """Close ``client`` and, if it started one, its LocalCluster (a nanny that restarted a lost worker wrote
+    its settings into ``os.environ`` again: taken out as in :func:`dask_client`)."""
     cluster = getattr(client, "cluster", None)
-    client.close()
-    if cluster is not None:
-        cluster.close()
+    with environ_kept():
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+@contextlib.contextmanager
+def environ_kept() -> Iterator[None]:
+    """``os.environ`` as it was on entry, restored on exit (what was added removed, what was changed reset)."""
+    before = dict(os.environ)
+    try:
+        yield
+    finally:
+        for key in set(os.environ) - set(before):
+            del os.environ[key]
+        for key, value in before.items():
+            if os.environ.get(key) != value:
+                os.environ[key] = value

@@ -186,14 +186,13 @@ def json_differences(expected, actual, where: str = "") -> list:
 
 
 def model_json(path: Path) -> dict:
-    """A model directory's JSON without its timings and versions, its training file named relative to the
-    shared data (the folder differs between machines)."""
+    """A model directory's JSON without its timings and versions, its training file named from the shared
+    data's folder on (``letor/MQ2008/Fold1/train.txt``: where that folder is differs between machines)."""
     import json
     meta = stable_json(json.loads((path / "model.json").read_text()))
     training = meta.get("state", {}).get("training", {})
     if isinstance(training.get("source"), str):
-        source = Path(training["source"])
-        training["source"] = source.relative_to(SHARED).as_posix() if source.is_relative_to(SHARED) else source.name
+        training["source"] = training["source"].replace("\\", "/").rpartition("/shared/data/")[2]
     return meta
 
 
@@ -249,21 +248,27 @@ def reloaded(tmp: Path) -> dict:
     return out
 
 
-#: numpy's OpenBLAS picks its kernels by CPU (DYNAMIC_ARCH), and a kernel's dot products round in their
-#: own order, which moves a fitted model's last bits; the golden cases run with the kernel the reference
-#: was computed with (``OPENBLAS_CORETYPE``, honoured on x86-64)
+#: numpy's OpenBLAS picks its kernels by CPU (DYNAMIC_ARCH) and cuts its matrix products by thread; each
+#: kernel and each cut rounds in its own order, which moves a fitted model's last bits. The golden cases run
+#: with the kernel and the thread count the reference was computed with (``OPENBLAS_CORETYPE`` is honoured
+#: on x86-64); the other thread settings a parent process may carry (Dask's nannies write
+#: ``OMP_NUM_THREADS=1`` and others into ``os.environ``) are left out.
 REFERENCE_BLAS_CORE = "Haswell"
+REFERENCE_BLAS_THREADS = "2"
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "GOTO_NUM_THREADS",
+                    "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS", "NUMBA_NUM_THREADS")
 
 
 def compute_in_fresh_interpreter(tmp: Path) -> dict:
-    """``compute`` and ``reloaded`` in a child interpreter with the reference's BLAS kernel."""
+    """``compute`` and ``reloaded`` in a child interpreter with the reference's BLAS kernel and threads."""
     import json
     out = tmp / "computed.json"
     code = ("import json, sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); import cases; "
             "tmp = Path(sys.argv[2]); (tmp / 'a').mkdir(); (tmp / 'b').mkdir(); "
             "out = cases.compute(tmp / 'a'); out['reloaded'] = cases.reloaded(tmp / 'b'); "
             "Path(sys.argv[3]).write_text(json.dumps(out))")
-    env = dict(os.environ, OPENBLAS_CORETYPE=REFERENCE_BLAS_CORE, PYTHONHASHSEED="0")
+    env = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
+    env.update(OPENBLAS_CORETYPE=REFERENCE_BLAS_CORE, OPENBLAS_NUM_THREADS=REFERENCE_BLAS_THREADS, PYTHONHASHSEED="0")
     done = subprocess.run([sys.executable, "-c", code, str(HERE), str(tmp), str(out)], env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if done.returncode:

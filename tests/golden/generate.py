@@ -13,12 +13,14 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from cases import REFERENCE_BLAS_CORE, compute  # noqa: E402
+from cases import REFERENCE_BLAS_CORE, REFERENCE_BLAS_THREADS, THREAD_VARIABLES, compute  # noqa: E402
 
 
 def main() -> None:
-    if os.environ.get("OPENBLAS_CORETYPE") != REFERENCE_BLAS_CORE:   # numpy is loaded: start again with the kernel
-        os.execve(sys.executable, [sys.executable, __file__], dict(os.environ, OPENBLAS_CORETYPE=REFERENCE_BLAS_CORE))
+    wanted = dict(OPENBLAS_CORETYPE=REFERENCE_BLAS_CORE, OPENBLAS_NUM_THREADS=REFERENCE_BLAS_THREADS)
+    if any(os.environ.get(k) != v for k, v in wanted.items()):     # numpy is loaded: start again with the BLAS
+        env = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
+        os.execve(sys.executable, [sys.executable, __file__], dict(env, **wanted))
     models = HERE / "models"
     shutil.rmtree(models, ignore_errors=True)
     models.mkdir()
