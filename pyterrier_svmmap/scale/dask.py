@@ -229,11 +229,12 @@ class ShardOracle:
 def _broadcast(client, value, retries: int):
     """``client.scatter(value, broadcast=True)``, tried again (up to ``retries`` times) when a worker is lost
     during the broadcast: distributed then raises a CommClosedError (an OSError) until the scheduler has
-    removed the worker, and the shards it held are recomputed from the task graph as for any lost worker."""
+    removed the worker, or a KeyError naming the worker when the scheduler removes it while it replicates;
+    the shards the worker held are recomputed from the task graph as for any lost worker."""
     for attempt in range(retries + 1):
         try:
             return client.scatter(value, broadcast=True, hash=False)
-        except OSError as e:
+        except (OSError, KeyError) as e:
             if attempt == retries:
                 raise
             log.warning("a worker was lost while w was sent to the cluster (%s); sending it again", e)

@@ -216,3 +216,20 @@ def test_w_is_sent_again_when_a_worker_is_lost_during_the_broadcast(monkeypatch)
     assert distributed._broadcast(client, 7, retries=3) == ("future", 7) and client.calls == 3
     with pytest.raises(OSError):
         distributed._broadcast(Flaky(4), 7, retries=3)
+
+
+def test_w_is_sent_again_when_the_scheduler_drops_a_worker_while_it_replicates(monkeypatch):
+    """The scheduler's replicate raises KeyError('tcp://…') for a worker it removed meanwhile."""
+    import pyterrier_svmmap.scale.dask as distributed
+    monkeypatch.setattr(distributed.time, "sleep", lambda s: None)
+
+    class Racy:
+        calls = 0
+
+        def scatter(self, value, broadcast, hash):
+            Racy.calls += 1
+            if Racy.calls == 1:
+                raise KeyError("tcp://127.0.0.1:34505")
+            return ("future", value)
+
+    assert distributed._broadcast(Racy(), 7, retries=3) == ("future", 7) and Racy.calls == 2
