@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[1] / PACKAGE
 LAYERS: List[Tuple[str, ...]] = [
     ("_version", "_jit", "string_codes", "state", "threads"),   # leaves: kernel loader, string codes, state
                                                                   # checks, threads
+    ("_product_kernels", "products"),                    # sums in a fixed order
     ("queries",),                                        # query-grouped arrays
     ("measures", "ties", "features"),                    # IR measures, the tie policy, φ
     ("selection",),                                      # model selection
@@ -34,11 +35,11 @@ LAYERS: List[Tuple[str, ...]] = [
     ("cli",),                                            # the svmmap command
 ]
 #: imports allowed within one layer: (importer, imported)
-SAME_LAYER = {("ties", "measures"), ("measures", "features"), ("ties", "features")}
+SAME_LAYER = {("ties", "measures"), ("measures", "features"), ("ties", "features"), ("products", "_product_kernels")}
 #: the lowest layer whose rooms may import the package's public names from its root (its lazy facade)
 PUBLIC_API_USERS = "experiments"
 #: rooms that form the numeric core, and the libraries they must not import
-CORE = {"_version", "_jit", "string_codes", "state", "threads", "queries", "measures", "ties", "features", "selection",
+CORE = {"_version", "_jit", "string_codes", "state", "threads", "_product_kernels", "products", "queries", "measures", "ties", "features", "selection",
         "svm", "approx", "boosting"}
 NOT_IN_CORE = {"pandas", "pyterrier", "pyterrier_pisa", "dask", "distributed", "ir_measures", "matplotlib"}
 #: and what the array-level rooms above the core (files, Dask) must not import

@@ -245,7 +245,7 @@ def test_model_files_keep_the_paper_protocol_format_and_old_models_load_as_it(tm
     back = SVMMap.load(tmp_path / "auto")
     assert back.selection == "auto" and back.choice_ == auto.choice_ and back.selection_ == "cv"
     assert np.array_equal(back.decision_function(raw, off), auto.decision_function(raw, off))
-    old = SVMMap.load(Path(__file__).resolve().parent / "golden" / "models" / "vaswani-svmmap")
+    old = SVMMap.load(Path(__file__).resolve().parent / "golden" / "saved_models" / "vaswani-svmmap")
     assert old.selection == "validation" and old.features == "bins" and old.prior is None
 
 

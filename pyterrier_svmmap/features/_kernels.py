@@ -19,8 +19,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-#: numpy's pairwise-summation block (``PW_BLOCKSIZE`` in its loops_utils)
-_PW_BLOCK = 128
+from pyterrier_svmmap._product_kernels import PW_BLOCK as _PW_BLOCK
+from pyterrier_svmmap._product_kernels import pairwise as _pairwise
 
 
 @njit(cache=True, nogil=True)
@@ -36,83 +36,6 @@ def cumulative_table(w, n_funcs, n_thresholds):
                 s += w[base + t]
                 cum[f, t + 1] = s
     return cum
-
-
-@njit(cache=True, nogil=True)
-def _pairwise_block(buf, lo, n):
-    """numpy's ``pairwise_sum`` of ``buf[lo:lo + n]`` for n ≤ 128 (one block: no halving)."""
-    if n < 8:
-        res = 0.0
-        for i in range(lo, lo + n):
-            res += buf[i]
-        return res
-    r0 = buf[lo]
-    r1 = buf[lo + 1]
-    r2 = buf[lo + 2]
-    r3 = buf[lo + 3]
-    r4 = buf[lo + 4]
-    r5 = buf[lo + 5]
-    r6 = buf[lo + 6]
-    r7 = buf[lo + 7]
-    m = n - n % 8
-    for i in range(lo + 8, lo + m, 8):
-        r0 += buf[i]
-        r1 += buf[i + 1]
-        r2 += buf[i + 2]
-        r3 += buf[i + 3]
-        r4 += buf[i + 4]
-        r5 += buf[i + 5]
-        r6 += buf[i + 6]
-        r7 += buf[i + 7]
-    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    for i in range(lo + m, lo + n):
-        res += buf[i]
-    return res
-
-
-@njit(cache=True, nogil=True)
-def _pairwise(buf, n):
-    """numpy's ``pairwise_sum`` of ``buf[:n]``: blocks of ≤ 128 summed by :func:`_pairwise_block`, halved
-    (at a multiple of 8) above, the halves added left + right. An explicit stack, not recursion (numba's
-    cache cannot reload recursive functions)."""
-    if n <= _PW_BLOCK:
-        return _pairwise_block(buf, np.int64(0), n)     # np.int64: compiled once, not per literal
-    los = np.empty(64, np.int64)
-    ns = np.empty(64, np.int64)
-    stage = np.empty(64, np.int64)
-    vals = np.empty(64)
-    top = 0
-    nv = 0
-    los[0] = 0
-    ns[0] = n
-    stage[0] = 0
-    while top >= 0:
-        lo = los[top]
-        m = ns[top]
-        if m <= _PW_BLOCK:
-            vals[nv] = _pairwise_block(buf, lo, m)
-            nv += 1
-            top -= 1
-            continue
-        half = m // 2
-        half -= half % 8
-        if stage[top] == 0:                       # left half first
-            stage[top] = 1
-            top += 1
-            los[top] = lo
-            ns[top] = half
-            stage[top] = 0
-        elif stage[top] == 1:                     # then the right half
-            stage[top] = 2
-            top += 1
-            los[top] = lo + half
-            ns[top] = m - half
-            stage[top] = 0
-        else:                                     # both done: left + right
-            nv -= 1
-            vals[nv - 1] = vals[nv - 1] + vals[nv]
-            top -= 1
-    return vals[0]
 
 
 @njit(cache=True, nogil=True)

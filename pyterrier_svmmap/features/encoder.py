@@ -34,6 +34,7 @@ from typing import List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 import pyterrier_svmmap._jit as _jit
+import pyterrier_svmmap.products as products
 import pyterrier_svmmap.threads as threads
 from pyterrier_svmmap.queries import query_ids
 
@@ -261,7 +262,8 @@ def kernels():
 
 
 class DenseBlock:
-    """Real-valued features held as a dense (candidates × d) matrix."""
+    """Real-valued features held as a dense (candidates × d) matrix; its products add in a fixed order
+    (:mod:`pyterrier_svmmap.products`), so that they do not depend on a BLAS's kernel or threads."""
 
     def __init__(self, values: np.ndarray):
         self.values = np.ascontiguousarray(values, dtype=float)
@@ -271,10 +273,12 @@ class DenseBlock:
         return self.values.shape[1]
 
     def dot(self, w: np.ndarray) -> np.ndarray:
-        return self.values @ w
+        """Φw."""
+        return products.rows_dot(self.values, w)
 
     def rdot(self, c: np.ndarray) -> np.ndarray:
-        return c @ self.values
+        """Φᵀc."""
+        return products.weighted_rows(c, self.values)
 
     def take(self, rows: np.ndarray) -> "DenseBlock":
         return DenseBlock(self.values[rows])

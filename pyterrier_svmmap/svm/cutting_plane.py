@@ -41,6 +41,7 @@ from typing import Callable, List, Optional, Protocol, Sequence, Tuple
 
 import numpy as np
 
+import pyterrier_svmmap.products as products
 from pyterrier_svmmap.features.encoder import FeatureMatrix
 from pyterrier_svmmap.svm.losses.base import Loss
 from pyterrier_svmmap.svm.qp import QP_MAX_STEPS, compiled, solve_dual
@@ -208,12 +209,12 @@ class _WorkingSet:
         if self.m == len(self.b):
             self._grow()
         m = self.m
-        row = self.A[:m] @ a
+        row = products.rows_dot(self.A[:m], a)
         self.G[m, :m] = row
         self.G[:m, m] = row
-        self.G[m, m] = a @ a
+        self.G[m, m] = products.dot(a, a)
         self.A[m] = a
-        self.b[m] = b - float(a @ self.w0)
+        self.b[m] = b - products.dot(a, self.w0)
         self.grp[m], self.alpha[m], self.idle[m] = k, 0.0, 0
         self.m += 1
 
@@ -249,7 +250,7 @@ class _WorkingSet:
     def v(self) -> np.ndarray:
         """v = w − w₀ = Aᵀα, over the support only."""
         pos = np.flatnonzero(self.alpha[:self.m] > 0)
-        return self.A[pos].T @ self.alpha[pos] if len(pos) else np.zeros(self.dim)
+        return products.weighted_rows(self.alpha[pos], self.A[pos]) if len(pos) else np.zeros(self.dim)
 
     def xi(self, n_groups: int) -> np.ndarray:
         """ξ_k = max(0, max_{c∈k} b_c − a_cᵀw), from the QP gradient b − Gα (= b − Av): O(m·|support|)."""
@@ -257,7 +258,7 @@ class _WorkingSet:
         xi = np.zeros(n_groups)
         if m:
             pos = np.flatnonzero(self.alpha[:m] > 0)
-            slack = self.b[:m] - (self.G[:m, pos] @ self.alpha[pos] if len(pos) else 0.0)
+            slack = self.b[:m] - (products.rows_dot(self.G[:m, pos], self.alpha[pos]) if len(pos) else 0.0)
             np.maximum.at(xi, self.grp[:m], slack)
         return xi
 
@@ -266,12 +267,12 @@ class _WorkingSet:
         m = self.m
         xi = np.zeros(n_groups)
         if m:
-            np.maximum.at(xi, self.grp[:m], self.b[:m] - self.A[:m] @ v)
+            np.maximum.at(xi, self.grp[:m], self.b[:m] - products.rows_dot(self.A[:m], v))
         return xi
 
     def dual(self, v: np.ndarray) -> float:
         """The dual objective bᵀα − ½‖v‖² (a lower bound of the optimal primal value)."""
-        return float(self.b[:self.m] @ self.alpha[:self.m] - 0.5 * v @ v)
+        return products.dot(self.b[:self.m], self.alpha[:self.m]) - 0.5 * products.dot(v, v)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -297,9 +298,9 @@ def _cutting_planes(oracle: Oracle, ws: _WorkingSet, C: np.ndarray, epsilon: flo
         w = ws.w0 + v
         cuts = oracle(w)
         xi = ws.xi(n_groups)
-        viol = np.array([b_k - float(a_k @ w) - xi[k] for k, (a_k, b_k) in enumerate(cuts)])
+        viol = np.array([b_k - products.dot(a_k, w) - xi[k] for k, (a_k, b_k) in enumerate(cuts)])
         # objective of the full (1-slack) problem at w: the new constraints are the most violated
-        primal = 0.5 * float(v @ v) + float(C @ np.maximum(xi, xi + viol))
+        primal = 0.5 * products.dot(v, v) + float(C @ np.maximum(xi, xi + viol))
         history.append(dict(iteration=iteration, primal=primal, dual=dual, gap=primal - dual,
                             violation=float(viol.max()), xi=float(xi.max()), working_set=ws.m,
                             qp_steps=qp_steps, qp_capped=qp_steps >= qp_max_steps,
@@ -339,15 +340,15 @@ class _Point:
 
     def objective(self, C: np.ndarray) -> float:
         """F(v) = ½‖v‖² + Σ_k C_k ξ_k(w), the 1-slack primal objective (MLJ 2009 OP 4) at this point."""
-        return 0.5 * float(self.v @ self.v) + float(C @ self.xi)
+        return 0.5 * products.dot(self.v, self.v) + float(C @ self.xi)
 
     def slope(self, d: np.ndarray, C: np.ndarray) -> float:
         """A directional derivative of F at this point along d: vᵀd − Σ_{k: ξ_k > 0} C_k a_kᵀd (the oracle's
         argmax gives one subgradient of each ξ_k)."""
-        g = float(self.v @ d)
+        g = products.dot(self.v, d)
         for k, (a, _) in enumerate(self.cuts):
             if self.xi[k] > 0:
-                g -= float(C[k] * (a @ d))
+                g -= float(C[k] * products.dot(a, d))
         return g
 
 
@@ -355,7 +356,7 @@ def _evaluate(oracle: Oracle, w0: np.ndarray, v: np.ndarray) -> _Point:
     """One pass over the data at w = w₀ + v."""
     w = w0 + v
     cuts = oracle(w)
-    xi = np.array([max(0.0, b - float(a @ w)) for a, b in cuts])
+    xi = np.array([max(0.0, b - products.dot(a, w)) for a, b in cuts])
     return _Point(v, cuts, xi)
 
 

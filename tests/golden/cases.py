@@ -20,6 +20,8 @@ HERE = Path(__file__).resolve().parent
 SHARED = HERE.parents[2] / "shared" / "data"
 MQ2008 = SHARED / "letor" / "MQ2008" / "Fold1"
 VASWANI = SHARED / "vaswani"
+#: models saved by an earlier version, which this version must load and score as that version did
+SAVED_MODELS = HERE / "saved_models"
 
 
 # -- MQ2008 Fold1: arrays read by scikit-learn's reader (independent of the package) --------------------
@@ -205,15 +207,14 @@ def model_dir_digest(path: Path) -> dict:
     return out
 
 
-def compute(tmp: Path, saved_models: Path = None) -> dict:
-    """Every case's digests. With ``saved_models``, also write the models the reference keeps
-    (``vaswani-svmmap`` saved by ``.save()``, ``mq-cli`` written by ``svmmap learn``)."""
+def compute(tmp: Path) -> dict:
+    """Every case's digests (and the model.json that ``svmmap learn`` writes, as ``mq-cli``'s ``model_json``)."""
     out = {}
     data = mq2008()
     for name, params, with_valid in MQ_RANKER_CASES:
         arrays, info = mq_ranker_case(data, params, with_valid)
         out[name] = dict(info, **{k: digest(v) for k, v in arrays.items()})
-    cli_model = (saved_models / "mq-cli") if saved_models else tmp / "mq-cli"
+    cli_model = tmp / "mq-cli"
     pred = cli_case(tmp, cli_model)
     out["mq-cli"] = dict(predictions=digest(pred), model=model_dir_digest(cli_model),
                          head=pred.decode().splitlines()[:3], model_json=model_json(cli_model))
@@ -228,22 +229,21 @@ def compute(tmp: Path, saved_models: Path = None) -> dict:
         out[name] = dict(transform=digest(scores), rows=digest(keys), map=ap_mean(res, qrels))
         if hasattr(model, "coef_"):
             out[name]["coef"] = digest(model.coef_)
-        if saved_models is not None and name == "va-svmmap-bins-grid":
-            model.save(saved_models / "vaswani-svmmap")
     return out
 
 
 def reloaded(tmp: Path) -> dict:
     """The models the reference code saved, loaded and scored by the code under test: ``vaswani-svmmap``
-    (by ``SVMMap.load`` and ``pt.Artifact.load``) on the Vaswani test frame, ``mq-cli`` by ``svmmap classify``."""
+    (by ``SVMMap.load`` and ``pt.Artifact.load``) on the Vaswani test frame, ``mq-cli`` by ``svmmap classify``
+    (``saved_models/``, written by the commit that ``saved_models/expected.json`` names)."""
     import pyterrier as pt
     from pyterrier_svmmap import SVMMap
     frames, _ = vaswani(tmp)
     out = {}
-    for how, model in (("load", SVMMap.load(HERE / "models" / "vaswani-svmmap")),
-                       ("artifact", pt.Artifact.load(str(HERE / "models" / "vaswani-svmmap")))):
+    for how, model in (("load", SVMMap.load(SAVED_MODELS / "vaswani-svmmap")),
+                       ("artifact", pt.Artifact.load(str(SAVED_MODELS / "vaswani-svmmap")))):
         out[how] = dict(type=type(model).__name__, transform=digest(frame_arrays(model.transform(frames["test"]))[0]))
-    svmmap_cli("classify", MQ2008 / "test.txt", HERE / "models" / "mq-cli", tmp / "pred.txt")
+    svmmap_cli("classify", MQ2008 / "test.txt", SAVED_MODELS / "mq-cli", tmp / "pred.txt")
     out["classify"] = digest((tmp / "pred.txt").read_bytes())
     return out
 

@@ -1,0 +1,63 @@
+"""Products that add in a fixed order: M·x, cᵀM and x·y for the learners' sums.
+
+A BLAS (numpy's ``@``) adds in an order of its own, which depends on the CPU kernel it picks and on how many
+threads it cuts a product into, so the same fit gave models differing in their last bits with one BLAS thread
+or two (and a Dask worker, which runs one, disagreed with the driver). These products add in one order
+everywhere: compiled (:mod:`._product_kernels`) and spread over the :mod:`~pyterrier_svmmap.threads` of the
+call (rows of M·x, columns of cᵀM: every output's sum is computed whole by one thread), or, without numba,
+numpy's elementwise products and reductions below, which are the reference and give the same bits.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import pyterrier_svmmap._jit as _jit
+import pyterrier_svmmap.threads as threads
+
+
+def _kernels():
+    return _jit.load("_product_kernels", "products add in numpy")
+
+
+def rows_dot(M: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``M @ x`` (M two-dimensional), each row's products summed as numpy's ``(M * x).sum(axis=1)``."""
+    M, x = np.asarray(M, dtype=float), np.asarray(x, dtype=float)
+    if M.ndim != 2 or x.shape != (M.shape[1],):
+        raise ValueError(f"cannot multiply a matrix of shape {M.shape} by a vector of shape {x.shape}")
+    jit = _kernels()
+    if jit is None:
+        return (M * x).sum(axis=1)
+    M, x = np.ascontiguousarray(M), np.ascontiguousarray(x)
+    n, dim = M.shape
+    out = np.empty(n)
+    bounds = threads.even_bounds(n, threads.pieces(n * max(1, dim) // 8))
+    threads.run(lambda i: jit.rows_dot(M[bounds[i]:bounds[i + 1]], x, out[bounds[i]:bounds[i + 1]]), len(bounds) - 1)
+    return out
+
+
+def weighted_rows(c: np.ndarray, M: np.ndarray) -> np.ndarray:
+    """``c @ M`` = Σ_i c_i M_i, the rows added in order (numpy's ``(c[:, None] * M).sum(axis=0)``)."""
+    M, c = np.asarray(M, dtype=float), np.asarray(c, dtype=float)
+    if M.ndim != 2 or c.shape != (M.shape[0],):
+        raise ValueError(f"cannot weight the rows of a matrix of shape {M.shape} by a vector of shape {c.shape}")
+    n, dim = M.shape
+    jit = _kernels()
+    if jit is None:
+        return (c[:, None] * M).sum(axis=0) if n else np.zeros(dim)
+    M, c = np.ascontiguousarray(M), np.ascontiguousarray(c)
+    out = np.empty(dim)
+    k = min(dim, threads.pieces(n * dim // 4)) if dim else 1
+    bounds = threads.even_bounds(dim, k)
+    threads.run(lambda i: jit.weighted_rows(c, M, bounds[i], bounds[i + 1], out), len(bounds) - 1)
+    return out
+
+
+def dot(x: np.ndarray, y: np.ndarray) -> float:
+    """``x @ y`` for two vectors, the products summed as numpy's ``(x * y).sum()``."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.ndim != 1 or x.shape != y.shape:
+        raise ValueError(f"cannot take the dot product of vectors of shapes {x.shape} and {y.shape}")
+    jit = _kernels()
+    if jit is None:
+        return float((x * y).sum())
+    return float(jit.dot(np.ascontiguousarray(x), np.ascontiguousarray(y)))
