@@ -1,6 +1,6 @@
 """The one place that loads the optional compiled (numba) kernels.
 
-Every kernel module — ``svm._qp_kernels``, ``features._kernels``, ``approx._kernels``,
+Every kernel module — ``_product_kernels``, ``svm._qp_kernels``, ``features._kernels``, ``approx._kernels``,
 ``measures._kernels``, ``measures._order_kernels``, ``svm.losses._map_kernels``, ``svm.losses._rank_kernels``,
 each beside the module it serves — is imported lazily on first use, so that numba is not loaded with the package, and not at all when it is missing or when the environment
 variable ``PYTERRIER_SVMMAP_NO_NUMBA=1`` is set:
