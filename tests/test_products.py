@@ -14,8 +14,9 @@ SHAPES = [(0, 3), (1, 1), (3, 7), (5, 8), (40, 129), (300, 2300), (2000, 46), (7
 
 
 def _compiled():
-    if _jit.load("_product_kernels", "numpy") is None:
-        pytest.skip("numba is not available")
+    pytest.importorskip("numba")
+    if products._kernels() is None:
+        pytest.skip("numba is disabled")
 
 
 @pytest.mark.parametrize("n_jobs", [1, 2, 3])
@@ -34,6 +35,7 @@ def test_kernels_give_the_numpy_references_bits(shape, n_jobs):
 
 @pytest.mark.parametrize("shape", SHAPES)
 def test_the_numpy_path_is_the_same(monkeypatch, shape):
+    _compiled()
     rng = np.random.default_rng(1)
     M, x, c = rng.normal(size=shape), rng.normal(size=shape[1]), rng.normal(size=shape[0])
     compiled = products.rows_dot(M, x), products.weighted_rows(c, M), products.dot(x, x)
