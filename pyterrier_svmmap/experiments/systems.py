@@ -377,7 +377,7 @@ def _letor_approx(measure: str, n_iter: int) -> Callable[..., Fitted]:
 def _letor_adarank(train: LetorSplit, vali: LetorSplit, rel: float, grid: Sequence[dict]) -> Fitted:
     """AdaRank (AdaRank.MAP / AdaRank.NDCG@10) on ``label >= rel``; its round chosen by its own validation
     measure, the variant by validation MAP."""
-    from pyterrier_svmmap.boosting.peers import AdaRankRanker
+    from pyterrier_svmmap.boosting.adarank import AdaRankRanker
 
     def fit_one(g):
         return AdaRankRanker(**g).fit(train.raw, train.binary(rel), train.offsets,
@@ -393,7 +393,7 @@ def _lightgbm_params(threads: int) -> dict:
 def _letor_lambdamart(train: LetorSplit, vali: LetorSplit, rel: float, grid: Sequence[dict], threads: int = 1) -> Fitted:
     """LambdaMART (LightGBM lambdarank) on the grades, up to 1000 trees with early stopping (50 rounds) on
     LightGBM's validation MAP over the whole list; the grid point by validation MAP (``rel``)."""
-    from pyterrier_svmmap.boosting.peers import LambdaMARTRanker
+    from pyterrier_svmmap.boosting.lambdamart import LambdaMARTRanker
 
     def fit_one(g):
         return LambdaMARTRanker(n_estimators=1000, metric="map", eval_at=1000, early_stopping_rounds=50,
@@ -405,7 +405,7 @@ def _letor_lambdamart(train: LetorSplit, vali: LetorSplit, rel: float, grid: Seq
 
 def _letor_mcrank(train: LetorSplit, vali: LetorSplit, rel: float, grid: Sequence[dict], threads: int = 1) -> Fitted:
     """McRank (a boosted multiclass model over the grades, score = expected grade); grid by validation MAP."""
-    from pyterrier_svmmap.boosting.peers import McRankRanker
+    from pyterrier_svmmap.boosting.mcrank import McRankRanker
 
     def fit_one(g):
         return McRankRanker(params=_lightgbm_params(threads), **g).fit(train.raw, train.labels, train.offsets)
