@@ -51,6 +51,7 @@ def _listen_for_compiles() -> None:
             pass
     event.register("numba:compile", FirstCompile())
 
+
 #: module name → the loaded module; filled on first use
 _LOADED: Dict[str, ModuleType] = {}
 
