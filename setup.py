@@ -22,15 +22,16 @@ setup(
         "pandas>=1.5",
         "ir-measures>=0.3",
         "tqdm>=4",
+        "numba>=0.58",                                   # the compiled kernels: most of the speed
     ],
     extras_require={
         "pisa": ["pyterrier-pisa>=0.4"],
         "plot": ["matplotlib>=3.6"],
         "peers": ["lightgbm>=4.0", "scikit-learn>=1.0"],   # LightGBM's ranker API needs scikit-learn
-        "speed": ["numba>=0.58"],
+        "speed": [],                                    # numba is in install_requires; `[speed]` still installs
         "dask": ["dask[distributed]>=2024.1"],          # training and reproduce trials on a Dask cluster
         "test": ["pytest>=7", "hypothesis>=6", "pyterrier-pisa>=0.4", "lightgbm>=4.0", "scikit-learn>=1.0", "matplotlib>=3.6",
-                 "numba>=0.58", "dask[distributed]>=2024.1", "nbclient>=0.7", "nbformat>=5.7", "ipykernel>=6"],
+                 "dask[distributed]>=2024.1", "nbclient>=0.7", "nbformat>=5.7", "ipykernel>=6"],
     },
     entry_points={
         "console_scripts": ["svmmap=pyterrier_svmmap.cli:main"],

@@ -4,10 +4,10 @@ Runs StructSVMRanker fits on LETOR MQ2008 Fold1 (train, C chosen on vali) — SV
 binned features, and SVM-COMBO (map, ndcg@10, mrr@10, separate slacks, C_weights 1, 1, 1e-8) — over
 the C grid 0.01..1000, recording every call of ``solve_dual`` the cutting-plane solver makes (its size)
 and keeping a reservoir sample of the calls' arguments in memory (nothing is written). Then replays the
-sample through :func:`pyterrier_svmmap.svm.qp.solve_dual_reference` and the fast path and prints per-call
-time ratios, totals and the largest relative difference of the dual objectives; with ``--fits`` it also
-times whole fits with the fast path and with the numpy one (the environment switch is read once per
-process, so the fits are timed by swapping ``solver.solve_dual``) and compares their weights.
+sample through the tests' numpy reference implementation (``tests/oracles/qp_reference.py``) and the compiled
+solver and prints per-call time ratios, totals and the largest relative difference of the dual objectives; with
+``--fits`` it also times whole fits with the compiled solver and with the numpy one (swapping
+``solver.solve_dual``) and compares their weights.
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_qp.py [--sample 300] [--fits]
 """
@@ -23,10 +23,12 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+for path in (REPO, REPO / "tests"):                                 # the package, and the tests' oracles
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
 
 import pyterrier_svmmap.svm.qp as qp  # noqa: E402
+from oracles.qp_reference import solve_dual_reference  # noqa: E402
 
 import pyterrier_svmmap.svm.cutting_plane as solver
 from pyterrier_svmmap.experiments.letor import discover_folds, load_folds  # noqa: E402
@@ -91,7 +93,7 @@ def replay(sample) -> dict:
     t_ref, t_fast, worst = [], [], 0.0
     for G, b, grp, C, alpha, max_steps in sample:
         t = time.perf_counter()
-        a_ref, _ = qp.solve_dual_reference(G, b, grp, C, alpha, max_steps=max_steps)
+        a_ref, _ = solve_dual_reference(G, b, grp, C, alpha, max_steps=max_steps)
         t_ref.append(time.perf_counter() - t)
         t = time.perf_counter()
         a_fast, _ = qp.solve_dual(G, b, grp, C, alpha, max_steps=max_steps)
@@ -109,14 +111,12 @@ def main(argv=None) -> None:
     ap.add_argument("--fits", action="store_true", help="also time whole fits, fast path vs numpy")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    if qp.compiled() is None:
-        log.warning("numba missing or disabled: the 'fast path' below is the numpy reference")
     t = time.perf_counter()
     qp.solve_dual(np.eye(2), np.ones(2), np.zeros(2, dtype=int), np.ones(1))
     log.info("first compiled call (numba import + compile or cache load): %.2f s", time.perf_counter() - t)
     fold = load_folds(discover_folds(DATA, [1]))[1]
     for name, params in FITS.items():
-        _, seconds, rec = fit(fold.train, fold.vali, params, qp.solve_dual_reference, args.sample)
+        _, seconds, rec = fit(fold.train, fold.vali, params, solve_dual_reference, args.sample)
         sizes = np.array(rec.sizes)
         r = replay(rec.sample)
         log.info("%-9s %4d QP calls, m median %d max %d; numpy fit %.2f s of which QP %.2f s", name, rec.n,
@@ -125,7 +125,7 @@ def main(argv=None) -> None:
                  "ratio %.1fx, max rel. objective difference %.1e", name, r["n"], r["ref"], r["fast"],
                  r["total_ratio"], r["median_ratio"], r["worst_objective"])
         if args.fits:
-            r_np, s_np, rec_np = fit(fold.train, fold.vali, params, qp.solve_dual_reference)
+            r_np, s_np, rec_np = fit(fold.train, fold.vali, params, solve_dual_reference)
             r_jit, s_jit, rec_jit = fit(fold.train, fold.vali, params, qp.solve_dual)
             W_np, W_jit = np.array(r_np.coefs_), np.array(r_jit.coefs_)
             rel = np.abs(W_jit - W_np).max() / np.abs(W_np).max()

@@ -1,12 +1,9 @@
-"""The one place that loads the optional compiled (numba) kernels.
+"""The one place that loads the compiled (numba) kernels.
 
 Every kernel module — ``_product_kernels``, ``svm._qp_kernels``, ``features._kernels``, ``approx._kernels``,
 ``measures._kernels``, ``measures._order_kernels``, ``svm.losses._map_kernels``, ``svm.losses._rank_kernels``,
-each beside the module it serves — is imported lazily on first use, so that numba is not loaded with the package, and not at all when it is missing or when the environment
-variable ``PYTERRIER_SVMMAP_NO_NUMBA=1`` is set:
-callers then run their numpy code, which is also the reference the tests compare the kernels with. Callers
-look the module up at call time (``load(...)`` inside the function that needs it), never bind it at import,
-so that the switch and the tests' ``monkeypatch.setattr(_jit, "_LOADED", {})`` work.
+each beside the module it serves — is imported on first use (``load(...)`` inside the function that needs
+it), so that importing the package does not load numba.
 
 The kernels are cached on disk by numba (``cache=True``): only the first run after an install compiles them.
 That run says so, once per process, in one INFO line of the ``pyterrier_svmmap`` logger
@@ -17,12 +14,8 @@ from __future__ import annotations
 
 import importlib
 import logging
-import os
-from contextlib import contextmanager
 from types import ModuleType
-from typing import Dict, Iterator, Optional, Union
-
-log = logging.getLogger(__name__)
+from typing import Dict
 
 #: logged once per process, when numba first compiles (not loads from its cache) a kernel of this package
 COMPILE_MESSAGE = ("compiling the numba kernels, once (about 15-60 s); later runs load them from numba's cache "
@@ -48,10 +41,7 @@ def _listen_for_compiles() -> None:
     if _listening:
         return
     _listening = True
-    try:
-        from numba.core import event
-    except ImportError:                                          # numba without the event API: no message
-        return
+    from numba.core import event
 
     class FirstCompile(event.Listener):
         def on_start(self, ev):
@@ -61,39 +51,26 @@ def _listen_for_compiles() -> None:
             pass
     event.register("numba:compile", FirstCompile())
 
-#: module name → the loaded module, or False when unavailable; filled on first use
-_LOADED: Dict[str, Union[ModuleType, bool]] = {}
+
+#: module name → the loaded module; filled on first use
+_LOADED: Dict[str, ModuleType] = {}
 
 
-def load(module: str, fallback: str) -> Optional[ModuleType]:
-    """The compiled kernel module ``pyterrier_svmmap.<module>`` (e.g. ``"svm._qp_kernels"``), or None when numba is
-    missing or disabled; ``fallback`` says what runs instead (for the debug log)."""
+def load(module: str) -> ModuleType:
+    """The compiled kernel module ``pyterrier_svmmap.<module>`` (e.g. ``"svm._qp_kernels"``), imported on
+    first use (numba is loaded then, not with the package).
+
+    Parameters
+    ----------
+    module : str
+        The kernel module's name relative to the package.
+
+    Returns
+    -------
+    ModuleType
+        The imported module; from the second call on, the one already imported.
+    """
     if module not in _LOADED:
-        mod: Union[ModuleType, bool] = False
-        if os.environ.get("PYTERRIER_SVMMAP_NO_NUMBA"):
-            log.debug("numba disabled by PYTERRIER_SVMMAP_NO_NUMBA: %s", fallback)
-        else:
-            try:
-                mod = importlib.import_module(f"pyterrier_svmmap.{module}")
-            except ImportError:                                  # numba not installed
-                log.debug("numba not available: %s", fallback)
-            else:
-                _listen_for_compiles()
-        _LOADED[module] = mod
-    return _LOADED[module] or None
-
-
-@contextmanager
-def without(module: str) -> Iterator[None]:
-    """Run the block with the kernel module ``module`` off (its callers take their numpy path), then load
-    it again on next use: lets one process compile the other kernels while another compiles this one
-    (``svmmap reproduce``'s warm-up, :func:`pyterrier_svmmap.experiments.reproduce.warm_up._warm_up`)."""
-    saved = _LOADED.get(module)
-    _LOADED[module] = False
-    try:
-        yield
-    finally:
-        if saved is None:
-            _LOADED.pop(module, None)
-        else:
-            _LOADED[module] = saved
+        _LOADED[module] = importlib.import_module(f"pyterrier_svmmap.{module}")
+        _listen_for_compiles()
+    return _LOADED[module]

@@ -9,6 +9,7 @@ ids, relevant counts, document ids).
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
@@ -127,20 +128,20 @@ class Queries:
         return usable_queries(self.labels, self.offsets)
 
     def subset(self, keep: np.ndarray) -> "Queries":
-        """The queries where ``keep`` is True, re-offset."""
+        """The queries where ``keep`` is True, re-offset (of the same class, its other fields as they are)."""
         rows = np.repeat(keep, np.diff(self.offsets))
         raw, labels, offsets, n_rel = subset_queries(self.raw, self.labels, self.offsets, keep, self.n_relevant)
-        return Queries(raw, labels, offsets, None if self.qids is None else self.qids[keep], n_rel,
-                       None if self.docnos is None else np.asarray(self.docnos)[rows])
+        return dataclasses.replace(self, raw=raw, labels=labels, offsets=offsets,
+                                   qids=None if self.qids is None else self.qids[keep], n_relevant=n_rel,
+                                   docnos=None if self.docnos is None else np.asarray(self.docnos)[rows])
 
     def widened(self, n_functions: int) -> "Queries":
         """The queries with ``raw`` padded by zero columns to ``n_functions`` (svmlight: an absent feature
-        is 0)."""
+        is 0), of the same class."""
         if self.raw.shape[1] >= n_functions:
             return self
         pad = np.zeros((len(self.raw), n_functions - self.raw.shape[1]))
-        return Queries(np.hstack([self.raw, pad]), self.labels, self.offsets, self.qids, self.n_relevant,
-                       self.docnos)
+        return dataclasses.replace(self, raw=np.hstack([self.raw, pad]))
 
     @classmethod
     def concatenate(cls, parts: Sequence["Queries"]) -> "Queries":

@@ -164,31 +164,42 @@ def select(scores: Sequence[float], method: str, fold_scores: Optional[np.ndarra
     return Selection(method, scores, fold_scores, RULE(scores))
 
 
-#: above this many relevant candidates in a query, best_function sorts (its kernel counts |query| per one)
-_COUNT_RELEVANT_MAX = 256
-
-
 def best_function(raw: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> int:
     """The base function with the highest MAP on these queries (a missing score ranks last; the first of
-    equal MAPs). Compiled (:mod:`pyterrier_svmmap.measures._kernels`: counts instead of sorts, ~5× faster on Vaswani's
-    queries, the same APs bit for bit) when numba is there and no query has many relevant candidates."""
-    raw = np.asarray(raw, dtype=float)
+    equal MAPs).
+
+    Parameters
+    ----------
+    raw : np.ndarray
+        The base functions' scores, candidates × functions (NaN: missing).
+    labels : np.ndarray
+        Relevance labels per candidate (> 0: relevant).
+    offsets : np.ndarray
+        Query boundaries, one more than queries.
+
+    Returns
+    -------
+    int
+        The chosen function's column.
+
+    Notes
+    -----
+    The APs come from the compiled :func:`pyterrier_svmmap.measures._kernels.function_ap` (counts instead of
+    sorts, ~5× faster on Vaswani's queries; the bits of :func:`.measures.average_precision`), on blocks of whole
+    queries spread over :func:`~pyterrier_svmmap.threads.current` threads.
+    """
+    raw = np.ascontiguousarray(raw, dtype=float)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     rel = np.ascontiguousarray(np.asarray(labels) > 0)
-    jit = _jit.load("measures._kernels", "best_function sorts with numpy")
-    if jit is not None and len(raw) and raw.shape[1] and \
-            np.add.reduceat(rel.astype(np.int64), offsets[:-1][np.diff(offsets) > 0]).max(initial=0) <= _COUNT_RELEVANT_MAX:
-        raw = np.ascontiguousarray(raw)
-        qb = threads.query_bounds(offsets, threads.pieces(raw.size))
+    jit = _jit.load("measures._kernels")
+    qb = threads.query_bounds(offsets, threads.pieces(raw.size))
 
-        def block(i: int) -> np.ndarray:                 # a query's APs are the same in any block
-            part = np.empty((raw.shape[1], int(qb[i + 1] - qb[i])))
-            jit.function_ap(raw, rel, offsets[qb[i]:qb[i + 1] + 1], part)
-            return part
-        ap = np.hstack(threads.run(block, len(qb) - 1))
-        return int(np.argmax([row.mean() for row in ap]))
-    filled = np.where(np.isnan(raw), -np.inf, raw)
-    return int(np.argmax([average_precision(filled[:, f], labels, offsets).mean() for f in range(raw.shape[1])]))
+    def block(i: int) -> np.ndarray:                 # a query's APs are the same in any block
+        part = np.empty((raw.shape[1], int(qb[i + 1] - qb[i])))
+        jit.function_ap(raw, rel, offsets[qb[i]:qb[i + 1] + 1], part)
+        return part
+    ap = np.hstack(threads.run(block, len(qb) - 1))
+    return int(np.argmax([row.mean() for row in ap]))
 
 
 # -- the package's default rule: selection="auto" --------------------------------------------------

@@ -17,8 +17,8 @@ from pyterrier_svmmap.frames import candidates_from_frame
 import pytest
 
 from pyterrier_svmmap import RunFeatures, StructSVM, SVMMap
-from pyterrier_svmmap.features.encoder import (FeatureEncoder, minmax_normalise, percentiles, quantile_thresholds,
-                                       query_min_max, top_of_queries)
+from pyterrier_svmmap.features.encoder import (FeatureEncoder, function_thresholds, minmax_normalise, percentiles,
+                                               query_min_max, top_of_queries)
 
 nan, inf = np.nan, np.inf
 
@@ -64,6 +64,11 @@ def test_query_min_max_per_query_and_function_nan_when_nothing_retrieved():
     lo, hi = query_min_max(raw, np.array([0, 4, 6]))
     np.testing.assert_array_equal(lo, [[2, -3], [7, nan]])
     np.testing.assert_array_equal(hi, [[6, -1], [7, nan]])
+
+
+def quantile_thresholds(values, n_bins):
+    """One function's thresholds: :func:`function_thresholds` of a one-column sample."""
+    return function_thresholds(np.asarray(values, dtype=float)[:, None], n_bins)[0]
 
 
 def test_quantile_thresholds_lower_quantiles_first_minus_inf_padding_plus_inf():

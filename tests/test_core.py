@@ -86,14 +86,9 @@ def test_measures_agree_with_ir_measures():
             assert v == pytest.approx(ref[(m, str(q))], abs=1e-12), (m, q)
 
 
-@pytest.mark.parametrize("compiled", [True, False])
-def test_rank_within_queries_is_stable_by_query_then_score(monkeypatch, compiled):
+def test_rank_within_queries_is_stable_by_query_then_score():
     """By query, then decreasing score, ties (−0.0 = 0.0 included) by position; NaN scores last (lexsort)."""
-    from pyterrier_svmmap import _jit
     from pyterrier_svmmap.measures import rank_within_queries
-    monkeypatch.setattr(_jit, "_LOADED", {})
-    if not compiled:
-        monkeypatch.setenv("PYTERRIER_SVMMAP_NO_NUMBA", "1")
     scores = np.array([1.0, 2.0, 1.0, -0.0, 0.0, 2.0, 3.0, 0.0, 5.0, 5.0, 4.0])
     offsets = np.array([0, 6, 6, 7, 11])
     assert rank_within_queries(scores, offsets).tolist() == [1, 5, 0, 2, 3, 4, 6, 8, 9, 10, 7]
@@ -109,15 +104,13 @@ def test_rank_within_queries_is_stable_by_query_then_score(monkeypatch, compiled
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_best_function_kernel_gives_the_sorted_aps_bit_for_bit(monkeypatch, seed):
-    """selection.best_function: the counting kernel's per-query APs equal average_precision's (NaN scores last,
-    ties by position, empty queries, queries without relevant candidates), and so does its choice; above
-    _COUNT_RELEVANT_MAX relevant candidates in a query it takes the sorting path."""
+def test_best_function_kernel_gives_the_sorted_aps_bit_for_bit(seed):
+    """selection.best_function: the kernel's per-query APs equal average_precision's (NaN scores last,
+    ties by position, empty queries, queries without relevant candidates), and so does its choice, whether
+    it counts (few relevant candidates) or sorts (more than COUNT_RELEVANT_MAX)."""
     from pyterrier_svmmap import _jit
     import pyterrier_svmmap.selection as selection
-    kernels = _jit.load("measures._kernels", "")
-    if kernels is None:
-        pytest.skip("numba not installed or disabled")
+    kernels = _jit.load("measures._kernels")
     rng = np.random.default_rng(seed)
     for _ in range(60):
         sizes = rng.integers(0, 30, rng.integers(1, 10))
@@ -132,11 +125,17 @@ def test_best_function_kernel_gives_the_sorted_aps_bit_for_bit(monkeypatch, seed
             kernels.function_ap(np.ascontiguousarray(raw), np.ascontiguousarray(labels > 0), offsets, got)
             assert np.array_equal(got, want)
         assert selection.best_function(raw, labels, offsets) == int(np.argmax(want.mean(axis=1)))
-    calls = []
-    monkeypatch.setattr(selection, "average_precision", lambda *a, **k: calls.append(1) or average_precision(*a, **k))
-    raw, labels = rng.normal(size=(600, 2)), np.r_[np.ones(300), np.zeros(300)]
-    selection.best_function(raw, labels, np.array([0, 600]))
-    assert calls                                         # 300 relevant > _COUNT_RELEVANT_MAX: sorted
+    n = 2 * kernels.COUNT_RELEVANT_MAX + 100
+    raw = np.round(rng.normal(size=(n, 3)), 1)
+    raw[rng.random(raw.shape) < 0.1] = np.nan
+    labels = (rng.random(n) < 0.7).astype(float)        # more relevant candidates than the kernel counts
+    offsets = np.array([0, 40, n], dtype=np.int64)
+    filled = np.where(np.isnan(raw), -np.inf, raw)
+    want = np.array([average_precision(filled[:, f], labels, offsets) for f in range(raw.shape[1])])
+    got = np.empty_like(want)
+    kernels.function_ap(np.ascontiguousarray(raw), np.ascontiguousarray(labels > 0), offsets, got)
+    assert np.array_equal(got, want)
+    assert selection.best_function(raw, labels, offsets) == int(np.argmax(want.mean(axis=1)))
 
 
 def test_training_loss_ap_equals_ir_measures_ap_with_qrels_restricted_to_candidates():

@@ -26,6 +26,19 @@ def test_usable_and_subset_keep_what_belongs_to_the_queries():
     assert "".join(s.docnos) == "pqtuv" and np.array_equal(s.raw, q.raw[[0, 1, 4, 5, 6]])
 
 
+def test_subset_and_widened_keep_a_subclass_and_its_fields():
+    """A LETOR file (experiments.letor.Split) is Queries with its source: both operations keep it."""
+    from pyterrier_svmmap.experiments.letor import Split
+    q = _queries()
+    split = Split(q.raw, q.labels, q.offsets, q.qids, None, q.docnos, "Fold1/train.txt")
+    first = split.head(2)
+    assert isinstance(first, Split) and first.source == "Fold1/train.txt" and list(first.offsets) == [0, 2, 4]
+    assert "".join(first.docnos) == "pqrs" and first.head(5).n_queries == 2
+    wide = split.widened(4)
+    assert isinstance(wide, Split) and wide.source == split.source and wide.raw.shape == (7, 4)
+    assert split.widened(2) is split
+
+
 def test_concatenate_widens_and_joins_in_order():
     q = _queries()
     narrow = Queries.from_arrays(np.ones((2, 1)), [1, 0], [0, 2], qids=["d"])

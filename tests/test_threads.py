@@ -13,16 +13,13 @@ import numpy as np
 import pytest
 
 import pyterrier_svmmap.threads as threads
-from pyterrier_svmmap import _jit
-from pyterrier_svmmap.features.encoder import (BinnedBlock, FeatureEncoder, function_thresholds,
-                                               quantile_thresholds, top_of_queries)
+from pyterrier_svmmap.features.encoder import BinnedBlock, FeatureEncoder, function_thresholds, top_of_queries
 from pyterrier_svmmap.svm.losses import get_loss
 from pyterrier_svmmap.svm.losses.map import query_score_order
 from pyterrier_svmmap.selection import best_function
 from pyterrier_svmmap.svm.ranker import StructSVMRanker
 
-numba_available = _jit.load("features._kernels", "") is not None
-needs_numba = pytest.mark.skipif(not numba_available, reason="numba not installed or disabled")
+import oracles.features_reference as reference
 
 
 @pytest.fixture
@@ -97,7 +94,6 @@ def test_query_bounds_cover_the_queries_in_order():
         assert qb[0] == 0 and qb[-1] == len(offsets) - 1 and (np.diff(qb) >= 0).all()
 
 
-@needs_numba
 @pytest.mark.filterwarnings("ignore:skipping")
 def test_fit_leaves_numba_thread_setting_alone():
     import numba
@@ -109,7 +105,6 @@ def test_fit_leaves_numba_thread_setting_alone():
 # ------------------------------------------------------------------------------------------------
 # every parallel piece: the same bits for 1 and 3 threads
 # ------------------------------------------------------------------------------------------------
-@needs_numba
 def test_binned_products_do_not_depend_on_threads(small_pieces):
     rng = np.random.default_rng(1)
     block = BinnedBlock(rng.integers(0, 8, (1001, 13)), 7)
@@ -119,25 +114,22 @@ def test_binned_products_do_not_depend_on_threads(small_pieces):
     with threads.using(3):
         d3, r3 = block.dot(w), block.rdot(c)
     assert np.array_equal(d1, d3) and np.array_equal(r1, r3)
-    assert np.array_equal(d1, block.dot_numpy(w)) and np.array_equal(r1, block.rdot_numpy(c))
+    assert np.array_equal(d1, reference.binned_dot(block, w)) and np.array_equal(r1, reference.binned_rdot(block, c))
 
 
-@needs_numba
 @pytest.mark.parametrize("depth", [1, 7, 40])
 def test_top_of_queries_and_thresholds_do_not_depend_on_threads(small_pieces, depth):
     raw, _, offsets = ranking_data(ties=True)
-    with _jit.without("features._kernels"):
-        ref_top = top_of_queries(raw, offsets, depth)          # the numpy path
+    ref_top = reference.top_of_queries(raw, offsets, depth)
     for n_jobs in (1, 3):
         with threads.using(n_jobs):
             top = top_of_queries(raw, offsets, depth)
             for n_bins in (1, 4, 50):
-                ref = np.stack([quantile_thresholds(top[:, f], n_bins) for f in range(top.shape[1])])
+                ref = reference.function_thresholds(top, n_bins)
                 assert np.array_equal(function_thresholds(top, n_bins), ref)
         np.testing.assert_array_equal(top, ref_top)
 
 
-@needs_numba
 def test_encoder_and_tie_function_do_not_depend_on_threads(small_pieces):
     raw, labels, offsets = ranking_data(ties=True)
     out = {}
@@ -149,13 +141,11 @@ def test_encoder_and_tie_function_do_not_depend_on_threads(small_pieces):
     assert out[1][2] == out[3][2]
 
 
-@needs_numba
 def test_per_query_scalings_do_not_depend_on_threads(small_pieces):
     from pyterrier_svmmap.features.encoder import minmax_normalise, percentiles
     raw, _, offsets = ranking_data(ties=True)
-    for scale in (minmax_normalise, percentiles):
-        with _jit.without("features._kernels"):
-            ref = scale(raw, offsets)                          # the numpy path
+    for scale, oracle in ((minmax_normalise, reference.minmax_normalise), (percentiles, reference.percentiles)):
+        ref = oracle(raw, offsets)
         for n_jobs in (1, 3):
             with threads.using(n_jobs):
                 np.testing.assert_array_equal(scale(raw, offsets), ref)

@@ -1,18 +1,16 @@
-"""Compiled per-query ÂP / N̂DCG and their gradients (numba, optional): the loops of :mod:`.approx`.
+"""Compiled per-query ÂP / N̂DCG and their gradients (numba), and the exact AP / NDCG@n of :mod:`.ranker`.
 
-The same formulas as :func:`.approx.approx_ap_query` (Eqs. (20), (22), (44)–(47)) and
-:func:`.approx.approx_ndcg_query` (Eqs. (20), (21), (41)–(43)), written as loops over the m relevant
-× n candidates instead of (m × n) numpy pair matrices (memory O(m + n)). The position terms
+The formulas of Qin et al. (Eqs. (20), (22), (44)–(47) for ÂP; Eqs. (20), (21), (41)–(43) for N̂DCG), written
+as loops over the m relevant × n candidates instead of (m × n) pair matrices (memory O(m + n)). The position terms
 σ(−α(s_x − s_y)) = 1 / (1 + e^{α(s_x − s_c)} e^{α(s_c − s_y)}) (s_c the middle of the query's scores)
 take one exponential per candidate instead of one per pair, so the pairs cost a multiplication and a
 division, and the backward pass (Eq. (42)) recomputes them instead of storing them. Rounding: the
 exponent α(s_x − s_c) carries an error of about α·|s_x − s_c|·2⁻⁵³, so the terms agree with the
 pair-by-pair σ to ~1e-13 relative at α·(max s − min s) = 1400; queries with a wider spread (where a
-factor could overflow), or with non-finite scores, take one exponential per pair as numpy does.
+factor could overflow), or with non-finite scores, take one exponential per pair.
 
-Imported lazily by :mod:`.approx` (:func:`.approx.jit`); without numba, or with
-``PYTERRIER_SVMMAP_NO_NUMBA=1``, the numpy code of :mod:`.approx` is used, which is also the reference
-``tests/test_approx_fast.py`` compares these kernels with. Cached on disk (``cache=True``).
+Imported lazily by :mod:`.ranker` (:func:`.ranker.jit`); cached on disk (``cache=True``). The tests compare
+these kernels with the numpy reference implementation of ``tests/oracles/approx_reference.py``.
 """
 from __future__ import annotations
 

@@ -20,23 +20,17 @@ Cost. Both measures only sum over candidates with a non-zero gain (r(x) > 0), so
 approximate positions are needed, and ∂/∂s of the measure only involves the pairs (x, y) with x
 relevant. Per query the work is O(m·n) for m relevant among n candidates (plus O(m²) for ÂP's
 truncation terms), not O(n²); this is exact, not an approximation, so every candidate of the
-first-stage run is used. The (m × n) pair matrices are built in row chunks of at most
-``max_entries`` cells, which bounds memory on re-ranking depths of thousands (chunks are recomputed
-for the backward pass when there is more than one).
+first-stage run is used.
 
-Speed. With numba installed (extra ``speed``) the training loop uses the compiled kernels of
-:mod:`._kernels` (:func:`jit`): per query, ÂP / N̂DCG and their gradient as loops over the m × n
-pairs with one exponential per candidate (σ(−α(s_x − s_y)) = 1 / (1 + e^{α(s_x − c)} e^{α(c − s_y)}),
-memory O(m + n), ``max_entries`` unused), and the exact AP / NDCG@n of model selection from the ranks of
-the relevant candidates alone, bit-identical to :mod:`.measures`. The numpy functions of this module
-are the fallback (``PYTERRIER_SVMMAP_NO_NUMBA=1``) and the reference of ``tests/test_approx_fast.py``:
-per-query values agree to ~1e-14 and gradients to ~1e-11 relative. Whole fits on dense (float32)
-features came out identical; on binned features at large α, Algorithm 1 amplifies rounding-level
-differences by ~10³ per pass (the numpy path's own ``max_entries`` chunking does the same), so
-fast and numpy fits there agree only for the first passes.
+Speed. The training loop runs the compiled kernels of :mod:`._kernels` (:func:`jit`): per query, ÂP / N̂DCG
+and their gradient as loops over the m × n pairs with one exponential per candidate
+(σ(−α(s_x − s_y)) = 1 / (1 + e^{α(s_x − c)} e^{α(c − s_y)}), memory O(m + n)), and the exact AP / NDCG@n of
+model selection from the ranks of the relevant candidates alone, bit-identical to :mod:`.measures`. The tests
+compare them with a numpy reference implementation (``tests/oracles/approx_reference.py``): per-query values
+agree to ~1e-14 and gradients to ~1e-11 relative.
 
-Numerics: logistic functions via ``scipy.special.expit`` (no overflow for any α·s); π̂ ≥ 1 so
-1/π̂ and 1/log2(1 + π̂) are bounded. Very large α·|s_xy| saturates σ and the gradient vanishes,
+Numerics: the logistic functions do not overflow for any α·s; π̂ ≥ 1 so 1/π̂ and 1/log2(1 + π̂) are
+bounded. Very large α·|s_xy| saturates σ and the gradient vanishes,
 which is the paper's trade-off between tightness (Theorem 3-5) and smoothness.
 """
 from __future__ import annotations
@@ -45,10 +39,10 @@ import logging
 import time
 from dataclasses import dataclass, field
 from itertools import product
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from types import ModuleType
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
-from scipy.special import expit
 
 import pyterrier_svmmap._jit as _jit
 from pyterrier_svmmap.features.encoder import DenseBlock, FeatureMatrix
@@ -65,16 +59,14 @@ AP_BETAS: Tuple[float, ...] = (1.0, 10.0, 20.0, 50.0, 100.0)
 #: §6.4: "a larger set of α values {10, 20, 50, 100, 150, 200, 250, 300}"
 NDCG_ALPHAS: Tuple[float, ...] = (10.0, 20.0, 50.0, 100.0, 150.0, 200.0, 250.0, 300.0)
 
-DEFAULT_MAX_ENTRIES = 1 << 22   # cells of one pair-matrix chunk (32 MiB of float64)
+#: the default of :class:`ApproxRanker`'s ``max_entries`` (a parameter without effect on the compiled kernels)
+DEFAULT_MAX_ENTRIES = 1 << 22
 
 
 
-def jit():
-    """The compiled per-query kernels :mod:`._kernels`, or None when numba is missing or disabled
-    with ``PYTERRIER_SVMMAP_NO_NUMBA=1`` (then :class:`ApproxRanker` uses :func:`approx_ap_query` /
-    :func:`approx_ndcg_query`, the numpy reference). Look it up at call time (``approx.jit()``), as
-    :func:`.losses._numba.kernels`, so that the switch and the tests' monkeypatching work."""
-    return _jit.load("approx._kernels", "ApproxAP/ApproxNDCG use numpy")
+def jit() -> ModuleType:
+    """The compiled per-query kernels :mod:`._kernels` (imported on first use)."""
+    return _jit.load("approx._kernels")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -116,154 +108,6 @@ def ndcg(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray, k: Optiona
     if idcg is None:
         idcg = ideal_dcg(labels, offsets, k, n_relevant)
     return np.divide(dcg, idcg, out=np.zeros(len(dcg)), where=idcg > 0)
-
-
-# ---------------------------------------------------------------------------------------------
-# one query: π̂ of Eq. (20) for some rows, and the backward pass through it (Eq. (42))
-# ---------------------------------------------------------------------------------------------
-def _pair_chunks(s: np.ndarray, rows: np.ndarray, alpha: float,
-                 max_entries: int) -> Iterator[Tuple[slice, np.ndarray, np.ndarray]]:
-    """Yield (slice of ``rows``, those rows, P) with P[i, y] = σ(−α(s_rows[i] − s_y)), P[i, i] = 0."""
-    n = len(s)
-    step = max(1, int(max_entries) // max(n, 1))
-    for lo in range(0, len(rows), step):
-        r = rows[lo:lo + step]
-        z = np.subtract.outer(s[r], s)
-        z *= -alpha
-        p = expit(z, out=z)
-        p[np.arange(len(r)), r] = 0.0
-        yield slice(lo, lo + len(r)), r, p
-
-
-def approx_positions(s: np.ndarray, rows: np.ndarray, alpha: float,
-                     max_entries: int = DEFAULT_MAX_ENTRIES) -> np.ndarray:
-    """π̂ of Eq. (20) for the candidates ``rows`` of one query with scores ``s``."""
-    out = np.empty(len(rows))
-    for sl, _, p in _pair_chunks(np.asarray(s, float), np.asarray(rows), alpha, max_entries):
-        out[sl] = 1.0 + p.sum(axis=1)
-    return out
-
-
-class _Positions:
-    """π̂ for rows R of one query, remembering what the backward pass through Eq. (42) needs."""
-
-    def __init__(self, s: np.ndarray, rows: np.ndarray, alpha: float, max_entries: int, keep: bool):
-        self.s, self.rows, self.alpha, self.max_entries = s, rows, alpha, max_entries
-        self.pi = np.empty(len(rows))
-        self._kept: Optional[List] = [] if keep else None
-        n_chunks = 0
-        for sl, r, p in _pair_chunks(s, rows, alpha, max_entries):
-            self.pi[sl] = 1.0 + p.sum(axis=1)
-            n_chunks += 1
-            if self._kept is not None:
-                self._kept.append((sl, r, p))
-        if n_chunks > 1:           # too big to keep: recompute in backward
-            self._kept = None
-
-    def backward(self, g_pi: np.ndarray) -> np.ndarray:
-        """∂M/∂s from ∂M/∂π̂(R), Eq. (42): ∂π̂(x)/∂s_x = −α Σ_y W_xy, ∂π̂(x)/∂s_y = α W_xy,
-        W = σ(1 − σ) of the pair. Returns a gradient over all n candidates."""
-        grad = np.zeros(len(self.s))
-        chunks = self._kept if self._kept is not None else \
-            _pair_chunks(self.s, self.rows, self.alpha, self.max_entries)
-        for sl, r, p in chunks:
-            w = p * (1.0 - p)                     # diagonal stays 0 (p = 0 there)
-            g = g_pi[sl]
-            grad += g @ w
-            grad[r] -= g * w.sum(axis=1)          # rows are distinct candidates
-        grad *= self.alpha
-        return grad
-
-
-# ---------------------------------------------------------------------------------------------
-# ÂP and N̂DCG of one query, with gradients wrt the scores
-# ---------------------------------------------------------------------------------------------
-def approx_ap_query(s: np.ndarray, labels: np.ndarray, alpha: float, beta: float,
-                    n_relevant: Optional[float] = None, grad: bool = True,
-                    max_entries: int = DEFAULT_MAX_ENTRIES) -> Tuple[float, Optional[np.ndarray]]:
-    """ÂP of Eq. (22) for one query and (if ``grad``) ∂ÂP/∂s by Eqs. (44)–(47).
-
-    ``n_relevant`` is |D+| (default: the relevant candidates); like trec_eval's AP it may count
-    relevant documents that are not among the candidates.
-    """
-    s = np.asarray(s, dtype=float)
-    rel = np.flatnonzero(np.asarray(labels) > 0)
-    n_rel = float(len(rel) if n_relevant is None else n_relevant)
-    if len(rel) == 0 or n_rel <= 0:
-        return 0.0, (np.zeros(len(s)) if grad else None)
-    pos = _Positions(s, rel, alpha, max_entries, keep=grad)
-    pi = pos.pi
-    m = len(rel)
-    # truncation terms over relevant pairs, Eq. (22): T[y, x] = σ(β(π̂(y) − π̂(x))), x ≠ y
-    a = np.zeros(m)             # A_y = Σ_x T[y, x]
-    tp_row = np.zeros(m)        # Σ_x T'[y, x],           T' = T(1 − T) (symmetric)
-    tp_col = np.zeros(m)        # Σ_y T'[y, x] / π̂(y)
-    step = max(1, int(max_entries) // m)
-    inv_pi = 1.0 / pi
-    for lo in range(0, m, step):
-        sl = slice(lo, min(m, lo + step))
-        t = np.subtract.outer(pi[sl], pi)
-        t *= beta
-        t = expit(t, out=t)
-        idx = np.arange(sl.stop - sl.start)
-        t[idx, idx + lo] = 0.0
-        a[sl] = t.sum(axis=1)
-        if grad:
-            tp = t * (1.0 - t)
-            tp_row[sl] = tp.sum(axis=1)
-            tp_col += inv_pi[sl] @ tp
-    value = float(np.sum((1.0 + a) * inv_pi) / n_rel)
-    if not grad:
-        return value, None
-    # ∂ÂP/∂π̂(z): Eq. (44) first term and Eq. (47) (z as y), Eq. (46) (z as x)
-    g_pi = (-(1.0 + a) * inv_pi ** 2 + beta * inv_pi * tp_row - beta * tp_col) / n_rel
-    return value, pos.backward(g_pi)
-
-
-def approx_ndcg_query(s: np.ndarray, labels: np.ndarray, alpha: float,
-                      idcg: Optional[float] = None, grad: bool = True,
-                      max_entries: int = DEFAULT_MAX_ENTRIES) -> Tuple[float, Optional[np.ndarray]]:
-    """N̂DCG of Eq. (21) for one query and (if ``grad``) ∂N̂DCG/∂s by Eqs. (41)–(43).
-
-    ``idcg`` is N_n (default: the ideal DCG of these candidates' labels).
-    """
-    s = np.asarray(s, dtype=float)
-    g_all = gains(labels)
-    rel = np.flatnonzero(g_all > 0)
-    if idcg is None:
-        idcg = float(ideal_dcg(labels, np.array([0, len(s)]))[0])
-    if len(rel) == 0 or idcg <= 0:
-        return 0.0, (np.zeros(len(s)) if grad else None)
-    pos = _Positions(s, rel, alpha, max_entries, keep=grad)
-    pi, gr = pos.pi, g_all[rel]
-    log_term = np.log2(1.0 + pi)
-    value = float(np.sum(gr / log_term) / idcg)
-    if not grad:
-        return value, None
-    g_pi = -gr / (log_term ** 2 * (1.0 + pi) * np.log(2.0)) / idcg      # Eq. (43)
-    return value, pos.backward(g_pi)
-
-
-def approx_ap(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray, alpha: float, beta: float,
-              n_relevant: Optional[np.ndarray] = None,
-              max_entries: int = DEFAULT_MAX_ENTRIES) -> np.ndarray:
-    """ÂP (Eq. (22)) per query of concatenated queries."""
-    offsets = np.asarray(offsets)
-    return np.array([approx_ap_query(scores[lo:hi], labels[lo:hi], alpha, beta,
-                                     None if n_relevant is None else n_relevant[q], grad=False,
-                                     max_entries=max_entries)[0]
-                     for q, (lo, hi) in enumerate(zip(offsets[:-1], offsets[1:]))])
-
-
-def approx_ndcg(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray, alpha: float,
-                n_relevant: Optional[np.ndarray] = None,
-                max_entries: int = DEFAULT_MAX_ENTRIES) -> np.ndarray:
-    """N̂DCG (Eq. (21)) per query of concatenated queries (N_n as :func:`ideal_dcg`)."""
-    offsets = np.asarray(offsets)
-    idcg = ideal_dcg(labels, offsets, None, n_relevant)
-    return np.array([approx_ndcg_query(scores[lo:hi], labels[lo:hi], alpha, idcg[q], grad=False,
-                                       max_entries=max_entries)[0]
-                     for q, (lo, hi) in enumerate(zip(offsets[:-1], offsets[1:]))])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -363,14 +207,14 @@ class _QuerySet:
         return len(self.offsets) - 1
 
     def exact(self, measure: str, scores: np.ndarray) -> np.ndarray:
-        """Exact AP or NDCG@n per query (ties by candidate order): :func:`.measures.average_precision`
-        / :func:`ndcg`, or bit for bit the same from the compiled kernels, which rank only the
-        relevant candidates (O(m·n) comparisons per query instead of sorting all candidates)."""
-        k = jit()
-        if k is None or not np.all(np.isfinite(scores)):
+        """Exact AP or NDCG@n per query (ties by candidate order): from the compiled kernels, which rank only
+        the relevant candidates (O(m·n) comparisons per query instead of sorting all candidates), bit for bit
+        :func:`.measures.average_precision` / :func:`ndcg`, which rank scores with a NaN or an infinity."""
+        if not np.all(np.isfinite(scores)):
             if measure == "ap":
                 return average_precision(scores, self.labels, self.offsets, self.n_relevant)
             return ndcg(scores, self.labels, self.offsets, idcg=self.idcg)
+        k = jit()
         scores = np.ascontiguousarray(scores, dtype=np.float64)
         out = np.zeros(self.n_queries)
         if measure == "ap":
@@ -397,7 +241,8 @@ class ApproxRanker:
     ``train_score_`` and ``valid_score_`` (T,: mean exact measure); ``search_results_`` has one
     dict per grid point (alpha, beta, best_iteration, best_valid, valid_score, train_score,
     approx_error, seconds); ``best_valid_score_`` is the selected model's validation measure.
-    :meth:`get_state` / :meth:`from_state` save and restore all of them.
+    :meth:`get_state` / :meth:`from_state` save and restore all of them. ``max_entries`` is kept with the
+    parameters and in model files but has no effect: the compiled kernels take O(n) memory per query.
     """
 
     def __init__(self, measure: str = "ap", alphas: Optional[Sequence[float]] = None,
@@ -432,16 +277,8 @@ class ApproxRanker:
     # -- per-query objective ---------------------------------------------------------------------
     def _query(self, qs: _QuerySet, q: int, s: np.ndarray, alpha: float, beta: float,
                grad: bool) -> Tuple[float, Optional[np.ndarray]]:
-        """(M̂, ∂M̂/∂s) of query q of ``qs`` at scores ``s``: the compiled kernel (:func:`jit`; memory
-        O(n), ``max_entries`` does not apply) or the numpy reference."""
+        """(M̂, ∂M̂/∂s) of query q of ``qs`` at scores ``s``, from the compiled kernels (:func:`jit`)."""
         k = jit()
-        if k is None:
-            o = qs.offsets
-            labels = qs.labels[o[q]:o[q + 1]]
-            if self.measure == "ap":
-                n_rel = None if qs.n_relevant is None else qs.n_relevant[q]
-                return approx_ap_query(s, labels, alpha, beta, n_rel, grad, self.max_entries)
-            return approx_ndcg_query(s, labels, alpha, qs.idcg[q], grad, self.max_entries)
         rel = qs.rel[q]
         s = np.ascontiguousarray(s, dtype=np.float64)
         out = np.empty(len(s)) if grad else _EMPTY

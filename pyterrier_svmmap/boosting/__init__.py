@@ -1,1 +1,2 @@
-"""The boosted peers on arrays: AdaRank and the LightGBM rankers LambdaMART and McRank (:mod:`.peers`)."""
+"""The boosted peers on arrays: AdaRank (:mod:`.adarank`) and the LightGBM rankers LambdaMART (:mod:`.lambdamart`)
+and McRank (:mod:`.mcrank`), with what they share in :mod:`.common`; :mod:`.peers` names all three."""

@@ -48,8 +48,7 @@ def tiny_data(seed: int = 0, n_queries: int = 6, per_query: int = 30, n_function
 def warm_up(n_jobs: int = 1) -> float:
     """Run every kernel the fits, predictions and argmaxes use once; returns the seconds it took.
 
-    Kernels already in numba's cache are loaded, the others compiled (and cached). Without numba (or with
-    ``PYTERRIER_SVMMAP_NO_NUMBA=1``) there is nothing to compile and the fits run their numpy paths.
+    Kernels already in numba's cache are loaded, the others compiled (and cached).
     """
     t0 = time.perf_counter()
     raw, labels, offsets, _ = tiny_data()
@@ -92,10 +91,6 @@ def _fits(raw, labels, offsets, valid, v_raw, v_offsets, v_docnos, n_jobs: int) 
 
 
 def run(args: argparse.Namespace) -> int:
-    from pyterrier_svmmap import _jit
-    if _jit.load("svm._qp_kernels", "the QP runs in numpy") is None:
-        log.info("numba is not available (or PYTERRIER_SVMMAP_NO_NUMBA is set): nothing to compile")
-        return 0
     seconds = warm_up(args.n_jobs)
     log.info("kernels ready in %.1f s (compiled now, or loaded from numba's cache)", seconds)
     return 0

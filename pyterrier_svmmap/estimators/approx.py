@@ -117,7 +117,7 @@ _APPROX_PARAMETERS = """
     track_error : bool, default True
         Record ρ, the approximation error per iteration (``approx_error_``).
     max_entries : int, default 4194304
-        The largest pairwise block computed at once (memory bound).
+        No effect (the compiled kernels take O(n) memory per query); kept in the parameters and model files.
     random_state : int or None, default 0
         The seed of the query order of every pass.
     verbose : bool, default False

@@ -1,5 +1,6 @@
 """PyTerrier estimators of the boosted peers: LambdaMART and McRank (LightGBM, ``[peers]``) and AdaRank,
-over the array-level rankers of :mod:`pyterrier_svmmap.boosting.peers`."""
+over the array-level rankers of :mod:`pyterrier_svmmap.boosting` (:mod:`~pyterrier_svmmap.boosting.lambdamart`,
+:mod:`~pyterrier_svmmap.boosting.mcrank`, :mod:`~pyterrier_svmmap.boosting.adarank`)."""
 from __future__ import annotations
 
 import dataclasses
@@ -8,7 +9,9 @@ from typing import Optional
 
 import numpy as np
 
-import pyterrier_svmmap.boosting.peers as peers
+from pyterrier_svmmap.boosting.adarank import AdaRankRanker
+from pyterrier_svmmap.boosting.lambdamart import LambdaMARTRanker
+from pyterrier_svmmap.boosting.mcrank import McRankRanker
 from pyterrier_svmmap.estimators.base import RankerEstimator
 from pyterrier_svmmap.frames import Candidates
 
@@ -35,13 +38,13 @@ class _Peer(RankerEstimator):
 
     def _fit_arrays(self, train: Candidates, valid: Optional[Candidates]) -> None:
         self.ranker_ = self.ranker_class(**self.params)
-        if isinstance(self.ranker_, peers.AdaRankRanker) and self.ranker_.measure == "ap":
+        if isinstance(self.ranker_, AdaRankRanker) and self.ranker_.measure == "ap":
             # AdaRank.MAP: binary relevance, label ≥ 1 (the package's rule)
             train = dataclasses.replace(train, labels=(train.labels >= 1).astype(float))
             if valid is not None:
                 valid = dataclasses.replace(valid, labels=(valid.labels >= 1).astype(float))
         args = () if valid is None else (valid.raw, valid.labels, valid.offsets)
-        if isinstance(self.ranker_, peers.AdaRankRanker):
+        if isinstance(self.ranker_, AdaRankRanker):
             self.ranker_.fit(train.raw, train.labels, train.offsets, *(args or (None, None, None)),
                              n_relevant=train.n_relevant,
                              n_relevant_valid=None if valid is None else valid.n_relevant)
@@ -71,20 +74,20 @@ class _Peer(RankerEstimator):
 
 class LambdaMART(_Peer):
     """LambdaMART (LightGBM ``lambdarank``, early stopping on the validation queries). Keyword
-    arguments go to :class:`pyterrier_svmmap.boosting.peers.LambdaMARTRanker`. Needs ``[peers]``."""
-    ranker_class = peers.LambdaMARTRanker
+    arguments go to :class:`pyterrier_svmmap.boosting.lambdamart.LambdaMARTRanker`. Needs ``[peers]``."""
+    ranker_class = LambdaMARTRanker
     __doc__ += _keyword_parameters(ranker_class)
 
 
 class McRank(_Peer):
     """McRank (multiclass boosted trees, score = expected relevance, 30 rounds). Keyword arguments go
-    to :class:`pyterrier_svmmap.boosting.peers.McRankRanker`. Needs ``[peers]``."""
-    ranker_class = peers.McRankRanker
+    to :class:`pyterrier_svmmap.boosting.mcrank.McRankRanker`. Needs ``[peers]``."""
+    ranker_class = McRankRanker
     __doc__ += _keyword_parameters(ranker_class)
 
 
 class AdaRank(_Peer):
     """AdaRank.MAP (Xu & Li 2007), single-feature weak rankers, pure numpy. Keyword arguments go to
-    :class:`pyterrier_svmmap.boosting.peers.AdaRankRanker`."""
-    ranker_class = peers.AdaRankRanker
+    :class:`pyterrier_svmmap.boosting.adarank.AdaRankRanker`."""
+    ranker_class = AdaRankRanker
     __doc__ += _keyword_parameters(ranker_class)

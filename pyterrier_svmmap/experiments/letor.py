@@ -54,6 +54,7 @@ import numpy as np
 
 from pyterrier_svmmap.experiments.systems import LEARNERS, fit_learner, learner_names
 from pyterrier_svmmap.measures import letor_mean_average_precision, letor_ndcg_at, precision_at
+from pyterrier_svmmap.queries import Queries
 
 log = logging.getLogger(__name__)
 
@@ -67,24 +68,15 @@ MEASURES = ("MAP", "NDCG@1", "NDCG@3", "NDCG@5", "NDCG@10", "P@1", "P@3", "P@5",
 # data
 # -------------------------------------------------------------------------------------------------
 @dataclass
-class Split:
-    """One LETOR file as grouped arrays: ``raw`` (n, F), ``labels`` (n,) graded, ``offsets`` (Q + 1,),
-    ``docids`` (n,) and the file it came from. Lines keep file order within a query."""
-    raw: np.ndarray
-    labels: np.ndarray
-    offsets: np.ndarray
-    docids: np.ndarray
+class Split(Queries):
+    """One LETOR file as :class:`~pyterrier_svmmap.queries.Queries` — ``raw`` (n, F), ``labels`` (n,) graded,
+    ``offsets`` (Q + 1,), the file's ``qids`` and its docids as ``docnos`` (n,), lines in file order within a
+    query — and the file it came from (``source``)."""
     source: str = ""
-
-    @property
-    def n_queries(self) -> int:
-        return len(self.offsets) - 1
 
     def head(self, n_queries: int) -> "Split":
         """The first ``n_queries`` queries (for the warm-up fits)."""
-        n_queries = min(n_queries, self.n_queries)
-        end = int(self.offsets[n_queries])
-        return Split(self.raw[:end], self.labels[:end], self.offsets[:n_queries + 1], self.docids[:end], self.source)
+        return self.subset(np.arange(self.n_queries) < n_queries)
 
     def binary(self, rel: float) -> np.ndarray:
         """Labels as 1.0 (``label >= rel``) or 0.0."""
@@ -142,27 +134,22 @@ def discover_folds(directory: Union[str, Path], folds: Optional[Sequence[int]] =
     return out
 
 
-def _read_split(path: Path, width: Optional[int] = None) -> Split:
+def _read_split(path: Path) -> Split:
     from pyterrier_svmmap.io.svmlight import read_svmlight
     d = read_svmlight(str(path))
-    raw = d.grouped(d.features).astype(float)
-    if width is not None and raw.shape[1] < width:      # svmlight: an absent feature is 0
-        raw = np.hstack([raw, np.zeros((len(raw), width - raw.shape[1]))])
     if len(d.labels) == 0:
         raise ValueError(f"{path}: no data lines")
-    return Split(raw, d.grouped(d.labels).astype(float), np.asarray(d.offsets, dtype=np.int64),
-                 d.grouped(d.docids).astype(str), str(path))
+    q = d.queries()
+    return Split(q.raw.astype(float), q.labels, np.asarray(q.offsets, dtype=np.int64), q.qids, None,
+                 q.docnos.astype(str), str(path))
 
 
 def load_folds(paths: Dict[int, Dict[str, Path]]) -> Dict[int, Fold]:
-    """Read the files of :func:`discover_folds`; all splits get the widest file's number of features."""
+    """Read the files of :func:`discover_folds`; all splits get the widest file's number of features (svmlight:
+    an absent feature is 0)."""
     splits = {k: {part: _read_split(p) for part, p in parts.items()} for k, parts in paths.items()}
-    width = max(s.raw.shape[1] for parts in splits.values() for s in parts.values())
-    for parts in splits.values():
-        for part, s in parts.items():
-            if s.raw.shape[1] < width:
-                s.raw = np.hstack([s.raw, np.zeros((len(s.raw), width - s.raw.shape[1]))])
-    return {k: Fold(k, parts["train"], parts["vali"], parts["test"]) for k, parts in splits.items()}
+    width = max(s.n_functions for parts in splits.values() for s in parts.values())
+    return {k: Fold(k, *(parts[part].widened(width) for part in PARTS)) for k, parts in splits.items()}
 
 
 # -------------------------------------------------------------------------------------------------

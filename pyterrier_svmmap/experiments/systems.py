@@ -247,7 +247,7 @@ def parse_names(spec: str) -> List[str]:
 
 # =================================================================================================
 # the LETOR protocol's learners (``svmmap letor``, :mod:`pyterrier_svmmap.experiments.letor`): array-level
-# fits on a fold's train / vali splits (``raw``, ``labels``, ``offsets``, ``docids``, ``binary(rel)``), each
+# fits on a fold's train / vali splits (``raw``, ``labels``, ``offsets``, ``docnos``, ``binary(rel)``), each
 # with a small grid chosen by validation MAP
 # =================================================================================================
 #: the grid of C of every structural SVM (OP 1's constant, SVMstruct's C/n convention)
@@ -263,7 +263,7 @@ class LetorSplit(Protocol):
     raw: np.ndarray
     labels: np.ndarray
     offsets: np.ndarray
-    docids: np.ndarray
+    docnos: np.ndarray
 
     def binary(self, rel: float) -> np.ndarray:
         ...
@@ -320,13 +320,13 @@ def _letor_svm(loss: str, features: str) -> Callable[..., Fitted]:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="skipping .* training queries")   # LETOR: many such queries
             r.fit(train.raw, train.binary(rel), train.offsets,
-                  valid=(vali.raw, vali.binary(rel), vali.offsets, None, vali.docids),
+                  valid=(vali.raw, vali.binary(rel), vali.offsets, None, vali.docnos),
                   base_names=default_base_names(train.raw.shape[1], start=1))
         selection = [dict(C=p["C"], validation=p["validation"], n_iter=p["n_iter"], converged=p["converged"],
                           **({"features": p["features"]} if features == "auto" else {})) for p in r.path_]
         chosen = dict(C=r.C_, **({"features": r.features_} if features == "auto" else {}))
         chosen["validation"] = max(p["validation"] for p in selection)
-        return Fitted(lambda s: r.ranking_scores(s.raw, s.offsets, s.docids), chosen, selection)
+        return Fitted(lambda s: r.ranking_scores(s.raw, s.offsets, s.docnos), chosen, selection)
     return fit
 
 
@@ -343,14 +343,14 @@ def _letor_svm_default(train: LetorSplit, vali: LetorSplit, rel: float, grid: Se
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="skipping .* training queries")
         r.fit(train.raw, train.binary(rel), train.offsets,
-              valid=(vali.raw, vali.binary(rel), vali.offsets, None, vali.docids),
+              valid=(vali.raw, vali.binary(rel), vali.offsets, None, vali.docnos),
               base_names=default_base_names(train.raw.shape[1], start=1))
     selection = [dict(C=p["C"], validation=p["validation"], **({"fallback": True} if p.get("fallback") else {}))
                  for p in r.path_]
     choice = getattr(r, "choice_", None)             # None: a single C, trained as given
     chosen = dict(C=r.C_) if choice is None else dict(C=r.C_, validation=choice["chosen"]["validation"],
                                                        fallback=choice["fallback"], p_value=choice["p_value"])
-    return Fitted(lambda s: r.ranking_scores(s.raw, s.offsets, s.docids), chosen, selection)
+    return Fitted(lambda s: r.ranking_scores(s.raw, s.offsets, s.docnos), chosen, selection)
 
 
 def _letor_approx(measure: str, n_iter: int) -> Callable[..., Fitted]:
@@ -377,7 +377,7 @@ def _letor_approx(measure: str, n_iter: int) -> Callable[..., Fitted]:
 def _letor_adarank(train: LetorSplit, vali: LetorSplit, rel: float, grid: Sequence[dict]) -> Fitted:
     """AdaRank (AdaRank.MAP / AdaRank.NDCG@10) on ``label >= rel``; its round chosen by its own validation
     measure, the variant by validation MAP."""
-    from pyterrier_svmmap.boosting.peers import AdaRankRanker
+    from pyterrier_svmmap.boosting.adarank import AdaRankRanker
 
     def fit_one(g):
         return AdaRankRanker(**g).fit(train.raw, train.binary(rel), train.offsets,
@@ -393,7 +393,7 @@ def _lightgbm_params(threads: int) -> dict:
 def _letor_lambdamart(train: LetorSplit, vali: LetorSplit, rel: float, grid: Sequence[dict], threads: int = 1) -> Fitted:
     """LambdaMART (LightGBM lambdarank) on the grades, up to 1000 trees with early stopping (50 rounds) on
     LightGBM's validation MAP over the whole list; the grid point by validation MAP (``rel``)."""
-    from pyterrier_svmmap.boosting.peers import LambdaMARTRanker
+    from pyterrier_svmmap.boosting.lambdamart import LambdaMARTRanker
 
     def fit_one(g):
         return LambdaMARTRanker(n_estimators=1000, metric="map", eval_at=1000, early_stopping_rounds=50,
@@ -405,7 +405,7 @@ def _letor_lambdamart(train: LetorSplit, vali: LetorSplit, rel: float, grid: Seq
 
 def _letor_mcrank(train: LetorSplit, vali: LetorSplit, rel: float, grid: Sequence[dict], threads: int = 1) -> Fitted:
     """McRank (a boosted multiclass model over the grades, score = expected grade); grid by validation MAP."""
-    from pyterrier_svmmap.boosting.peers import McRankRanker
+    from pyterrier_svmmap.boosting.mcrank import McRankRanker
 
     def fit_one(g):
         return McRankRanker(params=_lightgbm_params(threads), **g).fit(train.raw, train.labels, train.offsets)

@@ -1,8 +1,9 @@
-"""Compiled kernels (numba) of the bin-code feature block: Φw and Φᵀc without the n×F temporaries.
+"""Compiled kernels (numba) of the feature layer: the bin-code block's Φw and Φᵀc without the n×F temporaries,
+the per-query scalings, the thresholds and the bin codes.
 
-Loaded lazily by :func:`pyterrier_svmmap.features.encoder.kernels` (None without numba or with
-``PYTERRIER_SVMMAP_NO_NUMBA=1``); the numpy code of :class:`~pyterrier_svmmap.features.encoder.BinnedBlock` is
-the fallback and the reference. Both kernels add in the reference's order, so they return the same bits:
+Loaded lazily by :func:`pyterrier_svmmap.features.encoder.kernels`. The tests compare them with numpy reference
+implementations (``tests/oracles/features_reference.py``: a gather and row sums, a weighted bincount, ...); the
+kernels compute in the references' order, so they return the same bits:
 
 * :func:`binned_dot`: per row, the F looked-up cumulative weights are summed as numpy's ``sum(axis=1)``
   sums a contiguous row (its pairwise summation: 8 interleaved partial sums for 8 ≤ F ≤ 128, halving

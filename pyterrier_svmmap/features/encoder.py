@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -79,47 +80,18 @@ def _per_query_blocks(kernel, raw: np.ndarray, offsets: np.ndarray) -> np.ndarra
 
 def minmax_normalise(raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """(f − min_q f)/(max_q f − min_q f) per query and function; NaN stays NaN; a constant function → 1.
-    Compiled (:mod:`._kernels`, the same bits, ~10× faster; blocks of queries on threads) when numba is
-    available."""
-    jit = kernels()
-    if jit is not None and np.ndim(raw) == 2 and len(raw):
-        return _per_query_blocks(jit.minmax_normalise, raw, offsets)
-    lo, hi = query_min_max(raw, offsets)
-    qid = query_ids(offsets)
-    lo, hi = lo[qid], hi[qid]
-    span = hi - lo
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = np.where(span > 0, (raw - lo) / np.where(span > 0, span, 1.0), 1.0)
-    out[np.isnan(raw)] = np.nan
-    return out
+    Compiled (:func:`._kernels.minmax_normalise`; blocks of queries on threads)."""
+    if not len(raw):
+        return np.empty(np.shape(raw))
+    return _per_query_blocks(kernels().minmax_normalise, raw, offsets)
 
 
 def percentiles(raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Per query and function, the fraction of retrieved candidates scoring ≤ this one (top → 1).
-    Compiled (:mod:`._kernels`, the same bits, ~4× faster: one sort per query and function instead
-    of a lexsort of all candidates per function) when numba is available."""
-    jit = kernels()
-    if jit is not None and np.ndim(raw) == 2 and len(raw):
-        return _per_query_blocks(jit.percentiles, raw, offsets)
-    n, n_funcs = raw.shape
-    qid = query_ids(offsets)
-    out = np.full(raw.shape, np.nan)
-    for f in range(n_funcs):
-        col = raw[:, f]
-        ok = ~np.isnan(col)
-        q, v = qid[ok], col[ok]
-        order = np.lexsort((v, q))                   # by query, then score ascending
-        qs, vs = q[order], v[order]
-        # rank of the last candidate with the same (query, score): ties share the larger percentile
-        last = np.r_[(qs[1:] != qs[:-1]) | (vs[1:] != vs[:-1]), True]
-        idx = np.arange(len(vs))
-        last_idx = np.minimum.accumulate(np.where(last, idx, len(vs))[::-1])[::-1]
-        starts = np.searchsorted(qs, qs, side="left")
-        counts = np.bincount(qs, minlength=len(offsets) - 1)[qs]
-        pct = np.empty(len(vs))
-        pct[order] = (last_idx - starts + 1) / counts
-        out[np.flatnonzero(ok), f] = pct
-    return out
+    Compiled (:func:`._kernels.percentiles`: one sort per query and function; blocks of queries on threads)."""
+    if not len(raw):
+        return np.empty(np.shape(raw))
+    return _per_query_blocks(kernels().percentiles, raw, offsets)
 
 
 def scale_for_binning(raw: np.ndarray, offsets: np.ndarray, binning: str) -> np.ndarray:
@@ -144,9 +116,8 @@ class BinnedBlock:
     Codes are stored in the smallest unsigned type that holds 0..T (uint8 for T ≤ 255, else uint16 or
     uint32); a code outside 0..T is a ValueError.
 
-    Φw and Φᵀc run compiled kernels (:mod:`._kernels`) when numba is available and not disabled
-    (:func:`kernels`); the numpy code (:meth:`dot_numpy`, :meth:`rdot_numpy`) is the fallback and the
-    reference, and the kernels add in its order, so both paths give the same bits.
+    Φw and Φᵀc run compiled kernels (:mod:`._kernels`), rows or functions spread over
+    :func:`~pyterrier_svmmap.threads.current` threads (each sum is added in one order wherever it runs).
     """
 
     def __init__(self, codes: np.ndarray, n_thresholds: int):
@@ -157,39 +128,26 @@ class BinnedBlock:
         if codes.ndim != 2:
             raise ValueError(f"codes must be a (candidates, functions) array, got shape {codes.shape}")
         self.codes = np.ascontiguousarray(_as_code_dtype(codes, self.n_thresholds))
-        self._flat = None                       # numpy path only: built on first use
 
-    # pickles (e.g. Dask) carry the codes only; the numpy path's flat index is rebuilt where needed
     def __getstate__(self):
         return {"codes": self.codes, "n_thresholds": self.n_thresholds}
 
     def __setstate__(self, state):
         self.codes = state["codes"]
         self.n_thresholds = state["n_thresholds"]
-        self._flat = None
 
     @property
     def dim(self) -> int:
         return self.codes.shape[1] * self.n_thresholds
 
-    def _flat_index(self) -> np.ndarray:
-        """Codes shifted so that every (function, code) has its own cell in one flat (F·(T+1)) table."""
-        if self._flat is None:
-            # intp on purpose: numpy converts any other index type on every gather and bincount (an int32
-            # index made the numpy path 2–4× slower); the compiled path never builds this array
-            n_funcs = self.codes.shape[1]
-            self._flat = (self.codes.astype(np.intp) + np.arange(n_funcs, dtype=np.intp) * (self.n_thresholds + 1)).ravel()
-        return self._flat
-
     def dot(self, w: np.ndarray) -> np.ndarray:
         """Φw: each candidate's score is Σ_f (cumulative weight of f's thresholds below its score)."""
         jit = kernels()
-        if jit is None or w.dtype != np.float64:
-            return self.dot_numpy(w)
+        w = np.ascontiguousarray(w, dtype=np.float64)
         if w.shape != (self.dim,):                             # the kernels do not check bounds
             raise ValueError(f"w has shape {w.shape}, this block has {self.dim} dimensions")
         n, n_funcs = self.codes.shape
-        cum = jit.cumulative_table(np.ascontiguousarray(w), n_funcs, self.n_thresholds)
+        cum = jit.cumulative_table(w, n_funcs, self.n_thresholds)
         out = np.empty(n)
         bounds = threads.even_bounds(n, threads.pieces(n))         # rows: each one's sum is the same anywhere
         threads.run(lambda i: jit.binned_dot(self.codes[bounds[i]:bounds[i + 1]], cum,
@@ -199,33 +157,16 @@ class BinnedBlock:
     def rdot(self, c: np.ndarray) -> np.ndarray:
         """Φᵀc: per function, a weighted histogram of codes, then Σ over codes above each threshold."""
         jit = kernels()
-        if jit is None or c.dtype != np.float64:
-            return self.rdot_numpy(c)
+        c = np.ascontiguousarray(c, dtype=np.float64)
         if c.shape != (len(self.codes),):
             raise ValueError(f"c has shape {c.shape}, this block has {len(self.codes)} candidates")
         out = np.empty(self.dim)
-        c = np.ascontiguousarray(c)
         n, n_funcs = self.codes.shape
         # base functions, not rows: each function's histogram adds the rows in order wherever it is computed
         bounds = threads.even_bounds(n_funcs, min(n_funcs, threads.pieces(n * n_funcs // 4)))
         threads.run(lambda i: jit.binned_rdot(self.codes, c, self.n_thresholds, bounds[i], bounds[i + 1], out),
                     len(bounds) - 1)
         return out
-
-    def dot_numpy(self, w: np.ndarray) -> np.ndarray:
-        """:meth:`dot` in numpy (the reference): a gather of the cumulative weights, then row sums."""
-        n, n_funcs = self.codes.shape
-        cum = np.zeros((n_funcs, self.n_thresholds + 1))
-        np.cumsum(w.reshape(n_funcs, self.n_thresholds), axis=1, out=cum[:, 1:])
-        return cum.ravel()[self._flat_index()].reshape(n, n_funcs).sum(axis=1)
-
-    def rdot_numpy(self, c: np.ndarray) -> np.ndarray:
-        """:meth:`rdot` in numpy (the reference): a weighted bincount, then reverse cumulative sums."""
-        n, n_funcs = self.codes.shape
-        hist = np.bincount(self._flat_index(), weights=np.repeat(c, n_funcs),
-                           minlength=n_funcs * (self.n_thresholds + 1)).reshape(n_funcs, self.n_thresholds + 1)
-        above = np.cumsum(hist[:, ::-1], axis=1)[:, ::-1]     # above[f, b] = Σ_{code ≥ b} c
-        return above[:, 1:].ravel()                            # threshold t is exceeded by codes > t
 
     def take(self, rows: np.ndarray) -> "BinnedBlock":
         out = BinnedBlock.__new__(BinnedBlock)                 # codes already checked and compact
@@ -254,11 +195,9 @@ def _as_code_dtype(codes: np.ndarray, n_thresholds: int) -> np.ndarray:
     return codes.astype(dtype, copy=False)
 
 
-def kernels():
-    """The compiled kernels module :mod:`._kernels`, or None when numba is missing or disabled with
-    the environment variable ``PYTERRIER_SVMMAP_NO_NUMBA=1`` (as the losses' kernels,
-    :func:`pyterrier_svmmap.svm.losses._numba.kernels`). Looked up at call time, so tests can monkeypatch it."""
-    return _jit.load("features._kernels", "bin features use their numpy path")
+def kernels() -> ModuleType:
+    """The compiled kernels module :mod:`._kernels` (imported on first use)."""
+    return _jit.load("features._kernels")
 
 
 class DenseBlock:
@@ -341,28 +280,18 @@ def parse_blocks(features: Union[str, Sequence[str]]) -> Tuple[str, ...]:
     return parts
 
 
-def quantile_thresholds(values: np.ndarray, n_bins: int) -> np.ndarray:
-    """``n_bins`` ascending thresholds for one function's raw scores.
+def function_thresholds(sample: np.ndarray, n_bins: int) -> np.ndarray:
+    """(F, ``n_bins``) ascending thresholds per column of ``sample`` (a function's raw scores).
 
     The first is −inf, so its indicator says "the function retrieved this candidate" and a missing
     candidate (code 0) is told apart from the lowest retrieved ones; the others are the scores at
-    quantiles 1/n_bins, 2/n_bins, ... of the retrieved training scores (:func:`pad_thresholds`).
-    """
-    values = values[~np.isnan(values)]
-    if len(values) == 0 or n_bins == 1:
-        return pad_thresholds(np.zeros(0), n_bins)
-    return pad_thresholds(np.quantile(values, np.arange(1, n_bins) / n_bins, method="lower"), n_bins)
-
-
-def function_thresholds(sample: np.ndarray, n_bins: int) -> np.ndarray:
-    """(F, ``n_bins``) thresholds: :func:`quantile_thresholds` of every column of ``sample``. Compiled
-    (:func:`._kernels.column_quantiles`, the same values, functions spread over
-    :func:`~pyterrier_svmmap.threads.current` threads) when numba is available."""
+    quantiles 1/n_bins, 2/n_bins, ... (``method="lower"``) of the function's retrieved scores
+    (:func:`pad_thresholds`). Compiled (:func:`._kernels.column_quantiles`, functions spread over
+    :func:`~pyterrier_svmmap.threads.current` threads)."""
     n_funcs = sample.shape[1]
+    if n_bins == 1 or len(sample) == 0:
+        return np.tile(pad_thresholds(np.zeros(0), n_bins), (n_funcs, 1))
     jit = kernels()
-    if jit is None or n_bins == 1 or len(sample) == 0:
-        return np.stack([quantile_thresholds(sample[:, f], n_bins) for f in range(n_funcs)]) if n_funcs \
-            else np.zeros((0, n_bins))
     sample = np.ascontiguousarray(sample, dtype=float)
     levels = np.arange(1, n_bins) / n_bins
     qs = np.empty((n_funcs, n_bins - 1))
@@ -385,28 +314,18 @@ def pad_thresholds(quantiles: np.ndarray, n_bins: int) -> np.ndarray:
 def top_of_queries(raw: np.ndarray, offsets: np.ndarray, depth: int) -> np.ndarray:
     """``raw`` with NaN except, per query and function, the ``depth`` highest scores (ties at the
     boundary kept). Compiled per query (:func:`._kernels.top_of_queries`, queries spread over
-    :func:`~pyterrier_svmmap.threads.current` threads) when numba is available; else one partial sort of
-    the queries padded into a (queries × longest × functions) block. Both keep the same scores."""
+    :func:`~pyterrier_svmmap.threads.current` threads)."""
     offsets = np.asarray(offsets)
     sizes = np.diff(offsets)
-    n_q, n_funcs = len(sizes), raw.shape[1]
-    if n_q == 0 or sizes.max() <= depth:
+    if len(sizes) == 0 or sizes.max() <= depth:
         return raw.copy()
     jit = kernels()
-    if jit is not None:
-        raw = np.ascontiguousarray(raw, dtype=float)
-        offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-        out = np.empty_like(raw)
-        qb = threads.query_bounds(offsets, threads.pieces(raw.size))
-        threads.run(lambda i: jit.top_of_queries(raw, offsets[qb[i]:qb[i + 1] + 1], int(depth), out), len(qb) - 1)
-        return out
-    qid = query_ids(offsets)
-    pos = np.arange(len(raw)) - offsets[:-1][qid]
-    block = np.full((n_q, int(sizes.max()), n_funcs), -np.inf)
-    block[qid, pos] = np.where(np.isnan(raw), -np.inf, raw)
-    kth = -np.partition(-block, depth - 1, axis=1)[:, depth - 1, :]       # depth-th highest per (q, f)
-    keep = (raw >= kth[qid]) & ~np.isnan(raw)
-    return np.where(keep, raw, np.nan)
+    raw = np.ascontiguousarray(raw, dtype=float)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    out = np.empty_like(raw)
+    qb = threads.query_bounds(offsets, threads.pieces(raw.size))
+    threads.run(lambda i: jit.top_of_queries(raw, offsets[qb[i]:qb[i + 1] + 1], int(depth), out), len(qb) - 1)
+    return out
 
 
 def even_thresholds(n_bins: int) -> np.ndarray:
@@ -478,19 +397,13 @@ class FeatureEncoder:
         scaled = scale_for_binning(raw, offsets, self.binning)
         dtype = np.uint8 if self.n_bins < 256 else np.uint16
         codes = np.zeros(scaled.shape, dtype=dtype)
-        jit = kernels()
-        if jit is not None and len(scaled):
+        if len(scaled):
+            jit = kernels()
             scaled = np.ascontiguousarray(scaled, dtype=float)
             thresholds = np.ascontiguousarray(self.thresholds_, dtype=float)
             bounds = threads.even_bounds(len(scaled), threads.pieces(scaled.size))
             threads.run(lambda i: jit.bin_codes(scaled[bounds[i]:bounds[i + 1]], thresholds,
                                                 codes[bounds[i]:bounds[i + 1]]), len(bounds) - 1)
-            return codes
-        for f in range(scaled.shape[1]):
-            col = scaled[:, f]
-            ok = ~np.isnan(col)
-            # count of thresholds k with k < score: searchsorted on the left edge
-            codes[ok, f] = np.searchsorted(self.thresholds_[f], col[ok], side="left")
         return codes
 
     def feature_names(self, base_names: Sequence[str]) -> List[str]:

@@ -1,7 +1,7 @@
-"""Compiled kernel (numba, optional) of the one ordering every measure and loss starts from: each query's
+"""Compiled kernel (numba) of the one ordering every measure and loss starts from: each query's
 candidates by decreasing score, ties by position. Loaded through :mod:`._jit` by
-:func:`pyterrier_svmmap.measures.rank_within_queries`, whose ``np.lexsort`` is the fallback and gives the
-same permutation.
+:func:`pyterrier_svmmap.measures.rank_within_queries`; it gives the permutation of
+``np.lexsort((-scores, query_ids(offsets)))``.
 """
 from __future__ import annotations
 

@@ -110,7 +110,7 @@ def select_order_statistics(count_le, ranks: np.ndarray, lo: np.ndarray, hi: np.
 
 def quantile_thresholds_from_counts(count_le, n: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                                     n_bins: int) -> np.ndarray:
-    """(F, n_bins) thresholds as :func:`~pyterrier_svmmap.features.encoder.quantile_thresholds` computes them over
+    """(F, n_bins) thresholds as :func:`~pyterrier_svmmap.features.encoder.function_thresholds` computes them over
     the union of all shards' values (−inf first, quantiles 1/n_bins … of method "lower", duplicates
     removed, +inf padding), from distributed counts."""
     F = len(n)

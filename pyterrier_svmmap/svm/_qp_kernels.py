@@ -1,15 +1,16 @@
-"""Compiled dual QP of the 1-slack structural SVM (numba, optional): a line-by-line port of :mod:`.qp`.
+"""Compiled dual QP of the 1-slack structural SVM (numba), the solver of :mod:`.qp`.
 
 Loaded by :func:`.qp.compiled` (never imported at package import time); :func:`solve_dual` here takes
-the same steps as the numpy reference :func:`.qp.solve_dual_reference` — the active-set method of
+the same steps as the numpy reference implementation of the tests (``tests/oracles/qp_reference.py``) —
+the active-set method of
 Nocedal & Wright (Alg. 16.3) on the dual of Joachims, Finley & Yu (MLJ 2009, OP 4), one unused-budget
 variable per slack group, equilibrated KKT solves by LU with a least-squares fallback, then SMO pair
-steps — with loops in place of numpy's fancy indexing. The numpy code spends ~0.3 ms of interpreter
+steps — with loops in place of numpy's fancy indexing. A numpy version spends ~0.3 ms of interpreter
 overhead per active-set round on working sets of a few hundred constraints; here a round costs its
 arithmetic (one LU of the support's KKT system, O(m·|support|) for the outside gradients).
 
 Arguments are contiguous float64 arrays (``group`` int64); :func:`.qp.solve_dual` converts them.
-``tests/test_qp.py`` compares this module with the reference on random and recorded instances.
+``tests/svm/test_qp.py`` compares this module with the reference on random and recorded instances.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from numba import njit
 @njit(cache=True)
 def gradient_scale(G, b, alpha):
     """max(|b|, |G|·α) over the rows: the magnitude at which the gradient b − Gα is computed
-    (:func:`.qp.gradient_scale`)."""
+    (``gradient_scale`` of the reference implementation)."""
     m = b.shape[0]
     s = 0.0
     for i in range(m):
@@ -43,7 +44,7 @@ def _norm(v):
 @njit(cache=True)
 def _kkt_solve(K, r):
     """A solution of K z = r: LU when its residual is at rounding level, else minimum-norm least
-    squares with numpy's default cut-off (ε·n), as :func:`.qp._kkt_solve`."""
+    squares with numpy's default cut-off (ε·n), as the reference's ``_kkt_solve``."""
     n = r.shape[0]
     ok = True
     z = np.zeros(n)
@@ -60,7 +61,7 @@ def _kkt_solve(K, r):
 @njit(cache=True)
 def _fix_budgets(x, group, C, m):
     """Scale a group over its budget into it; the unused budget x[m + k] takes the rest (as
-    :func:`.qp._fix_budgets`)."""
+    the reference's ``_fix_budgets``)."""
     ng = C.shape[0]
     used = np.zeros(ng)
     for i in range(m):
@@ -88,7 +89,7 @@ def _row_gradient(G, b, x, i, m):
 @njit(cache=True)
 def _pair_step_into(G, b, group, C, x, i, m):
     """Move mass into i from its group's lowest-gradient donor (or the unused budget) by the exact
-    line search (:func:`.qp._pair_step_into`); False if nothing moves."""
+    line search (the reference's ``_pair_step_into``); False if nothing moves."""
     k = group[i]
     g_i = _row_gradient(G, b, x, i, m)
     best, g_j = -1, 0.0
@@ -347,7 +348,7 @@ def _factor_step(G, b, x, idx, nr, gid, L, order, where, r, ng):
 
 @njit(cache=True)
 def active_set(G, b, group, C, alpha, max_rounds, rtol, factor):
-    """(x over the real variables, settled) by the primal active-set method of :func:`.qp._active_set`
+    """(x over the real variables, settled) by the primal active-set method of the reference's ``_active_set``
     (Nocedal & Wright, Alg. 16.3); ``settled`` False means the caller falls back on SMO.
 
     With ``factor`` the rounds solve the face's KKT system from a Cholesky factor of the support's Gram
@@ -457,7 +458,7 @@ def active_set(G, b, group, C, alpha, max_rounds, rtol, factor):
 @njit(cache=True)
 def _smo(G, b, group, C, alpha, tol, max_steps, steps):
     """SMO pair steps from α until no pair of one group gains more than ``tol`` × gradient scale
-    (the polish of :func:`.qp.solve_dual_reference`); returns the step count."""
+    (the polish of the reference's ``solve_dual_reference``); returns the step count."""
     m, ng = b.shape[0], C.shape[0]
     g = b - G @ alpha
     abs_tol = tol * gradient_scale(G, b, alpha)

@@ -235,12 +235,7 @@ class _WorkingSet:
             return 0
         keep = np.flatnonzero(~gone)
         r = len(keep)
-        jit = compiled()
-        if jit is not None:                     # in place, compiled: the same bits as the two lines below
-            jit.compact_working_set(self.G, self.A, keep)
-        else:
-            self.A[:r] = self.A[keep]
-            self.G[:r, :r] = self.G[np.ix_(keep, keep)]
+        compiled().compact_working_set(self.G, self.A, keep)       # A[:r] = A[keep], G[:r, :r] = G[keep, keep]
         for arr in (self.b, self.grp, self.alpha, self.idle):
             arr[:r] = arr[keep]
         self.m = r

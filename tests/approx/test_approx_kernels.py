@@ -1,20 +1,17 @@
-"""The compiled ApproxAP / ApproxNDCG kernels (numba, pyterrier_svmmap/_approx_jit.py) against the numpy
-reference of approx.py: per-query values and gradients, exact measures, whole fits.
-
-Without numba the kernel tests are skipped; ``PYTERRIER_SVMMAP_NO_NUMBA=1`` (or monkeypatching
-``approx.jit``) selects the reference.
+"""The compiled ApproxAP / ApproxNDCG kernels (numba, ``pyterrier_svmmap/approx/_kernels.py``) against the numpy
+reference implementation (``oracles/approx_reference.py``): per-query values and gradients, exact measures, whole
+fits (the reference monkeypatched in as ``ApproxRanker._query``).
 """
-import importlib.util
-
 import numpy as np
-from pyterrier_svmmap import _jit
 import pytest
 
 import pyterrier_svmmap.approx.ranker as approx
 from pyterrier_svmmap.features.encoder import DenseBlock, FeatureEncoder, FeatureMatrix
+from pyterrier_svmmap.measures import average_precision
+
+import oracles.approx_reference as reference
 
 jit = approx.jit()
-needs_numba = pytest.mark.skipif(jit is None, reason="numba not installed or disabled")
 
 
 def random_query(rng, n, kind):
@@ -54,7 +51,6 @@ def assert_grad_close(g_fast, g_ref, alpha, beta=1.0):
     assert np.abs(g_fast - g_ref).max() <= max(1e-10 * np.abs(g_ref).max(), floor)
 
 
-@needs_numba
 @pytest.mark.parametrize("seed,kind", CASES)
 def test_ap_query_matches_reference(seed, kind):
     rng = np.random.default_rng(seed)
@@ -63,7 +59,7 @@ def test_ap_query_matches_reference(seed, kind):
     rel = np.flatnonzero(labels > 0).astype(np.int64)
     for alpha, beta in [(1.0, 1.0), (20.0, 10.0), (100.0, 50.0), (300.0, 1.0)]:
         n_rel = float(len(rel) + rng.integers(0, 3))
-        v_ref, g_ref = approx.approx_ap_query(s, labels, alpha, beta, n_rel)
+        v_ref, g_ref = reference.approx_ap_query(s, labels, alpha, beta, n_rel)
         out = np.empty(n)
         v = jit.ap_query(s, rel, alpha, beta, n_rel, True, out)
         assert v == pytest.approx(v_ref, rel=1e-12, abs=0)
@@ -71,7 +67,6 @@ def test_ap_query_matches_reference(seed, kind):
         assert_grad_close(out, g_ref, alpha, beta)
 
 
-@needs_numba
 @pytest.mark.parametrize("seed,kind", CASES)
 def test_ndcg_query_matches_reference(seed, kind):
     rng = np.random.default_rng(100 + seed)
@@ -81,7 +76,7 @@ def test_ndcg_query_matches_reference(seed, kind):
     gains = approx.gains(labels)[rel]
     idcg = float(approx.ideal_dcg(labels, np.array([0, n]))[0])
     for alpha in [1.0, 20.0, 100.0, 300.0]:
-        v_ref, g_ref = approx.approx_ndcg_query(s, labels, alpha, idcg)
+        v_ref, g_ref = reference.approx_ndcg_query(s, labels, alpha, idcg)
         out = np.empty(n)
         v = jit.ndcg_query(s, rel, gains, alpha, idcg, True, out)
         assert v == pytest.approx(v_ref, rel=1e-12, abs=0)
@@ -89,7 +84,6 @@ def test_ndcg_query_matches_reference(seed, kind):
         assert_grad_close(out, g_ref, alpha)
 
 
-@needs_numba
 @pytest.mark.parametrize("alpha", [20.0, 100.0])
 def test_wide_queries_take_the_per_pair_path(alpha):
     """α·(max s − min s) above FACTOR_SPAN: one exponential per pair, saturated terms, same values."""
@@ -98,17 +92,16 @@ def test_wide_queries_take_the_per_pair_path(alpha):
     labels = (rng.random(200) < 0.2).astype(float)
     assert alpha * np.ptp(s) > 1400.0
     rel = np.flatnonzero(labels > 0).astype(np.int64)
-    v_ref, g_ref = approx.approx_ap_query(s, labels, alpha, 10.0)
+    v_ref, g_ref = reference.approx_ap_query(s, labels, alpha, 10.0)
     out = np.empty(200)
     assert jit.ap_query(s, rel, alpha, 10.0, float(len(rel)), True, out) == pytest.approx(v_ref, rel=1e-12)
     assert_grad_close(out, g_ref, alpha, 10.0)
-    v_ref, g_ref = approx.approx_ndcg_query(s, labels, alpha)
+    v_ref, g_ref = reference.approx_ndcg_query(s, labels, alpha)
     idcg = float(approx.ideal_dcg(labels, np.array([0, 200]))[0])
     assert jit.ndcg_query(s, rel, approx.gains(labels)[rel], alpha, idcg, True, out) == pytest.approx(v_ref, rel=1e-12)
     assert_grad_close(out, g_ref, alpha)
 
 
-@needs_numba
 def test_gradient_matches_finite_differences():
     """The kernel's own gradient, independently of the numpy one."""
     rng = np.random.default_rng(7)
@@ -127,9 +120,8 @@ def test_gradient_matches_finite_differences():
         assert np.abs(fd).max() > 1e-3
 
 
-@needs_numba
 @pytest.mark.parametrize("seed", range(20))
-def test_exact_measures_are_bit_identical(seed, monkeypatch):
+def test_exact_measures_are_bit_identical(seed):
     """The compiled exact AP / NDCG@n of model selection equal measures.py's to the last bit (ties,
     signed zeros, negative labels, n_relevant above the relevant candidates, empty queries)."""
     rng = np.random.default_rng(seed)
@@ -146,11 +138,8 @@ def test_exact_measures_are_bit_identical(seed, monkeypatch):
     n_rel = None if seed % 3 else np.array([(labels[a:b] > 0).sum() + rng.integers(0, 3)
                                             for a, b in zip(offsets[:-1], offsets[1:])], float)
     qs = approx._QuerySet.build(FeatureMatrix([DenseBlock(np.zeros((N, 1)))]), labels, offsets, n_rel, split=False)
-    fast = {m: qs.exact(m, scores) for m in approx.MEASURES}
-    monkeypatch.setattr(approx, "jit", lambda: None)
-    for m in approx.MEASURES:
-        ref = qs.exact(m, scores)
-        assert np.array_equal(fast[m], ref), m
+    assert np.array_equal(qs.exact("ap", scores), average_precision(scores, labels, offsets, n_rel))
+    assert np.array_equal(qs.exact("ndcg", scores), approx.ndcg(scores, labels, offsets, idcg=qs.idcg))
 
 
 def synthetic(seed, n_queries, n=300, F=16):
@@ -175,7 +164,6 @@ def fit(measure, X, labels, offsets, Xv, labels_v, offsets_v, **kw):
         X, labels, offsets, X_valid=Xv, labels_valid=labels_v, offsets_valid=offsets_v)
 
 
-@needs_numba
 @pytest.mark.parametrize("measure", approx.MEASURES)
 def test_fit_matches_reference_on_dense_features(measure, monkeypatch):
     """The registry's features (minmax, dense, trained in float32): same selection, same models."""
@@ -184,7 +172,7 @@ def test_fit_matches_reference_on_dense_features(measure, monkeypatch):
     enc = FeatureEncoder("minmax").fit(raw, o)
     X, Xv = enc.transform(raw, o), enc.transform(rawv, ov)
     fast = fit(measure, X, y, o, Xv, yv, ov)
-    monkeypatch.setattr(approx, "jit", lambda: None)
+    monkeypatch.setattr(approx.ApproxRanker, "_query", reference.reference_query)
     ref = fit(measure, X, y, o, Xv, yv, ov)
     assert (fast.alpha_, fast.best_iteration_) == (ref.alpha_, ref.best_iteration_)
     assert fast.beta_ == ref.beta_ or (np.isnan(fast.beta_) and np.isnan(ref.beta_))
@@ -194,23 +182,21 @@ def test_fit_matches_reference_on_dense_features(measure, monkeypatch):
         np.testing.assert_allclose(a["approx_error"], b["approx_error"], rtol=1e-8, atol=1e-12)
 
 
-@needs_numba
 @pytest.mark.parametrize("measure", approx.MEASURES)
 def test_fit_matches_reference_on_binned_features_early(measure, monkeypatch):
     """Binned features at small α: the first passes agree to ~1e-10 (SGD with large α on binned features
-    amplifies rounding differences exponentially, for the numpy path's own chunking too)."""
+    amplifies rounding differences exponentially, for the reference's own chunking too)."""
     raw, y, o = synthetic(2, 6)
     enc = FeatureEncoder("bins", n_bins=10).fit(raw, o)
     X = enc.transform(raw, o)
     kw = dict(alphas=(5.0,), betas=(5.0,)) if measure == "ap" else dict(alphas=(5.0,))
     fast = approx.ApproxRanker(measure, n_iter=3, **kw).fit(X, y, o)
-    monkeypatch.setattr(approx, "jit", lambda: None)
+    monkeypatch.setattr(approx.ApproxRanker, "_query", reference.reference_query)
     ref = approx.ApproxRanker(measure, n_iter=3, **kw).fit(X, y, o)
     np.testing.assert_allclose(fast.coef_path_, ref.coef_path_, rtol=1e-9, atol=1e-9 * np.abs(ref.coef_path_).max())
     np.testing.assert_allclose(fast.approx_error_, ref.approx_error_, rtol=1e-8)
 
 
-@needs_numba
 def test_fit_is_deterministic():
     raw, y, o = synthetic(4, 5)
     enc = FeatureEncoder("bins", n_bins=10).fit(raw, o)
@@ -221,25 +207,13 @@ def test_fit_is_deterministic():
     assert np.array_equal(a.valid_score_, b.valid_score_)
 
 
-def test_switch_off_by_environment(monkeypatch):
-    """PYTERRIER_SVMMAP_NO_NUMBA=1 makes jit() None (read on first use, as losses/_numba.py)."""
-    monkeypatch.setattr(_jit, "_LOADED", {})
-    monkeypatch.setenv("PYTERRIER_SVMMAP_NO_NUMBA", "1")
-    assert approx.jit() is None
-    monkeypatch.setattr(_jit, "_LOADED", {})
-    monkeypatch.delenv("PYTERRIER_SVMMAP_NO_NUMBA")
-    assert (approx.jit() is None) == (importlib.util.find_spec("numba") is None)
-
-
-def test_queries_without_relevant_candidates(monkeypatch):
-    """Zero value and gradient on both paths; a training query without relevant candidates is skipped."""
+def test_queries_without_relevant_candidates():
+    """Zero value and gradient from the kernels and the reference; a training query without relevant
+    candidates is skipped."""
     X = FeatureMatrix([DenseBlock(np.eye(4))])
     qs = approx._QuerySet.build(X, np.array([0, 0, 1, 0.0]), np.array([0, 2, 4]), None, split=True)
     for measure in approx.MEASURES:
         r = approx.ApproxRanker(measure)
-        for path in ("fast", "ref"):
-            if path == "ref":
-                monkeypatch.setattr(approx, "jit", lambda: None)
-            v, g = r._query(qs, 0, np.array([0.3, 0.1]), 10.0, 10.0, True)
+        for query in (approx.ApproxRanker._query, reference.reference_query):
+            v, g = query(r, qs, 0, np.array([0.3, 0.1]), 10.0, 10.0, True)
             assert v == 0.0 and np.array_equal(g, np.zeros(2))
-            monkeypatch.undo()

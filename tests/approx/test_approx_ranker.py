@@ -1,10 +1,13 @@
-"""ApproxAP / ApproxNDCG (Qin et al.): gradients, approximation tightness, training, selection."""
+"""ApproxAP / ApproxNDCG (Qin et al.): gradients and approximation tightness of the numpy reference implementation
+(``oracles/approx_reference.py``, which the compiled kernels are compared with), training, selection."""
 import numpy as np
 import pytest
 
 import pyterrier_svmmap.approx.ranker as approx
 from pyterrier_svmmap.features.encoder import DenseBlock, FeatureEncoder, FeatureMatrix
 from pyterrier_svmmap.measures import average_precision, ndcg_at
+
+import oracles.approx_reference as reference
 
 
 def finite_diff(f, s, eps=1e-6):
@@ -21,8 +24,8 @@ def test_ap_gradient_matches_finite_differences(seed, max_entries):
     labels[0] = 1
     alpha, beta = rng.choice([2.0, 10.0]), rng.choice([1.0, 5.0])
     n_rel = labels.sum() + rng.integers(0, 3)
-    _, g = approx.approx_ap_query(s, labels, alpha, beta, n_rel, max_entries=max_entries)
-    fd = finite_diff(lambda x: approx.approx_ap_query(x, labels, alpha, beta, n_rel, grad=False)[0], s)
+    _, g = reference.approx_ap_query(s, labels, alpha, beta, n_rel, max_entries=max_entries)
+    fd = finite_diff(lambda x: reference.approx_ap_query(x, labels, alpha, beta, n_rel, grad=False)[0], s)
     np.testing.assert_allclose(g, fd, atol=1e-7, rtol=1e-5)
     assert np.abs(fd).max() > 1e-4                      # a meaningful comparison
 
@@ -36,8 +39,8 @@ def test_ndcg_gradient_matches_finite_differences(seed, max_entries):
     labels = rng.integers(0, 3, size=n).astype(float)
     labels[0] = 2
     alpha = rng.choice([2.0, 10.0])
-    _, g = approx.approx_ndcg_query(s, labels, alpha, max_entries=max_entries)
-    fd = finite_diff(lambda x: approx.approx_ndcg_query(x, labels, alpha, grad=False)[0], s)
+    _, g = reference.approx_ndcg_query(s, labels, alpha, max_entries=max_entries)
+    fd = finite_diff(lambda x: reference.approx_ndcg_query(x, labels, alpha, grad=False)[0], s)
     np.testing.assert_allclose(g, fd, atol=1e-7, rtol=1e-5)
     assert np.abs(fd).max() > 1e-4
 
@@ -45,7 +48,7 @@ def test_ndcg_gradient_matches_finite_differences(seed, max_entries):
 def test_positions_table1():
     """Table 1 of the paper: α = 100 gives π̂ = 2.00118, 4, 1, 5, 2.99882."""
     s = np.array([4.20074, 3.12378, 4.40918, 1.55258, 4.13330])
-    pi = approx.approx_positions(s, np.arange(5), 100.0)
+    pi = reference.approx_positions(s, np.arange(5), 100.0)
     np.testing.assert_allclose(pi, [2.00118, 4.0, 1.0, 5.0, 2.99882], atol=1e-5)
 
 
@@ -62,7 +65,7 @@ def random_queries(seed, n_queries=8, graded=False):
 def test_approx_ap_tightens_to_ap(seed):
     scores, labels, offsets = random_queries(seed)
     exact = average_precision(scores, labels, offsets)
-    errs = [np.abs(approx.approx_ap(scores, labels, offsets, a, a) - exact).mean()
+    errs = [np.abs(reference.approx_ap(scores, labels, offsets, a, a) - exact).mean()
             for a in (1.0, 10.0, 100.0, 1e4)]
     assert all(e1 > e2 for e1, e2 in zip(errs, errs[1:]))        # monotone in α = β
     assert errs[-1] < 1e-3
@@ -73,7 +76,7 @@ def test_approx_ap_tightens_to_ap(seed):
 def test_approx_ndcg_tightens_to_ndcg(seed):
     scores, labels, offsets = random_queries(seed, graded=True)
     exact = approx.ndcg(scores, labels, offsets)
-    errs = [np.abs(approx.approx_ndcg(scores, labels, offsets, a) - exact).mean()
+    errs = [np.abs(reference.approx_ndcg(scores, labels, offsets, a) - exact).mean()
             for a in (1.0, 10.0, 100.0, 1e4)]
     assert all(e1 > e2 for e1, e2 in zip(errs, errs[1:]))
     assert errs[-1] < 1e-3 and errs[0] > 1e-2

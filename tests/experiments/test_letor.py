@@ -133,7 +133,7 @@ def test_svm_map_chooses_C_on_vali(letor_dir, rel):
     X = r.layout_.transform(fold.vali.raw, fold.vali.offsets)
     hand = []
     for w in r.coefs_:
-        s = break_ties(X.dot(w), fold.vali.offsets, fold.vali.raw[:, r.tie_function_], fold.vali.docids)[0]
+        s = break_ties(X.dot(w), fold.vali.offsets, fold.vali.raw[:, r.tie_function_], fold.vali.docnos)[0]
         hand.append(by_hand_map(s, fold.vali, rel))
     assert len(set(np.round(hand, 12))) > 1                       # the choice is not a foregone conclusion
     assert [s["validation"] for s in fitted.selection] == pytest.approx(hand, abs=1e-12)
@@ -158,7 +158,7 @@ def test_grid_learner_chooses_on_vali_map(letor_dir):
 
 
 def test_grid_search_keeps_first_best():
-    split = letor.Split(np.zeros((2, 1)), np.array([1.0, 0.0]), np.array([0, 2]), np.array(["a", "b"]))
+    split = letor.Split(np.zeros((2, 1)), np.array([1.0, 0.0]), np.array([0, 2]), docnos=np.array(["a", "b"]))
     scores = {0: [0.0, 1.0], 1: [1.0, 0.0], 2: [2.0, 0.0]}             # MAP 0.5, 1, 1
     fitted = systems.grid_search([{"g": 0}, {"g": 1}, {"g": 2}], lambda s: s["g"],
                                lambda m, sp: np.array(scores[m]), split, 1)
@@ -188,8 +188,8 @@ def ir_measures_eval(scores, split, measures):
     import pandas as pd
     ir_measures = pytest.importorskip("ir_measures")
     qid = np.repeat(np.arange(split.n_queries), np.diff(split.offsets)).astype(str)
-    qrels = pd.DataFrame({"query_id": qid, "doc_id": split.docids, "relevance": split.labels.astype(int)})
-    run = pd.DataFrame({"query_id": qid, "doc_id": split.docids, "score": np.asarray(scores, dtype=float)})
+    qrels = pd.DataFrame({"query_id": qid, "doc_id": split.docnos, "relevance": split.labels.astype(int)})
+    run = pd.DataFrame({"query_id": qid, "doc_id": split.docnos, "score": np.asarray(scores, dtype=float)})
     parsed = {m: ir_measures.parse_measure(m) for m in measures}
     values = ir_measures.calc_aggregate(list(parsed.values()), qrels, run)
     return {m: values[p] for m, p in parsed.items()}

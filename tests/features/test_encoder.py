@@ -1,20 +1,17 @@
-"""The compiled Φw / Φᵀc of bin-code blocks (pyterrier_svmmap.features._kernels) against the numpy reference.
+"""The compiled Φw / Φᵀc of bin-code blocks (pyterrier_svmmap.features._kernels) against the numpy reference
+implementations (``oracles/features_reference.py``), and the other feature kernels likewise.
 
 The kernels add in the reference's order, so results are compared bit for bit; both are also checked
 against an explicit indicator matrix built here from the definition φ_{f,t}(d) = 1[codes[d, f] > t].
 """
-import os
 import pickle
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import pyterrier_svmmap.features.encoder as features
 from pyterrier_svmmap.features.encoder import BinnedBlock, DenseBlock, FeatureEncoder, FeatureMatrix
-
-needs_numba = pytest.mark.skipif(features.kernels() is None, reason="numba not installed or disabled")
+import oracles.features_reference as reference
 
 # (n, F, T): empty and single candidates, F below/at/above numpy's pairwise block sizes (8, 128)
 SHAPES = [(0, 3, 5), (1, 1, 1), (1, 7, 50), (2, 8, 3), (17, 9, 50), (50, 16, 50), (33, 46, 50),
@@ -40,30 +37,21 @@ def wide_floats(rng, size):
     return rng.normal(size=size) * 10.0 ** rng.uniform(-6, 6, size=size)
 
 
-@pytest.fixture
-def numpy_only(monkeypatch):
-    monkeypatch.setattr(features, "kernels", lambda: None)
-
-
-@needs_numba
 @pytest.mark.parametrize("n,F,T", SHAPES)
 def test_kernels_equal_numpy_reference_bit_for_bit(n, F, T):
     rng = np.random.default_rng(n * 1000 + F * 10 + T)
     codes, b = random_block(rng, n, F, T)
     for _ in range(3):
         w, c = wide_floats(rng, F * T), wide_floats(rng, n)
-        fast_dot, ref_dot = b.dot(w), b.dot_numpy(w)
-        fast_rdot, ref_rdot = b.rdot(c), b.rdot_numpy(c)
+        fast_dot, ref_dot = b.dot(w), reference.binned_dot(b, w)
+        fast_rdot, ref_rdot = b.rdot(c), reference.binned_rdot(b, c)
         assert fast_dot.shape == (n,) and fast_rdot.shape == (F * T,)
         np.testing.assert_array_equal(fast_dot, ref_dot)
         np.testing.assert_array_equal(fast_rdot, ref_rdot)
 
 
-@pytest.mark.parametrize("path", ["default", "numpy"])
 @pytest.mark.parametrize("n,F,T", SHAPES)
-def test_dot_and_rdot_follow_the_definition(n, F, T, path, monkeypatch):
-    if path == "numpy":
-        monkeypatch.setattr(features, "kernels", lambda: None)
+def test_dot_and_rdot_follow_the_definition(n, F, T):
     rng = np.random.default_rng(7 + n + F + T)
     codes, b = random_block(rng, n, F, T)
     Phi = explicit(codes, T)
@@ -85,8 +73,7 @@ def test_threshold_direction_and_function_offsets():
     np.testing.assert_array_equal(b.rdot(c), [1110.0, 1100.0, 100.0, 1011.0, 1011.0, 1001.0])
 
 
-@needs_numba
-def test_feature_matrix_bins_and_raw_blocks_match_numpy_path(monkeypatch):
+def test_feature_matrix_bins_and_raw_blocks_match_the_reference():
     rng = np.random.default_rng(3)
     offsets = np.array([0, 7, 7, 20, 41, 60])
     raw = rng.normal(size=(60, 5))
@@ -95,18 +82,20 @@ def test_feature_matrix_bins_and_raw_blocks_match_numpy_path(monkeypatch):
     X = enc.transform(raw, offsets)
     X = FeatureMatrix(list(X.blocks) + [DenseBlock(np.ones((X.n_rows, 1)))])
     assert [type(b).__name__ for b in X.blocks] == ["BinnedBlock", "DenseBlock", "DenseBlock"]
+    np.testing.assert_array_equal(enc.thresholds_, reference.function_thresholds(raw, 6))
     w, c = wide_floats(rng, X.dim), wide_floats(rng, X.n_rows)
-    fast_dot, fast_rdot, fast_dense = X.dot(w), X.rdot(c), X.dense()
-    monkeypatch.setattr(features, "kernels", lambda: None)
-    np.testing.assert_array_equal(fast_dot, X.dot(w))
-    np.testing.assert_array_equal(fast_rdot, X.rdot(c))
-    np.testing.assert_array_equal(fast_dense, X.dense())
+    binned, d = X.blocks[0], X.blocks[0].dim
+    want = reference.binned_dot(binned, w[:d])
+    lo = d
+    for b in X.blocks[1:]:
+        want += b.dot(w[lo:lo + b.dim])
+        lo += b.dim
+    np.testing.assert_array_equal(X.dot(w), want)
+    np.testing.assert_array_equal(X.rdot(c), np.concatenate([reference.binned_rdot(binned, c)] +
+                                                            [b.rdot(c) for b in X.blocks[1:]]))
 
 
-@pytest.mark.parametrize("path", ["default", "numpy"])
-def test_dense_is_consistent_with_dot_rdot_and_take(path, monkeypatch):
-    if path == "numpy":
-        monkeypatch.setattr(features, "kernels", lambda: None)
+def test_dense_is_consistent_with_dot_rdot_and_take():
     rng = np.random.default_rng(11)
     codes = rng.integers(0, 5, size=(9, 3))
     values = rng.normal(size=(9, 2))
@@ -139,14 +128,11 @@ def test_codes_stored_compactly_and_checked():
     assert X.blocks[0].codes.dtype == np.uint8
 
 
-@pytest.mark.parametrize("path", ["default", "numpy"])
-def test_pickle_round_trip_keeps_codes_and_results(path, monkeypatch):
-    if path == "numpy":
-        monkeypatch.setattr(features, "kernels", lambda: None)
+def test_pickle_round_trip_keeps_codes_and_results():
     rng = np.random.default_rng(5)
     b = BinnedBlock(rng.integers(0, 51, size=(40, 6)), 50)
     w, c = rng.normal(size=b.dim), rng.normal(size=40)
-    expected = b.dot(w), b.rdot(c)                    # (numpy path: builds the flat index first)
+    expected = b.dot(w), b.rdot(c)
     blob = pickle.dumps(b)
     assert len(blob) < b.codes.nbytes + 1000          # the codes (uint8) only, no n×F index
     b2 = pickle.loads(blob)
@@ -156,10 +142,7 @@ def test_pickle_round_trip_keeps_codes_and_results(path, monkeypatch):
     np.testing.assert_array_equal(b2.take([3, 1]).codes, b.codes[[3, 1]])
 
 
-@pytest.mark.parametrize("path", ["default", "numpy"])
-def test_wrong_lengths_raise(path, monkeypatch):
-    if path == "numpy":
-        monkeypatch.setattr(features, "kernels", lambda: None)
+def test_wrong_lengths_raise():
     b = BinnedBlock(np.zeros((4, 3), dtype=np.uint8), 5)
     with pytest.raises(ValueError):
         b.dot(np.zeros(14))
@@ -167,40 +150,32 @@ def test_wrong_lengths_raise(path, monkeypatch):
         b.rdot(np.zeros(5))
 
 
-def test_float32_inputs_take_the_numpy_path():
+def test_float32_inputs_give_the_float64_results():
     rng = np.random.default_rng(2)
     b = BinnedBlock(rng.integers(0, 4, size=(10, 3)), 3)
     w, c = rng.normal(size=9).astype(np.float32), rng.normal(size=10).astype(np.float32)
-    np.testing.assert_array_equal(b.dot(w), b.dot_numpy(w))
-    np.testing.assert_array_equal(b.rdot(c), b.rdot_numpy(c))
+    np.testing.assert_array_equal(b.dot(w), b.dot(w.astype(np.float64)))
+    np.testing.assert_array_equal(b.rdot(c), b.rdot(c.astype(np.float64)))
 
 
-def _kernels_in_subprocess(env_value):
-    env = dict(os.environ)
-    env.pop("PYTERRIER_SVMMAP_NO_NUMBA", None)
-    if env_value is not None:
-        env["PYTERRIER_SVMMAP_NO_NUMBA"] = env_value
-    code = ("import pyterrier_svmmap.features.encoder as features; import numpy as np\n"
-            "b = features.BinnedBlock(np.array([[0, 2], [1, 1]]), 2)\n"
-            "assert list(b.dot(np.ones(4))) == [2.0, 2.0]\n"
-            "print(features.kernels() is None)")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    return out.stdout.strip()
+@pytest.mark.parametrize("depth", [1, 3, 50])
+def test_compiled_top_of_queries_and_thresholds_equal_the_reference(depth):
+    rng = np.random.default_rng(depth)
+    offsets = np.array([0, 0, 7, 8, 30, 30, 61, 161])
+    raw = np.round(rng.normal(size=(161, 5)), 1)
+    raw[rng.random(raw.shape) < 0.25] = np.nan
+    raw[8:30, 1] = np.nan
+    top = features.top_of_queries(raw, offsets, depth)
+    assert np.array_equal(top, reference.top_of_queries(raw, offsets, depth), equal_nan=True)
+    for n_bins in (1, 2, 7, 50):
+        np.testing.assert_array_equal(features.function_thresholds(top, n_bins),
+                                      reference.function_thresholds(top, n_bins))
+    assert features.function_thresholds(raw[:0], 5).shape == (5, 5)
 
 
-def test_no_numba_switch_disables_the_kernels():
-    assert _kernels_in_subprocess("1") == "True"
-
-
-@needs_numba
-def test_kernels_load_without_the_switch():
-    assert _kernels_in_subprocess(None) == "False"
-
-
-@needs_numba
 @pytest.mark.parametrize("binning", ["quantile", "minmax", "percentile"])
 @pytest.mark.parametrize("n_bins", [1, 7, 50, 300])
-def test_compiled_bin_codes_equal_searchsorted(monkeypatch, binning, n_bins):
+def test_compiled_bin_codes_equal_searchsorted(binning, n_bins):
     """FeatureEncoder.bin_codes: the kernel gives numpy's codes — NaN scores 0, a score equal to a
     threshold not above it, NaN thresholds (a function never retrieved in training) never below."""
     rng = np.random.default_rng(n_bins)
@@ -214,15 +189,14 @@ def test_compiled_bin_codes_equal_searchsorted(monkeypatch, binning, n_bins):
     test[0, :4] = enc.thresholds_[:4, 0]                       # on a threshold
     test[1, 0], test[2, 0] = -np.inf, np.inf
     fast = enc.bin_codes(test, offsets)
-    monkeypatch.setattr(features, "kernels", lambda: None)
-    slow = enc.bin_codes(test, offsets)
+    slow = reference.bin_codes(features.scale_for_binning(test, offsets, binning), enc.thresholds_,
+                               np.uint8 if n_bins < 256 else np.uint16)
     assert fast.dtype == slow.dtype and np.array_equal(fast, slow)
     assert fast.max() > 0 and (fast[np.isnan(test)] == 0).all()
 
 
-@needs_numba
 @pytest.mark.parametrize("seed", range(3))
-def test_compiled_percentiles_equal_numpy_bit_for_bit(monkeypatch, seed):
+def test_compiled_percentiles_equal_numpy_bit_for_bit(seed):
     """features.percentiles (SVM_acc3's binning): the kernel's values are the numpy reference's, with ties
     (they share the larger percentile, −0.0 = 0.0), NaN, ±inf, nothing retrieved and empty queries."""
     rng = np.random.default_rng(seed)
@@ -233,16 +207,14 @@ def test_compiled_percentiles_equal_numpy_bit_for_bit(monkeypatch, seed):
     raw[8:30, 2] = 0.5                                      # constant: every candidate → 1
     raw[31, 3], raw[40, 4], raw[41, 4], raw[42, 4], raw[43, 4] = -np.inf, np.inf, -np.inf, -0.0, 0.0
     fast = features.percentiles(raw, offsets)
-    monkeypatch.setattr(features, "kernels", lambda: None)
-    slow = features.percentiles(raw, offsets)
+    slow = reference.percentiles(raw, offsets)
     assert np.array_equal(fast, slow, equal_nan=True)
     assert np.array_equal(np.isnan(fast), np.isnan(raw)) and (fast[8:30, 2] == 1.0).all()
     assert fast[42, 4] == fast[43, 4] and len(np.unique(fast[~np.isnan(fast)])) > 20
 
 
-@needs_numba
 @pytest.mark.parametrize("seed", range(3))
-def test_compiled_minmax_normalise_equals_numpy_bit_for_bit(monkeypatch, seed):
+def test_compiled_minmax_normalise_equals_numpy_bit_for_bit(seed):
     """features.minmax_normalise: the kernel's values are the numpy reference's, NaN and edge cases included
     (a constant function → 1, nothing retrieved → NaN, ±inf scores, empty queries)."""
     rng = np.random.default_rng(seed)
@@ -254,7 +226,6 @@ def test_compiled_minmax_normalise_equals_numpy_bit_for_bit(monkeypatch, seed):
     raw[8:30, 2] = 0.5                                      # constant
     raw[31, 3], raw[40, 4], raw[41, 4] = -np.inf, np.inf, -np.inf
     fast = features.minmax_normalise(raw, offsets)
-    monkeypatch.setattr(features, "kernels", lambda: None)
-    slow = features.minmax_normalise(raw, offsets)
+    slow = reference.minmax_normalise(raw, offsets)
     assert np.array_equal(fast, slow, equal_nan=True)
     assert np.array_equal(np.isnan(fast), np.isnan(raw) | np.isnan(slow)) and (fast[7] == 1.0).all()

@@ -1,6 +1,6 @@
-"""The compiled batch violations (numba kernels of ``losses/_rank_jit.py``, what ``batch_violation`` uses
-by default) against the reference per-query paths (``Loss.violation`` through the generic query loop),
-and the numpy fallbacks (numba switched off) against the same reference.
+"""The compiled batch violations (numba kernels of ``losses/_rank_kernels.py``, what ``batch_violation`` runs)
+against the per-query reference (each query's constraint from the numpy reference argmax of
+``oracles/losses_reference.py``), and the vectorised numpy references against the kernels.
 
 Compared per query, on batches of queries of different sizes: the constraint value
 Δ(ŷ) − (c(y*) − c(ŷ))·s (= H(ŷ) − c(y*)·s, so equal values mean equal H) to 1e-12 relative, Δ(ŷ), and
@@ -9,20 +9,16 @@ the reference's tie rule (NDCG@k's DP, MRR, ROC) on tied scores too.
 """
 from __future__ import annotations
 
-import importlib.util
 import zlib
 
 import numpy as np
-from pyterrier_svmmap import _jit
 import pytest
 
 from pyterrier_svmmap.svm.losses import BalancedClassificationLoss, ClassificationLoss, DORMLoss, MRRLoss, NDCGLoss, ROCLoss, get_loss
 from pyterrier_svmmap.svm.losses import _numba
-from pyterrier_svmmap.svm.losses.base import Loss
-from pyterrier_svmmap.svm.losses.combo import combine_members
+from pyterrier_svmmap.svm.losses.combo import ComboLoss, combine_members, first_best
 
-numba_available = _numba.kernels() is not None
-needs_numba = pytest.mark.skipif(not numba_available, reason="numba not installed or disabled")
+from oracles.losses_reference import argmax_reference, batch_violation_reference
 
 REL = 1e-12
 
@@ -75,9 +71,23 @@ def batch(rng, ties, n_queries=12, max_n=40, edge=True):
     return np.concatenate(s), np.concatenate(z), offsets
 
 
+def reference_violation(loss, scores, labels):
+    """(Δ(ŷ), c(y*) − c(ŷ)) of one query, ŷ the reference argmax (a combo: its most violated member's)."""
+    if isinstance(loss, ComboLoss):
+        found = [reference_violation(m, scores, labels) for m in loss.losses]
+        return found[int(first_best(np.array([[d - float(c @ scores)] for d, c in found]))[0])]
+    y = argmax_reference(loss, scores, labels)
+    return loss.delta(y, labels), loss.ideal_psi_coef(labels) - loss.psi_coef(y, labels)
+
+
 def reference(loss, scores, labels, offsets):
-    """The per-query path: Loss.violation (the loss's own argmax, Δ and Ψ) query by query."""
-    return Loss.batch_violation(loss, scores, labels, offsets)
+    """The per-query reference, query by query (the generic loop of :class:`Loss`)."""
+    n_q = len(offsets) - 1
+    deltas, coef = np.empty(n_q), np.empty(len(scores))
+    for q in range(n_q):
+        lo, hi = offsets[q], offsets[q + 1]
+        deltas[q], coef[lo:hi] = reference_violation(loss, scores[lo:hi], labels[lo:hi])
+    return deltas, coef
 
 
 def compare(loss, scores, labels, offsets, coefficients: bool, got=None):
@@ -147,23 +157,12 @@ def _same_ties(loss):
     return isinstance(loss, SAME_TIES) or (isinstance(loss, NDCGLoss) and loss.k is not None and loss.k <= 10)
 
 
-@pytest.fixture(params=["numba", "numpy"])
-def backend(request, monkeypatch):
-    """Run a test with the compiled kernels, and again with numba switched off."""
-    if request.param == "numba":
-        if not numba_available:
-            pytest.skip("numba not installed or disabled")
-    else:
-        monkeypatch.setattr(_numba, "kernels", lambda: None)
-    return request.param
-
-
 # ------------------------------------------------------------------------------------------------
 # the batch paths against the per-query reference
 # ------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("loss", single_losses(), ids=repr)
 @pytest.mark.parametrize("ties", ["none", "grid", "int", "tiny", "keys"])
-def test_batch_matches_per_query(loss, ties, backend):
+def test_batch_matches_per_query(loss, ties):
     rng = np.random.default_rng(zlib.crc32(f"{loss!r} {ties}".encode()))
     for _ in range(25):
         scores, labels, offsets = batch(rng, ties)
@@ -173,7 +172,7 @@ def test_batch_matches_per_query(loss, ties, backend):
 
 @pytest.mark.parametrize("names", COMBOS, ids="+".join)
 @pytest.mark.parametrize("ties", ["none", "grid"])
-def test_combo_batch_matches_per_query(names, ties, backend):
+def test_combo_batch_matches_per_query(names, ties):
     loss = get_loss("combo", losses=names)
     rng = np.random.default_rng(len(names) + 7 * (ties == "grid"))
     for _ in range(15):
@@ -183,7 +182,7 @@ def test_combo_batch_matches_per_query(names, ties, backend):
 
 @pytest.mark.parametrize("loss", [NDCGLoss(None), NDCGLoss(10), MRRLoss(10), ROCLoss(), DORMLoss(),
                                   DORMLoss(k=5, window=None)], ids=repr)
-def test_batch_matches_per_query_on_big_queries(loss, backend):
+def test_batch_matches_per_query_on_big_queries(loss):
     """Queries of up to 300 candidates: deep slot recursion (NDCG-NC), windows shorter than both classes
     (DORM), cutoffs far below n."""
     rng = np.random.default_rng(3)
@@ -194,7 +193,7 @@ def test_batch_matches_per_query_on_big_queries(loss, backend):
 
 @pytest.mark.parametrize("loss", [NDCGLoss(k) for k in (None, 1, 3, 10)] + [MRRLoss(3), ROCLoss()]
                          + [DORMLoss(k=2, window=3), DORMLoss(k=None, window=None)], ids=repr)
-def test_degenerate_queries_have_no_constraint(loss, backend):
+def test_degenerate_queries_have_no_constraint(loss):
     """All relevant, none relevant, one candidate, empty: Δ = 0; zero coefficients for the losses with
     Ψ(y*) = Ψ(ŷ) then (DORM's Ψ(y*) is an average over correct rankings: its coefficients are those of
     the reference, checked by compare)."""
@@ -211,7 +210,7 @@ def test_degenerate_queries_have_no_constraint(loss, backend):
 
 
 @pytest.mark.parametrize("loss", [NDCGLoss(3), NDCGLoss(None), MRRLoss(2), DORMLoss(k=2, window=3)], ids=repr)
-def test_cutoff_around_query_size(loss, backend):
+def test_cutoff_around_query_size(loss):
     """k = n − 1, n, n + 1 (the NDCG kernel switches from the DP to the slot search at k ≥ n)."""
     rng = np.random.default_rng(5)
     k = loss.k or 3
@@ -244,9 +243,8 @@ def test_combine_members_ties_go_to_the_first_member():
 
 
 # ------------------------------------------------------------------------------------------------
-# the fast path is the default, and the switch works
+# the kernels' parts, and the vectorised references
 # ------------------------------------------------------------------------------------------------
-@needs_numba
 def test_split_query_restores_the_stable_order_for_short_and_long_tie_runs():
     """The kernels' split of a query into classes, each by decreasing score with equal scores by
     candidate index, from an order whose ties are shuffled: runs of 2 to 200 equal scores (insertion
@@ -269,32 +267,31 @@ def test_split_query_restores_the_stable_order_for_short_and_long_tie_runs():
 
 @pytest.mark.parametrize("loss", [ClassificationLoss(), ClassificationLoss(2.5), BalancedClassificationLoss()],
                          ids=repr)
-def test_classification_kernel_equals_numpy_bit_for_bit(loss, backend):
-    """SVM_acc / SVM_acc2's batch (compiled, or numpy with numba off) against the vectorised numpy path:
+def test_classification_kernel_equals_numpy_bit_for_bit(loss):
+    """SVM_acc / SVM_acc2's compiled batch against the vectorised numpy reference:
     the same floats, ties at the margin z·s = 1 and NaN scores included; costs and n̄ from the batch."""
     rng = np.random.default_rng(11)
     for ties in ("none", "grid", "int"):
         scores, labels, offsets = batch(rng, ties, edge=True)
         scores[rng.integers(len(scores))] = np.nan
         d, c = loss.batch_violation(scores, labels, offsets)
-        rd, rc = loss.batch_violation_numpy(scores, labels, offsets)
+        rd, rc = batch_violation_reference(loss, scores, labels, offsets)
         np.testing.assert_array_equal(d, rd)
         np.testing.assert_array_equal(c, rc)
         assert (c != 0).any() and (c == 0).any()
 
 
-@needs_numba
 @pytest.mark.parametrize("loss", [NDCGLoss(10), NDCGLoss(None), MRRLoss(10), ROCLoss(), DORMLoss(),
                                   get_loss("combo", losses=["map", "ndcg@10", "mrr@10", "roc", "dorm"]),
                                   ClassificationLoss(), BalancedClassificationLoss()],
                          ids=repr)
 def test_batch_uses_the_kernels_by_default(loss, monkeypatch):
-    """With numba, batch_violation never calls the per-query argmax / violation / numpy batch."""
+    """batch_violation never calls the per-query argmax or violation."""
     def boom(*args, **kwargs):
-        raise AssertionError("per-query or numpy path called")
+        raise AssertionError("per-query path called")
 
     for cls in (NDCGLoss, MRRLoss, ROCLoss, DORMLoss, ClassificationLoss):
-        for name in ("argmax", "violation", "batch_violation_numpy"):
+        for name in ("argmax", "violation"):
             if hasattr(cls, name):
                 monkeypatch.setattr(cls, name, boom)
     rng = np.random.default_rng(6)
@@ -303,17 +300,18 @@ def test_batch_uses_the_kernels_by_default(loss, monkeypatch):
     assert d.shape == (len(offsets) - 1,) and c.shape == scores.shape and (d > 0).any()
 
 
-def test_env_variable_disables_numba(monkeypatch):
-    monkeypatch.setattr(_jit, "_LOADED", {})
-    monkeypatch.setenv("PYTERRIER_SVMMAP_NO_NUMBA", "1")
-    assert _numba.kernels() is None
-    assert NDCGLoss(10).kernel_call(10) is None and _numba.kernel_call(get_loss("map"), 10) is None
-    monkeypatch.setattr(_jit, "_LOADED", {})
-    monkeypatch.delenv("PYTERRIER_SVMMAP_NO_NUMBA")
-    assert (_numba.kernels() is not None) == (importlib.util.find_spec("numba") is not None)
+@pytest.mark.parametrize("loss", [ROCLoss(), MRRLoss(None), MRRLoss(1), MRRLoss(3), MRRLoss(10)], ids=repr)
+@pytest.mark.parametrize("ties", ["none", "grid", "tiny"])
+def test_vectorised_references_match_the_kernels(loss, ties):
+    """ROC's and MRR's vectorised numpy references give the kernels' constraints (ties included: both keep
+    the stable tie rule)."""
+    rng = np.random.default_rng(zlib.crc32(f"{loss!r} {ties} vectorised".encode()))
+    for _ in range(10):
+        scores, labels, offsets = batch(rng, ties)
+        compare(loss, scores, labels, offsets, coefficients=True,
+                got=batch_violation_reference(loss, scores, labels, offsets))
 
 
-@needs_numba
 def test_combo_shares_one_sort(monkeypatch):
     """A combo of kernel losses sorts the scores once, not once per member."""
     calls = []
@@ -325,7 +323,6 @@ def test_combo_shares_one_sort(monkeypatch):
     assert len(calls) == 1
 
 
-@needs_numba
 @pytest.mark.parametrize("loss", [NDCGLoss(10), MRRLoss(10), ROCLoss(), DORMLoss()], ids=repr)
 def test_bad_batches_raise_clear_errors(loss):
     s, z = np.zeros(6), np.array([1, 0, 1, 0, 0, 1])
@@ -337,23 +334,17 @@ def test_bad_batches_raise_clear_errors(loss):
         loss.batch_violation(s, z, np.array([0, 4, 2, 6]))
 
 
-def test_empty_batch(backend):
+def test_empty_batch():
     for loss in (NDCGLoss(3), MRRLoss(2), ROCLoss(), DORMLoss(k=2, window=2)):
         d, c = loss.batch_violation(np.zeros(0), np.zeros(0, dtype=int), np.array([0]))
         assert d.shape == (0,) and c.shape == (0,)
 
 
 @pytest.mark.parametrize("sizes", [[3, 3000, 7, 1, 40, 2, 0, 5], [3, 120, 7, 1, 40, 2], [50, 50, 50]])
-@pytest.mark.parametrize("compiled", [True, False])
-def test_query_score_order_is_the_stable_lexsort(monkeypatch, sizes, compiled):
-    """Candidates by query then decreasing score, ties by position — compiled, numpy, padded or not."""
+def test_query_score_order_is_the_stable_lexsort(sizes):
+    """Candidates by query then decreasing score, ties by position — padded or not."""
     from pyterrier_svmmap.queries import query_ids
     from pyterrier_svmmap.svm.losses.map import query_score_order
-    monkeypatch.setattr(_jit, "_LOADED", {})
-    if not compiled:
-        monkeypatch.setenv("PYTERRIER_SVMMAP_NO_NUMBA", "1")
-    elif not numba_available:
-        pytest.skip("numba not installed or disabled")
     rng = np.random.default_rng(len(sizes))
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     scores = np.round(rng.normal(size=offsets[-1]), 1)              # many ties

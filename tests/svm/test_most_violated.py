@@ -1,24 +1,20 @@
 """The compiled single-query argmax (``Loss.argmax``, what :func:`most_violated` returns) of every loss.
 
 Each loss's ranking kernel (``ranking_call``) shares its solver with the loss's batch kernel; it is checked
-against brute force over all rankings (n ≤ 7), against the numpy reference (``argmax_reference``: equal H,
-and the very same ranking for the losses whose kernels keep the reference's tie rule), against the batch
-path (the constraint of the returned ranking is the batch's), and it must be the path taken by default.
+against brute force over all rankings (n ≤ 7), against the numpy reference implementation
+(``oracles/losses_reference.py``: equal H, and the very same ranking for the losses whose kernels keep the
+reference's tie rule), and against the batch path (the constraint of the returned ranking is the batch's).
 """
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from pyterrier_svmmap import _jit
 from pyterrier_svmmap.svm.losses import (ComboLoss, DORMLoss, MAPLoss, MRRLoss, NDCGLoss, ROCLoss, get_loss,
                                           most_violated)
-from pyterrier_svmmap.svm.losses import _numba
 
+from oracles.losses_reference import argmax_reference
 from test_losses_bruteforce import brute_max, INSTANCES
-
-numba_available = _numba.kernels() is not None
-needs_numba = pytest.mark.skipif(not numba_available, reason="numba not installed or disabled")
 
 LOSSES = [MAPLoss(), ROCLoss(), NDCGLoss(None), NDCGLoss(1), NDCGLoss(3), NDCGLoss(10), MRRLoss(None), MRRLoss(1),
           MRRLoss(4), DORMLoss(k=None, window=None), DORMLoss(k=2, window=3), DORMLoss(k=3, window=None)]
@@ -51,7 +47,6 @@ def objective(loss, ranking, scores, labels):
     return loss.objective(ranking, scores, labels)
 
 
-@needs_numba
 @pytest.mark.parametrize("loss", LOSSES, ids=repr)
 def test_compiled_argmax_matches_brute_force(loss):
     for scores, labels in INSTANCES:
@@ -62,12 +57,11 @@ def test_compiled_argmax_matches_brute_force(loss):
         assert abs(loss.objective(y, scores, labels) - brute_max(loss, scores, labels)) <= 1e-12
 
 
-@needs_numba
 @pytest.mark.parametrize("loss", LOSSES, ids=repr)
 def test_compiled_argmax_matches_the_reference(loss):
     for scores, labels in queries(1):
         y = loss.argmax(scores, labels)
-        ref = loss.argmax_reference(scores, labels)
+        ref = argmax_reference(loss, scores, labels)
         assert sorted(y.tolist()) == list(range(len(scores)))
         h, h_ref = objective(loss, y, scores, labels), objective(loss, ref, scores, labels)
         assert abs(h - h_ref) <= 1e-12 * max(1.0, abs(h_ref)), (loss, scores, labels)
@@ -76,7 +70,6 @@ def test_compiled_argmax_matches_the_reference(loss):
             np.testing.assert_array_equal(y, ref)
 
 
-@needs_numba
 @pytest.mark.parametrize("loss", LOSSES, ids=repr)
 def test_compiled_argmax_gives_the_batch_constraint(loss):
     """Δ and the coefficients of the returned ranking are the batch kernel's for that query."""
@@ -90,35 +83,14 @@ def test_compiled_argmax_gives_the_batch_constraint(loss):
         assert abs(viol - (d[0] - c @ scores)) <= 1e-12 * max(1.0, abs(viol))
 
 
-@needs_numba
 @pytest.mark.parametrize("members", [["map", "ndcg@3", "mrr@4"], ["roc", "ndcg"], ["mrr@2", "map"]])
 def test_combo_argmax_is_the_most_violated_members(members):
     loss = ComboLoss([get_loss(m) for m in members])
     for scores, labels in queries(3):
         y = loss.argmax(scores, labels)
-        ref = loss.argmax_reference(scores, labels)
+        ref = argmax_reference(loss, scores, labels)
         v, v_ref = loss.member_values(y, scores, labels).max(), loss.member_values(ref, scores, labels).max()
         assert abs(v - v_ref) <= 1e-12 * max(1.0, abs(v_ref))
-
-
-@needs_numba
-@pytest.mark.parametrize("loss", LOSSES + [ComboLoss([MAPLoss(), NDCGLoss(3)])], ids=repr)
-def test_argmax_runs_the_kernels_by_default(loss, monkeypatch):
-    def refuse(*args, **kwargs):
-        raise AssertionError("the numpy reference ran")
-    monkeypatch.setattr(type(loss), "argmax_reference", refuse)
-    for member in getattr(loss, "losses", []):
-        monkeypatch.setattr(type(member), "argmax_reference", refuse)
-    scores, labels = queries(4)[0]
-    loss.argmax(scores, labels)
-
-
-@pytest.mark.parametrize("loss", LOSSES, ids=repr)
-def test_without_numba_argmax_is_the_reference(loss, monkeypatch):
-    monkeypatch.setattr(_jit, "_LOADED", {})
-    monkeypatch.setenv("PYTERRIER_SVMMAP_NO_NUMBA", "1")
-    for scores, labels in queries(5, count=12):
-        np.testing.assert_array_equal(loss.argmax(scores, labels), loss.argmax_reference(scores, labels))
 
 
 def test_public_most_violated_checks_its_input():

@@ -1,23 +1,19 @@
-"""The dual QP (:mod:`pyterrier_svmmap.svm.qp`): the compiled fast path against the numpy reference, both
-against the KKT conditions, and against independent solvers on tiny instances."""
+"""The dual QP (:mod:`pyterrier_svmmap.svm.qp`): the compiled solver against the numpy reference implementation
+(``oracles/qp_reference.py``), both against the KKT conditions, and against independent solvers on tiny instances."""
 import itertools
 
 import numpy as np
-from pyterrier_svmmap import _jit as jit_loader
 import pytest
 from scipy.optimize import minimize
 
 import pyterrier_svmmap.svm.qp as qp
+from oracles.qp_reference import gradient_scale, solve_dual_reference
 
 TOL = 1e-13                     # solve_dual's default: no pair may gain more than TOL × gradient scale
 
 
 def _jit():
-    pytest.importorskip("numba")
-    mod = qp.compiled()
-    if mod is None:
-        pytest.skip("compiled QP disabled (PYTERRIER_SVMMAP_NO_NUMBA)")
-    return mod
+    return qp.compiled()
 
 
 def fast(G, b, grp, C, alpha=None, factor=True, max_steps=qp.QP_MAX_STEPS):
@@ -51,7 +47,7 @@ def kkt_violation(G, b, grp, C, alpha):
             donors.append(0.0)
         if donors:
             gap = max(gap, up - min(donors))
-    return gap / qp.gradient_scale(G, b, alpha), over, float(alpha.min()) if len(alpha) else 0.0
+    return gap / gradient_scale(G, b, alpha), over, float(alpha.min()) if len(alpha) else 0.0
 
 
 def instance(rng, m, d, n_groups, scale=1.0, dup=0, ratio=None):
@@ -115,7 +111,7 @@ def test_fast_path_matches_the_reference(seed, n_groups, m, d, scale, dup, ratio
     rng = np.random.default_rng(seed)
     G, b, grp, C = instance(rng, m, d, n_groups, scale, dup, ratio)
     alpha0 = warm_start(rng, kind, m, grp, C)
-    ref, _ = qp.solve_dual_reference(G, b, grp, C, alpha0)
+    ref, _ = solve_dual_reference(G, b, grp, C, alpha0)
     for factor in (True, False):
         got, steps = fast(G, b, grp, C, alpha0, factor=factor)
         assert steps < qp.QP_MAX_STEPS
@@ -138,7 +134,7 @@ def test_cutting_plane_sequence_warm_started(n_groups, d):
     for m in range(1, 121):
         Cm = C * (10.0 if m > 60 else 1.0)
         sl = slice(0, m)
-        a_ref, _ = qp.solve_dual_reference(G[sl, sl], b[sl], grp[sl], Cm, np.append(a_ref, 0.0))
+        a_ref, _ = solve_dual_reference(G[sl, sl], b[sl], grp[sl], Cm, np.append(a_ref, 0.0))
         a_fast, _ = fast(G[sl, sl], b[sl], grp[sl], Cm, np.append(a_fast, 0.0))
         f_ref, f_fast = objective(G[sl, sl], b[sl], a_ref), objective(G[sl, sl], b[sl], a_fast)
         worst = max(worst, abs(f_fast - f_ref) / max(abs(f_ref), 1e-300))
@@ -182,7 +178,7 @@ def test_tiny_instances_against_enumeration_and_slsqp(seed):
     cons = [{"type": "ineq", "fun": (lambda a, k=k: C[k] - a[grp == k].sum())} for k in range(n_groups)]
     r = minimize(lambda a: -(b @ a - 0.5 * a @ G @ a), np.full(m, 1e-3), jac=lambda a: -(b - G @ a),
                  bounds=[(0, None)] * m, constraints=cons, method="SLSQP", options={"ftol": 1e-15, "maxiter": 500})
-    for solve in (qp.solve_dual_reference, fast):
+    for solve in (solve_dual_reference, fast):
         f = objective(G, b, solve(G, b, grp, C)[0])
         assert abs(f - f_enum) <= 1e-10 * max(abs(f_enum), 1e-12), (f, f_enum)
         assert f >= -r.fun - 1e-9 * max(abs(r.fun), 1e-12)
@@ -195,7 +191,7 @@ def test_singular_tiny_instances_against_slsqp(seed):
     cons = [{"type": "ineq", "fun": (lambda a, k=k: C[k] - a[grp == k].sum())} for k in range(len(C))]
     r = minimize(lambda a: -(b @ a - 0.5 * a @ G @ a), np.full(5, 1e-3), jac=lambda a: -(b - G @ a),
                  bounds=[(0, None)] * 5, constraints=cons, method="SLSQP", options={"ftol": 1e-15, "maxiter": 500})
-    for solve in (qp.solve_dual_reference, fast):
+    for solve in (solve_dual_reference, fast):
         f = objective(G, b, solve(G, b, grp, C)[0])
         assert abs(f + r.fun) <= 1e-7 * max(abs(r.fun), 1e-12)
 
@@ -223,21 +219,9 @@ def test_solve_dual_keeps_its_contract():
     keep = warm.copy()
     alpha, steps = qp.solve_dual(big[:30, :30], b, grp.astype(np.int32), list(C), warm)
     np.testing.assert_array_equal(warm, keep)
-    ref, _ = qp.solve_dual_reference(G, b, grp, C, warm)
+    ref, _ = solve_dual_reference(G, b, grp, C, warm)
     assert abs(objective(G, b, alpha) - objective(G, b, ref)) <= 1e-10 * abs(objective(G, b, ref))
     assert qp.solve_dual(G[:0, :0], b[:0], grp[:0], C)[0].shape == (0,)
-
-
-def test_environment_variable_selects_the_numpy_reference(monkeypatch):
-    rng = np.random.default_rng(5)
-    G, b, grp, C = instance(rng, 20, 6, 1)
-    monkeypatch.setenv("PYTERRIER_SVMMAP_NO_NUMBA", "1")
-    monkeypatch.setattr(jit_loader, "_LOADED", {})
-    assert qp.compiled() is None
-    a, s = qp.solve_dual(G, b, grp, C)
-    a_ref, s_ref = qp.solve_dual_reference(G, b, grp, C)
-    np.testing.assert_array_equal(a, a_ref)
-    assert s == s_ref
 
 
 @pytest.mark.parametrize("n_groups,m,d", [(1, 60, 200), (1, 200, 400), (3, 80, 150)])
@@ -252,6 +236,6 @@ def test_factor_rounds_settle_on_regular_instances(n_groups, m, d):
     alpha0 = warm_start(rng, "feasible", m, grp, C)
     x, settled = jit.active_set(G, b, grp.astype(np.int64), C, alpha0.copy(), 4 * m + 20 * n_groups, TOL, True)
     assert settled
-    ref, _ = qp.solve_dual_reference(G, b, grp, C, alpha0)
+    ref, _ = solve_dual_reference(G, b, grp, C, alpha0)
     assert abs(objective(G, b, x) - objective(G, b, ref)) <= 1e-10 * abs(objective(G, b, ref))
     assert kkt_violation(G, b, grp, C, x)[0] <= 10 * TOL

@@ -22,8 +22,7 @@ _WARM_UP_QUERIES = (3, 2, 2)
 def _smallest_c(factory: Callable[[], object]) -> Callable[[], object]:
     """``factory`` whose estimator keeps only the two smallest values of its C grid (if it has one), for
     the warm-up: the kernels are the same at every C (two keep the choice on the validation queries),
-    while the large C take most cutting-plane iterations, on the QP's numpy path there (~14 s of 16 tiny
-    fits with the whole grid)."""
+    while the large C take most cutting-plane iterations."""
     def make():
         est = factory()
         grid = getattr(est, "C", None)
@@ -36,16 +35,14 @@ def _smallest_c(factory: Callable[[], object]) -> Callable[[], object]:
 def _warm_up(part: int, split) -> float:
     """Compile the numba kernels in two workers at once, before the trials: part 0 the dual QP and the
     working set's compaction (~23 s cold), part 1 every other kernel (~30 s), by fitting every system on
-    a tiny split (a few of ``split``'s queries, the two smallest C of its grid: :func:`_smallest_c`) with
-    the QP's numpy path; other parts do nothing. Each kernel is then compiled once and cached on disk,
-    and the trials load it (without this, every worker compiled them all in its first trial: ~70 s).
+    a tiny split (a few of ``split``'s queries, the two smallest C of its grid: :func:`_smallest_c`); other
+    parts do nothing. The tiny fits need the QP too: part 1 loads it from numba's cache when part 0 has
+    written it by then, or compiles it as well. Each kernel is then compiled once and cached on disk, and
+    the trials load it (without this, every worker compiled them all in its first trial: ~70 s).
     Kernels already cached just load; nothing here is kept or checkpointed, and a failure only logs (the
     trial that needs the system reports it). Returns the seconds it took."""
-    import pyterrier_svmmap._jit as _jit
     from pyterrier_svmmap.svm.qp import compiled, solve_dual
     t = time.perf_counter()
-    if compiled() is None:                                           # no numba: nothing to compile
-        return 0.0
     package_log = logging.getLogger("pyterrier_svmmap")
     level = package_log.level
     try:
@@ -61,7 +58,7 @@ def _warm_up(part: int, split) -> float:
                 package_log.setLevel(logging.WARNING)                # the tiny fits' INFO lines are noise
                 trials = copy.copy(workers._WORKER_TRIALS)
                 trials.systems = {name: _smallest_c(factory) for name, factory in trials.systems.items()}
-                with _jit.without("svm._qp_kernels"), warnings.catch_warnings():
+                with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     for name in trials.systems:
                         try:

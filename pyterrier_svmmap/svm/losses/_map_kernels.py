@@ -1,10 +1,9 @@
-"""Compiled kernels of the MAP argmax (numba, optional): the same exact algorithm as
-:func:`.map.map_slots_batch`, written as loops — divide and conquer over non-relevant documents with an
-explicit stack — serial and ``nogil``: callers run blocks of queries on threads
-(:func:`pyterrier_svmmap.threads.run_query_blocks`).
+"""Compiled kernels of the MAP argmax (numba): the exact slot search described in :mod:`.map`, written as
+loops — divide and conquer over non-relevant documents with an explicit stack — serial and ``nogil``: callers
+run blocks of queries on threads (:func:`pyterrier_svmmap.threads.run_query_blocks`).
 
-Imported lazily by :mod:`.map`; without numba (or with ``PYTERRIER_SVMMAP_NO_NUMBA=1``) the pure numpy
-path is used. The kernels are cached on disk (``cache=True``), so only the first use pays compilation.
+Imported lazily by :mod:`.map`. The kernels are cached on disk (``cache=True``), so only the first use pays
+compilation. The tests compare them with numpy reference implementations (``tests/oracles/losses_reference.py``).
 """
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""Optional compiled kernels of the structural losses (numba): loader and the shared batch driver.
+"""The compiled kernels of the structural losses (numba): loader and the shared batch driver.
 
-:func:`kernels` returns :mod:`._rank_kernels` (the compiled batch violations of NDCG, NDCG-NC, MRR, ROC and
-DORM), or None when numba is missing or disabled with the environment variable
-``PYTERRIER_SVMMAP_NO_NUMBA=1``; the losses then use their per-query or vectorised numpy code, which is
-also the reference the tests compare the kernels with (``tests/test_losses_fast.py`` monkeypatches
-:func:`kernels` to run both paths). Callers must look the function up on this module at call time
-(``_numba.kernels()``), never import it by name, so that the switch works.
+:func:`kernels` returns :mod:`._rank_kernels` (the compiled batch violations and single-query argmaxes of
+NDCG, NDCG-NC, MRR, ROC, DORM and MAP, and the classification baselines' batch), imported on first use.
 
 :func:`run_sorted` is the one way the losses call a kernel: it checks the batch, sorts every query's
 candidates by decreasing score once (:func:`.map.query_score_order`, ties in any order: the kernels
@@ -14,6 +10,7 @@ restore the stable order themselves), and hands the kernel the arrays it fills.
 from __future__ import annotations
 
 import logging
+from types import ModuleType
 from typing import Callable, Optional, Tuple
 
 import numpy as np
@@ -25,9 +22,9 @@ log = logging.getLogger(__name__)
 
 
 
-def kernels():
-    """The compiled kernels module :mod:`._rank_kernels`, or None when numba is missing or disabled."""
-    return _jit.load("svm.losses._rank_kernels", "losses use their numpy paths")
+def kernels() -> ModuleType:
+    """The compiled kernels module :mod:`._rank_kernels`."""
+    return _jit.load("svm.losses._rank_kernels")
 
 
 def check_batch(scores: np.ndarray, labels: np.ndarray,
@@ -102,19 +99,16 @@ def run_ranking(call: KernelCall, scores: np.ndarray, labels: np.ndarray,
 
 def kernel_call(loss, n_max: int) -> Optional[KernelCall]:
     """How to compute ``loss.batch_violation`` from a shared score order on queries of at most
-    ``n_max`` candidates, or None (numba unavailable, or a loss without a kernel).
+    ``n_max`` candidates, or None for a loss without a kernel (the classification baselines, a custom loss).
 
     Losses with a kernel define ``kernel_call(n_max)``; MAP's kernel lives in :mod:`._map_kernels` and is
     adapted here (its serial batch takes the same arguments, with the harmonic table as parameter).
     A subclass that overrides ``batch_violation`` must override ``kernel_call`` too.
     """
-    if kernels() is None:
-        return None
     from pyterrier_svmmap.svm.losses.map import MAPLoss, _jit, harmonic
 
     if type(loss).batch_violation is MAPLoss.batch_violation:
-        jit = _jit()
-        return (jit.batch_violation_serial, (harmonic(n_max + 2),)) if jit else None
+        return _jit().batch_violation_serial, (harmonic(n_max + 2),)
     make = getattr(loss, "kernel_call", None)
     return make(n_max) if make is not None else None
 
@@ -131,25 +125,14 @@ def as_int(value: Optional[int]) -> int:
 
 
 class CompiledBatch:
-    """Mixin of the losses with a compiled batch: ``batch_violation`` runs the loss's kernel
-    (``kernel_call(n_max)``) over all queries after one score sort, or, without numba, the loss's
-    ``batch_violation_fallback`` (by default the per-query loop of :class:`~.base.Loss`, the reference;
-    a loss with a vectorised numpy path overrides it); ``argmax`` runs its ranking kernel
-    (``ranking_call(n)``), or, without numba, ``argmax_reference`` (the loss's numpy argmax)."""
-
-    def batch_violation_fallback(self, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray):
-        return super().batch_violation(scores, labels, offsets)
+    """Mixin of the losses with compiled kernels: ``batch_violation`` runs the loss's batch kernel
+    (``kernel_call(n_max)``) over all queries after one score sort; ``argmax`` runs its ranking kernel
+    (``ranking_call(n)``, the solver of its batch kernel)."""
 
     def argmax(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        """The most violated ranking of one query: the loss's compiled ranking kernel
-        (``ranking_call(n)``, the solver of its batch kernel), or, without numba, ``argmax_reference``."""
-        call = self.ranking_call(len(scores)) if kernels() is not None else None
-        if call is None:
-            return self.argmax_reference(scores, labels)
-        return run_ranking(call, scores, labels)
+        """The most violated ranking of one query, from the loss's compiled ranking kernel."""
+        return run_ranking(self.ranking_call(len(scores)), scores, labels)
 
     def batch_violation(self, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray):
-        call = self.kernel_call(longest(offsets))
-        if call is None:
-            return self.batch_violation_fallback(scores, labels, offsets)
-        return run_sorted(call, scores, labels, offsets)
+        """(Δ per query, coefficients per candidate), from the loss's compiled batch kernel."""
+        return run_sorted(self.kernel_call(longest(offsets)), scores, labels, offsets)

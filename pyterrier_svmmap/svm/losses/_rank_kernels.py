@@ -1,15 +1,15 @@
-"""Compiled batch violations of the structural losses (numba, optional): NDCG@k, NDCG-NC, MRR@k, ROC, DORM,
+"""Compiled batch violations of the structural losses (numba): NDCG@k, NDCG-NC, MRR@k, ROC, DORM,
 and the classification baselines (:func:`classification_batch`, which needs no score order).
 
 Every ``*_batch`` kernel takes the concatenated ``scores``, relevance ``rel`` (booleans), ``order``
 (each query's candidates, global indices, by decreasing score, ties in any order) and ``offsets``, then
 the loss's parameters, and fills ``deltas`` (Δ(ŷ) per query) and ``coef`` (c(y*) − c(ŷ) per candidate)
 — the contract of :meth:`.base.Loss.batch_violation`. Queries run one after the other (serial;
-``nogil`` so that callers may thread). Loaded by :func:`._numba.kernels`; the per-query numpy code of
-each loss is the reference (``tests/test_losses_fast.py``).
+``nogil`` so that callers may thread). Loaded by :func:`._numba.kernels`; the tests compare them with the
+numpy reference implementations of ``tests/oracles/losses_reference.py``.
 
 Within a relevance class the kernels restore the *stable* order (equal scores by candidate index), the
-order :func:`.base.split_by_relevance` gives the reference, so that both break ties alike.
+order :func:`.base.split_by_relevance` gives, so that the kernels and the references break ties alike.
 
 Cutoffs and windows are passed as integers, −1 meaning None. Tables: ``D[r] = 1/log2(r + 2)`` (the nDCG
 discount without cutoff, :func:`.ndcg.discounts`), ``A[r]`` (DORM's decay, zero from its window on),
@@ -114,7 +114,7 @@ def pairwise_coef(pi, ni, counts, coef):
 # ---------------------------------------------------------------------------------------------
 @njit(cache=True, nogil=True)
 def ndcg_counts_k(ps, ns, kk, D, idcg, counts):
-    """Port of :func:`.ndcg.ndcg_counts` for a cutoff kk < |P| + |N| (same arithmetic, same ties):
+    """The DP of :mod:`.ndcg` (reference implementation: ``ndcg_counts`` of the tests' oracles) for a cutoff kk < |P| + |N| (same arithmetic, same ties):
     the reduced table of Facts 3.3/3.4 over unclipped rows plus the folded tail. Fills ``counts``
     (non-relevant above each relevant candidate) and returns H* = max_y H(y)."""
     P = ps.shape[0]
@@ -646,7 +646,7 @@ def ndcg_ranking(scores, rel, order, lo, hi, k, D, out):
 def mrr_ranking(scores, rel, order, lo, hi, k, out):
     """The most violated ranking of one query for Δ = 1 − RR@k: the r̂ best non-relevant candidates
     (:func:`mrr_best_r`), the lowest-scoring relevant one, then the others by decreasing score (equal
-    scores: relevant first), as :meth:`.mrr.MRRLoss.argmax_reference`."""
+    scores: relevant first), as the reference ``mrr_argmax`` of the tests' oracles."""
     pi, ps, ni, ns = split_query(scores, rel, order, lo, hi)
     P = pi.shape[0]
     N = ni.shape[0]

@@ -33,7 +33,6 @@ from typing import Tuple, Union
 import numpy as np
 
 from pyterrier_svmmap.features.encoder import DenseBlock, FeatureMatrix
-from pyterrier_svmmap.queries import query_ids
 import pyterrier_svmmap.svm.losses._numba as _numba
 import pyterrier_svmmap.threads as threads
 from pyterrier_svmmap.svm.losses.base import Loss
@@ -97,11 +96,9 @@ class ClassificationLoss(Loss):
     def batch_violation(self, scores: np.ndarray, labels: np.ndarray,
                         offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         """All queries at once; costs ("balanced") and n̄ come from the whole batch. One compiled pass
-        (:func:`._rank_kernels.classification_batch`, ~3× faster on Vaswani's training batches) or, without
-        numba, :meth:`batch_violation_numpy` (the same numbers, bit for bit)."""
+        (:func:`._rank_kernels.classification_batch`) on blocks of queries on
+        :func:`~pyterrier_svmmap.threads.current` threads."""
         jit = _numba.kernels()
-        if jit is None:
-            return self.batch_violation_numpy(scores, labels, offsets)
         scores, rel, offsets = _numba.check_batch(scores, labels, offsets)
         n_q = len(offsets) - 1
         deltas, coef = np.zeros(n_q), np.zeros(len(scores))
@@ -110,24 +107,6 @@ class ClassificationLoss(Loss):
             threads.run_query_blocks(lambda lo, hi: jit.classification_batch(
                 scores, rel, offsets[lo:hi + 1], fn_cost, n_bar, deltas[lo:hi], coef), offsets)
         return deltas, coef
-
-    def batch_violation_numpy(self, scores: np.ndarray, labels: np.ndarray,
-                              offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-        """:meth:`batch_violation` vectorised in numpy (the path without numba)."""
-        scores = np.asarray(scores, dtype=float)
-        rel = np.asarray(labels) > 0
-        offsets = np.asarray(offsets, dtype=np.int64)
-        n_bar = len(scores) / (len(offsets) - 1)
-        cost = self._costs(rel)
-        z = np.where(rel, 1.0, -1.0)
-        flipped = z * scores < 1.0
-        per_cand = np.where(flipped, cost, 0.0) / n_bar
-        qid = query_ids(offsets)
-        deltas = np.bincount(qid, weights=per_cand, minlength=len(offsets) - 1)
-        # c(z) − c(ŷ) = cost·(z − ŷ)/(2n̄) = cost·z/n̄ on flipped candidates
-        coef = np.where(flipped, cost * z, 0.0) / n_bar
-        return deltas, coef
-
 
 class BalancedClassificationLoss(ClassificationLoss):
     """SVM_acc2: false negatives cost #non-relevant/#relevant of the training set."""

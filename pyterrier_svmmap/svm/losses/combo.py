@@ -11,7 +11,7 @@ then uses its own loss's Ψ, which is what the constraint set above says.
 "Separate slacks" is not a loss but several :class:`~pyterrier_svmmap.svm.slack.SlackGroup` s
 (see :func:`pyterrier_svmmap.svm.slack.make_slack_groups`).
 
-Batch: with numba, the members' compiled kernels run on one shared score sort
+Batch: the members' compiled kernels run on one shared score sort
 (:func:`._numba.run_shared`), so a combo costs one sort plus its members' kernels.
 """
 from __future__ import annotations
@@ -81,7 +81,7 @@ class ComboLoss(Loss):
 
     def argmax(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
         """The most violated member's ranking, maximising max_l [Δ_l(y) − (c_l(y*) − c_l(y))·s]: the members'
-        batch violations of this one query (one shared score sort, compiled with numba) pick the member by
+        batch violations of this one query (one shared score sort, compiled) pick the member by
         :func:`first_best`, whose own argmax gives the ranking."""
         s = np.ascontiguousarray(scores, dtype=float)
         offsets = np.array([0, len(s)], dtype=np.int64)
@@ -103,10 +103,6 @@ class ComboLoss(Loss):
         values = np.stack([d - segment_sums(c * s, offsets) for d, c in results])
         return self.losses[int(first_best(values)[0])].argmax(s, labels)
 
-    def argmax_reference(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        """:meth:`argmax` from the members' per-query violations (the reference)."""
-        return self._best(scores, labels)[3].argmax_reference(scores, labels)
-
     def violation(self, scores: np.ndarray, labels: np.ndarray) -> Tuple[float, np.ndarray]:
         _, d, c, _ = self._best(scores, labels)
         return d, c
@@ -121,7 +117,7 @@ class ComboLoss(Loss):
 
     def member_batches(self, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> list:
         """Every member's (Δ per query, coefficients): from one shared score sort through the members'
-        compiled kernels when all have one (numba), else each member's own ``batch_violation``."""
+        compiled kernels when all have one, else each member's own ``batch_violation``."""
         calls = [_numba.kernel_call(l, _numba.longest(offsets)) for l in self.losses]
         if all(c is not None for c in calls):
             return _numba.run_shared(calls, scores, labels, offsets)

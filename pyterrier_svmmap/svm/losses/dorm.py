@@ -29,18 +29,19 @@ each non-relevant one the mean over ranks |P|..n−1.
 every pair of same-class candidates, shows that some optimal assignment keeps each relevance class in
 score order; the argmax is then a merge of the two sorted lists, found by a DP over (rank, relevant
 placed) on the m = min(window, n) weighted ranks: O(m·min(|P|, m)) per query instead of a cubic
-assignment (:func:`._rank_kernels.dorm_query`, compiled with numba). Without numba, the per-query
-:meth:`DORMLoss.argmax` above (the reference of ``tests/test_losses_fast.py``).
+assignment (:func:`._rank_kernels.dorm_query`, compiled with numba); the single-query argmax
+(:meth:`DORMLoss.argmax`) runs the same DP. The tests compare it with the assignment above, solved by
+scipy (``tests/oracles/losses_reference.py``).
 """
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import Optional
 
 import numpy as np
 
 import pyterrier_svmmap.svm.losses._numba as _numba
-from pyterrier_svmmap.svm.losses.base import Loss, positions, sort_by_score
-from pyterrier_svmmap.svm.losses.ndcg import discount_table, discounts, ndcg_of_ranking
+from pyterrier_svmmap.svm.losses.base import Loss, positions
+from pyterrier_svmmap.svm.losses.ndcg import discount_table, ndcg_of_ranking
 
 
 class DORMLoss(_numba.CompiledBatch, Loss):
@@ -89,44 +90,14 @@ class DORMLoss(_numba.CompiledBatch, Loss):
             coef[~rel] = a[n_pos:].mean()
         return coef
 
-    def argmax_reference(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        """The exact argmax by an assignment (scipy): the reference of the compiled :meth:`argmax`."""
-        scores = np.asarray(scores, dtype=float)
-        rel = np.asarray(labels) > 0
-        n = len(scores)
-        n_pos = int(rel.sum())
-        if n_pos == 0 or n_pos == n:
-            return np.argsort(-scores, kind="stable")
-        m = n if self.window is None else min(self.window, n)
-        idx = np.arange(n)
-        cand = np.concatenate([sort_by_score(idx[rel], scores)[:m], sort_by_score(idx[~rel], scores)[:m]])
-        disc = discounts(n, self.k)
-        idcg = disc[:n_pos].sum()
-        a = self.decay(m)
-        weight = scores[cand, None] * a[None, :] - rel[cand, None] * (disc[None, :m] / idcg)
-        from scipy.optimize import linear_sum_assignment   # here: importing scipy.optimize costs 0.4 s at start-up
-        row, col = linear_sum_assignment(weight, maximize=True)
-        top = cand[row[np.argsort(col)]]
-        placed = np.zeros(n, dtype=bool)
-        placed[top] = True
-        rest = idx[~placed]
-        return np.concatenate([top, rest[np.argsort(-scores[rest], kind="stable")]])
-
-    def ranking_call(self, n: int) -> Optional[_numba.KernelCall]:
+    def ranking_call(self, n: int) -> _numba.KernelCall:
         """The compiled single-query argmax (:func:`._rank_kernels.dorm_ranking`: the DP of the batch kernel)
-        for a query of ``n`` candidates, or None without numba."""
-        jit = _numba.kernels()
-        if jit is None:
-            return None
-        return jit.dorm_ranking, (_numba.as_int(self.k), _numba.as_int(self.window), discount_table(n + 1),
+        for a query of ``n`` candidates."""
+        return _numba.kernels().dorm_ranking, (_numba.as_int(self.k), _numba.as_int(self.window), discount_table(n + 1),
                                   self.decay(n + 1))
 
-    def kernel_call(self, n_max: int) -> Optional[_numba.KernelCall]:
-        """The compiled batch (:func:`._rank_kernels.dorm_batch`) for queries of ≤ ``n_max`` candidates,
-        or None without numba."""
-        jit = _numba.kernels()
-        if jit is None:
-            return None
+    def kernel_call(self, n_max: int) -> _numba.KernelCall:
+        """The compiled batch (:func:`._rank_kernels.dorm_batch`) for queries of ≤ ``n_max`` candidates."""
         n = n_max + 1
-        return jit.dorm_batch, (_numba.as_int(self.k), _numba.as_int(self.window), discount_table(n),
+        return _numba.kernels().dorm_batch, (_numba.as_int(self.k), _numba.as_int(self.window), discount_table(n),
                                 self.decay(n))

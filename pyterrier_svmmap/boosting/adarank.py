@@ -1,0 +1,135 @@
+"""AdaRank: Xu & Li, "AdaRank: a boosting algorithm for information retrieval" (SIGIR 2007), AdaRank.MAP (or
+NDCG@k): the weak rankers are the single features (§3.3 of that paper), the query weights and ranker weights follow
+its Figure 1. numpy only.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Dict, Optional, Tuple
+
+import numpy as np
+
+from pyterrier_svmmap.boosting.common import Peer, check_arrays, n_functions_of, query_minmax
+from pyterrier_svmmap.measures import average_precision, ndcg_at
+from pyterrier_svmmap.state import check_state, float_from_json, int_from_json, json_float, state_array
+
+log = logging.getLogger(__name__)
+
+
+class AdaRankRanker(Peer):
+    """AdaRank (Xu & Li 2007, Figure 1) optimising AP (AdaRank.MAP) or NDCG@k.
+
+    Weak rankers are single (per-query min–max normalised) features. Round t picks the feature
+    maximising Σ_i P_t(i) E(h, q_i), sets α_t = ½ ln(Σ_i P_t(i)(1 + E_i) / Σ_i P_t(i)(1 − E_i)),
+    f_t = Σ_{s≤t} α_s h_s, and re-weights queries P_{t+1}(i) ∝ exp(−E(f_t, q_i)). As in common
+    implementations (RankLib), the feature picked in the previous boosting round is not picked again at once
+    (it would only grow its own weight). The model kept is f_t of the round with the best validation
+    measure (training measure without validation queries).
+
+    Learned attributes: ``n_functions_``, ``coef_`` (α summed per feature: the kept f_t),
+    ``best_round_`` (its t, 1-based; 0 if no round ran), ``history_`` (one dict per round: round,
+    feature, alpha, train (mean training measure), select (the measure the round was chosen by)).
+    """
+
+    def __init__(self, n_rounds: int = 100, measure: str = "ap", k: int = 10,
+                 verbose: bool = False):
+        self.n_rounds = n_rounds
+        self.measure = measure
+        self.k = k
+        self.verbose = verbose
+
+    def _evaluate(self, scores, labels, offsets, n_relevant):
+        if self.measure == "ap":
+            return average_precision(scores, labels, offsets, n_relevant)
+        if self.measure == "ndcg":
+            return ndcg_at(scores, labels, offsets, self.k, n_relevant)
+        raise ValueError(f"measure={self.measure!r} is not valid; choose 'ap' or 'ndcg'")
+
+    def fit(self, raw: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
+            raw_valid: Optional[np.ndarray] = None, labels_valid: Optional[np.ndarray] = None,
+            offsets_valid: Optional[np.ndarray] = None, n_relevant: Optional[np.ndarray] = None,
+            n_relevant_valid: Optional[np.ndarray] = None) -> "AdaRankRanker":
+        raw, offsets = check_arrays(raw, labels, offsets)
+        self.n_functions_ = raw.shape[1]
+        X = query_minmax(raw, offsets)
+        n_q, n_f = len(offsets) - 1, X.shape[1]
+        # E(h_k, q_i) of every weak ranker on every query is fixed: compute it once
+        E = np.stack([self._evaluate(X[:, k], labels, offsets, n_relevant) for k in range(n_f)])
+        Xv = None if raw_valid is None else query_minmax(check_arrays(raw_valid, labels_valid, offsets_valid)[0],
+                                                         offsets_valid)
+        P = np.full(n_q, 1.0 / n_q)
+        w = np.zeros(n_f)
+        best, prev = (-np.inf, w.copy(), 0), -1
+        self.history_ = []
+        rounds = range(int(self.n_rounds))
+        if self.verbose:
+            from tqdm.auto import tqdm
+            rounds = tqdm(rounds, desc="AdaRank")
+        for t in rounds:
+            gain = E @ P
+            if prev >= 0 and n_f > 1:
+                gain[prev] = -np.inf
+            k = int(np.argmax(gain))
+            num, den = P @ (1.0 + E[k]), P @ (1.0 - E[k])
+            alpha = 0.5 * np.log(num / max(den, 1e-12))
+            w[k] += alpha
+            perf = self._evaluate(X @ w, labels, offsets, n_relevant)
+            P = np.exp(-perf - np.max(-perf))
+            P /= P.sum()
+            score = perf.mean() if Xv is None else \
+                self._evaluate(Xv @ w, labels_valid, offsets_valid, n_relevant_valid).mean()
+            self.history_.append({"round": t + 1, "feature": k, "alpha": float(alpha),
+                                  "train": float(perf.mean()), "select": float(score)})
+            if score > best[0]:
+                best = (score, w.copy(), t + 1)
+            prev = k
+        self.coef_, self.best_round_ = best[1], best[2]
+        log.info("AdaRank: kept round %d (%.4f)", self.best_round_, best[0])
+        return self
+
+    def predict(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """Σ_t α_t h_t on the per-query normalised features."""
+        self._check_fitted()
+        raw, offsets = check_arrays(raw, None, offsets)
+        self._check_width(raw)
+        return query_minmax(raw, offsets) @ self.coef_
+
+    _HISTORY = (("round", int), ("feature", int), ("alpha", float), ("train", float), ("select", float))
+
+    def get_state(self) -> Tuple[dict, Dict[str, np.ndarray]]:
+        """(meta, arrays): parameters, ``n_functions``, ``best_round`` and ``history`` in meta (non-finite
+        floats as "nan"/"inf"/"-inf"), ``arrays["coef"]``. See :meth:`from_state`."""
+        meta = self._meta()
+        meta["best_round"] = int(self.best_round_)
+        meta["history"] = [{k: int(h[k]) if t is int else json_float(h[k]) for k, t in self._HISTORY}
+                           for h in self.history_]
+        return meta, {"coef": np.array(self.coef_, dtype=float)}
+
+    @classmethod
+    def from_state(cls, meta: dict, arrays: Dict[str, np.ndarray]) -> "AdaRankRanker":
+        """The fitted ranker saved by :meth:`get_state` (bit-identical predictions); ValueError
+        naming what is missing or inconsistent."""
+        name = cls.__name__
+        params = check_state(cls, meta, arrays, ("n_functions", "best_round", "history"), ("coef",))
+        self = cls(**params)
+        self.n_functions_ = n_functions_of(meta, name)
+        self.coef_ = state_array(arrays, "coef", (self.n_functions_,), name)
+        history = meta["history"]
+        if not isinstance(history, list) or not all(isinstance(h, dict) for h in history):
+            raise ValueError(f"{name} state: meta['history'] must be a list of dicts, one per round")
+        self.history_ = []
+        for i, h in enumerate(history):
+            lacking = [k for k, _ in cls._HISTORY if k not in h]
+            if lacking:
+                raise ValueError(f"{name} state: meta['history'][{i}] lacks {lacking}")
+            what = f"{name} state: meta['history'][{i}]"
+            self.history_.append({k: int_from_json(h[k], f"{what}[{k!r}]") if t is int
+                                  else float_from_json(h[k], f"{what}[{k!r}]") for k, t in cls._HISTORY})
+            if not 0 <= self.history_[-1]["feature"] < self.n_functions_:
+                raise ValueError(f"{what}: feature {self.history_[-1]['feature']} is not one of the "
+                                 f"{self.n_functions_} base functions")
+        self.best_round_ = int_from_json(meta["best_round"], f"{name} state: meta['best_round']")
+        if not 0 <= self.best_round_ <= len(self.history_):
+            raise ValueError(f"{name} state: meta['best_round'] is {self.best_round_}, but there are "
+                             f"{len(self.history_)} rounds in meta['history']")
+        return self

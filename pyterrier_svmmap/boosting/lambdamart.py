@@ -1,0 +1,103 @@
+"""LambdaMART: gradient-boosted trees with the LambdaRank gradients (Burges, "From RankNet to LambdaRank to
+LambdaMART", MSR-TR-2010-82), LightGBM's ``lambdarank`` objective, with early stopping on the validation queries.
+
+Needs LightGBM (``pip install pyterrier-svmmap[peers]``), imported when a ranker is fitted or loaded.
+"""
+from __future__ import annotations
+
+import inspect
+import logging
+from typing import Dict, Optional, Tuple
+
+import numpy as np
+
+from pyterrier_svmmap.boosting.common import (Peer, booster_bytes, booster_from_bytes, check_arrays, fill_missing,
+                                              int_labels, load_lightgbm, n_functions_of)
+from pyterrier_svmmap.state import check_state, int_from_json
+
+log = logging.getLogger(__name__)
+
+
+class LambdaMARTRanker(Peer):
+    """LambdaMART via LightGBM's ``lambdarank`` objective.
+
+    With validation queries, boosting stops when the validation ``metric`` (LightGBM name, default
+    ``"ndcg"`` at ``eval_at``; ``"map"`` is also available) has not improved for
+    ``early_stopping_rounds`` rounds, and the best iteration is kept. ``params`` are passed on to
+    ``lightgbm.LGBMRanker``.
+
+    Learned attributes: ``n_functions_`` (base functions, checked at prediction), ``booster_`` (the
+    ``lightgbm.Booster``), ``best_iteration_`` (the boosting rounds used to predict).
+    """
+
+    def __init__(self, n_estimators: int = 500, learning_rate: float = 0.05, num_leaves: int = 31,
+                 min_child_samples: int = 20, metric: str = "ndcg", eval_at: int = 10,
+                 early_stopping_rounds: int = 50, random_state: Optional[int] = 0,
+                 params: Optional[dict] = None, verbose: bool = False):
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.num_leaves = num_leaves
+        self.min_child_samples = min_child_samples
+        self.metric = metric
+        self.eval_at = eval_at
+        self.early_stopping_rounds = early_stopping_rounds
+        self.random_state = random_state
+        self.params = params
+        self.verbose = verbose
+
+    def fit(self, raw: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
+            raw_valid: Optional[np.ndarray] = None, labels_valid: Optional[np.ndarray] = None,
+            offsets_valid: Optional[np.ndarray] = None) -> "LambdaMARTRanker":
+        lgb = load_lightgbm()
+        raw, offsets = check_arrays(raw, labels, offsets)
+        self.n_functions_ = raw.shape[1]
+        model = lgb.LGBMRanker(
+            objective="lambdarank", n_estimators=self.n_estimators, learning_rate=self.learning_rate,
+            num_leaves=self.num_leaves, min_child_samples=self.min_child_samples,
+            random_state=self.random_state, verbose=1 if self.verbose else -1, **(self.params or {}))
+        kwargs = {}
+        if raw_valid is not None:
+            raw_valid, offsets_valid = check_arrays(raw_valid, labels_valid, offsets_valid)
+            Xv, yv = fill_missing(raw_valid, offsets_valid), int_labels(labels_valid)
+            if "eval_X" in inspect.signature(model.fit).parameters:   # LightGBM ≥ 4.6
+                kwargs = dict(eval_X=(Xv,), eval_y=(yv,))
+            else:
+                kwargs = dict(eval_set=[(Xv, yv)])
+            kwargs.update(eval_group=[np.diff(offsets_valid)], eval_at=[self.eval_at],
+                          eval_metric=self.metric,
+                          callbacks=[lgb.early_stopping(self.early_stopping_rounds,
+                                                        first_metric_only=True, verbose=self.verbose)])
+        model.fit(fill_missing(raw, offsets), int_labels(labels), group=np.diff(offsets), **kwargs)
+        self.booster_ = model.booster_
+        self.best_iteration_ = int(model.best_iteration_ or self.n_estimators)
+        log.info("LambdaMART: %d trees", self.best_iteration_)
+        return self
+
+    def predict(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """Scores (higher is better) of the best iteration."""
+        self._check_fitted()
+        raw, offsets = check_arrays(raw, None, offsets)
+        self._check_width(raw)
+        # what LGBMRanker.predict does, on the booster alone (so a loaded model predicts the same)
+        return self.booster_.predict(fill_missing(raw, offsets), num_iteration=self.best_iteration_)
+
+    def get_state(self) -> Tuple[dict, Dict[str, np.ndarray]]:
+        """(meta, arrays): parameters, ``n_functions``, ``best_iteration``; the booster's text
+        model as ``arrays["booster"]`` (uint8 UTF-8 bytes). See :meth:`from_state`."""
+        meta = self._meta()
+        meta["best_iteration"] = int(self.best_iteration_)
+        return meta, {"booster": booster_bytes(self.booster_)}
+
+    @classmethod
+    def from_state(cls, meta: dict, arrays: Dict[str, np.ndarray]) -> "LambdaMARTRanker":
+        """The fitted ranker saved by :meth:`get_state` (bit-identical predictions); ValueError
+        naming what is missing or inconsistent."""
+        params = check_state(cls, meta, arrays, ("n_functions", "best_iteration"), ("booster",))
+        self = cls(**params)
+        self.n_functions_ = n_functions_of(meta, cls.__name__)
+        self.best_iteration_ = int_from_json(meta["best_iteration"], f"{cls.__name__} state: meta['best_iteration']")
+        if self.best_iteration_ < 1:
+            raise ValueError(f"{cls.__name__} state: meta['best_iteration'] must be at least 1, "
+                             f"got {self.best_iteration_}")
+        self.booster_ = booster_from_bytes(arrays, cls.__name__, self.n_functions_)
+        return self

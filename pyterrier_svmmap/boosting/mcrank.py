@@ -1,0 +1,96 @@
+"""McRank: Li, Burges & Wu, "McRank: learning to rank using multiple classification and gradient boosting"
+(NIPS 2007): multiclass boosted trees, a candidate's score is its expected relevance Σ_z z·P(z | x). 30 boosting
+rounds by default, as Chakrabarti et al. (KDD 2008) ran it.
+
+Needs LightGBM (``pip install pyterrier-svmmap[peers]``), imported when a ranker is fitted or loaded.
+"""
+from __future__ import annotations
+
+from typing import Dict, Optional, Tuple
+
+import numpy as np
+
+from pyterrier_svmmap.boosting.common import (Peer, booster_bytes, booster_from_bytes, check_arrays, fill_missing,
+                                              int_labels, load_lightgbm, n_functions_of)
+from pyterrier_svmmap.state import check_state, state_array
+
+
+class McRankRanker(Peer):
+    """McRank: multiclass gradient-boosted trees; score = expected relevance Σ_z z·P(z | x).
+
+    Validation queries are accepted for a uniform interface but not used: the number of rounds is
+    fixed (``n_estimators`` = 30, as Chakrabarti et al. 2008 ran McRank).
+
+    Learned attributes: ``n_functions_`` (base functions, checked at prediction), ``classes_`` (the
+    integer relevance grades z seen in training, ascending), ``booster_`` (the ``lightgbm.Booster``:
+    one model per grade, or the binary logistic model for two grades).
+    """
+
+    def __init__(self, n_estimators: int = 30, learning_rate: float = 0.1, num_leaves: int = 31,
+                 min_child_samples: int = 20, random_state: Optional[int] = 0,
+                 params: Optional[dict] = None, verbose: bool = False):
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.num_leaves = num_leaves
+        self.min_child_samples = min_child_samples
+        self.random_state = random_state
+        self.params = params
+        self.verbose = verbose
+
+    def fit(self, raw: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
+            raw_valid: Optional[np.ndarray] = None, labels_valid: Optional[np.ndarray] = None,
+            offsets_valid: Optional[np.ndarray] = None) -> "McRankRanker":
+        lgb = load_lightgbm()
+        raw, offsets = check_arrays(raw, labels, offsets)
+        self.n_functions_ = raw.shape[1]
+        y = int_labels(labels)
+        self.classes_ = np.unique(y)
+        if len(self.classes_) < 2:
+            raise ValueError("McRank needs at least two relevance grades among the training candidates")
+        # two grades: LightGBM's multiclass needs ≥ 3 classes; the binary logistic model is the
+        # two-class case of the same multinomial model, and Σ_z z·P(z | x) is still the score
+        model = lgb.LGBMClassifier(
+            objective="multiclass" if len(self.classes_) > 2 else "binary", n_estimators=self.n_estimators, learning_rate=self.learning_rate,
+            num_leaves=self.num_leaves, min_child_samples=self.min_child_samples,
+            random_state=self.random_state, verbose=1 if self.verbose else -1, **(self.params or {}))
+        model.fit(fill_missing(raw, offsets), y)
+        self.booster_ = model.booster_     # trained on the grades' indices 0..K-1 in classes_
+        return self
+
+    def _proba(self, X: np.ndarray) -> np.ndarray:
+        """P(z | x) per class, as ``LGBMClassifier.predict_proba`` computes it from the booster."""
+        p = self.booster_.predict(X, num_iteration=-1)
+        return p if p.ndim == 2 else np.vstack((1.0 - p, p)).transpose()
+
+    def predict(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """Expected relevance Σ_z z·P(z | x) of every candidate."""
+        self._check_fitted()
+        raw, offsets = check_arrays(raw, None, offsets)
+        self._check_width(raw)
+        return self._proba(fill_missing(raw, offsets)) @ self.classes_.astype(float)
+
+    def get_state(self) -> Tuple[dict, Dict[str, np.ndarray]]:
+        """(meta, arrays): parameters and ``n_functions``; ``arrays["classes"]`` and the booster's
+        text model as ``arrays["booster"]`` (uint8 UTF-8 bytes). See :meth:`from_state`."""
+        return self._meta(), {"classes": np.array(self.classes_, dtype=np.int64),
+                              "booster": booster_bytes(self.booster_)}
+
+    @classmethod
+    def from_state(cls, meta: dict, arrays: Dict[str, np.ndarray]) -> "McRankRanker":
+        """The fitted ranker saved by :meth:`get_state` (bit-identical predictions); ValueError
+        naming what is missing or inconsistent."""
+        name = cls.__name__
+        params = check_state(cls, meta, arrays, ("n_functions",), ("classes", "booster"))
+        self = cls(**params)
+        self.n_functions_ = n_functions_of(meta, name)
+        self.classes_ = state_array(arrays, "classes", (None,), name, dtype=np.int64)
+        k = len(self.classes_)
+        if k < 2 or np.any(np.diff(self.classes_) <= 0):
+            raise ValueError(f"{name} state: arrays['classes'] must be at least two ascending distinct "
+                             f"grades, got {self.classes_.tolist()}")
+        self.booster_ = booster_from_bytes(arrays, name, self.n_functions_)
+        per_round = self.booster_.num_model_per_iteration()
+        if per_round != (k if k > 2 else 1):
+            raise ValueError(f"{name} state: the booster models {per_round} class(es) per round, "
+                             f"which does not fit the {k} grades of arrays['classes']")
+        return self
