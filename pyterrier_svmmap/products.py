@@ -6,9 +6,8 @@ or two (and a Dask worker, which runs one, disagreed with the driver). These pro
 everywhere: compiled (:mod:`._product_kernels`) and spread over the :mod:`~pyterrier_svmmap.threads` of the
 call (rows of M·x, columns of cᵀM: every output's sum is computed whole by one thread), or numpy's
 elementwise products and reductions below, which are the reference and give the same bits. The compiled
-kernels run once numba is loaded (a fit loads it for its loss searches); until then, and without numba,
-numpy's path runs, so that scoring alone (``svmmap classify`` of a raw-feature model) does not pay numba's
-start-up.
+kernels run once numba is loaded (a fit loads it for its loss searches); until then numpy's path runs, so
+that scoring alone (``svmmap classify`` of a raw-feature model) does not pay numba's start-up.
 """
 from __future__ import annotations
 
@@ -24,7 +23,7 @@ def _kernels():
     """The compiled kernels when numba is already loaded in this process, else None (numpy's path)."""
     if "numba" not in sys.modules:
         return None
-    return _jit.load("_product_kernels", "products add in numpy")
+    return _jit.load("_product_kernels")
 
 
 def rows_dot(M: np.ndarray, x: np.ndarray) -> np.ndarray:
