@@ -340,6 +340,52 @@ TrainPath = Callable[[Queries, Sequence[float], Tuple[Any, Optional[str]], Optio
 
 
 @dataclass
+class HeldOut:
+    """What :func:`cross_validate` measured: ``fold`` (each query's fold), ``ap`` (queries × settings·C, the
+    held-out AP of each query under every (setting, C), setting-major), ``fallback_ap`` (per query, under the
+    fold's fallback model; None without one) and ``fold_weights`` (per setting, per fold, the weights of
+    every C, or None where φ has fitted thresholds, so that a fold's weights do not mean the refit's)."""
+    fold: np.ndarray
+    ap: np.ndarray
+    fallback_ap: Optional[np.ndarray]
+    fold_weights: List[List[Optional[np.ndarray]]]
+
+    def fold_means(self, k: int) -> List[float]:
+        """Fold ``k``'s MAP of every (setting, C): each column's held-out APs of the fold, averaged."""
+        rows = self.fold == k
+        return [float(self.ap[rows, c].mean()) for c in range(self.ap.shape[1])]
+
+
+def cross_validate(queries: Queries, settings: Sequence[Any], grid: Sequence[float], train_path: TrainPath,
+                   cv: int, random_state: Optional[int],
+                   fallback: Optional[Callable[[Queries], Tuple[FeatureLayout, np.ndarray, int]]] = None) -> HeldOut:
+    """``cv``-fold cross-validation over ``queries``: for each fold, the path of C of every setting trained
+    on the other folds (``train_path(train, grid, setting, fold, None)``) and each held-out query's AP
+    under each C's model, ranked with the training part's tie-break function (:func:`best_function`);
+    ``fallback`` (optional) makes a model (layout, w, tie-break function) of the training part whose
+    held-out APs are measured too. The one cross-validation loop of the learners with a grid."""
+    settings, grid = list(settings), list(grid)
+    G = len(grid)
+    fold = cv_folds(queries.n_queries, cv, random_state, len(settings) * G)
+    ap = np.empty((queries.n_queries, len(settings) * G))
+    fallback_ap = None if fallback is None else np.empty(queries.n_queries)
+    weights: List[List[Optional[np.ndarray]]] = [[] for _ in settings]
+    for k in range(cv):
+        tr, te = queries.subset(fold != k), queries.subset(fold == k)
+        tie = best_function(tr.raw, tr.labels, tr.offsets)             # the fold's own tie-break function
+        for s, setting in enumerate(settings):
+            layout, results, _ = train_path(tr, grid, setting, k, None)
+            for i, r in enumerate(results):
+                ap[fold == k, s * G + i] = per_query_ap(layout, r.w, te, tie)
+            # a fold's weights mean the same as the refit's only if φ has no fitted thresholds
+            weights[s].append(np.stack([r.w for r in results]) if averageable(layout) else None)
+        if fallback is not None:
+            fb_layout, fb_w, fb_f = fallback(tr)
+            fallback_ap[fold == k] = per_query_ap(fb_layout, fb_w, te, fb_f)
+    return HeldOut(fold, ap, fallback_ap, weights)
+
+
+@dataclass
 class AutoSelection:
     """What :func:`select_auto` decided, and the model it made.
 
@@ -446,19 +492,9 @@ def select_auto(train: Queries, valid: Optional[Queries], settings: Sequence[Tup
         if fit.n_queries < cv:
             source, E, F = "none", np.zeros((0, S * G)), None
         else:
-            fold = cv_folds(fit.n_queries, cv, random_state, S * G)
-            E, F = np.empty((fit.n_queries, S * G)), np.empty(fit.n_queries)
-            for k in range(cv):
-                tr, te = fit.subset(fold != k), fit.subset(fold == k)
-                tie = best_function(tr.raw, tr.labels, tr.offsets)
-                for s, setting in enumerate(settings):
-                    layout, results, _ = train_path(tr, grid, setting, k, None)
-                    for i, r in enumerate(results):
-                        E[fold == k, s * G + i] = per_query_ap(layout, r.w, te, tie)
-                    # a fold's weights mean the same as the refit's only if φ has no fitted thresholds
-                    fold_w[s].append(np.stack([r.w for r in results]) if averageable(layout) else None)
-                fb_layout, fb_w, fb_f = fallback_model(tr, raw_layout, prior_scale)
-                F[fold == k] = per_query_ap(fb_layout, fb_w, te, fb_f)
+            held_out = cross_validate(fit, settings, grid, train_path, cv, random_state,
+                                      fallback=lambda tr: fallback_model(tr, raw_layout, prior_scale))
+            fold, E, F, fold_w = held_out.fold, held_out.ap, held_out.fallback_ap, held_out.fold_weights
             fold_means = np.stack([np.r_[E[fold == k].mean(axis=0), F[fold == k].mean()] for k in range(cv)])
     tie_function = best_function(fit.raw, fit.labels, fit.offsets) if source != "validation" else tie
     choice = choose(E, F, alpha) if len(E) else None

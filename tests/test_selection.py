@@ -262,3 +262,37 @@ def test_svmmap_learn_runs_the_rule_when_asked(tmp_path, capsys):
                  str(tmp_path / "m2")]) == 2
     assert "--selection auto cross-validates in one process" in capsys.readouterr().err
     assert main(["learn", "--prior", "auto", str(train), str(tmp_path / "m3")]) == 2   # needs --selection auto
+
+
+def test_cross_validate_trains_every_setting_once_per_fold_and_scores_only_held_out_queries():
+    """A path that 'learns' base function j for setting j: each held-out query's AP is that function's AP on
+    it, every fold trains every setting once on the other folds, and the fallback is measured beside."""
+    from pyterrier_svmmap.features.layout import FeatureLayout
+    from pyterrier_svmmap.measures import average_precision
+    from pyterrier_svmmap.queries import Queries
+    from pyterrier_svmmap.svm.cutting_plane import TrainingResult
+    rng = np.random.default_rng(0)
+    n_q, n = 12, 15
+    raw = rng.random((n_q * n, 3))
+    labels = (rng.random(n_q * n) < 0.3).astype(float)
+    labels[::n] = 1.0
+    offsets = np.arange(0, n_q * n + 1, n, dtype=np.int64)
+    queries = Queries(raw, labels, offsets)
+    calls = []
+
+    def train_path(q, grid, setting, fold, shards):
+        calls.append((setting, fold, q.n_queries))
+        layout = FeatureLayout.fit(q.raw, q.offsets, "raw", 5)
+        w = np.eye(layout.dim)[setting]                 # the raw block's column of base function `setting`
+        return layout, [TrainingResult(w=w * C, converged=True, history=[], C=C, group_C=np.array([C]))
+                        for C in grid], None
+
+    held = selection.cross_validate(queries, [0, 2], [1.0, 2.0], train_path, 4, 0,
+                                    fallback=lambda tr: (FeatureLayout.fit(tr.raw, tr.offsets, "raw", 5),
+                                                         np.eye(6)[1], 1))
+    assert sorted(calls) == sorted((s, k, 9) for s in (0, 2) for k in range(4))      # 3 held-out queries a fold
+    assert sorted(np.bincount(held.fold).tolist()) == [3, 3, 3, 3]
+    ap = [average_precision(raw[:, j], labels, offsets) for j in range(3)]
+    assert np.allclose(held.ap, np.stack([ap[0], ap[0], ap[2], ap[2]], axis=1))        # scale of w: same ranking
+    assert np.allclose(held.fallback_ap, ap[1])
+    assert held.fold_means(1) == [float(held.ap[held.fold == 1, c].mean()) for c in range(4)]

@@ -30,8 +30,9 @@ from pyterrier_svmmap.svm.docs import compose
 from pyterrier_svmmap.svm.executors import resolve as resolve_executor
 from pyterrier_svmmap.svm.slack import make_slack_groups
 from pyterrier_svmmap.selection import (DEFAULT_ALPHA, DEFAULT_C_GRID, DEFAULT_MIN_VALID_QUERIES, SELECTION_METHODS,
-                                        base_function_weights, best_function, c_grid, cv_folds, feature_options,
-                                        features_name, prior_options, ranked_ap, select, select_auto)
+                                        base_function_weights, best_function, c_grid, cross_validate,
+                                        feature_options, features_name, prior_options, ranked_ap, select,
+                                        select_auto)
 from pyterrier_svmmap.queries import (Queries, check_ranking_arrays, shard_sizes, split_queries, subset_queries,
                                      usable_queries)
 from pyterrier_svmmap.string_codes import sorted_string_codes
@@ -453,22 +454,13 @@ class StructSVMRanker:
 
     def _cross_validate(self, raw, labels, offsets, n_relevant, usable, grid, options) -> np.ndarray:
         """Held-out MAP of every (feature option, C) on ``cv`` folds of the (usable) training queries:
-        (folds × options·C), option-major."""
-        fold = cv_folds(len(offsets) - 1, self.cv, self.random_state, len(options) * len(grid))
+        (folds × options·C), option-major (:func:`~pyterrier_svmmap.selection.cross_validate`)."""
         n_rel = None if n_relevant is None else np.asarray(n_relevant, dtype=float)[usable]
-        out = np.empty((self.cv, len(options) * len(grid)))
-        for k in range(self.cv):
-            tr = subset_queries(raw, labels, offsets, fold != k)
-            te_raw, te_labels, te_offsets, te_n_rel = subset_queries(raw, labels, offsets, fold == k, n_rel)
-            te = Queries(te_raw, te_labels, te_offsets, n_relevant=te_n_rel)
-            tie = best_function(tr[0], tr[1], tr[2])                    # the fold's own tie-break function
-            for o, option in enumerate(options):
-                layout, results, _ = self._train(tr[0], tr[1], tr[2], grid, option, fold=k)
-                X = layout.transform(te.raw, te.offsets)
-                out[k, o * len(grid):(o + 1) * len(grid)] = [
-                    float(ranked_ap(X, r.w, te, te.raw[:, tie]).mean()) for r in results]
-            log.debug("cv fold %d: %s", k, np.round(out[k], 4).tolist())
-        return out
+        held_out = cross_validate(Queries(raw, labels, offsets, n_relevant=n_rel), options, grid,
+                                  lambda q, g, option, fold, sh: self._train(q.raw, q.labels, q.offsets, g, option,
+                                                                             sh, fold=fold),
+                                  self.cv, self.random_state)
+        return np.array([held_out.fold_means(k) for k in range(self.cv)])
 
     # -- prediction -------------------------------------------------------------------------------
     def decision_function(self, raw, offsets) -> np.ndarray:
