@@ -2,11 +2,12 @@
 add in a fixed order, the same bits as their numpy references there.
 
 * :func:`pairwise`: numpy's ``pairwise_sum`` (what ``x.sum()`` does on a contiguous array: blocks of ≤ 128
-  summed with 8 interleaved partial sums, halved at a multiple of 8 above);
-* :func:`rows_dot`: ``out[i] = pairwise(M[i] * x)``, numpy's ``(M * x).sum(axis=1)``;
+  summed with 8 interleaved partial sums, halved at a multiple of 8 above), for the bin-code block;
+* :func:`rows_dot`: M·x, each row's products summed in partial sums side by side (8, which is numpy's
+  own pairwise sum, up to 128 terms; 32 above), the same order whatever the CPU's vector width;
+  :func:`dot`: x·y in that order;
 * :func:`weighted_rows`: ``out[j] = Σ_i c[i]·M[i, j]``, the rows added in order from the first, numpy's
-  ``(c[:, None] * M).sum(axis=0)``;
-* :func:`dot`: ``pairwise(x * y)``, numpy's ``(x * y).sum()``.
+  ``(c[:, None] * M).sum(axis=0)``.
 
 Loaded lazily through :mod:`pyterrier_svmmap._jit`; the other kernel modules import :func:`pairwise` from here.
 """
@@ -96,21 +97,78 @@ def pairwise(buf, n):
     return vals[0]
 
 
+#: partial sums of a long product: 8 (numpy's pairwise sum of a block) up to 128 terms, 32 above, so that the
+#: adds of a long row run side by side
+WIDE = 32
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def _rows8(M, x, out):
+    """:func:`rows_dot` with 8 partial sums per row (rows of 8 to 128 terms): the literal width lets the
+    compiler add the partial sums side by side."""
+    n, dim = M.shape
+    m = dim - dim % 8
+    acc = np.empty(8)
+    for i in range(n):
+        for l in range(8):
+            acc[l] = M[i, l] * x[l]
+        for j in range(8, m, 8):
+            for l in range(8):
+                acc[l] += M[i, j + l] * x[j + l]
+        res = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
+        for j in range(m, dim):
+            res += M[i, j] * x[j]
+        out[i] = res
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def _rows32(M, x, out):
+    """:func:`rows_dot` with 32 partial sums per row (rows of ≥ 8 terms): the literal width lets the compiler
+    add the partial sums side by side."""
+    n, dim = M.shape
+    m = dim - dim % 32
+    acc = np.empty(32)
+    for i in range(n):
+        for l in range(32):
+            acc[l] = M[i, l] * x[l]
+        for j in range(32, m, 32):
+            for l in range(32):
+                acc[l] += M[i, j + l] * x[j + l]
+        width = 32
+        while width > 1:
+            width //= 2
+            for l in range(width):
+                acc[l] = acc[2 * l] + acc[2 * l + 1]
+        res = acc[0]
+        for j in range(m, dim):
+            res += M[i, j] * x[j]
+        out[i] = res
+
+
 @njit(cache=True, nogil=True)
 def rows_dot(M, x, out):
-    """``out[i] = Σ_j M[i, j]·x[j]``, the products of a row summed by :func:`pairwise`."""
+    """``out[i] = Σ_j M[i, j]·x[j]`` in a fixed order: rows of fewer than 8 terms added one after the other
+    from 0.0; otherwise k partial sums (8 up to :data:`PW_BLOCK` terms, :data:`WIDE` above), acc[l] = Σ M[i, j]·x[j] over j ≡ l (mod k) below
+    the last multiple m of k, each added in order, then halved by adding neighbours ((acc[0] + acc[1]) +
+    (acc[2] + acc[3])) …, then the tail j ≥ m added in order. Up to 128 terms this is numpy's pairwise sum of
+    the products."""
     n, dim = M.shape
-    buf = np.empty(dim)
-    for i in range(n):
-        for j in range(dim):
-            buf[j] = M[i, j] * x[j]
-        out[i] = pairwise(buf, dim)
-
+    if dim < 8:
+        for i in range(n):
+            res = 0.0
+            for j in range(dim):
+                res += M[i, j] * x[j]
+            out[i] = res
+    elif dim <= PW_BLOCK:
+        _rows8(M, x, out)
+    else:
+        _rows32(M, x, out)
 
 @njit(cache=True, nogil=True)
 def weighted_rows(c, M, j0, j1, out):
-    """``out[j] = Σ_i c[i]·M[i, j]`` for the columns j0 ≤ j < j1, the rows added in order from the first; a
-    column's sum is the same whichever range it is computed in, so ranges may run on different threads."""
+    """``out[j] = Σ_i c[i]·M[i, j]`` for the columns j0 ≤ j < j1, the rows added in order from the first
+    (four rows a pass, still added one after the other); a column's sum is the same whichever range it is
+    computed in, so ranges may run on different threads."""
     n = M.shape[0]
     if n == 0:
         for j in range(j0, j1):
@@ -119,17 +177,25 @@ def weighted_rows(c, M, j0, j1, out):
     c0 = c[0]
     for j in range(j0, j1):
         out[j] = c0 * M[0, j]
-    for i in range(1, n):
+    i = 1
+    while i + 4 <= n:
+        c1 = c[i]
+        c2 = c[i + 1]
+        c3 = c[i + 2]
+        c4 = c[i + 3]
+        for j in range(j0, j1):
+            out[j] = (((out[j] + c1 * M[i, j]) + c2 * M[i + 1, j]) + c3 * M[i + 2, j]) + c4 * M[i + 3, j]
+        i += 4
+    while i < n:
         ci = c[i]
         for j in range(j0, j1):
             out[j] += ci * M[i, j]
+        i += 1
 
 
 @njit(cache=True, nogil=True)
 def dot(x, y):
-    """``Σ_j x[j]·y[j]``, the products summed by :func:`pairwise`."""
-    n = x.shape[0]
-    buf = np.empty(n)
-    for j in range(n):
-        buf[j] = x[j] * y[j]
-    return pairwise(buf, n)
+    """``Σ_j x[j]·y[j]`` in :func:`rows_dot`'s order."""
+    out = np.empty(1)
+    rows_dot(x.reshape(1, x.shape[0]), y, out)
+    return out[0]

@@ -26,18 +26,47 @@ def _kernels():
     return _jit.load("_product_kernels")
 
 
+#: numpy's pairwise-summation block, and the partial sums of longer products (:func:`products_sum`)
+PW_BLOCK, WIDE = 128, 32
+
+
+def products_sum(P: np.ndarray) -> np.ndarray:
+    """Each row's sum of the products ``P`` (n × d) in the kernels' fixed order (numpy's reference of
+    :func:`._product_kernels.rows_dot`): fewer than 8 terms one after the other from 0.0; otherwise k = 8
+    partial sums (up to 128 terms, which is numpy's pairwise sum) or 32 (above), over the terms i ≡ l (mod k)
+    below the last multiple m of k, each added in order; halved by adding neighbours; then the tail."""
+    n, d = P.shape
+    if d < 8:
+        res = np.zeros(n)
+        for j in range(d):
+            res = res + P[:, j]
+        return res
+    k = 8 if d <= PW_BLOCK else WIDE
+    m = d - d % k
+    acc = P[:, :k].copy()
+    for j in range(k, m, k):
+        acc += P[:, j:j + k]
+    while acc.shape[1] > 1:
+        acc = acc[:, 0::2] + acc[:, 1::2]
+    res = acc[:, 0]
+    for j in range(m, d):
+        res = res + P[:, j]
+    return res
+
+
 def rows_dot(M: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """``M @ x`` (M two-dimensional), each row's products summed as numpy's ``(M * x).sum(axis=1)``."""
+    """``M @ x`` (M two-dimensional), each row's products summed by :func:`products_sum` (up to 128 columns,
+    numpy's own ``(M * x).sum(axis=1)``)."""
     M, x = np.asarray(M, dtype=float), np.asarray(x, dtype=float)
     if M.ndim != 2 or x.shape != (M.shape[1],):
         raise ValueError(f"cannot multiply a matrix of shape {M.shape} by a vector of shape {x.shape}")
     jit = _kernels()
     if jit is None:
-        return (M * x).sum(axis=1)
+        return products_sum(M * x)
     M, x = np.ascontiguousarray(M), np.ascontiguousarray(x)
     n, dim = M.shape
     out = np.empty(n)
-    bounds = threads.even_bounds(n, threads.pieces(n * max(1, dim) // 8))
+    bounds = threads.even_bounds(n, threads.pieces(n * max(1, dim) // 64))        # pieces of ≥ 10⁶ products
     threads.run(lambda i: jit.rows_dot(M[bounds[i]:bounds[i + 1]], x, out[bounds[i]:bounds[i + 1]]), len(bounds) - 1)
     return out
 
@@ -53,18 +82,18 @@ def weighted_rows(c: np.ndarray, M: np.ndarray) -> np.ndarray:
         return (c[:, None] * M).sum(axis=0) if n else np.zeros(dim)
     M, c = np.ascontiguousarray(M), np.ascontiguousarray(c)
     out = np.empty(dim)
-    k = min(dim, threads.pieces(n * dim // 4)) if dim else 1
+    k = min(dim, threads.pieces(n * dim // 64)) if dim else 1
     bounds = threads.even_bounds(dim, k)
     threads.run(lambda i: jit.weighted_rows(c, M, bounds[i], bounds[i + 1], out), len(bounds) - 1)
     return out
 
 
 def dot(x: np.ndarray, y: np.ndarray) -> float:
-    """``x @ y`` for two vectors, the products summed as numpy's ``(x * y).sum()``."""
+    """``x @ y`` for two vectors, the products summed by :func:`products_sum`."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if x.ndim != 1 or x.shape != y.shape:
         raise ValueError(f"cannot take the dot product of vectors of shapes {x.shape} and {y.shape}")
     jit = _kernels()
     if jit is None:
-        return float((x * y).sum())
+        return float(products_sum((x * y)[None, :])[0])
     return float(jit.dot(np.ascontiguousarray(x), np.ascontiguousarray(y)))

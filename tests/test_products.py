@@ -10,7 +10,8 @@ import pyterrier_svmmap.products as products
 import pyterrier_svmmap.threads as threads
 from pyterrier_svmmap.features.encoder import DenseBlock
 
-SHAPES = [(0, 3), (1, 1), (3, 7), (5, 8), (40, 129), (300, 2300), (2000, 46), (7, 0)]
+SHAPES = [(0, 3), (1, 1), (3, 7), (5, 8), (40, 129), (300, 2300), (2000, 46), (7, 0),
+          (80_000, 46), (1000, 2300)]   # the last two are cut into pieces on 2 or 3 threads
 
 
 def _compiled():
@@ -27,10 +28,12 @@ def test_kernels_give_the_numpy_references_bits(shape, n_jobs):
     M = rng.normal(size=shape) * rng.choice([1e-8, 1.0, 1e8], size=shape)
     x, c = rng.normal(size=shape[1]), rng.normal(size=shape[0])
     with threads.using(n_jobs):
-        assert np.array_equal(products.rows_dot(M, x), (M * x).sum(axis=1))
+        assert np.array_equal(products.rows_dot(M, x), products.products_sum(M * x))
+        if shape[1] <= 128:
+            assert np.array_equal(products.rows_dot(M, x), (M * x).sum(axis=1))     # numpy's pairwise sum
         expected = (c[:, None] * M).sum(axis=0) if shape[0] else np.zeros(shape[1])
         assert np.array_equal(products.weighted_rows(c, M), expected)
-        assert products.dot(x, x) == float((x * x).sum())
+        assert products.dot(x, x) == float(products.products_sum((x * x)[None, :])[0])
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -53,6 +56,18 @@ def test_the_products_are_the_mathematical_ones():
     assert np.isclose(products.dot(x, M[0]), x @ M[0], rtol=1e-13)
 
 
+def test_the_order_of_a_long_row():
+    """Above 128 terms, 32 partial sums over i mod 32, halved by neighbours: 1e16 (lane 0) meets 1 (lane 1)
+    before −1e16 (lane 8), so the 1 is lost; 8 lanes (numpy's pairwise sum) would cancel ±1e16 first."""
+    x = np.zeros(200)
+    x[0], x[8], x[1] = 1e16, -1e16, 1.0
+    assert products.dot(x, np.ones(200)) == 0.0
+    assert float(products.products_sum(x[None, :])[0]) == 0.0
+    assert float(x.sum()) == 1.0
+    short = x[:100]                                                     # up to 128 terms: numpy's own sum
+    assert products.dot(short, np.ones(100)) == float(short.sum()) == 1.0
+
+
 def test_a_column_sum_adds_the_rows_in_order():
     """1e16 + 1 − 1e16 is 0 in order, 1 in another: the first row first."""
     M = np.array([[1e16], [1.0], [-1e16]])
@@ -69,7 +84,7 @@ def test_dense_block_uses_them():
     rng = np.random.default_rng(3)
     V, w, c = rng.normal(size=(100, 9)), rng.normal(size=9), rng.normal(size=100)
     block = DenseBlock(V)
-    assert np.array_equal(block.dot(w), (V * w).sum(axis=1))
+    assert np.array_equal(block.dot(w), (V * w).sum(axis=1))                 # 9 columns: numpy's own sum
     assert np.array_equal(block.rdot(c), (c[:, None] * V).sum(axis=0))
 
 
