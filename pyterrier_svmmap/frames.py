@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from pyterrier_svmmap.queries import query_ids
+from pyterrier_svmmap.queries import Queries, query_ids
 from pyterrier_svmmap.string_codes import factorised_string_codes
 
 
@@ -39,6 +39,10 @@ class Candidates:
     @property
     def n_queries(self) -> int:
         return len(self.qids)
+
+    def queries(self) -> Queries:
+        """These rows as :class:`~pyterrier_svmmap.queries.Queries` (what the array-level learners train on)."""
+        return Queries(self.raw, self.labels, self.offsets, qids=self.qids, n_relevant=self.n_relevant)
 
     def tie_base_order(self, function: int) -> np.ndarray:
         """:func:`~pyterrier_svmmap.ties.tie_base_order` of these rows with base function ``function`` as

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Protocol, Sequence, Tuple, runtime_checkable
 
 import numpy as np
 
@@ -163,3 +163,21 @@ class Queries:
     def validation_set(self) -> tuple:
         """``(raw, labels, offsets, n_relevant, docnos)``: the ``valid`` argument of the rankers' ``fit``."""
         return self.raw, self.labels, self.offsets, self.n_relevant, self.docnos
+
+
+@runtime_checkable
+class QueryRanker(Protocol):
+    """What every array-level learner does (:class:`~pyterrier_svmmap.svm.ranker.StructSVMRanker`,
+    :class:`~pyterrier_svmmap.boosting.adarank.AdaRankRanker`, ``LambdaMARTRanker``, ``McRankRanker``), and
+    what the PyTerrier estimators (:mod:`pyterrier_svmmap.estimators`) call: train on :class:`Queries` (the
+    validation queries, when given, choose its hyper-parameters), score candidates grouped by query, and
+    hand its fitted state to the model files and back."""
+
+    def fit_queries(self, train: Queries, valid: Optional[Queries] = None) -> "QueryRanker":
+        """Train on ``train`` (labels required); returns self."""
+
+    def decision_function(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """A score per candidate of ``raw`` (n × F, queries delimited by ``offsets``)."""
+
+    def get_state(self) -> Tuple[dict, Dict[str, np.ndarray]]:
+        """The fitted state: JSON-able metadata and named arrays."""

@@ -74,3 +74,50 @@ def test_a_ranker_takes_queries_as_validation_data():
     a = StructSVMRanker(C=[0.1, 10.0], features="raw").fit(raw, labels, offsets, valid=valid)
     b = StructSVMRanker(C=[0.1, 10.0], features="raw").fit(raw, labels, offsets, valid=(raw, labels, offsets))
     assert np.array_equal(a.coef_, b.coef_) and [p["validation"] for p in a.path_] == [p["validation"] for p in b.path_]
+
+
+def _ranker_data(seed=0, n_q=24, n=20, F=4):
+    rng = np.random.default_rng(seed)
+    raw = rng.random((n_q * n, F))
+    labels = (raw[:, 0] + 0.3 * rng.normal(size=n_q * n) > 0.8).astype(float)
+    labels[::n] = 1.0
+    labels[1::n] = 0.0
+    return Queries(raw, labels, np.arange(0, n_q * n + 1, n, dtype=np.int64))
+
+
+def _rankers():
+    from pyterrier_svmmap.boosting.adarank import AdaRankRanker
+    from pyterrier_svmmap.svm.ranker import StructSVMRanker
+    out = [lambda: StructSVMRanker(C=[0.1, 1.0], features="raw"), lambda: AdaRankRanker()]
+    try:
+        import lightgbm  # noqa: F401
+        from pyterrier_svmmap.boosting.lambdamart import LambdaMARTRanker
+        from pyterrier_svmmap.boosting.mcrank import McRankRanker
+        out += [lambda: LambdaMARTRanker(n_estimators=5), lambda: McRankRanker(n_estimators=5)]
+    except ImportError:
+        pass
+    return out
+
+
+@pytest.mark.parametrize("make", _rankers())
+def test_every_array_level_learner_follows_the_query_ranker_protocol(make):
+    """fit_queries(train, valid) is fit on the arrays, returns self; decision_function scores; the state
+    round-trips to the same scores."""
+    from pyterrier_svmmap.queries import QueryRanker
+    data = _ranker_data()
+    train, valid, test = data.subset(np.arange(24) < 12), data.subset((np.arange(24) >= 12) & (np.arange(24) < 18)), \
+        data.subset(np.arange(24) >= 18)
+    ranker = make()
+    assert isinstance(ranker, QueryRanker)
+    assert ranker.fit_queries(train, valid) is ranker
+    scores = ranker.decision_function(test.raw, test.offsets)
+    assert scores.shape == (len(test.raw),)
+    direct = make()
+    args = (valid.raw, valid.labels, valid.offsets)
+    if type(direct).__name__ == "StructSVMRanker":
+        direct.fit(train.raw, train.labels, train.offsets, valid=args)
+    else:
+        direct.fit(train.raw, train.labels, train.offsets, *args)
+    assert np.array_equal(direct.decision_function(test.raw, test.offsets), scores)
+    meta, arrays = ranker.get_state()
+    assert np.array_equal(type(ranker).from_state(meta, arrays).decision_function(test.raw, test.offsets), scores)

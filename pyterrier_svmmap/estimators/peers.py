@@ -43,16 +43,10 @@ class _Peer(RankerEstimator):
             train = dataclasses.replace(train, labels=(train.labels >= 1).astype(float))
             if valid is not None:
                 valid = dataclasses.replace(valid, labels=(valid.labels >= 1).astype(float))
-        args = () if valid is None else (valid.raw, valid.labels, valid.offsets)
-        if isinstance(self.ranker_, AdaRankRanker):
-            self.ranker_.fit(train.raw, train.labels, train.offsets, *(args or (None, None, None)),
-                             n_relevant=train.n_relevant,
-                             n_relevant_valid=None if valid is None else valid.n_relevant)
-        else:
-            self.ranker_.fit(train.raw, train.labels, train.offsets, *args)
+        self.ranker_.fit_queries(train.queries(), None if valid is None else valid.queries())
 
     def _score(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        return self.ranker_.predict(raw, offsets)
+        return self.ranker_.decision_function(raw, offsets)
 
     def get_params(self) -> dict:
         """The ranker's full parameter set (defaults included), so that ``repr`` shows every parameter."""

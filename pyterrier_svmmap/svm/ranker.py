@@ -276,6 +276,12 @@ class StructSVMRanker:
                                       seconds=time.perf_counter() - t0)
         return self
 
+    def fit_queries(self, train: Queries, valid: Optional[Queries] = None) -> "StructSVMRanker":
+        """:meth:`fit` on :class:`~pyterrier_svmmap.queries.Queries` (the
+        :class:`~pyterrier_svmmap.queries.QueryRanker` protocol): ``train.n_relevant`` normalises validation
+        MAP, ``valid`` chooses C (else cross-validation, as in :meth:`fit`)."""
+        return self.fit(train.raw, train.labels, train.offsets, train.n_relevant, valid=valid)
+
     def fit_shards(self, sources: Sequence, valid: Optional[ValidSet] = None,
                    base_names: Optional[Sequence[str]] = None) -> "StructSVMRanker":
         """Train on data that comes in shards: ``sources`` are svmlight/LETOR file paths or ``(raw, labels,
