@@ -407,6 +407,126 @@ def paper_estimate(n, res, parse_s):
           "independent of the data size (the data never passes through it).")
 
 
+# -------------------------------------------------------------------------------------------------
+# per-iteration overhead: 2-worker LocalCluster against one process on a small case
+# -------------------------------------------------------------------------------------------------
+#: the case of the overhead measurement: 1,000 queries × 300 candidates × 16 functions, bins, C = 100,
+#: shards of 100 queries (10 shards, about 50 cutting-plane iterations): small enough that per-iteration
+#: overheads show
+OVERHEAD_CASE = dict(n_queries=1000, per_query=300, params=dict(C=100.0, features="bins", queries_per_shard=100))
+
+
+def noop(x):
+    return x
+
+
+VIOLATION_TASKS = ("shard_violation", "worker_violation")
+
+
+def overhead(repeat: int, plain: bool = False) -> dict:
+    """One process (``n_jobs`` = all cores) against a 2-worker LocalCluster (single-threaded workers, the
+    scheduler in this process), interleaved ``repeat`` times in this process; medians.
+
+    The cluster is the one ``executor="local"`` makes (:func:`~pyterrier_svmmap.scale.client.dask_client`),
+    or with ``plain`` a LocalCluster with Dask's defaults (its workers' ``MALLOC_TRIM_THRESHOLD_`` turns
+    glibc's dynamic mmap threshold off). Per oracle call of the Dask fit (the cutting-plane loop calls the
+    oracle one to three times an iteration, line search included): its wall time on the driver, the
+    argmax tasks it ran and the busiest worker's compute time in them (Dask's task stream), the time spent
+    moving data between workers, and an empty task's round trip (submit + gather of ``noop`` on one worker).
+    Overhead = oracle wall − busiest worker's compute."""
+    import statistics
+    import warnings
+    from dask.distributed import Client, LocalCluster, get_task_stream
+    from pyterrier_svmmap.scale.client import close_client, dask_client
+    from pyterrier_svmmap.scale.dask import ShardOracle
+    from pyterrier_svmmap.svm.ranker import StructSVMRanker
+    case = OVERHEAD_CASE
+    raw, labels, offsets = synthetic(case["n_queries"] * case["per_query"], n_funcs=N_FUNCS,
+                                     per_query=case["per_query"], seed=7)
+    params = case["params"]
+    hdr(f"per-iteration overhead: {case['n_queries']:,} queries × {case['per_query']} candidates × {N_FUNCS} "
+        f"functions, StructSVMRanker({', '.join(f'{k}={v!r}' for k, v in params.items())}); 2 workers: "
+        + ("a LocalCluster with Dask's defaults" if plain else 'the LocalCluster of executor="local"'))
+    calls = []                                                   # (start, stop) of every oracle call
+    original = ShardOracle.__call__
+
+    def timed(self, w):
+        t = time.time()
+        try:
+            return original(self, w)
+        finally:
+            calls.append((t, time.time()))
+    ShardOracle.__call__ = timed
+    if plain:
+        client = Client(LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None))
+    else:
+        client, _ = dask_client("local", workers=2)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            warm_up()
+            client.run(warm_up)
+            StructSVMRanker(**params).fit(raw, labels, offsets)
+            StructSVMRanker(**params, executor=client).fit(raw, labels, offsets)
+        workers = sorted(client.scheduler_info()["workers"])
+        rows = []
+        for _ in range(repeat):
+            t = time.perf_counter()
+            one = StructSVMRanker(**params).fit(raw, labels, offsets)
+            t_one = time.perf_counter() - t
+            calls.clear()
+            with get_task_stream(client) as ts:
+                t = time.perf_counter()
+                dist = StructSVMRanker(**params, executor=client).fit(raw, labels, offsets)
+                t_dist = time.perf_counter() - t
+            n_calls = len(calls)
+            argmax = [task for task in ts.data if task_kind(task["key"]) in VIOLATION_TASKS]
+            busiest, transfer = [], 0.0
+            for a, b in calls:
+                per_worker = {}
+                for task in argmax:
+                    for ss in task["startstops"]:
+                        if a <= ss["start"] <= b and ss["action"] == "compute":
+                            per_worker[task["worker"]] = per_worker.get(task["worker"], 0.0) + ss["stop"] - ss["start"]
+                busiest.append(max(per_worker.values(), default=0.0))
+            for task in argmax:
+                transfer += sum(ss["stop"] - ss["start"] for ss in task["startstops"] if ss["action"] == "transfer")
+            trip = []
+            for _ in range(20):
+                t = time.perf_counter()
+                client.gather(client.submit(noop, 1, pure=False, workers=[workers[0]]))
+                trip.append(time.perf_counter() - t)
+            wall = [b - a for a, b in calls]
+            rows.append(dict(one=t_one, dist=t_dist, ratio=t_dist / t_one, cp_one=one.path_[0]["seconds"],
+                             cp_dist=dist.path_[0]["seconds"], iters=dist.n_iter_, calls=n_calls,
+                             tasks=len(argmax) / max(n_calls, 1), wall=statistics.median(wall),
+                             busiest=statistics.median(busiest),
+                             overhead=statistics.median([x - y for x, y in zip(wall, busiest)]),
+                             transfer=transfer / max(n_calls, 1), trip=statistics.median(trip),
+                             same=bool(np.array_equal(one.coef_, dist.coef_) and one.n_iter_ == dist.n_iter_)))
+            r = rows[-1]
+            print(f"  one process {r['one']:.2f} s, 2 workers {r['dist']:.2f} s, ratio {r['ratio']:.2f}; "
+                  f"{r['calls']} oracle calls, {r['tasks']:.2f} argmax tasks each; same model: {r['same']}",
+                  flush=True)
+    finally:
+        ShardOracle.__call__ = original
+        close_client(client)
+
+    def med(k):
+        return statistics.median(r[k] for r in rows)
+    out = {k: med(k) for k in rows[0] if k != "same"}
+    out["cp_ratio"] = statistics.median(r["cp_dist"] / r["cp_one"] for r in rows)
+    print(f"median of {repeat}: one process {out['one']:.2f} s (cutting planes {out['cp_one']:.2f} s), 2-worker "
+          f"LocalCluster {out['dist']:.2f} s (cutting planes {out['cp_dist']:.2f} s); ratio 2 workers / one "
+          f"process {out['ratio']:.2f} (cutting planes {out['cp_ratio']:.2f})")
+    print(f"per oracle call ({out['calls']:.0f} calls in {out['iters']:.0f} iterations, {out['tasks']:.2f} argmax "
+          f"tasks each): one process {out['cp_one'] / out['calls'] * 1e3:.1f} ms; 2 workers "
+          f"{out['wall'] * 1e3:.1f} ms = busiest worker's argmax {out['busiest'] * 1e3:.1f} ms + overhead "
+          f"{out['overhead'] * 1e3:.1f} ms (data moved between workers {out['transfer'] * 1e3:.2f} ms; an empty "
+          f"task's round trip {out['trip'] * 1e3:.1f} ms); models equal in {sum(r['same'] for r in rows)} of "
+          f"{repeat} runs")
+    return out
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="10^5 and 10^6 candidates only")
@@ -415,10 +535,16 @@ def main():
     ap.add_argument("--source", choices=("workers", "files"), default="workers",
                     help="where the shards come from: generated on the workers (default) or svmlight files")
     ap.add_argument("--sizes", default=None, help="comma-separated sizes instead of the defaults")
+    ap.add_argument("--overhead", action="store_true",
+                    help="only the per-iteration overhead case (2 workers vs one process, small data)")
     ap.add_argument("--_child", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args._child:
         child(*args._child)
+        return
+    if args.overhead:
+        overhead(max(args.repeat, 3))
+        overhead(max(args.repeat, 3), plain=True)
         return
     import dask
     import distributed
