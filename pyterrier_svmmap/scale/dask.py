@@ -3,28 +3,38 @@
 The 1-slack cutting-plane loop (Joachims, Finley & Yu 2009, Algorithm 4) is data-parallel: in every
 iteration each query's scores, its loss-augmented argmax (Yue et al. 2007, Algorithm 2) and its Ψ
 contribution are independent of the other queries', and the new constraint is their sum. So the training
-queries are cut into *shards* (a shard never splits a query), the shards are loaded once onto Dask workers
-and stay there, and each iteration sends w to every shard and receives, per shard and slack group, one
-vector of the model's dimension (Σ_q Ψ contributions) and one number (Σ_q Δ). The small dual QP stays on the
-driver (:mod:`~pyterrier_svmmap.svm.cutting_plane`). Sums are combined in shard order, so the model does not depend on
-how many workers there are or which worker computed what.
+queries are cut into *shards* (a shard never splits a query); the shards are loaded once onto Dask workers
+and stay there, each as φ with its labels and query offsets (:func:`~.shards.shard_problem`).
+
+Every oracle call is **one task per worker** that holds shards (:class:`Placement`):
+:func:`~.shards.worker_violation` gets w (a vector of φ's dimension, inside the task: no separate broadcast)
+and that worker's shards, runs the argmax of each shard on the worker's threads, and returns, per shard and
+slack group, one vector of φ's dimension (Σ_q Ψ contributions) and one number (Σ_q Δ), shard by shard. The
+driver puts the answers back in shard order and sums them in that order
+(:func:`~pyterrier_svmmap.svm.cutting_plane.reduce_shard_sums`, as a one-process fit does), so the model
+does not depend on how many workers there are or which worker computed what. The small dual QP stays on the
+driver (:mod:`~pyterrier_svmmap.svm.cutting_plane`). Which worker holds which shard is read from the
+scheduler (``client.who_has``) before the first call and again after any task ran on another worker than
+the one it was sent to.
 
 What else needs all the data is done the same way, exactly:
 
 * quantile thresholds (the paper's K_f, §4.2): every shard keeps its per-query top-``threshold_depth``
   scores, sorted per function; the driver finds each global order statistic by bisection over the
-  float64 values in their total order — at most 64 rounds in which every shard answers how many of its
-  values lie at or below each of the F × |K_f| pivots — so the thresholds equal ``numpy.quantile(...,
-  method="lower")`` over all shards' values, as one process computes them;
+  float64 values in their total order — at most 64 rounds in which every worker answers, per shard it holds,
+  how many of the shard's values lie at or below each of the F × |K_f| pivots — so the thresholds equal
+  ``numpy.quantile(..., method="lower")`` over all shards' values, as one process computes them;
 * ``prior="best"``: every shard returns the sum of AP per base function.
 
 Validation queries are scored on the driver. Choosing C by cross-validation is not distributed: give
 validation data (or a single C) when training on a cluster.
 
 Failure: shards are Dask tasks (loading a file, or building the shard from arrays held in the task
-graph), so when a worker is lost Dask recomputes its shards on another worker and the iteration is
-repeated from the same w: the model is the same. If they cannot be recomputed (no worker left, retries
-exhausted), training stops with :class:`DistributedTrainingError`.
+graph). A worker's task is submitted with ``workers=[address], allow_other_workers=True``: when the worker
+is lost, Dask recomputes its shards on another worker and runs the task there, the iteration is repeated
+from the same w, and the grouping is read again from the scheduler for the next call: the model is the
+same. If the shards cannot be recomputed (no worker left, retries exhausted), training stops with
+:class:`DistributedTrainingError`.
 """
 from __future__ import annotations
 
