@@ -245,8 +245,26 @@ class Placement:
         return self._groups
 
     def run(self, func, args: tuple, gather, retries: int) -> list:
-        """``func(*args, *futures of a group)`` once per group; its answer (address, one result per future
-        given) is put back in the order of :attr:`futures`. ``gather`` collects the tasks' results."""
+        """One task per group: ``func(*args, *the group's futures)`` on the group's worker.
+
+        Parameters
+        ----------
+        func : callable
+            A function of module level returning ``(address of the worker it ran on, [one result per future
+            given, in the order given])`` (:func:`~.shards.worker_violation`, :func:`~.shards.worker_counts`).
+        args : tuple
+            The arguments before the futures (small: they travel inside every task).
+        gather : callable
+            Collects the tasks' results (:meth:`ShardedData._gather`, which turns worker failures into
+            :class:`DistributedTrainingError`).
+        retries : int
+            Dask's ``retries`` of each task.
+
+        Returns
+        -------
+        list
+            One result per future of :attr:`futures`, in that order, whatever the grouping.
+        """
         groups = self.groups()
         tasks = []
         for address, idx in groups:
@@ -266,9 +284,22 @@ class Placement:
 
 
 def group_by_worker(holders: Sequence[Sequence[str]]) -> List[Tuple[Optional[str], List[int]]]:
-    """Shard indices grouped by worker, given each shard's holders (``who_has``): a shard with one holder goes
-    to it; one with several to the holder with the fewest shards so far (ties: the smaller address), the
-    shards with one holder counted first; those with none to a group of their own (address None), last."""
+    """Shard indices grouped by worker.
+
+    A shard with one holder goes to it; one with several to the holder with the fewest shards so far (ties:
+    the smaller address), the shards with one holder counted first; those with none to a group of their own
+    (address None), last.
+
+    Parameters
+    ----------
+    holders : sequence of sequences of str
+        Per shard, the addresses of the workers that hold it (``client.who_has``).
+
+    Returns
+    -------
+    list of (str or None, list of int)
+        Per task, the worker's address and the shard indices in increasing order; groups by address.
+    """
     groups: Dict[str, List[int]] = {}
     for i, h in enumerate(holders):
         if len(h) == 1:

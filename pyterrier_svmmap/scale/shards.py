@@ -116,10 +116,28 @@ def worker_threads() -> int:
 
 def worker_violation(w: np.ndarray, losses, *problems: ShardProblem
                      ) -> Tuple[Optional[str], List[List[Tuple[np.ndarray, float]]]]:
-    """:func:`shard_violation` of each of a worker's shards at w, one list per shard in the order given (not
-    summed: the driver sums all shards in shard order), and the worker's address (so that the driver sees
-    where the task ran). The shards' kernels use the worker's threads; their results do not depend on the
-    thread count (:mod:`~pyterrier_svmmap.threads`)."""
+    """The argmax of each of a worker's shards at w: the one Dask task per worker and oracle call.
+
+    The shards' kernels use the worker's threads; their results do not depend on the thread count
+    (:mod:`~pyterrier_svmmap.threads`).
+
+    Parameters
+    ----------
+    w : numpy.ndarray
+        The weights, of φ's dimension.
+    losses : list
+        One structural loss per slack group.
+    *problems : ShardProblem
+        The shards this worker holds (:func:`shard_problem`), in increasing shard order.
+
+    Returns
+    -------
+    address : str or None
+        The worker the task ran on, so that the driver sees where its shards are.
+    parts : list
+        Per shard, in the order given, :func:`~pyterrier_svmmap.svm.cutting_plane.shard_sums`: per slack
+        group (Σ_q Ψ coefficients as a vector, Σ_q Δ). Not summed: the driver sums all shards in shard order.
+    """
     with threads.using(worker_threads()):
         parts = [shard_sums(p.X, p.labels, p.offsets, w, losses) for p in problems]
     return worker_address(), parts
