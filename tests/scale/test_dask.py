@@ -277,3 +277,22 @@ def _here(shift, *arrays):
 
 def _elsewhere(shift, *arrays):
     return "tcp://elsewhere:1", [a + shift for a in arrays]
+
+
+def test_the_local_cluster_workers_take_large_blocks_from_the_heap():
+    """executor="local" starts its workers with MALLOC_MMAP_THRESHOLD_ (Dask's MALLOC_TRIM_THRESHOLD_ turns
+    glibc's dynamic mmap threshold off, and every per-iteration array would be a fresh mapping); Dask's own
+    variables stay."""
+    import dask
+    from pyterrier_svmmap.scale.client import WORKER_ENVIRON, close_client, dask_client
+    dask_trim = dask.config.get("distributed.nanny.pre-spawn-environ").get("MALLOC_TRIM_THRESHOLD_")
+    client, owned = dask_client("local", workers=1)
+    try:
+        seen = list(client.run(_malloc_environ).values())
+    finally:
+        close_client(client)
+    assert owned and seen == [(WORKER_ENVIRON["MALLOC_MMAP_THRESHOLD_"], None if dask_trim is None else str(dask_trim))]
+
+
+def _malloc_environ():
+    return os.environ.get("MALLOC_MMAP_THRESHOLD_"), os.environ.get("MALLOC_TRIM_THRESHOLD_")
