@@ -296,3 +296,26 @@ def test_the_local_cluster_workers_take_large_blocks_from_the_heap():
 
 def _malloc_environ():
     return os.environ.get("MALLOC_MMAP_THRESHOLD_"), os.environ.get("MALLOC_TRIM_THRESHOLD_")
+
+
+def test_the_client_sends_its_messages_promptly_during_a_fit_only(client2):
+    from pyterrier_svmmap.scale.dask import MESSAGE_INTERVAL, prompt_messages
+    before = client2.scheduler_comm.interval
+    assert before > MESSAGE_INTERVAL                                  # Dask's 10 ms
+    seen = []
+    original = ShardOracle.__call__
+
+    def call(self, w):
+        seen.append(client2.scheduler_comm.interval)
+        return original(self, w)
+    ShardOracle.__call__ = call
+    try:
+        raw, labels, offsets = _data(5)
+        StructSVMRanker(C=1.0, n_bins=5, executor=client2, queries_per_shard=10).fit(raw, labels, offsets)
+    finally:
+        ShardOracle.__call__ = original
+    assert seen and set(seen) == {MESSAGE_INTERVAL} and client2.scheduler_comm.interval == before
+
+    class NoStream:
+        pass
+    prompt_messages(NoStream())()                                     # another client: nothing to change
