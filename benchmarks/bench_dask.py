@@ -3,8 +3,17 @@
 Usage::
 
     python benchmarks/bench_dask.py [--quick] [--repeat R] [--tmp DIR]
+    python benchmarks/bench_dask.py --overhead      # the per-iteration overhead case only (about 2 minutes)
 
-For each size (10⁶ and 10⁷ candidates; 10⁵ and 10⁶ with ``--quick``) of the synthetic data of
+First, the per-iteration overhead (:func:`overhead`): 1,000 queries × 300 candidates × 16 functions,
+``StructSVMRanker(C=100, features="bins", queries_per_shard=100)`` (10 shards, about 70 iterations and 210
+oracle calls), fitted in one process and on a 2-worker LocalCluster in turn, in this process, at least 3
+times: the ratio of the fit times (medians), the tasks per oracle call, and per oracle call the busiest
+worker's argmax time, the rest (overhead), and where an empty task's round trip goes (driver → scheduler →
+worker → scheduler → driver). With ``--overhead`` this case runs alone, on the cluster ``executor="local"``
+makes and on a LocalCluster with Dask's defaults.
+
+Then, for each size (10⁶ and 10⁷ candidates; 10⁵ and 10⁶ with ``--quick``) of the synthetic data of
 ``benchmarks/bench.py`` part c (1,000 candidates per query, 16 base functions, 5 % relevant, 10 % not
 retrieved), ``StructSVMRanker(C=1.0, features="bins", n_bins=50)`` is fitted
 
@@ -193,8 +202,12 @@ def run_one(spec: dict) -> dict:
                 workers_rss=[], n=int(len(raw)))
 
 
+#: the task kinds of the per-iteration argmax (one per shard, or one per worker holding shards)
+VIOLATION_TASKS = ("shard_violation", "worker_violation")
+
+
 def task_kind(key) -> str:
-    """A Dask task key's function name (``"shard_violation-<hash>"`` → ``"shard_violation"``)."""
+    """A Dask task key's function name (``"worker_violation-<hash>"`` → ``"worker_violation"``)."""
     return str(key[0] if isinstance(key, tuple) else key).split("-", 1)[0]
 
 
@@ -228,10 +241,11 @@ def run_dask(spec: dict, n_workers: int) -> dict:
         work, placement = {}, {}
         for task in ts.data:
             kind = task_kind(task["key"])
+            kind = "argmax" if kind in VIOLATION_TASKS else kind
             for ss in task["startstops"]:
                 if ss["action"] == "compute":
                     work[kind] = work.get(kind, 0.0) + ss["stop"] - ss["start"]
-            if kind == "shard_violation":
+            if kind == "argmax":
                 placement[task["worker"]] = placement.get(task["worker"], 0) + 1
         rss = client.run(rss_gb)
         traffic = r.training_summary_["traffic"]["bins"]
@@ -319,8 +333,8 @@ def report_size(n, res):
         if r:
             w = r["work"]
             order = ["gen_shard", "shard_pieces", "shard_from_arrays", "shard_from_svmlight", "shard_summary",
-                     "usable_shard", "shard_sample", "sample_counts", "shard_map_sums",
-                     "shard_features", "shard_violation"]
+                     "usable_shard", "shard_sample", "sample_counts", "worker_counts", "shard_map_sums",
+                     "shard_features", "shard_problem", "argmax"]
             parts = ", ".join(f"{k} {w[k]:.2f}" for k in order if k in w)
             rest = sum(v for k, v in w.items() if k not in order)
             print(f"worker-seconds ({NAMES[mode]}): {parts}, other {rest:.2f}; argmax tasks per worker "
@@ -328,7 +342,8 @@ def report_size(n, res):
 
 
 MAKE = ("gen_shard", "shard_pieces", "shard_from_arrays", "shard_from_svmlight", "shard_summary")
-SETUP = ("usable_shard", "shard_sample", "sample_extent", "sample_counts", "shard_map_sums", "shard_features")
+SETUP = ("usable_shard", "shard_sample", "sample_extent", "sample_counts", "worker_counts", "shard_map_sums",
+         "shard_features", "shard_problem")
 
 
 def parse_cost(folder: Path, repeat: int = 2) -> float:
@@ -351,8 +366,8 @@ def paper_estimate(n, res, parse_s):
 
     Per iteration: ``c × N/W`` (the argmax task's worker-seconds per candidate, measured, on the candidates of
     one worker) plus the Dask/driver overhead (wall time per iteration not spent in the busiest worker's
-    argmax tasks: scatter, scheduling, gathering, summing, the QP), scaled with the number of shards (the
-    scheduler handles one task per shard per iteration). Once: reading the shard files (the measured parse
+    argmax tasks: scheduling, gathering, summing, the QP), scaled with the number of workers (the
+    scheduler handles one task per worker holding shards per iteration). Once: reading the shard files (the measured parse
     cost) and the setup tasks (usable queries, threshold samples and counts, MAP per function, φ), on N/W
     candidates per worker, plus their overhead scaled with shards. Memory: peak RSS above the warmed-up
     worker per candidate held."""
@@ -362,11 +377,11 @@ def paper_estimate(n, res, parse_s):
     hdr(f"paper estimate for 10⁸ and 10⁹ candidates (from the {n:,}-candidate runs)")
     S_meas = shards_for(n)
     iters = max(d2["iters"], one["iters"])
-    c1 = d1["work"]["shard_violation"] / (d1["oracle_calls"] * n)
-    c2 = d2["work"]["shard_violation"] / (d2["oracle_calls"] * n)
+    c1 = d1["work"]["argmax"] / (d1["oracle_calls"] * n)
+    c2 = d2["work"]["argmax"] / (d2["oracle_calls"] * n)
     per_iter2 = d2["cp"] / d2["iters"]
-    busiest = d2["work"]["shard_violation"] / d2["oracle_calls"] / 2
-    o_shard = max(per_iter2 - busiest, 0.0) / S_meas              # overhead per shard and iteration
+    busiest = d2["work"]["argmax"] / d2["oracle_calls"] / 2
+    o_task = max(per_iter2 - busiest, 0.0) / 2                    # overhead per worker task and iteration
     setup_c = sum(d2["work"].get(k, 0.0) for k in SETUP) / n
     make_c = sum(d2["work"].get(k, 0.0) for k in MAKE) / n
     o_setup = max((d2["fit"] - d2["cp"]) - (setup_c + make_c) * n / 2, 0.0) / S_meas
@@ -377,14 +392,14 @@ def paper_estimate(n, res, parse_s):
     dim = len(one["coef"])                                    # φ's dimension
     print(f"measured at {n:,}: argmax task {c1 * 1e9:.0f} ns (1 worker) / {c2 * 1e9:.0f} ns (2 workers) per "
           f"candidate and iteration; overhead {per_iter2 - busiest:.3f} s per iteration with {S_meas} shards "
-          f"({o_shard * 1e3:.2f} ms per shard); setup (thresholds, φ, MAP per function) {setup_c * 1e6:.2f} µs "
+          f"({o_task * 1e3:.2f} ms per worker task); setup (thresholds, φ, MAP per function) {setup_c * 1e6:.2f} µs "
           f"per candidate once, overhead {o_setup * 1e3:.1f} ms per shard; reading svmlight "
           f"{parse_s * 1e6:.1f} µs per candidate (one 100,000-line file, this process); peak worker memory "
           f"{b1:.0f} B (1 worker) / {b2:.0f} B (2 workers) per candidate above a {base:.2f} GB warmed-up worker; "
           f"{iters} iterations")
     print("assumed: one worker per core, each core as fast as here; 1,000,000-candidate shards "
-          f"(queries_per_shard=1000 × 1,000 candidates: 100 at 10⁸, 1,000 at 10⁹; measured with {S_meas}), overheads "
-          f"scaled by the number of shards; 75 % of a worker's memory for data at {b:.0f} B per candidate; "
+          f"(queries_per_shard=1000 × 1,000 candidates: 100 at 10⁸, 1,000 at 10⁹; measured with {S_meas}), the "
+          f"per-iteration overhead scaled by the number of workers, the setup's by the number of shards; 75 % of a worker's memory for data at {b:.0f} B per candidate; "
           f"{iters} iterations (the count did not grow with size in bench.py part c: 36, 31, 31, 21)")
     print(f"{'candidates':>13} {'mem/worker':>10} {'workers':>7} {'cand/worker':>12} {'s/iter':>7} "
           f"{'load+setup s':>12} {'fit s':>7} {'shards':>6} {'MB/iter':>8}")
@@ -396,16 +411,161 @@ def paper_estimate(n, res, parse_s):
                 continue
             W = math.ceil(N / per_worker)
             n_w = N / W
-            s_iter = c2 * n_w + o_shard * S
+            s_iter = c2 * n_w + o_task * W
             once = (parse_s + setup_c) * n_w + o_setup * S
-            mb = (8 * dim * S + S * 8 * (dim + 1)) / 1e6
+            mb = (8 * dim * W + S * 8 * (dim + 1)) / 1e6
             print(f"{N:>13,} {mem_gb:>8} GB {W:>7} {n_w:>12,.0f} {s_iter:>7.2f} {once:>12.0f} "
                   f"{once + iters * s_iter:>7.0f} {S:>6} {mb:>8.1f}")
     print(f"driver: the dual QP has one row per cutting plane ({iters} here; ≤ max_iter) over φ's {dim} "
-          f"dimensions — kilobytes to a few MB; per iteration it scatters w ({8 * dim / 1e3:.1f} kB) and sums one "
+          f"dimensions — kilobytes to a few MB; per iteration it sends w ({8 * dim / 1e3:.1f} kB) in each worker's task and sums one "
           f"{dim}-vector per shard. Its peak here was {d2['driver_rss']:.2f} GB with the scheduler in it, "
           "independent of the data size (the data never passes through it).")
 
+
+# -------------------------------------------------------------------------------------------------
+# per-iteration overhead: 2-worker LocalCluster against one process on a small case
+# -------------------------------------------------------------------------------------------------
+#: the case of the overhead measurement: 1,000 queries × 300 candidates × 16 functions, bins, C = 100,
+#: shards of 100 queries (10 shards, about 50 cutting-plane iterations): small enough that per-iteration
+#: overheads show
+OVERHEAD_CASE = dict(n_queries=1000, per_query=300, params=dict(C=100.0, features="bins", queries_per_shard=100))
+
+
+def noop(x):
+    return x
+
+
+def round_trip_parts(client, worker: str, n: int = 20) -> dict:
+    """Where an empty task's round trip goes, medians over ``n`` tasks, in ms, from the scheduler's and the
+    worker's transition logs (``story``; one machine, one clock): ``to scheduler`` (submit on the driver
+    until the scheduler has the task: serialising the graph, the client's batched stream, ``update_graph``),
+    ``to worker`` (until the worker has it), ``run`` (until the worker has the result), ``to scheduler``
+    back, ``to client`` (until ``gather`` returns: the scheduler's report and fetching the result)."""
+    import statistics
+    parts = []
+    for i in range(n):
+        t0 = time.time()
+        f = client.submit(noop, i, pure=False, workers=[worker])
+        client.gather(f)
+        t_end = time.time()
+        key = f.key
+        sched = client.run_on_scheduler(lambda dask_scheduler, key=key: [(s[1], s[2], s[-1])
+                                                                           for s in dask_scheduler.story(key)])
+        wk = client.run(lambda dask_worker, key=key: [(s[1], s[2], s[-1]) for s in dask_worker.state.story(key)],
+                        workers=[worker])[worker]
+        t_waiting = min(t for a, b, t in sched if b == "waiting")
+        t_memory = min(t for a, b, t in sched if b == "memory")
+        t_received = min(t for a, b, t in wk if a == "compute-task")
+        t_done = min(t for a, b, t in wk if b == "memory")
+        parts.append(dict(to_scheduler=t_waiting - t0, to_worker=t_received - t_waiting, run=t_done - t_received,
+                          back=t_memory - t_done, to_client=t_end - t_memory, total=t_end - t0))
+        time.sleep(0.02)
+    return {k: statistics.median(p[k] for p in parts) * 1e3 for k in parts[0]}
+
+
+def overhead(repeat: int, plain: bool = False) -> dict:
+    """One process (``n_jobs`` = all cores) against a 2-worker LocalCluster (single-threaded workers, the
+    scheduler in this process), interleaved ``repeat`` times in this process; medians.
+
+    The cluster is the one ``executor="local"`` makes (:func:`~pyterrier_svmmap.scale.client.dask_client`),
+    or with ``plain`` a LocalCluster with Dask's defaults (its workers' ``MALLOC_TRIM_THRESHOLD_`` turns
+    glibc's dynamic mmap threshold off). Per oracle call of the Dask fit (the cutting-plane loop calls the
+    oracle one to three times an iteration, line search included): its wall time on the driver, the
+    argmax tasks it ran and the busiest worker's compute time in them (Dask's task stream), the time spent
+    moving data between workers, and an empty task's round trip (submit + gather of ``noop`` on one worker).
+    Overhead = oracle wall − busiest worker's compute."""
+    import statistics
+    import warnings
+    from dask.distributed import Client, LocalCluster, get_task_stream
+    from pyterrier_svmmap.scale.client import close_client, dask_client
+    from pyterrier_svmmap.scale.dask import ShardOracle
+    from pyterrier_svmmap.svm.ranker import StructSVMRanker
+    case = OVERHEAD_CASE
+    raw, labels, offsets = synthetic(case["n_queries"] * case["per_query"], n_funcs=N_FUNCS,
+                                     per_query=case["per_query"], seed=7)
+    params = case["params"]
+    hdr(f"per-iteration overhead: {case['n_queries']:,} queries × {case['per_query']} candidates × {N_FUNCS} "
+        f"functions, StructSVMRanker({', '.join(f'{k}={v!r}' for k, v in params.items())}); 2 workers: "
+        + ("a LocalCluster with Dask's defaults" if plain else 'the LocalCluster of executor="local"'))
+    calls = []                                                   # (start, stop) of every oracle call
+    original = ShardOracle.__call__
+
+    def timed(self, w):
+        t = time.time()
+        try:
+            return original(self, w)
+        finally:
+            calls.append((t, time.time()))
+    ShardOracle.__call__ = timed
+    if plain:
+        client = Client(LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None))
+    else:
+        client, _ = dask_client("local", workers=2)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            warm_up()
+            client.run(warm_up)
+            StructSVMRanker(**params).fit(raw, labels, offsets)
+            StructSVMRanker(**params, executor=client).fit(raw, labels, offsets)
+        workers = sorted(client.scheduler_info()["workers"])
+        rows = []
+        for _ in range(repeat):
+            t = time.perf_counter()
+            one = StructSVMRanker(**params).fit(raw, labels, offsets)
+            t_one = time.perf_counter() - t
+            calls.clear()
+            with get_task_stream(client) as ts:
+                t = time.perf_counter()
+                dist = StructSVMRanker(**params, executor=client).fit(raw, labels, offsets)
+                t_dist = time.perf_counter() - t
+            n_calls = len(calls)
+            argmax = [task for task in ts.data if task_kind(task["key"]) in VIOLATION_TASKS]
+            busiest, transfer = [], 0.0
+            for a, b in calls:
+                per_worker = {}
+                for task in argmax:
+                    for ss in task["startstops"]:
+                        if a <= ss["start"] <= b and ss["action"] == "compute":
+                            per_worker[task["worker"]] = per_worker.get(task["worker"], 0.0) + ss["stop"] - ss["start"]
+                busiest.append(max(per_worker.values(), default=0.0))
+            for task in argmax:
+                transfer += sum(ss["stop"] - ss["start"] for ss in task["startstops"] if ss["action"] == "transfer")
+            trip = round_trip_parts(client, workers[0])
+            wall = [b - a for a, b in calls]
+            rows.append(dict(one=t_one, dist=t_dist, ratio=t_dist / t_one, cp_one=one.path_[0]["seconds"],
+                             cp_dist=dist.path_[0]["seconds"], iters=dist.n_iter_, calls=n_calls,
+                             tasks=len(argmax) / max(n_calls, 1), wall=statistics.median(wall),
+                             busiest=statistics.median(busiest),
+                             overhead=statistics.median([x - y for x, y in zip(wall, busiest)]),
+                             transfer=transfer / max(n_calls, 1), trip=trip["total"], trip_parts=trip,
+                             same=bool(np.array_equal(one.coef_, dist.coef_) and one.n_iter_ == dist.n_iter_)))
+            r = rows[-1]
+            print(f"  one process {r['one']:.2f} s, 2 workers {r['dist']:.2f} s, ratio {r['ratio']:.2f}; "
+                  f"{r['calls']} oracle calls, {r['tasks']:.2f} argmax tasks each; same model: {r['same']}",
+                  flush=True)
+    finally:
+        ShardOracle.__call__ = original
+        close_client(client)
+
+    def med(k):
+        return statistics.median(r[k] for r in rows)
+    out = {k: med(k) for k in rows[0] if k not in ("same", "trip_parts")}
+    trip = {k: statistics.median(r["trip_parts"][k] for r in rows) for k in rows[0]["trip_parts"]}
+    out["cp_ratio"] = statistics.median(r["cp_dist"] / r["cp_one"] for r in rows)
+    print(f"median of {repeat}: one process {out['one']:.2f} s (cutting planes {out['cp_one']:.2f} s), 2-worker "
+          f"LocalCluster {out['dist']:.2f} s (cutting planes {out['cp_dist']:.2f} s); ratio 2 workers / one "
+          f"process {out['ratio']:.2f} (cutting planes {out['cp_ratio']:.2f})")
+    print(f"per oracle call ({out['calls']:.0f} calls in {out['iters']:.0f} iterations, {out['tasks']:.2f} argmax "
+          f"tasks each): one process {out['cp_one'] / out['calls'] * 1e3:.1f} ms; 2 workers "
+          f"{out['wall'] * 1e3:.1f} ms = busiest worker's argmax {out['busiest'] * 1e3:.1f} ms + overhead "
+          f"{out['overhead'] * 1e3:.1f} ms (data moved between workers {out['transfer'] * 1e3:.2f} ms; an empty "
+          f"task's round trip {out['trip']:.1f} ms); models equal in {sum(r['same'] for r in rows)} of "
+          f"{repeat} runs")
+    print(f"an empty task's round trip, {trip['total']:.1f} ms: driver → scheduler {trip['to_scheduler']:.1f}, "
+          f"→ worker {trip['to_worker']:.1f}, run {trip['run']:.1f}, → scheduler {trip['back']:.1f}, → driver "
+          f"(report + gather) {trip['to_client']:.1f} ms")
+    return out
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -415,10 +575,16 @@ def main():
     ap.add_argument("--source", choices=("workers", "files"), default="workers",
                     help="where the shards come from: generated on the workers (default) or svmlight files")
     ap.add_argument("--sizes", default=None, help="comma-separated sizes instead of the defaults")
+    ap.add_argument("--overhead", action="store_true",
+                    help="only the per-iteration overhead case (2 workers vs one process, small data)")
     ap.add_argument("--_child", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args._child:
         child(*args._child)
+        return
+    if args.overhead:
+        overhead(max(args.repeat, 3))
+        overhead(max(args.repeat, 3), plain=True)
         return
     import dask
     import distributed
@@ -432,6 +598,7 @@ def main():
           + ("generated on the workers (NaN kept)" if args.source == "workers" else
              "read from svmlight files (NaN written as 0)"))
     t0 = time.perf_counter()
+    overhead(max(args.repeat, 3))
     root = Path(tempfile.mkdtemp(prefix="svmmap-dask-", dir=args.tmp))
     try:
         res = {}

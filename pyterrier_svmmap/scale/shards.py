@@ -1,13 +1,15 @@
-"""Queriess of training queries and what a worker computes on them: plain functions of module level, so that
+"""Shards of training queries and what a worker computes on them: plain functions of module level, so that
 Dask ships them by reference (:mod:`~pyterrier_svmmap.scale.dask`), and the exact order statistics over all
 shards that the quantile thresholds need.
 
-A shard is a :class:`~pyterrier_svmmap.queries.Queries`: the candidates of some whole queries.
+A shard is a :class:`~pyterrier_svmmap.queries.Queries`: the candidates of some whole queries. Functions named
+``worker_*`` take the shards one worker holds and answer for each of them separately, in the order given, so
+that a Dask cluster runs one task per worker and the driver still combines the answers in shard order.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import List, Optional, Tuple
+from typing import List, NamedTuple, Optional, Tuple
 
 import numpy as np
 
@@ -16,6 +18,7 @@ from pyterrier_svmmap.io.svmlight import read_svmlight
 from pyterrier_svmmap.measures import average_precision
 from pyterrier_svmmap.queries import Queries
 from pyterrier_svmmap.svm.cutting_plane import shard_sums
+import pyterrier_svmmap.threads as threads
 from pyterrier_svmmap.ties import float_to_ordered, ordered_to_float
 
 
@@ -68,6 +71,18 @@ def shard_features(shard: Queries, layout):
     return layout.transform(shard.raw, shard.offsets)
 
 
+class ShardProblem(NamedTuple):
+    """What a cutting-plane iteration needs of one shard: φ, the binary labels and the query offsets."""
+    X: object
+    labels: np.ndarray
+    offsets: np.ndarray
+
+
+def shard_problem(shard: Queries, layout) -> ShardProblem:
+    """φ of the shard with its labels and offsets (held on the worker for the whole fit)."""
+    return ShardProblem(shard_features(shard, layout), shard.labels, shard.offsets)
+
+
 def shard_map_sums(shard: Queries) -> np.ndarray:
     """Σ over the shard's queries of each base function's AP (for ``prior="best"``)."""
     filled = np.where(np.isnan(shard.raw), -np.inf, shard.raw)
@@ -79,6 +94,58 @@ def shard_violation(shard: Queries, X, w: np.ndarray, losses) -> List[Tuple[np.n
     """Per slack group: (Σ_q Ψ coefficients as a vector, Σ_q Δ) of the most violated constraints at w
     (:func:`~pyterrier_svmmap.svm.cutting_plane.shard_sums`, the same function a one-process fit runs per shard)."""
     return shard_sums(X, shard.labels, shard.offsets, w, losses)
+
+
+def worker_address() -> Optional[str]:
+    """The address of the Dask worker running the calling task (None outside a worker)."""
+    try:
+        from distributed import get_worker
+        return get_worker().address
+    except (ImportError, ValueError):
+        return None
+
+
+def worker_threads() -> int:
+    """The threads of the Dask worker running the calling task (1 outside a worker)."""
+    try:
+        from distributed import get_worker
+        return int(get_worker().state.nthreads)
+    except (ImportError, ValueError, AttributeError):
+        return 1
+
+
+def worker_violation(w: np.ndarray, losses, *problems: ShardProblem
+                     ) -> Tuple[Optional[str], List[List[Tuple[np.ndarray, float]]]]:
+    """The argmax of each of a worker's shards at w: the one Dask task per worker and oracle call.
+
+    The shards' kernels use the worker's threads; their results do not depend on the thread count
+    (:mod:`~pyterrier_svmmap.threads`).
+
+    Parameters
+    ----------
+    w : numpy.ndarray
+        The weights, of φ's dimension.
+    losses : list
+        One structural loss per slack group.
+    *problems : ShardProblem
+        The shards this worker holds (:func:`shard_problem`), in increasing shard order.
+
+    Returns
+    -------
+    address : str or None
+        The worker the task ran on, so that the driver sees where its shards are.
+    parts : list
+        Per shard, in the order given, :func:`~pyterrier_svmmap.svm.cutting_plane.shard_sums`: per slack
+        group (Σ_q Ψ coefficients as a vector, Σ_q Δ). Not summed: the driver sums all shards in shard order.
+    """
+    with threads.using(worker_threads()):
+        parts = [shard_sums(p.X, p.labels, p.offsets, w, losses) for p in problems]
+    return worker_address(), parts
+
+
+def worker_counts(pivots: np.ndarray, *samples: List[np.ndarray]) -> Tuple[Optional[str], List[np.ndarray]]:
+    """:func:`sample_counts` of each of a worker's samples, in the order given, and the worker's address."""
+    return worker_address(), [sample_counts(s, pivots) for s in samples]
 
 
 # ---------------------------------------------------------------------------------------------

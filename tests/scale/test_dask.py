@@ -1,14 +1,16 @@
 """Training on a Dask cluster gives the model of one process: exact distributed thresholds, the same weights
-(1e-10 relative) and iteration counts on 1 and 2 workers, files read by workers, and a worker lost mid-fit."""
+and iteration counts on 1 and 2 workers, files read by workers, one argmax task per worker per oracle call,
+and a worker lost mid-fit."""
 from __future__ import annotations
 
 import os
+import signal
 
 import numpy as np
 import pytest
 
 from pyterrier_svmmap.queries import shard_sizes, split_queries
-from pyterrier_svmmap.scale.dask import DistributedTrainingError, ShardOracle
+from pyterrier_svmmap.scale.dask import DistributedTrainingError, Placement, ShardOracle, group_by_worker
 from pyterrier_svmmap.scale.shards import quantile_thresholds_from_counts, sample_counts, sample_extent
 from pyterrier_svmmap.features.encoder import function_thresholds
 from pyterrier_svmmap.svm.ranker import StructSVMRanker
@@ -59,8 +61,8 @@ def test_split_queries_keeps_queries_whole():
 distributed = pytest.importorskip("dask.distributed")
 
 
-def _cluster(n):
-    cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None)
+def _cluster(n, threads=1):
+    cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=threads, processes=True, dashboard_address=None)
     return distributed.Client(cluster)
 
 
@@ -110,8 +112,9 @@ def test_cluster_fit_equals_one_process(client2, params):
 
 
 def test_one_and_two_workers_give_the_same_model(client2):
+    """One worker of two threads (its task runs the shards' kernels on both) and two single-threaded workers."""
     raw, labels, offsets = _data(1)
-    c1 = _cluster(1)
+    c1 = _cluster(1, threads=2)
     try:
         one = StructSVMRanker(C=1.0, n_bins=5, executor=c1, queries_per_shard=10).fit(raw, labels, offsets)
     finally:
@@ -144,22 +147,30 @@ def test_grid_without_validation_is_refused_on_a_cluster(client2):
         StructSVMRanker(C=[0.1, 1.0], executor=client2).fit(raw, labels, offsets)
 
 
+def _kill_this_process():
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 def test_a_worker_lost_mid_fit_gives_the_same_model(monkeypatch):
-    """The shards are recomputed from the task graph on the remaining or restarted worker; the iteration is
-    repeated from the same w, so the model is unchanged."""
+    """A worker holding shards is killed: its shards are recomputed from the task graph on the remaining or
+    restarted worker, its task runs there, the grouping is read again from the scheduler, and the iteration is
+    repeated from the same w, so the model is unchanged; afterwards it is one task per worker again."""
     raw, labels, offsets = _data(3)
     serial = StructSVMRanker(C=1.0, features="raw", queries_per_shard=10).fit(raw, labels, offsets)
     client = _cluster(2)
     original = ShardOracle.__call__
+    seen = []
 
     def call(self, w):
         if self.calls == 3:                                      # in the middle of the cutting-plane loop
-            victim = sorted(client.scheduler_info()["workers"])[0]
+            victim = self.data.feature_placement.groups()[0][0]   # a worker that holds shards
             try:
-                client.run(os._exit, 1, workers=[victim])
+                client.run(_kill_this_process, workers=[victim])
             except Exception:                                    # noqa: BLE001 - the worker died, as intended
                 pass
-        return original(self, w)
+        out = original(self, w)
+        seen.append((self.data.feature_placement.refreshes, self.data.feature_placement.last_tasks))
+        return out
     monkeypatch.setattr(ShardOracle, "__call__", call)
     try:
         dist = StructSVMRanker(C=1.0, features="raw", executor=client, queries_per_shard=10).fit(raw, labels, offsets)
@@ -170,6 +181,8 @@ def test_a_worker_lost_mid_fit_gives_the_same_model(monkeypatch):
         client.close()
         cluster.close()
     _close(serial, dist)
+    assert len(seen) > 5 and seen[0][0] == 1 and seen[-1][0] >= 2       # read again after the loss
+    assert all(tasks <= 2 for _, tasks in seen[-3:])
 
 
 def test_estimator_and_cli_on_a_cluster(client2, tmp_path):
@@ -195,41 +208,114 @@ def test_estimator_and_cli_on_a_cluster(client2, tmp_path):
     _close(load_model(tmp_path / "serial").ranker_, load_model(tmp_path / "dist").ranker_)
 
 
-def test_w_is_sent_again_when_a_worker_is_lost_during_the_broadcast(monkeypatch):
-    """A worker lost while w is broadcast makes distributed raise a CommClosedError (an OSError) until the
-    scheduler drops it: the broadcast is tried again up to ``retries`` times, then the error is raised."""
-    import pyterrier_svmmap.scale.dask as distributed
-    monkeypatch.setattr(distributed.time, "sleep", lambda s: None)
-
-    class Flaky:
-        def __init__(self, failures):
-            self.failures, self.calls = failures, 0
-
-        def scatter(self, value, broadcast, hash):
-            self.calls += 1
-            assert broadcast and not hash
-            if self.calls <= self.failures:
-                raise OSError("in <TCP (closed) ConnectionPool.scatter>: Stream is closed")
-            return ("future", value)
-
-    client = Flaky(2)
-    assert distributed._broadcast(client, 7, retries=3) == ("future", 7) and client.calls == 3
-    with pytest.raises(OSError):
-        distributed._broadcast(Flaky(4), 7, retries=3)
+def test_shards_are_grouped_by_the_worker_that_holds_them():
+    """One holder: that worker; several: the one with the fewest shards (ties: the smaller address), after the
+    shards with one holder; none (lost, being recomputed): one task without a worker, last."""
+    a, b = "tcp://a:1", "tcp://b:1"
+    assert group_by_worker([[a], [b], [a], [b]]) == [(a, [0, 2]), (b, [1, 3])]
+    assert group_by_worker([[b, a], [a], [a], [a, b], [b]]) == [(a, [1, 2, 3]), (b, [0, 4])]
+    assert group_by_worker([[a, b], [b, a]]) == [(a, [0]), (b, [1])]
+    assert group_by_worker([[], [a], []]) == [(a, [1]), (None, [0, 2])]
+    assert group_by_worker([]) == []
 
 
-def test_w_is_sent_again_when_the_scheduler_drops_a_worker_while_it_replicates(monkeypatch):
-    """The scheduler's replicate raises KeyError('tcp://…') for a worker it removed meanwhile."""
-    import pyterrier_svmmap.scale.dask as distributed
-    monkeypatch.setattr(distributed.time, "sleep", lambda s: None)
+def _violation_tasks(ts):
+    return [t for t in ts.data if str(t["key"]).startswith(("worker_violation", "shard_violation"))]
 
-    class Racy:
-        calls = 0
 
-        def scatter(self, value, broadcast, hash):
-            Racy.calls += 1
-            if Racy.calls == 1:
-                raise KeyError("tcp://127.0.0.1:34505")
-            return ("future", value)
+def test_one_task_per_worker_per_oracle_call(client2):
+    """12 shards on 2 workers: every oracle call is one task per worker holding shards (not one per shard),
+    each asked of the worker that holds its shards, and the model is the one-process model."""
+    from dask.distributed import get_task_stream
+    raw, labels, offsets = _data(4, n_q=36)
+    params = dict(C=10.0, n_bins=5, queries_per_shard=3)
+    serial = StructSVMRanker(**params).fit(raw, labels, offsets)
+    calls = []
+    original = ShardOracle.__call__
 
-    assert distributed._broadcast(Racy(), 7, retries=3) == ("future", 7) and Racy.calls == 2
+    def call(self, w):
+        before = self.tasks
+        out = original(self, w)
+        calls.append(self.tasks - before)
+        return out
+    ShardOracle.__call__ = call
+    try:
+        with get_task_stream(client2) as ts:
+            dist = StructSVMRanker(**params, executor=client2).fit(raw, labels, offsets)
+    finally:
+        ShardOracle.__call__ = original
+    _close(serial, dist)
+    assert dist.training_summary_["shards"] == 12
+    tasks = _violation_tasks(ts)
+    n_calls = sum(p["oracle_calls"] for p in dist.path_)
+    assert len(calls) == n_calls > 5
+    assert len(tasks) == sum(calls) == dist.training_summary_["traffic"]["bins"]["tasks"]
+    holders = {t["worker"] for t in tasks}
+    assert calls == [len(holders)] * n_calls and len(holders) <= 2             # with one per shard: 12
+    assert all(str(t["key"]).startswith("worker_violation") for t in tasks)
+
+
+def test_the_grouping_is_read_again_when_a_task_ran_elsewhere(client2):
+    """A task that reports another worker than the one it was sent to (its worker was lost, the scheduler
+    moved it) makes the placement ask the scheduler where the data are before the next call."""
+    futures = [client2.submit(np.full, 3, float(i), pure=False) for i in range(5)]
+    placement = Placement(client2, futures)
+    assert [g.tolist() for g in placement.run(_here, (0.0,), client2.gather, 0)] == [[float(i)] * 3 for i in range(5)]
+    assert placement.refreshes == 1 and placement.last_tasks == len(placement.groups())
+    placement.run(_here, (0.0,), client2.gather, 0)
+    assert placement.refreshes == 1                              # the grouping was right: kept
+    got = placement.run(_elsewhere, (1.0,), client2.gather, 0)
+    assert [g.tolist() for g in got] == [[i + 1.0] * 3 for i in range(5)]      # answers in the futures' order
+    placement.groups()
+    assert placement.refreshes == 2
+
+
+def _here(shift, *arrays):
+    from pyterrier_svmmap.scale.shards import worker_address
+    return worker_address(), [a + shift for a in arrays]
+
+
+def _elsewhere(shift, *arrays):
+    return "tcp://elsewhere:1", [a + shift for a in arrays]
+
+
+def test_the_local_cluster_workers_take_large_blocks_from_the_heap():
+    """executor="local" starts its workers with MALLOC_MMAP_THRESHOLD_ (Dask's MALLOC_TRIM_THRESHOLD_ turns
+    glibc's dynamic mmap threshold off, and every per-iteration array would be a fresh mapping); Dask's own
+    variables stay."""
+    import dask
+    from pyterrier_svmmap.scale.client import WORKER_ENVIRON, close_client, dask_client
+    dask_trim = dask.config.get("distributed.nanny.pre-spawn-environ").get("MALLOC_TRIM_THRESHOLD_")
+    client, owned = dask_client("local", workers=1)
+    try:
+        seen = list(client.run(_malloc_environ).values())
+    finally:
+        close_client(client)
+    assert owned and seen == [(WORKER_ENVIRON["MALLOC_MMAP_THRESHOLD_"], None if dask_trim is None else str(dask_trim))]
+
+
+def _malloc_environ():
+    return os.environ.get("MALLOC_MMAP_THRESHOLD_"), os.environ.get("MALLOC_TRIM_THRESHOLD_")
+
+
+def test_the_client_sends_its_messages_promptly_during_a_fit_only(client2):
+    from pyterrier_svmmap.scale.dask import MESSAGE_INTERVAL, prompt_messages
+    before = client2.scheduler_comm.interval
+    assert before > MESSAGE_INTERVAL                                  # Dask's 10 ms
+    seen = []
+    original = ShardOracle.__call__
+
+    def call(self, w):
+        seen.append(client2.scheduler_comm.interval)
+        return original(self, w)
+    ShardOracle.__call__ = call
+    try:
+        raw, labels, offsets = _data(5)
+        StructSVMRanker(C=1.0, n_bins=5, executor=client2, queries_per_shard=10).fit(raw, labels, offsets)
+    finally:
+        ShardOracle.__call__ = original
+    assert seen and set(seen) == {MESSAGE_INTERVAL} and client2.scheduler_comm.interval == before
+
+    class NoStream:
+        pass
+    prompt_messages(NoStream())()                                     # another client: nothing to change
