@@ -9,7 +9,6 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
-from pyterrier_svmmap.queries import Queries
 from pyterrier_svmmap.boosting.common import Peer, check_arrays, n_functions_of, query_minmax
 from pyterrier_svmmap.measures import average_precision, ndcg_at
 from pyterrier_svmmap.state import check_state, float_from_json, int_from_json, json_float, state_array
@@ -31,6 +30,8 @@ class AdaRankRanker(Peer):
     ``best_round_`` (its t, 1-based; 0 if no round ran), ``history_`` (one dict per round: round,
     feature, alpha, train (mean training measure), select (the measure the round was chosen by)).
     """
+
+    _FIT_TAKES_N_RELEVANT = True
 
     def __init__(self, n_rounds: int = 100, measure: str = "ap", k: int = 10,
                  verbose: bool = False):
@@ -87,17 +88,6 @@ class AdaRankRanker(Peer):
         self.coef_, self.best_round_ = best[1], best[2]
         log.info("AdaRank: kept round %d (%.4f)", self.best_round_, best[0])
         return self
-
-    def fit_queries(self, train: Queries, valid: Optional[Queries] = None) -> "AdaRankRanker":
-        """:meth:`fit` on :class:`~pyterrier_svmmap.queries.Queries` (the
-        :class:`~pyterrier_svmmap.queries.QueryRanker` protocol)."""
-        args = (None, None, None) if valid is None else (valid.raw, valid.labels, valid.offsets)
-        return self.fit(train.raw, train.labels, train.offsets, *args, n_relevant=train.n_relevant,
-                        n_relevant_valid=None if valid is None else valid.n_relevant)
-
-    def decision_function(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        """:meth:`predict` (the :class:`~pyterrier_svmmap.queries.QueryRanker` protocol's name)."""
-        return self.predict(raw, offsets)
 
     def predict(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """Σ_t α_t h_t on the per-query normalised features."""

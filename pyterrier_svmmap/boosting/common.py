@@ -22,7 +22,7 @@ from typing import Dict, Optional, Tuple
 import numpy as np
 
 from pyterrier_svmmap.features.encoder import minmax_normalise, query_min_max
-from pyterrier_svmmap.queries import query_ids
+from pyterrier_svmmap.queries import Queries, query_ids
 from pyterrier_svmmap.state import constructor_params, int_from_json, json_params, state_array
 
 PEERS_HINT = ("this learner needs LightGBM, an optional dependency of pyterrier-svmmap; "
@@ -111,7 +111,24 @@ def n_functions_of(meta: dict, owner: str) -> int:
 
 
 class Peer:
-    """Shared plumbing: sklearn habits (constructor stores parameters, learned attributes end in _)."""
+    """Shared plumbing: sklearn habits (constructor stores parameters, learned attributes end in _), and the
+    :class:`~pyterrier_svmmap.queries.QueryRanker` protocol over each learner's ``fit`` and ``predict``."""
+
+    #: whether ``fit`` takes ``n_relevant``/``n_relevant_valid`` (the measure it boosts is normalised by them)
+    _FIT_TAKES_N_RELEVANT = False
+
+    def fit_queries(self, train: Queries, valid: Optional[Queries] = None):
+        """``fit`` on :class:`~pyterrier_svmmap.queries.Queries` (the validation queries, when given, as
+        ``fit``'s ``raw_valid``, ``labels_valid``, ``offsets_valid``); returns self."""
+        args = (None, None, None) if valid is None else (valid.raw, valid.labels, valid.offsets)
+        if self._FIT_TAKES_N_RELEVANT:
+            return self.fit(train.raw, train.labels, train.offsets, *args, n_relevant=train.n_relevant,
+                            n_relevant_valid=None if valid is None else valid.n_relevant)
+        return self.fit(train.raw, train.labels, train.offsets, *args)
+
+    def decision_function(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """``predict`` (the :class:`~pyterrier_svmmap.queries.QueryRanker` protocol's name)."""
+        return self.predict(raw, offsets)
 
     def _check_fitted(self):
         if not hasattr(self, "n_functions_"):

@@ -11,7 +11,6 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
-from pyterrier_svmmap.queries import Queries
 from pyterrier_svmmap.boosting.common import (Peer, booster_bytes, booster_from_bytes, check_arrays, fill_missing,
                                               int_labels, load_lightgbm, n_functions_of)
 from pyterrier_svmmap.state import check_state, int_from_json
@@ -73,16 +72,6 @@ class LambdaMARTRanker(Peer):
         self.best_iteration_ = int(model.best_iteration_ or self.n_estimators)
         log.info("LambdaMART: %d trees", self.best_iteration_)
         return self
-
-    def fit_queries(self, train: Queries, valid: Optional[Queries] = None) -> "LambdaMARTRanker":
-        """:meth:`fit` on :class:`~pyterrier_svmmap.queries.Queries` (the
-        :class:`~pyterrier_svmmap.queries.QueryRanker` protocol)."""
-        args = () if valid is None else (valid.raw, valid.labels, valid.offsets)
-        return self.fit(train.raw, train.labels, train.offsets, *args)
-
-    def decision_function(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        """:meth:`predict` (the :class:`~pyterrier_svmmap.queries.QueryRanker` protocol's name)."""
-        return self.predict(raw, offsets)
 
     def predict(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """Scores (higher is better) of the best iteration."""

@@ -10,7 +10,6 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
-from pyterrier_svmmap.queries import Queries
 from pyterrier_svmmap.boosting.common import (Peer, booster_bytes, booster_from_bytes, check_arrays, fill_missing,
                                               int_labels, load_lightgbm, n_functions_of)
 from pyterrier_svmmap.state import check_state, state_array
@@ -62,16 +61,6 @@ class McRankRanker(Peer):
         """P(z | x) per class, as ``LGBMClassifier.predict_proba`` computes it from the booster."""
         p = self.booster_.predict(X, num_iteration=-1)
         return p if p.ndim == 2 else np.vstack((1.0 - p, p)).transpose()
-
-    def fit_queries(self, train: Queries, valid: Optional[Queries] = None) -> "McRankRanker":
-        """:meth:`fit` on :class:`~pyterrier_svmmap.queries.Queries` (the
-        :class:`~pyterrier_svmmap.queries.QueryRanker` protocol)."""
-        args = () if valid is None else (valid.raw, valid.labels, valid.offsets)
-        return self.fit(train.raw, train.labels, train.offsets, *args)
-
-    def decision_function(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        """:meth:`predict` (the :class:`~pyterrier_svmmap.queries.QueryRanker` protocol's name)."""
-        return self.predict(raw, offsets)
 
     def predict(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """Expected relevance Σ_z z·P(z | x) of every candidate."""
