@@ -207,8 +207,9 @@ def model_dir_digest(path: Path) -> dict:
     return out
 
 
-def compute(tmp: Path) -> dict:
-    """Every case's digests (and the model.json that ``svmmap learn`` writes, as ``mq-cli``'s ``model_json``)."""
+def compute(tmp: Path, vaswani_data=None) -> dict:
+    """Every case's digests (and the model.json that ``svmmap learn`` writes, as ``mq-cli``'s ``model_json``);
+    ``vaswani_data``: :func:`vaswani`'s (frames, qrels) when already built."""
     out = {}
     data = mq2008()
     for name, params, with_valid in MQ_RANKER_CASES:
@@ -218,7 +219,7 @@ def compute(tmp: Path) -> dict:
     pred = cli_case(tmp, cli_model)
     out["mq-cli"] = dict(predictions=digest(pred), model=model_dir_digest(cli_model),
                          head=pred.decode().splitlines()[:3], model_json=model_json(cli_model))
-    frames, qrels = vaswani(tmp)
+    frames, qrels = vaswani_data if vaswani_data is not None else vaswani(tmp)
     out["va-features"] = {k: digest(np.stack(f["features"].to_numpy()).ravel()) for k, f in frames.items()}
     for name, factory in vaswani_estimators():
         with warnings.catch_warnings():
@@ -232,13 +233,13 @@ def compute(tmp: Path) -> dict:
     return out
 
 
-def reloaded(tmp: Path) -> dict:
+def reloaded(tmp: Path, vaswani_data=None) -> dict:
     """The models the reference code saved, loaded and scored by the code under test: ``vaswani-svmmap``
     (by ``SVMMap.load`` and ``pt.Artifact.load``) on the Vaswani test frame, ``mq-cli`` by ``svmmap classify``
     (``saved_models/``, written by the commit that ``saved_models/expected.json`` names)."""
     import pyterrier as pt
     from pyterrier_svmmap import SVMMap
-    frames, _ = vaswani(tmp)
+    frames, _ = vaswani_data if vaswani_data is not None else vaswani(tmp)
     out = {}
     for how, model in (("load", SVMMap.load(SAVED_MODELS / "vaswani-svmmap")),
                        ("artifact", pt.Artifact.load(str(SAVED_MODELS / "vaswani-svmmap")))):
@@ -264,8 +265,8 @@ def compute_in_fresh_interpreter(tmp: Path) -> dict:
     import json
     out = tmp / "computed.json"
     code = ("import json, sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); import cases; "
-            "tmp = Path(sys.argv[2]); (tmp / 'a').mkdir(); (tmp / 'b').mkdir(); "
-            "out = cases.compute(tmp / 'a'); out['reloaded'] = cases.reloaded(tmp / 'b'); "
+            "tmp = Path(sys.argv[2]); (tmp / 'a').mkdir(); va = cases.vaswani(tmp); "
+            "out = cases.compute(tmp / 'a', va); out['reloaded'] = cases.reloaded(tmp, va); "
             "Path(sys.argv[3]).write_text(json.dumps(out))")
     env = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
     env.update(OPENBLAS_CORETYPE=REFERENCE_BLAS_CORE, OPENBLAS_NUM_THREADS=REFERENCE_BLAS_THREADS, PYTHONHASHSEED="0")
