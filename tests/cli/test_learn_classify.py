@@ -63,6 +63,11 @@ def test_index_file(tmp_path):
     ("1 qid:1 1:inf\n", ":1: feature 1 is inf"),
     ("1 qid:1 1:0.5 2\n", ":1: expected 'index:value'"),
     ("1 qid:1 1:abc\n", ":1: expected 'index:value'"),
+    ("1 qid:1 1:0.5\n0 qid:1 1:1_0\n", ":2: expected 'index:value' pairs, found '1:1_0'"),   # Python's float
+    ("1 qid:1 1_0:0.5\n", ":1: expected 'index:value' pairs, found '1_0:0.5'"),               # and int take '_'
+    ("1_0 qid:1 1:0.5\n", ":1: expected a numeric label first, found '1_0'"),
+    ("1 qid:1_0 1:0.5\n", ":1: expected an integer query id, found 'qid:1_0'"),
+    ("1 qid:1 1:0x10\n", ":1: expected 'index:value' pairs, found '1:0x10'"),                 # C strtod takes hex
     ("# only a comment\n\n", "no data lines"),
 ])
 def test_reader_errors_name_the_line(tmp_path, text, expected):

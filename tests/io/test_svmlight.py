@@ -166,3 +166,18 @@ def test_absent_features_are_zero_and_lines_keep_their_order(tmp_path):
     assert d.features.tolist() == [[0, 0, 1.5], [-2, 0, 0], [0, 0, 0]]
     assert d.labels.tolist() == [2, 0, 1] and d.qids.tolist() == [7, 3, 7]
     assert d.docids.tolist() == ["a", "2", "3"] and d.offsets.tolist() == [0, 2, 3]
+
+
+def test_values_are_correctly_rounded(tmp_path):
+    """Every value is read as Python's float() of its text (correctly rounded), whatever its digits: 17
+    significant digits, halfway cases between two doubles, subnormals and exponents."""
+    rng = np.random.default_rng(3)
+    values = [repr(float(v)) for v in rng.standard_normal(300) * 10.0 ** rng.integers(-30, 30, 300)]
+    values += ["0.1", "2.675", "9007199254740993", "4.9e-324", "2.2250738585072011e-308",
+               "1.00000000000000011102230246251565404236316680908203125",   # halfway: rounds to even
+               "1.7976931348623157e308", "-0.0", "+3", ".5", "5."]
+    lines = "".join(f"{i % 2} qid:{i // 10} 1:{v} 2:{v}\n" for i, v in enumerate(values))
+    d = read_svmlight(write(tmp_path, lines))
+    assert d.order.tolist() == list(range(len(values)))
+    got, expected = d.features, np.array([float(v) for v in values])
+    assert got[:, 0].tobytes() == expected.tobytes() and got[:, 1].tobytes() == expected.tobytes()
