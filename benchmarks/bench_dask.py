@@ -333,7 +333,7 @@ def report_size(n, res):
         if r:
             w = r["work"]
             order = ["gen_shard", "shard_pieces", "shard_from_arrays", "shard_from_svmlight", "shard_summary",
-                     "usable_shard", "shard_sample", "sample_counts", "worker_counts", "shard_map_sums",
+                     "usable_shard", "shard_sample", "sample_counts", "worker_counts", "shard_function_aps",
                      "shard_features", "shard_problem", "argmax"]
             parts = ", ".join(f"{k} {w[k]:.2f}" for k in order if k in w)
             rest = sum(v for k, v in w.items() if k not in order)
@@ -342,7 +342,7 @@ def report_size(n, res):
 
 
 MAKE = ("gen_shard", "shard_pieces", "shard_from_arrays", "shard_from_svmlight", "shard_summary")
-SETUP = ("usable_shard", "shard_sample", "sample_extent", "sample_counts", "worker_counts", "shard_map_sums",
+SETUP = ("usable_shard", "shard_sample", "sample_extent", "sample_counts", "worker_counts", "shard_function_aps",
          "shard_features", "shard_problem")
 
 
@@ -463,6 +463,24 @@ def round_trip_parts(client, worker: str, n: int = 20) -> dict:
     return {k: statistics.median(p[k] for p in parts) * 1e3 for k in parts[0]}
 
 
+def actor_round_trip(client, n: int = 50) -> float:
+    """Median ms of one empty call of a :class:`~pyterrier_svmmap.scale.shards.ShardHolder` on every worker,
+    the calls in flight together (as an oracle call makes them)."""
+    import statistics
+    from pyterrier_svmmap.scale.shards import ShardHolder
+    workers = sorted(client.scheduler_info()["workers"])
+    futures = [client.submit(ShardHolder, actor=True, pure=False, workers=[w]) for w in workers]
+    holders = [f.result() for f in futures]
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        [c.result() for c in [h.run(noop, (0,)) for h in holders]]
+        times.append(time.perf_counter() - t)
+    for f in futures:
+        f.release()
+    return statistics.median(times) * 1e3
+
+
 def overhead(repeat: int, plain: bool = False) -> dict:
     """One process (``n_jobs`` = all cores) against a 2-worker LocalCluster (single-threaded workers, the
     scheduler in this process), interleaved ``repeat`` times in this process; medians.
@@ -471,14 +489,13 @@ def overhead(repeat: int, plain: bool = False) -> dict:
     or with ``plain`` a LocalCluster with Dask's defaults (its workers' ``MALLOC_TRIM_THRESHOLD_`` turns
     glibc's dynamic mmap threshold off). Per oracle call of the Dask fit (the cutting-plane loop calls the
     oracle one to three times an iteration, line search included): its wall time on the driver, the
-    argmax tasks it ran and the busiest worker's compute time in them (Dask's task stream), the time spent
-    moving data between workers, and an empty task's round trip (submit + gather of ``noop`` on one worker).
-    Overhead = oracle wall − busiest worker's compute."""
+    workers asked and the busiest worker's compute time (both from ``training_summary_["traffic"]``), an
+    empty call of both workers' shard holders, and an empty task's round trip through the scheduler (submit
+    + gather of ``noop`` on one worker). Overhead = oracle wall − busiest worker's compute."""
     import statistics
     import warnings
-    from dask.distributed import Client, LocalCluster, get_task_stream
+    from dask.distributed import Client, LocalCluster
     from pyterrier_svmmap.scale.client import close_client, dask_client
-    from pyterrier_svmmap.scale.dask import ShardOracle
     from pyterrier_svmmap.svm.ranker import StructSVMRanker
     case = OVERHEAD_CASE
     raw, labels, offsets = synthetic(case["n_queries"] * case["per_query"], n_funcs=N_FUNCS,
@@ -487,16 +504,6 @@ def overhead(repeat: int, plain: bool = False) -> dict:
     hdr(f"per-iteration overhead: {case['n_queries']:,} queries × {case['per_query']} candidates × {N_FUNCS} "
         f"functions, StructSVMRanker({', '.join(f'{k}={v!r}' for k, v in params.items())}); 2 workers: "
         + ("a LocalCluster with Dask's defaults" if plain else 'the LocalCluster of executor="local"'))
-    calls = []                                                   # (start, stop) of every oracle call
-    original = ShardOracle.__call__
-
-    def timed(self, w):
-        t = time.time()
-        try:
-            return original(self, w)
-        finally:
-            calls.append((t, time.time()))
-    ShardOracle.__call__ = timed
     if plain:
         client = Client(LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None))
     else:
@@ -514,38 +521,25 @@ def overhead(repeat: int, plain: bool = False) -> dict:
             t = time.perf_counter()
             one = StructSVMRanker(**params).fit(raw, labels, offsets)
             t_one = time.perf_counter() - t
-            calls.clear()
-            with get_task_stream(client) as ts:
-                t = time.perf_counter()
-                dist = StructSVMRanker(**params, executor=client).fit(raw, labels, offsets)
-                t_dist = time.perf_counter() - t
-            n_calls = len(calls)
-            argmax = [task for task in ts.data if task_kind(task["key"]) in VIOLATION_TASKS]
-            busiest, transfer = [], 0.0
-            for a, b in calls:
-                per_worker = {}
-                for task in argmax:
-                    for ss in task["startstops"]:
-                        if a <= ss["start"] <= b and ss["action"] == "compute":
-                            per_worker[task["worker"]] = per_worker.get(task["worker"], 0.0) + ss["stop"] - ss["start"]
-                busiest.append(max(per_worker.values(), default=0.0))
-            for task in argmax:
-                transfer += sum(ss["stop"] - ss["start"] for ss in task["startstops"] if ss["action"] == "transfer")
+            t = time.perf_counter()
+            dist = StructSVMRanker(**params, executor=client).fit(raw, labels, offsets)
+            t_dist = time.perf_counter() - t
+            traffic = dist.training_summary_["traffic"][params["features"]]
+            n_calls = traffic["iterations"]
             trip = round_trip_parts(client, workers[0])
-            wall = [b - a for a, b in calls]
+            wall = traffic["oracle_seconds"] / n_calls
+            busiest = traffic["busiest_worker_seconds"] / n_calls
             rows.append(dict(one=t_one, dist=t_dist, ratio=t_dist / t_one, cp_one=one.path_[0]["seconds"],
                              cp_dist=dist.path_[0]["seconds"], iters=dist.n_iter_, calls=n_calls,
-                             tasks=len(argmax) / max(n_calls, 1), wall=statistics.median(wall),
-                             busiest=statistics.median(busiest),
-                             overhead=statistics.median([x - y for x, y in zip(wall, busiest)]),
-                             transfer=transfer / max(n_calls, 1), trip=trip["total"], trip_parts=trip,
+                             tasks=traffic["tasks"] / max(n_calls, 1), wall=wall, busiest=busiest,
+                             overhead=wall - busiest, actor_trip=actor_round_trip(client),
+                             trip=trip["total"], trip_parts=trip,
                              same=bool(np.array_equal(one.coef_, dist.coef_) and one.n_iter_ == dist.n_iter_)))
             r = rows[-1]
             print(f"  one process {r['one']:.2f} s, 2 workers {r['dist']:.2f} s, ratio {r['ratio']:.2f}; "
                   f"{r['calls']} oracle calls, {r['tasks']:.2f} argmax tasks each; same model: {r['same']}",
                   flush=True)
     finally:
-        ShardOracle.__call__ = original
         close_client(client)
 
     def med(k):
@@ -556,12 +550,12 @@ def overhead(repeat: int, plain: bool = False) -> dict:
     print(f"median of {repeat}: one process {out['one']:.2f} s (cutting planes {out['cp_one']:.2f} s), 2-worker "
           f"LocalCluster {out['dist']:.2f} s (cutting planes {out['cp_dist']:.2f} s); ratio 2 workers / one "
           f"process {out['ratio']:.2f} (cutting planes {out['cp_ratio']:.2f})")
-    print(f"per oracle call ({out['calls']:.0f} calls in {out['iters']:.0f} iterations, {out['tasks']:.2f} argmax "
-          f"tasks each): one process {out['cp_one'] / out['calls'] * 1e3:.1f} ms; 2 workers "
+    print(f"per oracle call ({out['calls']:.0f} calls in {out['iters']:.0f} iterations, {out['tasks']:.2f} workers "
+          f"asked each): one process {out['cp_one'] / out['calls'] * 1e3:.1f} ms; 2 workers "
           f"{out['wall'] * 1e3:.1f} ms = busiest worker's argmax {out['busiest'] * 1e3:.1f} ms + overhead "
-          f"{out['overhead'] * 1e3:.1f} ms (data moved between workers {out['transfer'] * 1e3:.2f} ms; an empty "
-          f"task's round trip {out['trip']:.1f} ms); models equal in {sum(r['same'] for r in rows)} of "
-          f"{repeat} runs")
+          f"{out['overhead'] * 1e3:.1f} ms (an empty call of both workers' shard holders {out['actor_trip']:.1f} ms; "
+          f"an empty task's round trip through the scheduler {out['trip']:.1f} ms); models equal in "
+          f"{sum(r['same'] for r in rows)} of {repeat} runs")
     print(f"an empty task's round trip, {trip['total']:.1f} ms: driver → scheduler {trip['to_scheduler']:.1f}, "
           f"→ worker {trip['to_worker']:.1f}, run {trip['run']:.1f}, → scheduler {trip['back']:.1f}, → driver "
           f"(report + gather) {trip['to_client']:.1f} ms")

@@ -181,9 +181,20 @@ def best_function(raw: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> i
     -------
     int
         The chosen function's column.
+    """
+    return best_row(function_aps(raw, labels, offsets))
 
-    Notes
-    -----
+
+def best_row(aps: np.ndarray) -> int:
+    """The row (base function) of an (F, Q) array of per-query APs with the highest mean; the first of equal
+    means. A cluster gathers the shards' :func:`function_aps` in query order and calls this, so it picks the
+    function one process picks, bit for bit."""
+    return int(np.argmax([row.mean() for row in aps]))
+
+
+def function_aps(raw: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """The AP of every base function on every query, (F, Q) (a missing score ranks last).
+
     The APs come from the compiled :func:`pyterrier_svmmap.measures._kernels.function_ap` (counts instead of
     sorts, ~5× faster on Vaswani's queries; the bits of :func:`.measures.average_precision`), on blocks of whole
     queries spread over :func:`~pyterrier_svmmap.threads.current` threads.
@@ -198,8 +209,7 @@ def best_function(raw: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> i
         part = np.empty((raw.shape[1], int(qb[i + 1] - qb[i])))
         jit.function_ap(raw, rel, offsets[qb[i]:qb[i + 1] + 1], part)
         return part
-    ap = np.hstack(threads.run(block, len(qb) - 1))
-    return int(np.argmax([row.mean() for row in ap]))
+    return np.hstack(threads.run(block, len(qb) - 1)) if len(qb) > 1 else np.zeros((raw.shape[1], 0))
 
 
 # -- the package's default rule: selection="auto" --------------------------------------------------

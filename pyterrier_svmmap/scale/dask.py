@@ -6,36 +6,37 @@ contribution are independent of the other queries', and the new constraint is th
 queries are cut into *shards* (a shard never splits a query); the shards are loaded once onto Dask workers
 and stay there, each as φ with its labels and query offsets (:func:`~.shards.shard_problem`).
 
-Every oracle call is **one task per worker** that holds shards (:class:`Placement`):
-:func:`~.shards.worker_violation` gets w (a vector of φ's dimension, inside the task: no separate broadcast)
-and that worker's shards, runs the argmax of each shard on the worker's threads, and returns, per shard and
-slack group, one vector of φ's dimension (Σ_q Ψ contributions) and one number (Σ_q Δ), shard by shard. The
-driver puts the answers back in shard order and sums them in that order
-(:func:`~pyterrier_svmmap.svm.cutting_plane.reduce_shard_sums`, as a one-process fit does), so the model
-does not depend on how many workers there are or which worker computed what. The small dual QP stays on the
-driver (:mod:`~pyterrier_svmmap.svm.cutting_plane`). Which worker holds which shard is read from the
-scheduler (``client.who_has``) before the first call and again after any task ran on another worker than
-the one it was sent to. During the fit the client sends its messages to the scheduler every millisecond
-rather than every 10 ms (:func:`prompt_messages`).
+Every oracle call is **one call per worker** that holds shards, made directly to a
+:class:`~.shards.ShardHolder` actor on that worker, without the scheduler (:class:`Placement`):
+:func:`~.shards.worker_violation` gets w (a vector of φ's dimension, in the call) and that worker's shards,
+runs the argmax of each shard on the worker's threads, and returns, per shard and slack group, one vector of
+φ's dimension (Σ_q Ψ contributions) and one number (Σ_q Δ), shard by shard. The driver puts the answers back
+in shard order and sums them in that order (:func:`~pyterrier_svmmap.svm.cutting_plane.reduce_shard_sums`,
+as a one-process fit does), so the model does not depend on how many workers there are or which worker
+computed what. The small dual QP stays on the driver (:mod:`~pyterrier_svmmap.svm.cutting_plane`). Which
+worker holds which shard is read from the scheduler (``client.who_has``) before the first call and again
+after a call ran on another worker than the one asked or failed. During the fit the client sends its
+messages to the scheduler every millisecond rather than every 10 ms (:func:`prompt_messages`), for the
+setup's tasks.
 
 What else needs all the data is done the same way, exactly:
 
 * quantile thresholds (the paper's K_f, §4.2): every shard keeps its per-query top-``threshold_depth``
-  scores, sorted per function; the driver finds each global order statistic by bisection over the
-  float64 values in their total order — at most 64 rounds in which every worker answers, per shard it holds,
-  how many of the shard's values lie at or below each of the F × |K_f| pivots — so the thresholds equal
+  scores, sorted per function; the driver finds each global order statistic by a search over the float64
+  values in their total order — at most 13 rounds in which every worker answers, per shard it holds, how
+  many of the shard's values lie at or below each of 31 pivots per threshold — so the thresholds equal
   ``numpy.quantile(..., method="lower")`` over all shards' values, as one process computes them;
-* ``prior="best"``: every shard returns the sum of AP per base function.
+* the tie-break function and ``prior="best"``: every shard returns its per-query APs of every base function,
+  which the driver puts in shard order and averages as one process does.
 
 Validation queries are scored on the driver. Choosing C by cross-validation is not distributed: give
 validation data (or a single C) when training on a cluster.
 
 Failure: shards are Dask tasks (loading a file, or building the shard from arrays held in the task
-graph). A worker's task is submitted with ``workers=[address], allow_other_workers=True``: when the worker
-is lost, Dask recomputes its shards on another worker and runs the task there, the iteration is repeated
-from the same w, and the grouping is read again from the scheduler for the next call: the model is the
-same. If the shards cannot be recomputed (no worker left, retries exhausted), training stops with
-:class:`DistributedTrainingError`.
+graph). When a worker is lost, the call of its holder fails at once; Dask recomputes its shards on another
+worker, the grouping is read again from the scheduler, new holders are made where the shards now are, and the
+same question is asked again from the same w: the model is the same. If the shards cannot be recomputed (no
+worker left, retries exhausted), training stops with :class:`DistributedTrainingError`.
 """
 from __future__ import annotations
 
@@ -50,11 +51,12 @@ from pyterrier_svmmap.features.encoder import FeatureEncoder
 from pyterrier_svmmap.features.layout import FeatureLayout, default_base_names
 from pyterrier_svmmap.scale.client import close_client, dask_client
 from pyterrier_svmmap.scale.local import read_valid
-from pyterrier_svmmap.scale.shards import (quantile_thresholds_from_counts, sample_extent, shard_from_arrays,
-                                           shard_from_svmlight, shard_map_sums, shard_problem, shard_sample,
+from pyterrier_svmmap.scale.shards import (ShardHolder, quantile_thresholds_from_counts, sample_extent,
+                                           shard_from_arrays,
+                                           shard_from_svmlight, shard_function_aps, shard_problem, shard_sample,
                                            shard_summary, usable_shard, worker_counts, worker_violation)
 from pyterrier_svmmap.svm.cutting_plane import reduce_shard_sums
-from pyterrier_svmmap.selection import c_grid, features_name
+from pyterrier_svmmap.selection import best_row, c_grid, features_name
 from pyterrier_svmmap.svm.ranker import warn_skipped
 
 log = logging.getLogger(__name__)
@@ -95,7 +97,7 @@ class DaskExecutor:
             ranker.base_names_ = (list(base_names) if base_names is not None
                                   else default_base_names(ranker.n_functions_))
             valid = read_valid(valid, ranker.n_functions_)
-            ranker.tie_function_ = int(np.argmax(data.map_per_function()))
+            ranker.tie_function_ = data.best_function()
             trained = [_train_sharded(ranker, data, grid, option) for option in options]
             ranker._select(grid, options, trained, valid, None)
             ranker.training_summary_ = dict(n_queries=data.n_queries, n_candidates=data.n_candidates,
@@ -132,7 +134,8 @@ def _train_sharded(ranker, data: "ShardedData", grid, features):
                                 max_iter=ranker.max_iter, prior=w0, oracle=oracle)
     data.traffic[features_name(features)] = dict(iterations=oracle.calls,
                                                  bytes_per_iteration=oracle.bytes_per_iteration,
-                                                 tasks=oracle.tasks)
+                                                 tasks=oracle.tasks, oracle_seconds=oracle.seconds,
+                                                 busiest_worker_seconds=oracle.busiest_seconds)
     return layout, results, f
 
 
@@ -188,101 +191,141 @@ class ShardedData:
         lo = np.min([e[1] for e in extents], axis=0)
         hi = np.max([e[2] for e in extents], axis=0)
 
-        placement = Placement(self.client, samples)
+        placement = Placement(self.client, samples, self.retries)
 
         def count_le(pivots):
-            return sum(placement.run(worker_counts, (pivots,), self._gather, self.retries))
-        return quantile_thresholds_from_counts(count_le, n, lo, hi, n_bins)
+            return sum(placement.run(worker_counts, (pivots,)))
+        try:
+            return quantile_thresholds_from_counts(count_le, n, lo, hi, n_bins)
+        finally:
+            placement.close()
 
-    def map_per_function(self) -> np.ndarray:
-        sums = self._gather([self.client.submit(shard_map_sums, s, retries=self.retries) for s in self.shards])
-        return np.sum(sums, axis=0) / self.n_queries
+    def best_function(self) -> int:
+        """The base function with the highest MAP over all shards, as one process finds it (the shards' per-query
+        APs in shard order, :func:`~pyterrier_svmmap.selection.best_row`)."""
+        aps = self._gather([self.client.submit(shard_function_aps, s, retries=self.retries) for s in self.shards])
+        return best_row(np.hstack(aps))
 
     def set_layout(self, layout) -> None:
         """φ of every shard, with its labels and offsets, computed and kept on the workers."""
+        if self.feature_placement is not None:
+            self.feature_placement.close()
         self.features = [self.client.submit(shard_problem, s, layout, retries=self.retries) for s in self.shards]
-        self.feature_placement = Placement(self.client, self.features)
+        self.feature_placement = Placement(self.client, self.features, self.retries)
 
     def oracle(self, groups, dim: int) -> "ShardOracle":
         """The solver's separation oracle (:class:`~pyterrier_svmmap.svm.cutting_plane.Oracle`) over the shards."""
         return ShardOracle(self, [g.loss for g in groups], dim)
 
     def close(self) -> None:
+        if self.feature_placement is not None:
+            self.feature_placement.close()
         for f in self.shards + (self.features or []):
             f.release()
 
 
 class Placement:
-    """Which worker answers for which shard: the shards grouped by a worker that holds them, for one task per
-    worker.
+    """Which worker answers for which shard, and the :class:`~.shards.ShardHolder` actor on each of them: one
+    direct call per worker and question.
 
-    The grouping is read from the scheduler (``client.who_has``) on first use and again whenever a task ran
-    elsewhere than asked (its worker was lost, or the scheduler moved it), or :meth:`invalidate` is called.
-    A shard held by several workers goes to the one with the fewest shards so far (ties: the smaller address);
-    the shards held by none (lost, being recomputed) go to one task without a worker restriction. Tasks
-    are submitted with ``workers=[address], allow_other_workers=True``, so a lost worker's task runs elsewhere
-    once Dask has recomputed its shards there. The grouping changes only where a task runs, never the
-    answers, which are combined in shard order.
+    The shards are grouped by a worker that holds them, read from the scheduler (``client.who_has``) on first
+    use and again whenever a call ran elsewhere than asked, a worker was lost, or :meth:`invalidate` is
+    called. A shard held by several workers goes to the one with the fewest shards so far (ties: the smaller
+    address); the shards held by none (lost, being recomputed) go to one holder without a worker
+    restriction. Each group gets a holder actor, created with ``workers=[address], allow_other_workers=True``
+    so that a holder whose worker is gone is made where the shards are recomputed. The grouping changes only
+    where a question is answered, never the answers, which are combined in shard order.
+
+    Failure: a call to a lost worker's holder fails at once (Dask raises ``OSError`` or ``RuntimeError``);
+    then the grouping is read again once the scheduler has recomputed the lost shards, new holders are made,
+    and the same question is asked again, up to ``retries`` times, after which :class:`DistributedTrainingError`
+    is raised. An error of the data (``ValueError``, ``FileNotFoundError``) is raised as it is.
     """
 
-    def __init__(self, client, futures: Sequence):
+    def __init__(self, client, futures: Sequence, retries: int = 3):
         self.client = client
         self.futures = list(futures)
+        self.retries = retries
         self._groups: Optional[List[Tuple[Optional[str], List[int]]]] = None
+        self._holders: Optional[list] = None
+        self._holder_futures: list = []
         #: times the grouping was read from the scheduler
         self.refreshes = 0
-        #: tasks submitted by the last :meth:`run`
+        #: holders asked by the last :meth:`run` (one per worker holding shards)
         self.last_tasks = 0
+        #: per holder asked by the last :meth:`run`, the seconds its worker spent computing the answer
+        self.last_seconds: List[float] = []
 
     def invalidate(self) -> None:
+        """Forget the grouping and the holders: the next call reads the grouping again and makes new ones."""
         self._groups = None
+        self._holders = None
+        for f in self._holder_futures:
+            f.release()
+        self._holder_futures = []
+
+    close = invalidate
 
     def groups(self) -> List[Tuple[Optional[str], List[int]]]:
-        """(worker address or None, shard indices in increasing order) per task, by address."""
+        """(worker address or None, shard indices in increasing order) per holder, by address."""
         if self._groups is None:
             from distributed import wait
-            wait(self.futures)                                 # computed (or failed: the tasks will say so)
+            wait(self.futures)                                 # computed (or failed: the holders will say so)
             who = self.client.who_has(self.futures)
             self.refreshes += 1
             self._groups = group_by_worker([list(who.get(f.key, ())) for f in self.futures])
         return self._groups
 
-    def run(self, func, args: tuple, gather, retries: int) -> list:
-        """One task per group: ``func(*args, *the group's futures)`` on the group's worker.
+    def holders(self) -> list:
+        """One :class:`~.shards.ShardHolder` actor per group of :meth:`groups`, made on first use."""
+        if self._holders is None:
+            groups = self.groups()
+            self._holder_futures = [
+                self.client.submit(ShardHolder, *[self.futures[i] for i in idx], actor=True, pure=False,
+                                   **(dict(workers=[address], allow_other_workers=True) if address else {}))
+                for address, idx in groups]
+            self._holders = [f.result() for f in self._holder_futures]
+        return self._holders
+
+    def run(self, func, args: tuple) -> list:
+        """One call per group: ``func(*args, *the group's shards)`` on the group's worker.
 
         Parameters
         ----------
         func : callable
-            A function of module level returning ``(address of the worker it ran on, [one result per future
+            A function of module level returning ``(address of the worker it ran on, [one result per shard
             given, in the order given])`` (:func:`~.shards.worker_violation`, :func:`~.shards.worker_counts`).
         args : tuple
-            The arguments before the futures (small: they travel inside every task).
-        gather : callable
-            Collects the tasks' results (:meth:`ShardedData._gather`, which turns worker failures into
-            :class:`DistributedTrainingError`).
-        retries : int
-            Dask's ``retries`` of each task.
+            The arguments before the shards (small: they travel with every call).
 
         Returns
         -------
         list
             One result per future of :attr:`futures`, in that order, whatever the grouping.
         """
-        groups = self.groups()
-        tasks = []
-        for address, idx in groups:
-            where = dict(workers=[address], allow_other_workers=True) if address is not None else {}
-            tasks.append(self.client.submit(func, *args, *[self.futures[i] for i in idx], pure=False,
-                                            retries=retries, **where))
-        answers = gather(tasks)
+        for attempt in range(self.retries + 1):
+            try:
+                holders = self.holders()
+                groups = self._groups
+                answers = [c.result() for c in [h.run(func, args) for h in holders]]
+                break
+            except (ValueError, FileNotFoundError):
+                raise
+            except Exception as e:                           # noqa: BLE001 - a lost worker, whatever Dask raises
+                self.invalidate()
+                if attempt == self.retries:
+                    raise DistributedTrainingError(f"distributed training failed: {type(e).__name__}: {e}") from e
+                log.info("a worker answering for shards was lost (%s: %s): asking again where the shards are",
+                         type(e).__name__, e)
         out: list = [None] * len(self.futures)
-        for (address, idx), (ran_on, results) in zip(groups, answers):
+        self.last_seconds = [seconds for _, seconds in answers]
+        for (address, idx), ((ran_on, results), _) in zip(groups, answers):
             if address is None or ran_on != address:
                 log.debug("shards %s ran on %s, not %s: reading where the shards are again", idx, ran_on, address)
                 self.invalidate()
             for i, r in zip(idx, results):
                 out[i] = r
-        self.last_tasks = len(tasks)
+        self.last_tasks = len(holders)
         return out
 
 
@@ -321,10 +364,12 @@ def group_by_worker(holders: Sequence[Sequence[str]]) -> List[Tuple[Optional[str
 class ShardOracle:
     """w ↦ per slack group (a, b) = (1/n Σ_shards Σ Ψ contributions, 1/n Σ_shards Σ Δ), summed in shard order.
 
-    Each call submits one task per worker holding shards (:class:`Placement`), with w inside it, and gets
-    back, per shard, one vector of φ's dimension and one number per group; the driver sums them in shard
-    order, so the model does not depend on the grouping. :attr:`bytes_per_iteration` counts what travels,
-    :attr:`tasks` the tasks submitted.
+    Each call asks every worker holding shards once (its :class:`~.shards.ShardHolder` actor, through
+    :class:`Placement`), with w in the call, and gets back, per shard, one vector of φ's dimension and one
+    number per group; the driver sums them in shard order, so the model does not depend on the grouping.
+    :attr:`bytes_per_iteration` counts what travels, :attr:`tasks` the workers asked, :attr:`seconds` the
+    calls' wall time on the driver and :attr:`busiest_seconds` the busiest worker's computing in each call
+    (the difference is the overhead of distributing).
     """
 
     def __init__(self, data: ShardedData, losses, dim: int):
@@ -333,12 +378,16 @@ class ShardOracle:
         self.n_groups = len(self.losses)
         self.dim = int(dim)
         self.calls = 0
-        #: tasks submitted over all calls (one per worker holding shards, per call)
+        #: workers asked over all calls (one per worker holding shards, per call)
         self.tasks = 0
+        #: wall seconds of all calls, on the driver
+        self.seconds = 0.0
+        #: per call, the seconds of the worker that computed longest, summed over the calls
+        self.busiest_seconds = 0.0
 
     @property
     def bytes_per_iteration(self) -> int:
-        """w to every task (the mean number of tasks per call) plus (vector, number) per group back from
+        """w to every worker asked (their mean number per call) plus (vector, number) per group back from
         every shard."""
         n_shards = len(self.data.shards)
         per_call = self.tasks / self.calls if self.calls else 1
@@ -347,9 +396,11 @@ class ShardOracle:
     def __call__(self, w: np.ndarray):
         data = self.data
         self.calls += 1
-        parts = data.feature_placement.run(worker_violation, (np.asarray(w, dtype=float), self.losses),
-                                           data._gather, data.retries)
+        t = time.perf_counter()
+        parts = data.feature_placement.run(worker_violation, (np.asarray(w, dtype=float), self.losses))
+        self.seconds += time.perf_counter() - t
         self.tasks += data.feature_placement.last_tasks
+        self.busiest_seconds += max(data.feature_placement.last_seconds, default=0.0)
         return reduce_shard_sums(parts, data.n_queries)                 # fixed order: shard 0, 1, 2, ...
 
 

@@ -27,8 +27,10 @@ def test_distributed_quantiles_equal_numpy_on_all_values(seed):
         for _ in range(rng.integers(1, 5)):
             n = int(rng.integers(0, 40))
             kind = rng.integers(4)
+            kind = rng.integers(5)
             v = [rng.normal(size=(n, 3)), rng.integers(-3, 3, size=(n, 3)).astype(float),
-                 rng.normal(size=(n, 3)) * 1e-300, -rng.exponential(size=(n, 3)) * 1e10][kind]
+                 rng.normal(size=(n, 3)) * 1e-300, -rng.exponential(size=(n, 3)) * 1e10,
+                 rng.choice([-np.inf, -1e308, -0.0, 0.0, 5e-324, 1.0, 1e308, np.inf], size=(n, 3))][kind]
             v[rng.random(v.shape) < 0.2] = np.nan
             shards.append(v)
         n_bins = int(rng.integers(1, 12))
@@ -45,7 +47,28 @@ def test_distributed_quantiles_equal_numpy_on_all_values(seed):
         every = np.vstack(shards)
         expected = function_thresholds(every, n_bins)
         assert np.array_equal(got, expected)
-        assert len(calls) <= 64                                   # bisection over the float64 order
+        assert len(calls) <= 13                                   # 31 pivots a round over the float64 order
+
+
+@pytest.mark.parametrize("pivots", [2, 3, 7, 31, 100])
+def test_order_statistics_at_any_number_of_pivots(pivots):
+    """The search finds every rank's value (infinities, the largest and the smallest subnormal included) with
+    any number of pivots a round, in at most ⌈64 / log2(pivots)⌉ + 1 rounds. (−0.0 and 0.0 count as equal, as
+    in numpy's sort: the search returns −0.0 for either.)"""
+    from pyterrier_svmmap.scale.shards import select_order_statistics
+    rng = np.random.default_rng(pivots)
+    values = np.concatenate([rng.choice([-np.inf, -1e308, -0.0, 0.0, 5e-324, 1.0, 1e308, np.inf], 30),
+                             rng.normal(size=30) * 10.0 ** rng.integers(-300, 300, 30)])
+    col = np.sort(values)
+    ranks = np.arange(len(col))[None, :]
+    rounds = []
+
+    def count_le(p):
+        rounds.append(1)
+        return np.searchsorted(col, p[0], side="right")[None]
+    got = select_order_statistics(count_le, ranks, col[:1], col[-1:], pivots=pivots)
+    assert np.array_equal(got[0], col)
+    assert len(rounds) <= int(np.ceil(64 / np.log2(pivots))) + 1
 
 
 def test_split_queries_keeps_queries_whole():
@@ -223,9 +246,10 @@ def _violation_tasks(ts):
     return [t for t in ts.data if str(t["key"]).startswith(("worker_violation", "shard_violation"))]
 
 
-def test_one_task_per_worker_per_oracle_call(client2):
-    """12 shards on 2 workers: every oracle call is one task per worker holding shards (not one per shard),
-    each asked of the worker that holds its shards, and the model is the one-process model."""
+def test_one_call_per_worker_per_oracle_call(client2):
+    """12 shards on 2 workers: every oracle call asks each worker holding shards once, through the shard
+    holder actor on that worker (not one task per shard, and no task through the scheduler), and the model
+    is the one-process model."""
     from dask.distributed import get_task_stream
     raw, labels, offsets = _data(4, n_q=36)
     params = dict(C=10.0, n_bins=5, queries_per_shard=3)
@@ -236,7 +260,11 @@ def test_one_task_per_worker_per_oracle_call(client2):
     def call(self, w):
         before = self.tasks
         out = original(self, w)
-        calls.append(self.tasks - before)
+        placement = self.data.feature_placement
+        holders = placement.holders()
+        calls.append(dict(asked=self.tasks - before, where=[h._address for h in holders],
+                          held_by=[a for a, _ in placement.groups()], counts=[h.calls for h in holders],
+                          seconds=list(placement.last_seconds)))
         return out
     ShardOracle.__call__ = call
     try:
@@ -246,28 +274,62 @@ def test_one_task_per_worker_per_oracle_call(client2):
         ShardOracle.__call__ = original
     _close(serial, dist)
     assert dist.training_summary_["shards"] == 12
-    tasks = _violation_tasks(ts)
     n_calls = sum(p["oracle_calls"] for p in dist.path_)
-    assert len(calls) == n_calls > 5
-    assert len(tasks) == sum(calls) == dist.training_summary_["traffic"]["bins"]["tasks"]
-    holders = {t["worker"] for t in tasks}
-    assert calls == [len(holders)] * n_calls and len(holders) <= 2             # with one per shard: 12
-    assert all(str(t["key"]).startswith("worker_violation") for t in tasks)
+    traffic = dist.training_summary_["traffic"]["bins"]
+    assert len(calls) == n_calls == traffic["iterations"] > 5
+    assert sum(c["asked"] for c in calls) == traffic["tasks"]
+    assert all(c["asked"] == len(c["where"]) == 2 for c in calls)               # with one per shard: 12
+    assert all(c["where"] == c["held_by"] for c in calls)                       # asked where the shards are
+    assert [c["counts"] for c in calls] == [[i + 1] * 2 for i in range(n_calls)]   # one call each, every time
+    assert all(len(c["seconds"]) == 2 and min(c["seconds"]) > 0 for c in calls)
+    assert 0 < traffic["busiest_worker_seconds"] <= traffic["oracle_seconds"]
+    assert _violation_tasks(ts) == []                                          # the scheduler is not involved
 
 
 def test_the_grouping_is_read_again_when_a_task_ran_elsewhere(client2):
     """A task that reports another worker than the one it was sent to (its worker was lost, the scheduler
     moved it) makes the placement ask the scheduler where the data are before the next call."""
     futures = [client2.submit(np.full, 3, float(i), pure=False) for i in range(5)]
-    placement = Placement(client2, futures)
-    assert [g.tolist() for g in placement.run(_here, (0.0,), client2.gather, 0)] == [[float(i)] * 3 for i in range(5)]
+    placement = Placement(client2, futures, retries=0)
+    assert [g.tolist() for g in placement.run(_here, (0.0,))] == [[float(i)] * 3 for i in range(5)]
     assert placement.refreshes == 1 and placement.last_tasks == len(placement.groups())
-    placement.run(_here, (0.0,), client2.gather, 0)
+    placement.run(_here, (0.0,))
     assert placement.refreshes == 1                              # the grouping was right: kept
-    got = placement.run(_elsewhere, (1.0,), client2.gather, 0)
+    got = placement.run(_elsewhere, (1.0,))
     assert [g.tolist() for g in got] == [[i + 1.0] * 3 for i in range(5)]      # answers in the futures' order
     placement.groups()
     assert placement.refreshes == 2
+
+
+def test_a_failed_call_is_asked_again_of_new_holders(client2, tmp_path):
+    """A call that fails as a lost worker's does (OSError, RuntimeError) is asked again after the grouping is
+    read again and new holders are made; past ``retries`` it is a DistributedTrainingError; an error of the
+    data (ValueError) is raised as it is, at once."""
+    futures = [client2.submit(np.full, 3, float(i), pure=False) for i in range(4)]
+    placement = Placement(client2, futures, retries=2)
+    first = placement.holders()
+    got = placement.run(_fails_once, (str(tmp_path / "failed"),))
+    assert [g.tolist() for g in got] == [[float(i)] * 3 for i in range(4)]
+    assert placement.refreshes == 2 and placement.holders() is not first
+    with pytest.raises(DistributedTrainingError, match="OSError: worker gone"):
+        placement.run(_always_fails, (OSError,))
+    assert placement.refreshes == 2 + 2                          # two retries, each reading the grouping again
+    with pytest.raises(ValueError, match="bad data"):
+        placement.run(_always_fails, (ValueError,))
+    assert placement.refreshes == 5                              # read once (it was forgotten), not asked again
+    placement.close()
+
+
+def _fails_once(marker, *arrays):
+    from pyterrier_svmmap.scale.shards import worker_address
+    if not os.path.exists(marker):
+        open(marker, "w").close()
+        raise RuntimeError("worker lost")
+    return worker_address(), list(arrays)
+
+
+def _always_fails(kind, *arrays):
+    raise kind("worker gone" if kind is OSError else "bad data")
 
 
 def _here(shift, *arrays):
