@@ -266,3 +266,40 @@ def test_limit_caps_every_using_block_inside_it():
             assert threads.current() == 2                 # an inner limit never raises the outer one
     with threads.using(3):
         assert threads.current() == 3                     # the cap ended with its block
+
+
+@pytest.mark.parametrize("n_shards", [2, 3, 7])
+def test_small_shards_are_spread_over_the_threads(n_shards, monkeypatch):
+    """Shards too small to cut are spread among the threads, a group of consecutive shards per thread
+    (balanced by candidates), and each shard's sums are those of the one-thread pass, in shard order; a
+    fit on such shards is the same for every n_jobs."""
+    from pyterrier_svmmap.svm.cutting_plane import many_shard_sums, shard_sums
+    raw, labels, offsets = ranking_data(n_q=40, seed=3)
+    enc = FeatureEncoder("bins", 8).fit(raw, offsets)
+    X = enc.transform(raw, offsets)
+    cuts = np.linspace(0, 40, n_shards + 1).astype(int)
+    shards = [(enc.transform(raw[offsets[a]:offsets[b]], offsets[a:b + 1] - offsets[a]),
+               labels[offsets[a]:offsets[b]], offsets[a:b + 1] - offsets[a]) for a, b in zip(cuts[:-1], cuts[1:])]
+    losses = [get_loss("map")]
+    w = np.random.default_rng(0).standard_normal(X.dim)
+    serial = [shard_sums(*s, w, losses) for s in shards]
+    seen = []
+    real_run = threads.run
+
+    def spy(task, n_tasks):
+        seen.append((n_tasks, threads.current()))
+        return real_run(task, n_tasks)
+    monkeypatch.setattr(threads, "run", spy)
+    for n in (1, 2, 3):
+        seen.clear()
+        with threads.using(n):
+            got = many_shard_sums(shards, w, losses)
+        assert len(got) == n_shards
+        for g, s in zip(got, serial):
+            assert [(a.tobytes(), b) for a, b in g] == [(a.tobytes(), b) for a, b in s]
+        if n > 1:
+            assert seen[0] == (min(n, n_shards), n)                  # one group per thread, not per shard
+            assert all(c == 1 for _, c in seen[1:])                  # inside a group: one thread per shard
+    fits = [StructSVMRanker(C=10.0, n_bins=8, n_jobs=n, queries_per_shard=6).fit(raw, labels, offsets)
+            for n in (1, 2, 3)]
+    assert all(np.array_equal(fits[0].coef_, f.coef_) for f in fits[1:])

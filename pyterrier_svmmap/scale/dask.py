@@ -135,7 +135,8 @@ def _train_sharded(ranker, data: "ShardedData", grid, features):
     data.traffic[features_name(features)] = dict(iterations=oracle.calls,
                                                  bytes_per_iteration=oracle.bytes_per_iteration,
                                                  tasks=oracle.tasks, oracle_seconds=oracle.seconds,
-                                                 busiest_worker_seconds=oracle.busiest_seconds)
+                                                 busiest_worker_seconds=oracle.busiest_seconds,
+                                                 worker_seconds=oracle.worker_seconds)
     return layout, results, f
 
 
@@ -384,6 +385,8 @@ class ShardOracle:
         self.seconds = 0.0
         #: per call, the seconds of the worker that computed longest, summed over the calls
         self.busiest_seconds = 0.0
+        #: the seconds every worker computed, summed over workers and calls
+        self.worker_seconds = 0.0
 
     @property
     def bytes_per_iteration(self) -> int:
@@ -401,6 +404,7 @@ class ShardOracle:
         self.seconds += time.perf_counter() - t
         self.tasks += data.feature_placement.last_tasks
         self.busiest_seconds += max(data.feature_placement.last_seconds, default=0.0)
+        self.worker_seconds += sum(data.feature_placement.last_seconds)
         return reduce_shard_sums(parts, data.n_queries)                 # fixed order: shard 0, 1, 2, ...
 
 

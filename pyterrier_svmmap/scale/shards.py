@@ -19,7 +19,7 @@ from pyterrier_svmmap.features.encoder import pad_thresholds, top_of_queries
 from pyterrier_svmmap.io.svmlight import read_svmlight
 from pyterrier_svmmap.queries import Queries
 from pyterrier_svmmap.selection import function_aps
-from pyterrier_svmmap.svm.cutting_plane import shard_sums
+from pyterrier_svmmap.svm.cutting_plane import many_shard_sums
 import pyterrier_svmmap.threads as threads
 from pyterrier_svmmap.ties import float_to_ordered, ordered_to_float
 
@@ -91,12 +91,6 @@ def shard_function_aps(shard: Queries) -> np.ndarray:
     return function_aps(shard.raw, shard.labels, shard.offsets)
 
 
-def shard_violation(shard: Queries, X, w: np.ndarray, losses) -> List[Tuple[np.ndarray, float]]:
-    """Per slack group: (Σ_q Ψ coefficients as a vector, Σ_q Δ) of the most violated constraints at w
-    (:func:`~pyterrier_svmmap.svm.cutting_plane.shard_sums`, the same function a one-process fit runs per shard)."""
-    return shard_sums(X, shard.labels, shard.offsets, w, losses)
-
-
 def worker_address() -> Optional[str]:
     """The address of the Dask worker running the calling task (None outside a worker)."""
     try:
@@ -165,7 +159,7 @@ def worker_violation(w: np.ndarray, losses, *problems: ShardProblem
         group (Σ_q Ψ coefficients as a vector, Σ_q Δ). Not summed: the driver sums all shards in shard order.
     """
     with threads.using(worker_threads()):
-        parts = [shard_sums(p.X, p.labels, p.offsets, w, losses) for p in problems]
+        parts = many_shard_sums([(p.X, p.labels, p.offsets) for p in problems], w, losses)
     return worker_address(), parts
 
 

@@ -42,6 +42,7 @@ from typing import Callable, List, Optional, Protocol, Sequence, Tuple
 import numpy as np
 
 import pyterrier_svmmap.products as products
+import pyterrier_svmmap.threads as threads
 from pyterrier_svmmap.features.encoder import FeatureMatrix
 from pyterrier_svmmap.svm.losses.base import Loss
 from pyterrier_svmmap.svm.qp import QP_MAX_STEPS, compiled, solve_dual
@@ -128,6 +129,28 @@ def shard_sums(X: FeatureMatrix, labels: np.ndarray, offsets: np.ndarray, w: np.
     return out
 
 
+def many_shard_sums(shards: Sequence[tuple], w: np.ndarray, losses: Sequence[Loss]
+                    ) -> List[List[Tuple[np.ndarray, float]]]:
+    """:func:`shard_sums` of every (X, labels, offsets) shard, in shard order, on :func:`~pyterrier_svmmap.threads.current`
+    threads.
+
+    Shards too small to be cut among the threads (fewer than ``threads × MIN_PER_PIECE`` candidates on
+    average) are spread instead: consecutive shards in groups of nearly equal candidates, one group per
+    thread, each shard on one thread. Every shard's sums are the same either way (each piece is the same
+    serial kernel), so the model does not depend on how the work was spread.
+    """
+    k = threads.current()
+    sizes = np.array([len(ls) for _, ls, _ in shards], dtype=np.int64)
+    if len(shards) < 2 or k < 2 or sizes.mean() >= k * threads.MIN_PER_PIECE:
+        return [shard_sums(Xs, ls, os, w, losses) for Xs, ls, os in shards]
+    bounds = threads.query_bounds(np.concatenate([[0], np.cumsum(sizes)]), min(k, len(shards)))
+
+    def group(i: int) -> list:
+        with threads.using(1):
+            return [shard_sums(*shards[j], w, losses) for j in range(int(bounds[i]), int(bounds[i + 1]))]
+    return [part for parts in threads.run(group, len(bounds) - 1) for part in parts]
+
+
 def reduce_shard_sums(parts: Sequence[List[Tuple[np.ndarray, float]]], n_queries: int
                       ) -> List[Tuple[np.ndarray, float]]:
     """Per group (a, b) = (Σ_shards Σ Ψ, Σ_shards Σ Δ) / n, summed in shard order (0, 1, 2, ...): the same
@@ -169,8 +192,7 @@ class DataOracle:
         self.dim = self.shards[0][0].dim
 
     def __call__(self, w: np.ndarray) -> List[Tuple[np.ndarray, float]]:
-        return reduce_shard_sums([shard_sums(Xs, ls, os, w, self.losses) for Xs, ls, os in self.shards],
-                                 self.n_queries)
+        return reduce_shard_sums(many_shard_sums(self.shards, w, self.losses), self.n_queries)
 
 # ---------------------------------------------------------------------------------------------
 # the working set

@@ -243,7 +243,7 @@ def test_shards_are_grouped_by_the_worker_that_holds_them():
 
 
 def _violation_tasks(ts):
-    return [t for t in ts.data if str(t["key"]).startswith(("worker_violation", "shard_violation"))]
+    return [t for t in ts.data if str(t["key"]).startswith("worker_violation")]
 
 
 def test_one_call_per_worker_per_oracle_call(client2):
@@ -341,19 +341,25 @@ def _elsewhere(shift, *arrays):
     return "tcp://elsewhere:1", [a + shift for a in arrays]
 
 
-def test_the_local_cluster_workers_take_large_blocks_from_the_heap():
-    """executor="local" starts its workers with MALLOC_MMAP_THRESHOLD_ (Dask's MALLOC_TRIM_THRESHOLD_ turns
-    glibc's dynamic mmap threshold off, and every per-iteration array would be a fresh mapping); Dask's own
-    variables stay."""
+def test_the_local_cluster_workers_take_large_blocks_from_the_heap(monkeypatch):
+    """executor="local" starts its workers with MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_ at 32 MiB
+    (Dask's MALLOC_TRIM_THRESHOLD_ of 64 kB turns glibc's dynamic mmap threshold off and gives the heap back
+    after every iteration), also when an earlier LocalCluster left Dask's value in os.environ (which Dask's
+    nanny prefers to its configuration), and leaves the caller's environment and Dask configuration as they
+    were."""
     import dask
     from pyterrier_svmmap.scale.client import WORKER_ENVIRON, close_client, dask_client
-    dask_trim = dask.config.get("distributed.nanny.pre-spawn-environ").get("MALLOC_TRIM_THRESHOLD_")
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "65536")                   # as a plain LocalCluster leaves it
+    before = dict(dask.config.get("distributed.nanny.pre-spawn-environ"))
     client, owned = dask_client("local", workers=1)
     try:
         seen = list(client.run(_malloc_environ).values())
     finally:
         close_client(client)
-    assert owned and seen == [(WORKER_ENVIRON["MALLOC_MMAP_THRESHOLD_"], None if dask_trim is None else str(dask_trim))]
+    assert owned and seen == [(WORKER_ENVIRON["MALLOC_MMAP_THRESHOLD_"], WORKER_ENVIRON["MALLOC_TRIM_THRESHOLD_"])]
+    assert seen == [(str(32 * 1024 * 1024), str(32 * 1024 * 1024))]
+    assert dict(dask.config.get("distributed.nanny.pre-spawn-environ")) == before
+    assert os.environ["MALLOC_TRIM_THRESHOLD_"] == "65536" and "MALLOC_MMAP_THRESHOLD_" not in os.environ
 
 
 def _malloc_environ():
