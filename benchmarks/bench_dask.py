@@ -531,7 +531,7 @@ def overhead(repeat: int, plain: bool = False) -> dict:
                              same=bool(np.array_equal(one.coef_, dist.coef_) and one.n_iter_ == dist.n_iter_)))
             r = rows[-1]
             print(f"  one process {r['one']:.2f} s, 2 workers {r['dist']:.2f} s, ratio {r['ratio']:.2f}; "
-                  f"{r['calls']} oracle calls, {r['tasks']:.2f} argmax tasks each; same model: {r['same']}",
+                  f"{r['calls']} oracle calls, {r['tasks']:.2f} workers asked each; same model: {r['same']}",
                   flush=True)
     finally:
         close_client(client)
