@@ -52,9 +52,9 @@ from pyterrier_svmmap.features.layout import FeatureLayout, default_base_names
 from pyterrier_svmmap.scale.client import close_client, dask_client
 from pyterrier_svmmap.scale.local import read_valid
 from pyterrier_svmmap.scale.shards import (ShardHolder, quantile_thresholds_from_counts, sample_extent,
-                                           shard_from_arrays,
-                                           shard_from_svmlight, shard_function_aps, shard_problem, shard_sample,
-                                           shard_summary, usable_shard, worker_counts, worker_violation)
+                                           shard_from_arrays, shard_from_svmlight, shard_function_aps,
+                                           shard_problem, shard_sample, shard_summary, usable_shard, worker_counts,
+                                           worker_violation)
 from pyterrier_svmmap.svm.cutting_plane import reduce_shard_sums
 from pyterrier_svmmap.selection import best_row, c_grid, features_name
 from pyterrier_svmmap.svm.ranker import warn_skipped
@@ -238,9 +238,9 @@ class Placement:
     where a question is answered, never the answers, which are combined in shard order.
 
     Failure: a call to a lost worker's holder fails at once (Dask raises ``OSError`` or ``RuntimeError``);
-    then the grouping is read again once the scheduler has recomputed the lost shards, new holders are made,
-    and the same question is asked again, up to ``retries`` times, after which :class:`DistributedTrainingError`
-    is raised. An error of the data (``ValueError``, ``FileNotFoundError``) is raised as it is.
+    then, after a pause (0.1 s, doubling with each retry) that lets the scheduler notice the loss, the grouping
+    is read again once the scheduler has recomputed the lost shards, new holders are made, and the same
+    question is asked again, up to ``retries`` times, after which :class:`DistributedTrainingError` is raised. An error of the data (``ValueError``, ``FileNotFoundError``) is raised as it is.
     """
 
     def __init__(self, client, futures: Sequence, retries: int = 3):
@@ -318,6 +318,7 @@ class Placement:
                     raise DistributedTrainingError(f"distributed training failed: {type(e).__name__}: {e}") from e
                 log.info("a worker answering for shards was lost (%s: %s): asking again where the shards are",
                          type(e).__name__, e)
+                time.sleep(0.1 * 2 ** attempt)               # let the scheduler notice the loss
         out: list = [None] * len(self.futures)
         self.last_seconds = [seconds for _, seconds in answers]
         for (address, idx), ((ran_on, results), _) in zip(groups, answers):
