@@ -3,7 +3,7 @@ every ratio of the speed targets in one run.
 
 Usage::
 
-    python benchmarks/bench_speed.py [--quick] [--repeat N] [--parts taslpc]
+    python benchmarks/bench_speed.py [--quick] [--repeat N] [--parts taslpcd]
 
 Parts (each a ratio of medians over ``--repeat`` runs, reference and candidate interleaved in one process,
 or, for start-up, in fresh processes started alternately):
@@ -23,7 +23,10 @@ c. the command-line workflow on the 5 MQ2008 folds: one ``svmmap learn -c 0.01,�
    one ``svmmap classify`` per fold, processes and parsing included, against svm_rank's per-C workflow
    (``svm_rank_learn`` once per C, ``svm_rank_classify`` of vali per C and of test once), 21.3 s on this
    machine's kind when it was measured (svm_rank is not installed here): target ≤ 0.3×, mean test MAP within
-   0.005 of svm_rank's 0.4719.
+   0.005 of svm_rank's 0.4719;
+d. Dask: ``benchmarks/bench_dask.py``'s overhead case (1,000 queries × 300 candidates × 16 functions, bins,
+   C = 100, shards of 100 queries) on a 2-worker LocalCluster ÷ one process (target ≤ 1.2×), with the
+   overhead per oracle call.
 
 The machine's load average is printed at the start and the end: on a shared machine the thread ratio is
 bounded by the cores actually free, which part t measures alongside (a trivially parallel loop on 1 and 2
@@ -270,17 +273,26 @@ def part_cli(repeat: int, quick: bool):
           f"{np.mean(maps) - SVM_RANK_WORKFLOW[1]:+.4f} (target within 0.005)")
 
 
+def part_dask(repeat: int, quick: bool):
+    print("\n=== d. Dask: a 2-worker LocalCluster against one process (benchmarks/bench_dask.py's overhead case) ===",
+          flush=True)
+    from bench_dask import overhead
+    out = overhead(max(1, repeat // 2) if quick else repeat)
+    print(f"ratio 2-worker LocalCluster / one process: {out['ratio']:.2f}×  (target ≤ 1.2×); overhead per oracle "
+          f"call {out['overhead'] * 1e3:.1f} ms")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="smaller data (for a smoke run)")
     ap.add_argument("--repeat", type=int, default=5, help="rounds per measurement (default 5)")
-    ap.add_argument("--parts", default="taslpc", help="letters of the parts to run (default: all)")
+    ap.add_argument("--parts", default="taslpcd", help="letters of the parts to run (default: all)")
     args = ap.parse_args()
-    print(f"pyterrier-svmmap speed benchmark (threads, argmax, start-up, LightGBM, C path, command line); "
+    print(f"pyterrier-svmmap speed benchmark (threads, argmax, start-up, LightGBM, C path, command line, Dask); "
           f"numpy {np.__version__}; {load()}")
     t0 = time.perf_counter()
     for letter, part in (("t", part_threads), ("a", part_argmax), ("s", part_startup), ("l", part_lightgbm),
-                         ("p", part_c_path), ("c", part_cli)):
+                         ("p", part_c_path), ("c", part_cli), ("d", part_dask)):
         if letter in args.parts:
             part(args.repeat, args.quick)
     print(f"\ntotal {time.perf_counter() - t0:.0f} s; {load()}")
