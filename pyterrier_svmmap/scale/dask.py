@@ -15,9 +15,8 @@ in shard order and sums them in that order (:func:`~pyterrier_svmmap.svm.cutting
 as a one-process fit does), so the model does not depend on how many workers there are or which worker
 computed what. The small dual QP stays on the driver (:mod:`~pyterrier_svmmap.svm.cutting_plane`). Which
 worker holds which shard is read from the scheduler (``client.who_has``) before the first call and again
-after a call ran on another worker than the one asked or failed. During the fit the client sends its
-messages to the scheduler every millisecond rather than every 10 ms (:func:`prompt_messages`), for the
-setup's tasks.
+after a call ran on another worker than the one asked or failed. The client's own settings are left as they
+are.
 
 What else needs all the data is done the same way, exactly:
 
@@ -85,7 +84,6 @@ class DaskExecutor:
                              "offsets) or a single C")
         client, owned = dask_client(self.executor)
         t0 = time.perf_counter()
-        restore = prompt_messages(client)
         try:
             data = ShardedData(client, sources, rel=ranker.rel)
             warn_skipped(data.n_queries_given - data.n_queries, data.n_queries_given)
@@ -107,7 +105,6 @@ class DaskExecutor:
                                             seconds=time.perf_counter() - t0)
             data.close()
         finally:
-            restore()
             if owned:
                 close_client(client)
         return ranker
@@ -407,41 +404,6 @@ class ShardOracle:
         self.busiest_seconds += max(data.feature_placement.last_seconds, default=0.0)
         self.worker_seconds += sum(data.feature_placement.last_seconds)
         return reduce_shard_sums(parts, data.n_queries)                 # fixed order: shard 0, 1, 2, ...
-
-
-#: seconds between two batches of the client's messages to the scheduler during a fit (Dask's default: 10 ms)
-MESSAGE_INTERVAL = 0.001
-
-
-def prompt_messages(client):
-    """Let the client's batched stream to the scheduler send a batch every :data:`MESSAGE_INTERVAL` instead of
-    every 10 ms for the fit.
-
-    An oracle call sends the client's stream two messages: the new tasks and, once their results are in, the
-    release of the tasks. The stream sends at most one batch per interval, so with Dask's 10 ms the next
-    call's tasks wait until the interval of the release has passed (measured: 26 % of the cutting-plane time
-    of a 2-worker fit with 9 ms of work per oracle call).
-
-    Parameters
-    ----------
-    client : dask.distributed.Client
-        The client of the fit. One without a batched stream (``scheduler_comm.interval``) is left alone.
-
-    Returns
-    -------
-    callable
-        Restores the stream's interval (when the client still has the same stream).
-    """
-    stream = getattr(client, "scheduler_comm", None)
-    before = getattr(stream, "interval", None)
-    if isinstance(before, bool) or not isinstance(before, (int, float)) or before <= MESSAGE_INTERVAL:
-        return lambda: None
-    stream.interval = MESSAGE_INTERVAL
-
-    def restore():
-        if getattr(client, "scheduler_comm", None) is stream:
-            stream.interval = before
-    return restore
 
 
 def _arrays(source) -> bool:
