@@ -375,7 +375,7 @@ def paper_estimate(n, res, parse_s):
     c2 = d2["work"]["argmax"] / (d2["oracle_calls"] * n)
     per_iter2 = d2["cp"] / d2["iters"]
     busiest = d2["work"]["argmax"] / d2["oracle_calls"] / 2
-    o_task = max(per_iter2 - busiest, 0.0) / 2                    # overhead per worker task and iteration
+    o_task = max(per_iter2 - busiest, 0.0) / 2                    # overhead per worker call and iteration
     setup_c = sum(d2["work"].get(k, 0.0) for k in SETUP) / n
     make_c = sum(d2["work"].get(k, 0.0) for k in MAKE) / n
     o_setup = max((d2["fit"] - d2["cp"]) - (setup_c + make_c) * n / 2, 0.0) / S_meas
@@ -386,7 +386,7 @@ def paper_estimate(n, res, parse_s):
     dim = len(one["coef"])                                    # φ's dimension
     print(f"measured at {n:,}: argmax task {c1 * 1e9:.0f} ns (1 worker) / {c2 * 1e9:.0f} ns (2 workers) per "
           f"candidate and iteration; overhead {per_iter2 - busiest:.3f} s per iteration with {S_meas} shards "
-          f"({o_task * 1e3:.2f} ms per worker task); setup (thresholds, φ, MAP per function) {setup_c * 1e6:.2f} µs "
+          f"({o_task * 1e3:.2f} ms per worker call); setup (thresholds, φ, AP per function) {setup_c * 1e6:.2f} µs "
           f"per candidate once, overhead {o_setup * 1e3:.1f} ms per shard; reading svmlight "
           f"{parse_s * 1e6:.1f} µs per candidate (one 100,000-line file, this process); peak worker memory "
           f"{b1:.0f} B (1 worker) / {b2:.0f} B (2 workers) per candidate above a {base:.2f} GB warmed-up worker; "
@@ -411,7 +411,7 @@ def paper_estimate(n, res, parse_s):
             print(f"{N:>13,} {mem_gb:>8} GB {W:>7} {n_w:>12,.0f} {s_iter:>7.2f} {once:>12.0f} "
                   f"{once + iters * s_iter:>7.0f} {S:>6} {mb:>8.1f}")
     print(f"driver: the dual QP has one row per cutting plane ({iters} here; ≤ max_iter) over φ's {dim} "
-          f"dimensions — kilobytes to a few MB; per iteration it sends w ({8 * dim / 1e3:.1f} kB) in each worker's task and sums one "
+          f"dimensions — kilobytes to a few MB; per iteration it sends w ({8 * dim / 1e3:.1f} kB) in each worker's call and sums one "
           f"{dim}-vector per shard. Its peak here was {d2['driver_rss']:.2f} GB with the scheduler in it, "
           "independent of the data size (the data never passes through it).")
 
