@@ -208,14 +208,20 @@ def task_kind(key) -> str:
 
 
 def run_dask(spec: dict, n_workers: int) -> dict:
-    """A LocalCluster of ``n_workers`` single-threaded worker processes; ``fit_shards`` on it, the sources
+    """A LocalCluster of ``n_workers`` single-threaded worker processes (the allocator settings of
+    ``executor="local"``, no memory limit); ``fit_shards`` on it, the sources
     being the shard files (each read by a worker) or, with source "workers", tuples of futures of arrays that
     the workers generate (``client.submit`` resolves futures in a task's arguments, so ``fit_shards``'s array
     path takes them; the driver never holds the data)."""
     from dask.distributed import Client, LocalCluster, get_task_stream
     from pyterrier_svmmap.svm.ranker import StructSVMRanker
-    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                           memory_limit=0)                       # no spilling/pausing: we measure memory
+    import dask
+    from pyterrier_svmmap.scale.client import WORKER_ENVIRON
+    os.environ.update(WORKER_ENVIRON)           # the workers' allocator as executor="local" sets it (own process)
+    with dask.config.set({"distributed.nanny.pre-spawn-environ":
+                          {**dask.config.get("distributed.nanny.pre-spawn-environ"), **WORKER_ENVIRON}}):
+        cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                               memory_limit=0)                   # no spilling/pausing: we measure memory
     client = Client(cluster)
     try:
         warm = warm_up()
@@ -358,12 +364,13 @@ def parse_cost(folder: Path, repeat: int = 2) -> float:
 def paper_estimate(n, res, parse_s):
     """10⁸ and 10⁹ candidates on paper, from the largest measured size's 2-worker run.
 
-    Per iteration: ``c × N/W`` (the argmax task's worker-seconds per candidate, measured, on the candidates of
-    one worker) plus the Dask/driver overhead (wall time per iteration not spent in the busiest worker's
-    argmax tasks: scheduling, gathering, summing, the QP), scaled with the number of workers (the
-    scheduler handles one task per worker holding shards per iteration). Once: reading the shard files (the measured parse
-    cost) and the setup tasks (usable queries, threshold samples and counts, MAP per function, φ), on N/W
-    candidates per worker, plus their overhead scaled with shards. Memory: peak RSS above the warmed-up
+    Per oracle call: ``c × N/W`` (the argmax's worker-seconds per candidate, measured, on the candidates of
+    one worker) plus the Dask/driver overhead (wall time per call not spent in the busiest worker's argmax:
+    the calls, gathering, summing, the QP), scaled with the number of workers (each call asks every worker
+    holding shards once); per iteration, the measured number of oracle calls per iteration (the line search
+    makes about 3). Once: reading the shard files (the measured parse cost) and the setup tasks (usable
+    queries, threshold samples and counts, AP per function, φ), on N/W candidates per worker, plus their
+    overhead scaled with shards. Memory: peak RSS above the warmed-up
     worker per candidate held."""
     one, d1, d2 = res.get("one"), res.get("1"), res.get("2")
     if not (d1 and d2 and one):
@@ -373,9 +380,10 @@ def paper_estimate(n, res, parse_s):
     iters = max(d2["iters"], one["iters"])
     c1 = d1["work"]["argmax"] / (d1["oracle_calls"] * n)
     c2 = d2["work"]["argmax"] / (d2["oracle_calls"] * n)
-    per_iter2 = d2["cp"] / d2["iters"]
+    calls_per_iter = d2["oracle_calls"] / d2["iters"]
+    per_call2 = d2["cp"] / d2["oracle_calls"]
     busiest = d2["work"]["argmax"] / d2["oracle_calls"] / 2
-    o_task = max(per_iter2 - busiest, 0.0) / 2                    # overhead per worker call and iteration
+    o_call = max(per_call2 - busiest, 0.0) / 2                    # overhead per worker and oracle call
     setup_c = sum(d2["work"].get(k, 0.0) for k in SETUP) / n
     make_c = sum(d2["work"].get(k, 0.0) for k in MAKE) / n
     o_setup = max((d2["fit"] - d2["cp"]) - (setup_c + make_c) * n / 2, 0.0) / S_meas
@@ -384,16 +392,16 @@ def paper_estimate(n, res, parse_s):
     b = max(b1, b2)
     base = max(d2["workers_rss_before"])
     dim = len(one["coef"])                                    # φ's dimension
-    print(f"measured at {n:,}: argmax task {c1 * 1e9:.0f} ns (1 worker) / {c2 * 1e9:.0f} ns (2 workers) per "
-          f"candidate and iteration; overhead {per_iter2 - busiest:.3f} s per iteration with {S_meas} shards "
-          f"({o_task * 1e3:.2f} ms per worker call); setup (thresholds, φ, AP per function) {setup_c * 1e6:.2f} µs "
+    print(f"measured at {n:,}: argmax {c1 * 1e9:.0f} ns (1 worker) / {c2 * 1e9:.0f} ns (2 workers) per "
+          f"candidate and oracle call; overhead {(per_call2 - busiest) * 1e3:.1f} ms per oracle call with {S_meas} "
+          f"shards ({o_call * 1e3:.2f} ms per worker asked), {calls_per_iter:.1f} oracle calls per iteration; setup (thresholds, φ, AP per function) {setup_c * 1e6:.2f} µs "
           f"per candidate once, overhead {o_setup * 1e3:.1f} ms per shard; reading svmlight "
           f"{parse_s * 1e6:.1f} µs per candidate (one 100,000-line file, this process); peak worker memory "
           f"{b1:.0f} B (1 worker) / {b2:.0f} B (2 workers) per candidate above a {base:.2f} GB warmed-up worker; "
           f"{iters} iterations")
     print("assumed: one worker per core, each core as fast as here; 1,000,000-candidate shards "
           f"(queries_per_shard=1000 × 1,000 candidates: 100 at 10⁸, 1,000 at 10⁹; measured with {S_meas}), the "
-          f"per-iteration overhead scaled by the number of workers, the setup's by the number of shards; 75 % of a worker's memory for data at {b:.0f} B per candidate; "
+          f"per-call overhead scaled by the number of workers, the setup's by the number of shards; 75 % of a worker's memory for data at {b:.0f} B per candidate; "
           f"{iters} iterations (the count did not grow with size in bench.py part c: 36, 31, 31, 21)")
     print(f"{'candidates':>13} {'mem/worker':>10} {'workers':>7} {'cand/worker':>12} {'s/iter':>7} "
           f"{'load+setup s':>12} {'fit s':>7} {'shards':>6} {'MB/iter':>8}")
@@ -405,7 +413,7 @@ def paper_estimate(n, res, parse_s):
                 continue
             W = math.ceil(N / per_worker)
             n_w = N / W
-            s_iter = c2 * n_w + o_task * W
+            s_iter = calls_per_iter * (c2 * n_w + o_call * W)
             once = (parse_s + setup_c) * n_w + o_setup * S
             mb = (8 * dim * W + S * 8 * (dim + 1)) / 1e6
             print(f"{N:>13,} {mem_gb:>8} GB {W:>7} {n_w:>12,.0f} {s_iter:>7.2f} {once:>12.0f} "
