@@ -209,7 +209,7 @@ def function_aps(raw: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> np
         part = np.empty((raw.shape[1], int(qb[i + 1] - qb[i])))
         jit.function_ap(raw, rel, offsets[qb[i]:qb[i + 1] + 1], part)
         return part
-    return np.hstack(threads.run(block, len(qb) - 1)) if len(qb) > 1 else np.zeros((raw.shape[1], 0))
+    return np.hstack(threads.run(block, len(qb) - 1))
 
 
 # -- the package's default rule: selection="auto" --------------------------------------------------

@@ -136,7 +136,7 @@ class ShardHolder:
 
 def worker_violation(w: np.ndarray, losses, *problems: ShardProblem
                      ) -> Tuple[Optional[str], List[List[Tuple[np.ndarray, float]]]]:
-    """The argmax of each of a worker's shards at w: the one Dask task per worker and oracle call.
+    """The argmax of each of a worker's shards at w: the one call per worker and oracle call.
 
     The shards' kernels use the worker's threads; their results do not depend on the thread count
     (:mod:`~pyterrier_svmmap.threads`).
@@ -153,7 +153,7 @@ def worker_violation(w: np.ndarray, losses, *problems: ShardProblem
     Returns
     -------
     address : str or None
-        The worker the task ran on, so that the driver sees where its shards are.
+        The worker the call ran on, so that the driver sees where its shards are.
     parts : list
         Per shard, in the order given, :func:`~pyterrier_svmmap.svm.cutting_plane.shard_sums`: per slack
         group (Σ_q Ψ coefficients as a vector, Σ_q Δ). Not summed: the driver sums all shards in shard order.
