@@ -215,11 +215,8 @@ def run_dask(spec: dict, n_workers: int) -> dict:
     path takes them; the driver never holds the data)."""
     from dask.distributed import Client, LocalCluster, get_task_stream
     from pyterrier_svmmap.svm.ranker import StructSVMRanker
-    import dask
-    from pyterrier_svmmap.scale.client import WORKER_ENVIRON
-    os.environ.update(WORKER_ENVIRON)           # the workers' allocator as executor="local" sets it (own process)
-    with dask.config.set({"distributed.nanny.pre-spawn-environ":
-                          {**dask.config.get("distributed.nanny.pre-spawn-environ"), **WORKER_ENVIRON}}):
+    from pyterrier_svmmap.scale.client import local_worker_environ
+    with local_worker_environ():                # the workers' allocator as executor="local" sets it
         cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
                                memory_limit=0)                   # no spilling/pausing: we measure memory
     client = Client(cluster)

@@ -108,7 +108,7 @@ def import_class(path: str):
 
 
 # ---------------------------------------------------------------------------------------------
-# JSON that round-trips floats exactly and stays strict (NaN/inf → null)
+# JSON that round-trips floats exactly and is strict JSON (NaN/inf → null)
 # ---------------------------------------------------------------------------------------------
 def jsonable(obj):
     """Numbers, arrays, tuples and dicts as strict-JSON values; NaN/inf become None."""

@@ -46,7 +46,6 @@ def dask_client(executor: Any = "local", workers: Optional[int] = None) -> Tuple
         raise ValueError(f"executor must be None, 'local', a scheduler address or a dask.distributed.Client, "
                          f"got {executor!r}")
     try:
-        import dask
         from dask.distributed import Client, LocalCluster
     except ImportError:
         raise ValueError(DASK_HINT) from None
@@ -56,14 +55,9 @@ def dask_client(executor: Any = "local", workers: Optional[int] = None) -> Tuple
         except (OSError, TimeoutError) as e:
             raise ValueError(f"cannot reach the Dask scheduler at {executor}: {e}") from None
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    environ = {**dask.config.get("distributed.nanny.pre-spawn-environ", {}), **WORKER_ENVIRON}
     try:
-        with warnings.catch_warnings(), environ_kept(), \
-                dask.config.set({"distributed.nanny.pre-spawn-environ": environ}):
+        with warnings.catch_warnings(), local_worker_environ():
             warnings.filterwarnings("ignore", message="Port .* is already in use")   # Dask takes a free one
-            # the nanny lets os.environ override its configuration, and an earlier LocalCluster of this process
-            # left Dask's own MALLOC_TRIM_THRESHOLD_ there: set ours for the start (environ_kept restores it)
-            os.environ.update(WORKER_ENVIRON)
             cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
                                    dashboard_address=None)
     finally:
@@ -79,6 +73,22 @@ def close_client(client) -> None:
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+@contextlib.contextmanager
+def local_worker_environ() -> Iterator[None]:
+    """Workers of a LocalCluster started inside the block get :data:`WORKER_ENVIRON`; this process's
+    ``os.environ`` and Dask's configuration are as they were after the block.
+
+    The nannies read ``distributed.nanny.pre-spawn-environ``, but a variable already in ``os.environ`` wins
+    over it, and an earlier LocalCluster of this process left Dask's own ``MALLOC_TRIM_THRESHOLD_`` there: so
+    the values are set in both for the block (:func:`environ_kept` restores ``os.environ``).
+    """
+    import dask
+    environ = {**dask.config.get("distributed.nanny.pre-spawn-environ", {}), **WORKER_ENVIRON}
+    with environ_kept(), dask.config.set({"distributed.nanny.pre-spawn-environ": environ}):
+        os.environ.update(WORKER_ENVIRON)
+        yield
 
 
 @contextlib.contextmanager

@@ -65,6 +65,16 @@ class DistributedTrainingError(RuntimeError):
     """Distributed training could not finish (a shard could not be recomputed, a worker failed)."""
 
 
+def _is_data_error(e: BaseException) -> bool:
+    """Whether a failure on the workers is the data's (raised to the caller as it is) rather than the
+    cluster's (retried, then :class:`DistributedTrainingError`)."""
+    return isinstance(e, (ValueError, FileNotFoundError))
+
+
+def _training_error(e: BaseException) -> DistributedTrainingError:
+    return DistributedTrainingError(f"distributed training failed: {type(e).__name__}: {e}")
+
+
 class DaskExecutor:
     """The shard executor (:mod:`~pyterrier_svmmap.svm.executors`) of a Dask cluster: ``executor`` is a
     ``dask.distributed.Client``, a scheduler address or ``"local"`` (a LocalCluster with one single-threaded
@@ -177,9 +187,9 @@ class ShardedData:
         try:
             return self.client.gather(futures)
         except Exception as e:                               # noqa: BLE001 - any worker failure
-            if isinstance(e, (ValueError, FileNotFoundError)):
+            if _is_data_error(e):
                 raise
-            raise DistributedTrainingError(f"distributed training failed: {type(e).__name__}: {e}") from e
+            raise _training_error(e) from e
 
     # -- what needs every shard ------------------------------------------------------------------
     def thresholds(self, n_bins: int, depth: Optional[int]) -> np.ndarray:
@@ -307,12 +317,12 @@ class Placement:
                 groups = self._groups
                 answers = [c.result() for c in [h.run(func, args) for h in holders]]
                 break
-            except (ValueError, FileNotFoundError):
-                raise
             except Exception as e:                           # noqa: BLE001 - a lost worker, whatever Dask raises
+                if _is_data_error(e):
+                    raise
                 self.invalidate()
                 if attempt == self.retries:
-                    raise DistributedTrainingError(f"distributed training failed: {type(e).__name__}: {e}") from e
+                    raise _training_error(e) from e
                 log.info("a worker answering for shards was lost (%s: %s): asking again where the shards are",
                          type(e).__name__, e)
                 time.sleep(0.1 * 2 ** attempt)               # let the scheduler notice the loss
