@@ -108,7 +108,7 @@ def import_class(path: str):
 
 
 # ---------------------------------------------------------------------------------------------
-# JSON that round-trips floats exactly and is strict JSON (NaN/inf → null)
+# Model metadata as JSON values: floats as Python writes them (read back bit for bit), NaN/inf as null
 # ---------------------------------------------------------------------------------------------
 def jsonable(obj):
     """Numbers, arrays, tuples and dicts as strict-JSON values; NaN/inf become None."""
