@@ -327,13 +327,12 @@ def per_query_ap(layout: FeatureLayout, w: np.ndarray, queries: Queries, tie: in
     return ranked_ap(layout.transform(queries.raw, queries.offsets), w, queries, queries.raw[:, tie], codes)
 
 
-def base_function_weights(layout: FeatureLayout, raw: np.ndarray, function: int, scale: float = 1.0) -> np.ndarray:
+def base_function_weights(layout: FeatureLayout, raw: np.ndarray, offsets: np.ndarray, function: int,
+                          scale: float = 1.0) -> np.ndarray:
     """w₀ of ``layout`` that ranks like base function ``function`` alone (:meth:`FeatureLayout.prior_weights`),
-    its raw score scaled by its range on ``raw`` (the training candidates): the prior's centre, and the
-    fallback's model."""
-    col = raw[:, function]
-    span = float(np.nanmax(col) - np.nanmin(col)) if layout.blocks[0] == "raw" and np.isfinite(col).any() else 1.0
-    return layout.prior_weights(function, scale, span)
+    its score column scaled by its range on ``raw`` (the training candidates, grouped by ``offsets``;
+    :meth:`FeatureLayout.score_span`): the prior's centre, and the fallback's model."""
+    return layout.prior_weights(function, scale, layout.score_span(raw, offsets, function))
 
 
 def averageable(layout: FeatureLayout) -> bool:
@@ -539,4 +538,4 @@ def fallback_model(queries: Queries, raw_layout: Callable[[Queries], FeatureLayo
     missing documents last. (layout, w, function)."""
     layout = raw_layout(queries)
     f = best_function(queries.raw, queries.labels, queries.offsets)
-    return layout, base_function_weights(layout, queries.raw, f, prior_scale), f
+    return layout, base_function_weights(layout, queries.raw, queries.offsets, f, prior_scale), f

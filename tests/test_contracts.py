@@ -107,12 +107,25 @@ OFFSETS = np.array([0, 3, 5])
 def test_raw_block_fills_missing_with_the_querys_lowest_score_or_zero_and_adds_indicators():
     # columns raw(a), raw(b), retrieved(a), retrieved(b). Missing f1 in q0 → q0's lowest f1 = −3 (not 0,
     # not the highest −1); f0 retrieved nothing in q1 → 0.
-    X = FeatureEncoder("raw").fit(RAW, OFFSETS).transform(RAW, OFFSETS).dense()
+    X = FeatureEncoder("raw", normalise=None).fit(RAW, OFFSETS).transform(RAW, OFFSETS).dense()
     np.testing.assert_array_equal(X, [[2, -3, 1, 0],
                                       [2, -1, 0, 1],
                                       [6, -3, 1, 1],
                                       [0, 5, 0, 1],
                                       [0, 4, 0, 1]])
+
+
+def test_normalised_raw_block_is_the_score_above_the_querys_lowest_in_within_query_spreads():
+    # σ_f pools the squared deviations from each query's mean: f0 {2, 6} → 8 / 2 → σ = 2;
+    # f1 {−1, −3} and {5, 4} → (2 + 0.5) / 4 → σ = √0.625. z = (f − lowest of the query) / σ, missing → 0.
+    enc = FeatureEncoder("raw").fit(RAW, OFFSETS)
+    s1 = np.sqrt(0.625)
+    np.testing.assert_allclose(1 / enc.column_scale_ / enc.prescale_, [2.0, s1], rtol=1e-15)
+    np.testing.assert_allclose(enc.transform(RAW, OFFSETS).dense(), [[0, 0, 1, 0],
+                                                                     [0, 2 / s1, 0, 1],
+                                                                     [2, 0, 1, 1],
+                                                                     [0, 1 / s1, 0, 1],
+                                                                     [0, 0, 0, 1]], rtol=1e-15, atol=0)
 
 
 def test_minmax_block_missing_is_zero_and_adds_indicators():
@@ -305,9 +318,24 @@ def _scores(model, res):
     return scores.reindex(pd.MultiIndex.from_frame(res[["qid", "docno"]]))
 
 
-def test_raw_weights_are_paired_with_their_names_and_the_informative_function_weighs_most():
+def test_normalised_raw_weights_rebuild_the_scores_from_the_names_and_the_column_scales():
     res, qrels = TRAIN
     m = SVMMap(C=10.0, features="raw").fit(res, qrels)
+    w = dict(zip(m.feature_names_, m.coef_))
+    assert max(w, key=lambda k: abs(w[k])) == "raw(good)" and w["raw(good)"] > 0
+    # φ of a normalised raw block: (f − the query's lowest f) · column_scale_, missing → 0
+    filled, retrieved = _by_hand_phi_raw(res)
+    lows = np.stack([pd.Series(filled[:, i]).groupby(res["qid"].to_numpy()).transform("min").to_numpy()
+                     for i in range(len(NAMES))], axis=1)
+    scale = m.layout_.encoder.column_scale_ * m.layout_.encoder.prescale_
+    by_hand = sum(w[f"raw({n})"] * (filled[:, i] - lows[:, i]) * scale[i] + w[f"retrieved({n})"] * retrieved[:, i]
+                  for i, n in enumerate(NAMES))
+    np.testing.assert_allclose(_scores(m, res).to_numpy(), by_hand, rtol=0, atol=1e-9)
+
+
+def test_raw_weights_are_paired_with_their_names_and_the_informative_function_weighs_most():
+    res, qrels = TRAIN
+    m = SVMMap(C=10.0, features="raw", normalise=None).fit(res, qrels)
     assert m.base_names_ == NAMES
     assert m.feature_names_ == ["raw(noise_a)", "raw(good)", "raw(noise_b)",
                                 "retrieved(noise_a)", "retrieved(good)", "retrieved(noise_b)"]

@@ -51,7 +51,7 @@ class StructSVM(RankerEstimator):
 
     def __init__(self, C: Union[float, Sequence[float]] = SELECTION_C_GRID, loss="map",
                  loss_params: Optional[dict] = None, features: Union[str, Sequence[str]] = DEFAULT_FEATURES,
-                 n_bins: int = 50, binning: str = "quantile", epsilon: float = 1e-3, max_iter: int = 1000,
+                 normalise: Optional[str] = "query", n_bins: int = 50, binning: str = "quantile", epsilon: float = 1e-3, max_iter: int = 1000,
                  verbose: bool = False, prior: Optional[str] = DEFAULT_PRIOR, prior_scale: float = 1.0,
                  threshold_depth: Optional[int] = 200, cv: int = 5, random_state: Optional[int] = 0,
                  rel: float = 1.0, executor=None, queries_per_shard: int = 1000, selection: str = "auto",
@@ -127,7 +127,7 @@ class SVMMap(StructSVM):
                           ranker_=("StructSVMRanker", "The array-level model, which scores without PyTerrier.")))
 
     def __init__(self, C: Union[float, Sequence[float]] = SELECTION_C_GRID,
-                 features: Union[str, Sequence[str]] = DEFAULT_FEATURES,
+                 features: Union[str, Sequence[str]] = DEFAULT_FEATURES, normalise: Optional[str] = "query",
                  n_bins: int = 50, binning: str = "quantile", epsilon: float = 1e-3, max_iter: int = 1000,
                  verbose: bool = False, loss="map", loss_params: Optional[dict] = None,
                  prior: Optional[str] = DEFAULT_PRIOR, prior_scale: float = 1.0, threshold_depth: Optional[int] = 200,
@@ -136,7 +136,8 @@ class SVMMap(StructSVM):
                  min_valid_queries: Optional[int] = DEFAULT_MIN_VALID_QUERIES, average_folds: bool = True,
                  n_jobs: Optional[int] = None):
         """Store the parameters (the class docstring lists them) and check them at once."""
-        super().__init__(C=C, loss=loss, loss_params=loss_params, features=features, n_bins=n_bins,
+        super().__init__(C=C, loss=loss, loss_params=loss_params, features=features, normalise=normalise,
+                         n_bins=n_bins,
                          binning=binning, epsilon=epsilon, max_iter=max_iter, verbose=verbose,
                          prior=prior, prior_scale=prior_scale, threshold_depth=threshold_depth, cv=cv,
                          random_state=random_state, rel=rel, executor=executor, queries_per_shard=queries_per_shard,

@@ -253,3 +253,79 @@ def column_quantiles(sample, levels, f0, f1, out, counts):
         vals = np.sort(buf[:m])
         for i in range(levels.shape[0]):
             out[f, i] = vals[np.int64(np.floor((m - 1) * levels[i]))]
+
+
+@njit(cache=True, nogil=True)
+def query_spread(raw, offsets, prescale, sumsq, counts, varies):
+    """Per query q of ``offsets`` (absolute row indices; row q of ``sumsq``, ``counts`` and ``varies``) and
+    function f: the retrieved (non-NaN) scores y = raw·prescale[f] counted in ``counts[q, f]``, whether they
+    differ (``varies[q, f]``), and their squared deviations from the query's mean summed in ``sumsq[q, f]`` —
+    exactly 0 when they are all equal (the mean of equal doubles need not round back to them). ``prescale``
+    holds powers of two, so y is exact."""
+    n_funcs = raw.shape[1]
+    for q in range(offsets.shape[0] - 1):
+        a = offsets[q]
+        b = offsets[q + 1]
+        for f in range(n_funcs):
+            p = prescale[f]
+            lo = np.inf
+            hi = -np.inf
+            total = 0.0
+            m = 0
+            for d in range(a, b):
+                x = raw[d, f]
+                if x == x:
+                    y = x * p
+                    lo = min(lo, y)
+                    hi = max(hi, y)
+                    total += y
+                    m += 1
+            counts[q, f] = m
+            varies[q, f] = hi > lo
+            acc = 0.0
+            if m > 1 and hi > lo:
+                mean = total / m
+                for d in range(a, b):
+                    x = raw[d, f]
+                    if x == x:
+                        dev = x * p - mean
+                        acc += dev * dev
+            sumsq[q, f] = acc
+
+
+#: the bound of :func:`standardise`'s z: a score this many spreads above its query's lowest is beyond any meaning,
+#: and a bound keeps every weighted sum of a few thousand such values finite (``encoder.Z_LIMIT``, the same)
+Z_LIMIT = 2.0 ** 500
+
+
+@njit(cache=True, nogil=True)
+def standardise(raw, offsets, prescale, column_scale, out):
+    """Per query of ``offsets`` (absolute row indices) and function f: z = (x·p − lo·p)·k with p =
+    ``prescale[f]`` (a power of two), lo the query's lowest retrieved score and k = ``column_scale[f]``;
+    a missing score (NaN) → 0, the query's lowest. Both products by p are exact, so a score equal to the
+    lowest gives exactly 0 and k = 0 (a function constant within every training query) a column of zeros;
+    z ≥ 0, bounded by :data:`Z_LIMIT`."""
+    n_funcs = raw.shape[1]
+    lo = np.empty(n_funcs)
+    for q in range(offsets.shape[0] - 1):
+        a = offsets[q]
+        b = offsets[q + 1]
+        lo[:] = np.inf
+        for d in range(a, b):
+            for f in range(n_funcs):
+                x = raw[d, f]
+                if x < lo[f]:
+                    lo[f] = x
+        for d in range(a, b):
+            for f in range(n_funcs):
+                x = raw[d, f]
+                if x != x:
+                    out[d, f] = 0.0
+                elif column_scale[f] == 0.0:
+                    out[d, f] = 0.0
+                else:
+                    p = prescale[f]
+                    dev = x * p - lo[f] * p
+                    if dev != dev:                   # inf − inf: scores far beyond the training ones
+                        dev = (x - lo[f]) * p
+                    out[d, f] = min(dev * column_scale[f], Z_LIMIT)

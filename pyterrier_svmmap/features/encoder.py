@@ -20,14 +20,34 @@ Three kinds of blocks can make up φ, alone or together (``FeatureEncoder(featur
     * ``"percentile"`` (SVM_acc3): scores turned into per-query percentiles (the top document
       gets 1), thresholds evenly spaced in [0, 1].
 ``"raw"``
-    The base scores as they are. A missing score becomes the query's lowest score of that function,
-    and an extra indicator per function says whether the function retrieved the candidate.
+    The base scores, one weight per function, and an indicator per function that says whether the function
+    retrieved the candidate; a missing score counts as the query's lowest of that function. How the scores
+    are put on a scale is ``normalise``:
+
+    * ``"query"`` (the default): z = (f − min_q f) / σ_f, with σ_f the function's spread *within* queries
+      (the pooled standard deviation of its scores around their query's mean, on the training candidates).
+      A linear ranking model only ever compares candidates of one query, so this is the scale that matters:
+      z does not change when a function is multiplied by a positive number or shifted by a constant (for all
+      queries or per query), and so neither do φ, the learned model, its cost, nor its ranking. The centring
+      changes no ranking (a per-query constant) and keeps the arithmetic exact: a score equal to its query's
+      lowest gives 0 whatever the magnitude of the scores;
+    * ``None``: the scores as they are (Yue et al.'s and ``svm_map_learn``'s linear model), whose units
+      then set the scale of the weights, of C and of the solver's arithmetic; scores beyond ±1e100 are
+      refused (their squares overflow the solver's sums).
 ``"minmax"``
     The scores min–max normalised per query (missing → 0), with the same indicators.
+
+**What carries no ranking information is left out exactly**, in every block and either normalisation: a
+function whose retrieved scores are equal within every training query (a document-independent feature such
+as a query length, or a constant column) has its score dimensions fixed at 0, and so does its "retrieved"
+indicator when, in every training query, the function retrieved all or none of the candidates. Their
+weights stay exactly 0 (their share of every constraint is an empty sum, not a rounding residue of a sum
+that should cancel), so such a column cannot change a model, however large its values.
 """
 from __future__ import annotations
 
 import logging
+import sys
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import List, Optional, Sequence, Tuple, Union
@@ -43,6 +63,12 @@ log = logging.getLogger(__name__)
 
 BINNINGS = ("quantile", "minmax", "percentile")
 BLOCKS = ("bins", "raw", "minmax")
+#: how the ``raw`` block puts scores on a scale (module doc): within-query standardisation, or none
+NORMALISATIONS = ("query", None)
+#: |raw score| above which ``normalise=None`` refuses a function: the solver sums squares of sums of scores
+UNNORMALISED_LIMIT = 1e100
+#: the bound of a standardised score (:func:`standardise_scores`), as the compiled kernel's
+Z_LIMIT = 2.0 ** 500
 
 
 # ---------------------------------------------------------------------------------------------
@@ -86,12 +112,125 @@ def minmax_normalise(raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return _per_query_blocks(kernels().minmax_normalise, raw, offsets)
 
 
+def standardise_scores(raw: np.ndarray, offsets: np.ndarray, prescale: np.ndarray, column_scale: np.ndarray
+                       ) -> np.ndarray:
+    """Per query and function z = (x·p − lo·p)·k (p = ``prescale``, a power of two; lo the query's lowest
+    retrieved score; k = ``column_scale``), 0 for a missing score or k = 0, at most
+    :data:`._kernels.Z_LIMIT`. Compiled (:func:`._kernels.standardise`, blocks of queries on threads) once
+    numba is loaded; until then numpy's elementwise operations, which are the kernel's and give the same bits,
+    so that scoring alone (``svmmap classify``) does not pay numba's start-up."""
+    raw = np.asarray(raw, dtype=float)
+    if not len(raw):
+        return np.empty(raw.shape)
+    prescale = np.ascontiguousarray(prescale, dtype=float)
+    column_scale = np.ascontiguousarray(column_scale, dtype=float)
+    if "numba" in sys.modules:
+        jit = kernels()
+        return _per_query_blocks(lambda r, o, out: jit.standardise(r, o, prescale, column_scale, out), raw, offsets)
+    lo = query_min_max(raw, offsets)[0][query_ids(np.asarray(offsets))]
+    with np.errstate(invalid="ignore", over="ignore"):
+        dev = raw * prescale - lo * prescale
+        dev = np.where(np.isnan(dev), (raw - lo) * prescale, dev)
+        z = np.minimum(dev * column_scale, Z_LIMIT)
+    return np.where(np.isnan(raw) | (column_scale == 0), 0.0, z)
+
+
 def percentiles(raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Per query and function, the fraction of retrieved candidates scoring ≤ this one (top → 1).
     Compiled (:func:`._kernels.percentiles`: one sort per query and function; blocks of queries on threads)."""
     if not len(raw):
         return np.empty(np.shape(raw))
     return _per_query_blocks(kernels().percentiles, raw, offsets)
+
+
+@dataclass
+class ColumnStatistics:
+    """What the training candidates say about each base function's scale (:func:`column_statistics`).
+
+    Attributes
+    ----------
+    top : np.ndarray
+        (F,) the largest |retrieved score| of each function (0 when it retrieved nothing).
+    spread : np.ndarray
+        (F,) the pooled within-query standard deviation of the function's scores times :attr:`prescale`
+        (0 when they never vary).
+    score_varies : np.ndarray
+        (F,) whether the function's retrieved scores differ within at least one query.
+    retrieval_varies : np.ndarray
+        (F,) whether, in at least one query, the function retrieved some candidates but not all.
+    """
+    top: np.ndarray
+    spread: np.ndarray
+    score_varies: np.ndarray
+    retrieval_varies: np.ndarray
+
+    @property
+    def prescale(self) -> np.ndarray:
+        """(F,) a power of two per function that brings its largest |score| into [0.5, 1): products by it are
+        exact, and squares of the scaled scores cannot overflow (:func:`power_of_two_scale`)."""
+        return power_of_two_scale(self.top)
+
+
+def column_top(raw: np.ndarray) -> np.ndarray:
+    """Per column, the largest |retrieved score| (0 for a column of NaN)."""
+    if not len(raw):
+        return np.zeros(raw.shape[1])
+    return np.nanmax(np.abs(np.where(np.isnan(raw), 0.0, raw)), axis=0)
+
+
+def power_of_two_scale(top: np.ndarray) -> np.ndarray:
+    """2^−e with 2^(e−1) ≤ ``top`` < 2^e (1 for 0), capped so that it stays finite for subnormal values."""
+    return np.ldexp(1.0, np.minimum(-np.frexp(np.asarray(top, dtype=float))[1], 1023))
+
+
+def query_spread_sums(raw: np.ndarray, offsets: np.ndarray, prescale: np.ndarray
+                      ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per query and function (Q × F each): the squared deviations of the scores times ``prescale`` from the
+    query's mean, summed (exactly 0 where they are all equal), the retrieved scores counted, and whether they
+    differ. Compiled (:func:`._kernels.query_spread`, blocks of whole queries on threads: each query's sums
+    are the same in any block)."""
+    raw = np.ascontiguousarray(raw, dtype=float)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    prescale = np.ascontiguousarray(prescale, dtype=float)
+    n_queries, n_funcs = len(offsets) - 1, raw.shape[1]
+    sumsq = np.zeros((n_queries, n_funcs))
+    counts = np.zeros((n_queries, n_funcs), dtype=np.int64)
+    varies = np.zeros((n_queries, n_funcs), dtype=np.bool_)
+    if n_queries and len(raw):
+        jit = kernels()
+        threads.run_query_blocks(lambda lo, hi: jit.query_spread(raw, offsets[lo:hi + 1], prescale, sumsq[lo:hi],
+                                                                 counts[lo:hi], varies[lo:hi]), offsets)
+    return sumsq, counts, varies
+
+
+def statistics_from_sums(top: np.ndarray, sumsq: np.ndarray, counts: np.ndarray, varies: np.ndarray,
+                         sizes: np.ndarray) -> ColumnStatistics:
+    """:class:`ColumnStatistics` from the per-query sums of :func:`query_spread_sums` of every query, in query
+    order, and the queries' candidate counts ``sizes``: the sums are added over queries in that order, so a
+    cluster that gathers its shards' rows in query order gets the bits of one process."""
+    spread = np.sqrt(sumsq.sum(axis=0) / np.maximum(counts.sum(axis=0), 1))
+    partly = (counts > 0) & (counts < np.asarray(sizes)[:, None])
+    return ColumnStatistics(np.asarray(top, dtype=float), spread, varies.any(axis=0), partly.any(axis=0))
+
+
+def column_statistics(raw: np.ndarray, offsets: np.ndarray) -> ColumnStatistics:
+    """:class:`ColumnStatistics` of candidates ``raw`` (n × F, NaN = not retrieved) grouped by ``offsets``."""
+    raw = np.asarray(raw, dtype=float)
+    top = column_top(raw)
+    sums = query_spread_sums(raw, offsets, power_of_two_scale(top))
+    return statistics_from_sums(top, *sums, np.diff(np.asarray(offsets, dtype=np.int64)))
+
+
+def check_unnormalised_range(top: np.ndarray, base_names: Optional[Sequence[str]] = None) -> None:
+    """ValueError naming the first function whose largest |score| ``top`` exceeds :data:`UNNORMALISED_LIMIT`
+    (``normalise=None`` keeps scores as they are, and the solver's sums of their squares would overflow)."""
+    bad = np.flatnonzero(np.asarray(top) > UNNORMALISED_LIMIT)
+    if len(bad):
+        f = int(bad[0])
+        name = base_names[f] if base_names is not None else f"column {f}"
+        raise ValueError(f"base function {name} has scores up to {top[f]:.3g} in magnitude, too large for "
+                         f"normalise=None (scores as they are, up to ±{UNNORMALISED_LIMIT:g}): use normalise='query' "
+                         "(the default: scores standardised within queries) or rescale that function")
 
 
 def scale_for_binning(raw: np.ndarray, offsets: np.ndarray, binning: str) -> np.ndarray:
@@ -341,35 +480,79 @@ class FeatureEncoder:
     ``binning`` (how scores are scaled before thresholds apply), ``threshold_depth`` (quantile binning
     only: take the quantiles over each training query's top ``threshold_depth`` candidates of the
     function instead of over all candidates, so that the thresholds sit where rankings are decided —
-    the paper's "sensitive region" — rather than among the many low-scoring candidates).
+    the paper's "sensitive region" — rather than among the many low-scoring candidates), ``normalise``
+    (the ``raw`` block's scale: ``"query"`` or ``None``, see the module doc).
+
+    Learned by :meth:`fit`: ``thresholds_`` ((F, n_bins), None without bins; a function that carries no
+    ranking information has thresholds +inf, so its codes are 0), ``prescale_`` (F powers of two),
+    ``column_scale_`` (the factor of each function's score column in the dense blocks: 1/spread with
+    ``normalise="query"``, else 1; 0 for a function whose scores never vary within a training query) and
+    ``indicator_scale_`` (1, or 0 for a "retrieved" indicator that never varies within a training query).
     """
 
     features: Union[str, Sequence[str]] = "bins"
     n_bins: int = 50
     binning: str = "quantile"
     threshold_depth: Optional[int] = None
+    normalise: Optional[str] = "query"
     thresholds_: np.ndarray = field(default=None, repr=False)   # (F, n_bins) or None without bins
     n_functions_: int = field(default=None, repr=False)
+    prescale_: np.ndarray = field(default=None, repr=False)
+    column_scale_: np.ndarray = field(default=None, repr=False)
+    indicator_scale_: np.ndarray = field(default=None, repr=False)
 
     def __post_init__(self):
         self.blocks = parse_blocks(self.features)
         if self.binning not in BINNINGS:
             raise ValueError(f"binning={self.binning!r} is not valid; choose one of {BINNINGS}")
+        if self.normalise not in NORMALISATIONS:
+            raise ValueError(f"normalise={self.normalise!r} is not valid; choose 'query' (scores standardised "
+                             "within queries, the default) or None (the scores as they are)")
         if self.threshold_depth is not None and int(self.threshold_depth) < 1:
             raise ValueError(f"threshold_depth must be a positive number of candidates, got {self.threshold_depth}")
         if int(self.n_bins) < 1:
             raise ValueError(f"n_bins must be at least 1, got {self.n_bins}")
 
-    def fit(self, raw: np.ndarray, offsets: np.ndarray) -> "FeatureEncoder":
+    def fit(self, raw: np.ndarray, offsets: np.ndarray, base_names: Optional[Sequence[str]] = None
+            ) -> "FeatureEncoder":
+        """Learn the thresholds and scales on training candidates (``raw``: candidates × base functions, NaN =
+        not retrieved; ``offsets``: query boundaries); ``base_names`` name the functions in errors."""
         raw = np.asarray(raw, dtype=float)
-        self.n_functions_ = raw.shape[1]
+        thresholds = None
+        if "bins" in self.blocks and self.binning == "quantile":
+            sample = raw if self.threshold_depth is None else top_of_queries(raw, offsets, self.threshold_depth)
+            thresholds = function_thresholds(sample, self.n_bins)
+        return self.fit_statistics(column_statistics(raw, offsets), thresholds, base_names)
+
+    def fit_statistics(self, stats: ColumnStatistics, thresholds: Optional[np.ndarray] = None,
+                       base_names: Optional[Sequence[str]] = None) -> "FeatureEncoder":
+        """:meth:`fit` from what it learns from the data: the functions' :class:`ColumnStatistics` and, for
+        quantile bins, their thresholds (:func:`function_thresholds`), however they were computed (one
+        process or the shards of a cluster)."""
+        self.n_functions_ = len(stats.top)
+        if "raw" in self.blocks and self.normalise is None:
+            check_unnormalised_range(stats.top, base_names)
+        self.prescale_ = stats.prescale
+        if self.normalise == "query":
+            spread = np.where(stats.spread > 0, stats.spread, np.finfo(float).tiny)
+            self.column_scale_ = np.where(stats.score_varies, 1.0 / spread, 0.0)
+        else:
+            self.column_scale_ = stats.score_varies.astype(float)
+        self.indicator_scale_ = stats.retrieval_varies.astype(float)
+        self.thresholds_ = None
         if "bins" in self.blocks:
             if self.binning == "quantile":
-                sample = raw if self.threshold_depth is None else top_of_queries(raw, offsets, self.threshold_depth)
-                self.thresholds_ = function_thresholds(sample, self.n_bins)
+                self.thresholds_ = np.array(thresholds, dtype=float)
             else:
-                self.thresholds_ = np.tile(even_thresholds(self.n_bins), (raw.shape[1], 1))
+                self.thresholds_ = np.tile(even_thresholds(self.n_bins), (self.n_functions_, 1))
+            self.thresholds_[~stats.score_varies, 1:] = np.inf         # no score dimension: codes 0 or 1
+            self.thresholds_[~stats.score_varies & ~stats.retrieval_varies, 0] = np.inf     # nor an indicator
         return self
+
+    @property
+    def normalises(self) -> bool:
+        """Whether the dense blocks' columns are scaled (``prescale_`` known: fitted by this version)."""
+        return self.prescale_ is not None
 
     def transform(self, raw: np.ndarray, offsets: np.ndarray) -> FeatureMatrix:
         raw = np.asarray(raw, dtype=float)
@@ -380,17 +563,43 @@ class FeatureEncoder:
                              f"candidates have {raw.shape[1]}; use the same RunFeatures as in training")
         blocks: List[Block] = []
         missing = np.isnan(raw)
+        indicators = ~missing if self.indicator_scale_ is None else ~missing * self.indicator_scale_
         for kind in self.blocks:
             if kind == "bins":
                 blocks.append(BinnedBlock(self.bin_codes(raw, offsets), self.n_bins))
-            elif kind == "raw":
-                lo, _ = query_min_max(raw, offsets)
-                fill = np.nan_to_num(lo[query_ids(offsets)], nan=0.0)
-                blocks.append(DenseBlock(np.hstack([np.where(missing, fill, raw), ~missing])))
-            else:  # minmax
-                norm = np.nan_to_num(minmax_normalise(raw, offsets), nan=0.0)
-                blocks.append(DenseBlock(np.hstack([norm, ~missing])))
+                continue
+            if kind == "raw" and self.normalise == "query" and self.normalises:
+                values = self.standardise(raw, offsets)                 # column_scale_ 0 included
+            else:
+                if kind == "raw":
+                    lo, _ = query_min_max(raw, offsets)
+                    fill = np.nan_to_num(lo[query_ids(offsets)], nan=0.0)
+                    values = np.where(missing, fill, raw)
+                else:  # minmax
+                    values = np.nan_to_num(minmax_normalise(raw, offsets), nan=0.0)
+                if self.normalises:
+                    values = values * (self.column_scale_ != 0)         # 0 where no score varies
+            blocks.append(DenseBlock(np.hstack([values, indicators])))
         return FeatureMatrix(blocks)
+
+    def standardise(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """The ``raw`` block's scores with ``normalise="query"``: (f − min_q f)·``column_scale_`` per query and
+        function, missing → 0 (:func:`standardise_scores`)."""
+        return standardise_scores(raw, offsets, self.prescale_, self.column_scale_)
+
+    def score_extent(self, raw: np.ndarray, offsets: np.ndarray, function: int) -> Tuple[float, float]:
+        """The (min, max) of base function ``function``'s score column in the ``raw`` block on candidates
+        ``raw`` ((0, 0) when it retrieved none of them). Its range is the unit of the prior's weight (a weight of
+        1/(max − min) gives that column a range of 1 on these candidates); a cluster takes the min and max over
+        its shards."""
+        col = raw[:, function]
+        if not np.isfinite(col).any():
+            return 0.0, 0.0
+        if self.normalise == "query" and self.normalises:
+            one = slice(function, function + 1)
+            return 0.0, float(standardise_scores(raw[:, one], offsets, self.prescale_[one],
+                                                 self.column_scale_[one]).max())
+        return float(np.nanmin(col)), float(np.nanmax(col))
 
     def bin_codes(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """Number of thresholds each score exceeds, per (candidate, function); missing → 0."""

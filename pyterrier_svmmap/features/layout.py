@@ -40,11 +40,13 @@ class FeatureLayout:
     @classmethod
     def fit(cls, raw: np.ndarray, offsets: np.ndarray, features="bins", n_bins: int = 50,
             binning: str = "quantile", threshold_depth: Optional[int] = None, bias: bool = False,
-            base_names: Optional[Sequence[str]] = None) -> "FeatureLayout":
-        """Learn the thresholds on training candidates (``raw``: candidates × base functions, NaN =
+            base_names: Optional[Sequence[str]] = None, normalise: Optional[str] = "query") -> "FeatureLayout":
+        """Learn the thresholds and scales on training candidates (``raw``: candidates × base functions, NaN =
         not retrieved; ``offsets``: query boundaries)."""
-        encoder = FeatureEncoder(features, n_bins, binning, threshold_depth).fit(raw, offsets)
-        return cls(encoder, bool(bias), list(base_names) if base_names is not None else [])
+        names = list(base_names) if base_names is not None else []
+        encoder = FeatureEncoder(features, n_bins, binning, threshold_depth, normalise).fit(
+            raw, offsets, names or None)
+        return cls(encoder, bool(bias), names)
 
     # -- shape ------------------------------------------------------------------------------------
     @property
@@ -105,8 +107,9 @@ class FeatureLayout:
     def prior_weights(self, function: int, scale: float = 1.0, span: float = 1.0) -> np.ndarray:
         """w₀ that ranks like base function ``function`` alone (missing documents last), for biased
         regularisation ½‖w − w₀‖²: in the first block, 1/n_bins on each of its thresholds (a score of
-        about 1 at the top), or 1/``span`` on its score (``span``: the function's training score range,
-        for a ``raw`` block); every other weight 0. The whole vector is multiplied by ``scale``."""
+        about 1 at the top), or 1/``span`` on its score (``span``: the range of its column on the training
+        candidates, :meth:`score_span`, for a dense block); every other weight 0. The whole vector is
+        multiplied by ``scale``."""
         w0 = np.zeros(self.dim)
         kind, sl = self.block_slices()[0]
         head = np.zeros(sl.stop - sl.start)
@@ -118,15 +121,35 @@ class FeatureLayout:
         w0[sl] = head
         return scale * w0
 
+    def score_extent(self, raw: np.ndarray, offsets: np.ndarray, function: int) -> Tuple[float, float]:
+        """The (min, max) of base function ``function``'s score column of the first block on candidates ``raw``
+        (:meth:`FeatureEncoder.score_extent` for ``raw``; (0, 1) for ``bins`` and ``minmax``, whose prior
+        weights need no range)."""
+        if self.blocks[0] != "raw":
+            return 0.0, 1.0
+        return self.encoder.score_extent(raw, offsets, function)
+
+    def score_span(self, raw: np.ndarray, offsets: np.ndarray, function: int) -> float:
+        """max − min of :meth:`score_extent`: the ``span`` of :meth:`prior_weights`."""
+        lo, hi = self.score_extent(raw, offsets, function)
+        return hi - lo
+
     # -- state ------------------------------------------------------------------------------------
+    #: the encoder's learned per-function arrays besides the thresholds (absent from models of earlier
+    #: versions, which scale nothing)
+    SCALE_ARRAYS = ("prescale", "column_scale", "indicator_scale")
+
     def get_state(self) -> Tuple[dict, Dict[str, np.ndarray]]:
         """(meta, arrays) describing the layout exactly; :meth:`from_state` rebuilds it."""
         enc = self.encoder
         meta = dict(features="+".join(enc.blocks), n_bins=int(enc.n_bins), binning=enc.binning,
                     threshold_depth=enc.threshold_depth, n_functions=self.n_functions, bias=self.bias,
-                    base_names=list(self.base_names))
+                    base_names=list(self.base_names), normalise=enc.normalise)
         thresholds = enc.thresholds_ if enc.thresholds_ is not None else np.zeros((0, 0))
-        return meta, {"thresholds": np.asarray(thresholds, dtype=float)}
+        arrays = {"thresholds": np.asarray(thresholds, dtype=float)}
+        if enc.normalises:
+            arrays.update({name: np.asarray(getattr(enc, f"{name}_"), dtype=float) for name in self.SCALE_ARRAYS})
+        return meta, arrays
 
     @classmethod
     def from_state(cls, meta: dict, arrays: Dict[str, np.ndarray]) -> "FeatureLayout":
@@ -135,8 +158,18 @@ class FeatureLayout:
         if missing or "thresholds" not in arrays:
             raise ValueError(f"feature layout incomplete: missing {missing + ([] if 'thresholds' in arrays else ['thresholds'])}")
         F, n_bins = int(meta["n_functions"]), int(meta["n_bins"])
-        encoder = FeatureEncoder(meta["features"], n_bins, meta["binning"], meta.get("threshold_depth"))
+        scales = [name for name in cls.SCALE_ARRAYS if name in arrays]
+        if scales and len(scales) != len(cls.SCALE_ARRAYS):
+            raise ValueError(f"feature layout incomplete: has {scales} but not all of {list(cls.SCALE_ARRAYS)}")
+        # a model of an earlier version scales nothing: its raw block is the scores as they are
+        normalise = meta.get("normalise") if scales else None
+        encoder = FeatureEncoder(meta["features"], n_bins, meta["binning"], meta.get("threshold_depth"), normalise)
         encoder.n_functions_ = F
+        for name in scales:
+            values = np.asarray(arrays[name], dtype=float)
+            if values.shape != (F,) or not np.isfinite(values).all() or (values < 0).any():
+                raise ValueError(f"{name} must hold {F} finite non-negative numbers, got shape {values.shape}")
+            setattr(encoder, f"{name}_", values)
         thresholds = np.asarray(arrays["thresholds"], dtype=float)
         if "bins" in parse_blocks(meta["features"]):
             if thresholds.shape != (F, n_bins):

@@ -70,7 +70,7 @@ _FILE_NAME_OF = {public: name for name, public in FILE_NAMES.items()}
 #: them means (the paper's protocol, the only one then): written only when they differ, so that a model of the
 #: paper's protocol is the same file as before, and filled in on reading for the classes that take them
 IMPLIED_PARAMS = {"selection": "validation", "fallback_alpha": DEFAULT_ALPHA,
-                  "min_valid_queries": DEFAULT_MIN_VALID_QUERIES, "average_folds": True}
+                  "min_valid_queries": DEFAULT_MIN_VALID_QUERIES, "average_folds": True, "normalise": None}
 
 #: the estimator and ranker classes of format 1/2 files
 _V2_ESTIMATORS = {"SVMMap": "pyterrier_svmmap.estimator:SVMMap", "StructSVM": "pyterrier_svmmap.estimator:StructSVM"}

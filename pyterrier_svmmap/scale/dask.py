@@ -46,13 +46,15 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 import pyterrier_svmmap.svm.cutting_plane as solver
-from pyterrier_svmmap.features.encoder import FeatureEncoder
+from pyterrier_svmmap.features.encoder import (ColumnStatistics, FeatureEncoder, power_of_two_scale,
+                                              statistics_from_sums)
 from pyterrier_svmmap.features.layout import FeatureLayout, default_base_names
 from pyterrier_svmmap.scale.client import close_client, dask_client
 from pyterrier_svmmap.scale.local import read_valid
 from pyterrier_svmmap.scale.shards import (ShardHolder, quantile_thresholds_from_counts, sample_extent,
-                                           shard_from_arrays, shard_from_svmlight, shard_function_aps,
-                                           shard_problem, shard_sample, shard_summary, usable_shard, worker_counts,
+                                           shard_column_top, shard_from_arrays, shard_from_svmlight,
+                                           shard_function_aps, shard_problem, shard_sample, shard_score_extent,
+                                           shard_spread_sums, shard_summary, usable_shard, worker_counts,
                                            worker_violation)
 from pyterrier_svmmap.svm.cutting_plane import reduce_shard_sums
 from pyterrier_svmmap.selection import best_row, c_grid, features_name
@@ -123,18 +125,16 @@ class DaskExecutor:
 def _train_sharded(ranker, data: "ShardedData", grid, features):
     """The ranker's layout and C path on a :class:`ShardedData`: (layout, results, index of the prior's
     base function or None), as :meth:`~pyterrier_svmmap.svm.ranker.StructSVMRanker._train` in one process."""
-    encoder = FeatureEncoder(features, ranker.n_bins, ranker.binning, ranker.threshold_depth)
-    encoder.fit(np.zeros((0, data.n_functions)), np.zeros(1, dtype=np.int64))    # shape; even thresholds
+    encoder = FeatureEncoder(features, ranker.n_bins, ranker.binning, ranker.threshold_depth, ranker.normalise)
+    thresholds = None
     if "bins" in encoder.blocks and ranker.binning == "quantile":
-        encoder.thresholds_ = data.thresholds(ranker.n_bins, ranker.threshold_depth)
+        thresholds = data.thresholds(ranker.n_bins, ranker.threshold_depth)
+    encoder.fit_statistics(data.column_statistics(), thresholds, ranker.base_names_)
     layout = FeatureLayout(encoder, ranker.needs_bias, ranker.base_names_)
     w0, f = None, None
     if ranker.prior:
         f = ranker.tie_function_                                       # the best function on all shards
-        if layout.blocks[0] == "raw":
-            raise ValueError("prior='best' with raw features needs the function's score range; it is not "
-                             "distributed yet: use bins or minmax features, or train in one process")
-        w0 = layout.prior_weights(f, ranker.prior_scale)
+        w0 = layout.prior_weights(f, ranker.prior_scale, data.score_span(layout, f))
     data.set_layout(layout)
     oracle = data.oracle(ranker._groups(1.0), layout.dim)
     results = solver.train_path(None, None, None, ranker._groups(1.0), grid, epsilon=ranker.epsilon,
@@ -179,6 +179,7 @@ class ShardedData:
         self.n_queries = sum(s["n_queries"] for s in usable)
         self.n_candidates = sum(s["n_candidates"] for s in usable)
         self.features = None
+        self._statistics: Optional[ColumnStatistics] = None
         self.feature_placement: Optional[Placement] = None
         #: per feature option: cutting-plane iterations and bytes sent per iteration (see ShardOracle)
         self.traffic: Dict[str, dict] = {}
@@ -207,6 +208,25 @@ class ShardedData:
             return quantile_thresholds_from_counts(count_le, n, lo, hi, n_bins)
         finally:
             placement.close()
+
+    def column_statistics(self) -> ColumnStatistics:
+        """The base functions' :class:`~pyterrier_svmmap.features.encoder.ColumnStatistics` over all shards, as one
+        process computes them: the largest |score| over the shards, then every shard's per-query sums at the
+        resulting scale, stacked in shard order."""
+        if self._statistics is None:
+            top = np.max(self._gather([self.client.submit(shard_column_top, s, retries=self.retries)
+                                       for s in self.shards]), axis=0)
+            parts = self._gather([self.client.submit(shard_spread_sums, s, power_of_two_scale(top),
+                                                     retries=self.retries) for s in self.shards])
+            self._statistics = statistics_from_sums(top, *(np.concatenate(p) for p in zip(*parts)))
+        return self._statistics
+
+    def score_span(self, layout, function: int) -> float:
+        """The range of ``function``'s score column of ``layout``'s first block over all shards (the prior's
+        unit, :meth:`~pyterrier_svmmap.features.layout.FeatureLayout.score_span` of one process)."""
+        extents = self._gather([self.client.submit(shard_score_extent, s, layout, function, retries=self.retries)
+                                for s in self.shards])
+        return max(hi for _, hi in extents) - min(lo for lo, _ in extents)
 
     def best_function(self) -> int:
         """The base function with the highest MAP over all shards, as one process finds it (the shards' per-query

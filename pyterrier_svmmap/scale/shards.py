@@ -15,7 +15,7 @@ from typing import List, NamedTuple, Optional, Tuple
 
 import numpy as np
 
-from pyterrier_svmmap.features.encoder import pad_thresholds, top_of_queries
+from pyterrier_svmmap.features.encoder import column_top, pad_thresholds, query_spread_sums, top_of_queries
 from pyterrier_svmmap.io.svmlight import read_svmlight
 from pyterrier_svmmap.queries import Queries
 from pyterrier_svmmap.selection import function_aps
@@ -66,6 +66,23 @@ def sample_extent(sample: List[np.ndarray]) -> Tuple[np.ndarray, np.ndarray, np.
 def sample_counts(sample: List[np.ndarray], pivots: np.ndarray) -> np.ndarray:
     """Per function f and pivot t, how many of the shard's values are ≤ pivots[f, t]."""
     return np.stack([np.searchsorted(col, pivots[f], side="right") for f, col in enumerate(sample)])
+
+
+def shard_column_top(shard: Queries) -> np.ndarray:
+    """Per base function, the shard's largest |retrieved score| (:func:`~pyterrier_svmmap.features.encoder.column_top`)."""
+    return column_top(shard.raw)
+
+
+def shard_spread_sums(shard: Queries, prescale: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The shard's per-query spread sums (:func:`~pyterrier_svmmap.features.encoder.query_spread_sums`) and its
+    queries' candidate counts: the driver stacks them in shard order into the statistics of one process."""
+    return (*query_spread_sums(shard.raw, shard.offsets, prescale), np.diff(shard.offsets))
+
+
+def shard_score_extent(shard: Queries, layout, function: int) -> Tuple[float, float]:
+    """The (min, max) of base function ``function``'s score column of ``layout``'s first block on the shard
+    (:meth:`~pyterrier_svmmap.features.layout.FeatureLayout.score_extent`)."""
+    return layout.score_extent(shard.raw, shard.offsets, function)
 
 
 def shard_features(shard: Queries, layout):

@@ -21,10 +21,19 @@ PARAMETERS: Dict[str, Tuple[str, str]] = {
                     "The loss's parameters, e.g. ``{\"k\": 10}``; for ``\"combo\"``: ``losses``, ``slack`` and "
                     "``C_weights``."),
     "features": ("str or sequence of str, default 'bins'",
-                 "The blocks of φ: ``\"bins\"`` (the paper's threshold indicators), ``\"raw\"`` (the base scores "
-                 "as they are), ``\"minmax\"`` (per-query min–max normalised), a combination such as "
+                 "The blocks of φ: ``\"bins\"`` (the paper's threshold indicators), ``\"raw\"`` (the base scores, "
+                 "scaled as ``normalise`` says), ``\"minmax\"`` (per-query min–max normalised), a combination such as "
                  "``\"bins+raw\"``, or ``\"auto\"``: bins, raw and bins+raw are each trained and chosen jointly "
                  "with C (``features_`` says which was kept)."),
+    "normalise": ("{'query', None}, default 'query'",
+                  "How the ``raw`` block puts each base function on a scale. ``\"query\"``: (f − min_q f)/σ_f, "
+                  "σ_f the function's spread within queries on the training candidates, so that multiplying a "
+                  "function by a positive number or adding a constant to it (for all queries or per query) "
+                  "changes neither the model's ranking nor its cost, and C means the same for every data set; "
+                  "the scales are kept in the model, so scoring stays one dot product per block. None: the scores "
+                  "as they are (the paper's and ``svm_map_learn``'s linear model, whose weights and C depend "
+                  "on the scores' units). In every case a function that never varies within a training query "
+                  "gets weight 0 exactly (:mod:`pyterrier_svmmap.features.encoder`)."),
     "n_bins": ("int, default 50", "|K_f|, the thresholds per base function (50 in the paper)."),
     "binning": ("{'quantile', 'minmax', 'percentile'}, default 'quantile'",
                 "How scores are placed among the thresholds: at quantiles of the training scores, or per query "

@@ -41,7 +41,7 @@ from pyterrier_svmmap.ties import break_ties
 log = logging.getLogger(__name__)
 
 #: the constructor's parameters, in the order the docstrings list them
-PARAMETER_ORDER = ("C", "loss", "loss_params", "features", "n_bins", "binning", "threshold_depth", "epsilon",
+PARAMETER_ORDER = ("C", "loss", "loss_params", "features", "normalise", "n_bins", "binning", "threshold_depth", "epsilon",
                    "max_iter", "prior", "prior_scale", "cv", "random_state", "selection", "fallback_alpha",
                    "min_valid_queries", "average_folds", "rel", "verbose", "executor", "queries_per_shard",
                    "n_jobs")
@@ -60,7 +60,7 @@ class StructSVMRanker:
 
     def __init__(self, C: Union[float, Sequence[float]] = DEFAULT_C_GRID, loss="map",
                  loss_params: Optional[dict] = None, features: Union[str, Sequence[str]] = "bins",
-                 n_bins: int = 50, binning: str = "quantile", threshold_depth: Optional[int] = 200,
+                 normalise: Optional[str] = "query", n_bins: int = 50, binning: str = "quantile", threshold_depth: Optional[int] = 200,
                  epsilon: float = 1e-3, max_iter: int = 1000, prior: Optional[str] = None,
                  prior_scale: float = 1.0, cv: int = 5, random_state: Optional[int] = 0, rel: float = 1.0,
                  verbose: bool = False, executor=None, queries_per_shard: int = 1000,
@@ -71,6 +71,7 @@ class StructSVMRanker:
         self.loss = loss
         self.loss_params = loss_params
         self.features = features
+        self.normalise = normalise
         self.n_bins = n_bins
         self.binning = binning
         self.threshold_depth = threshold_depth
@@ -104,7 +105,7 @@ class StructSVMRanker:
     n_jobs: Optional[int] = None
 
     #: constructor parameters that change the model (``verbose`` does not)
-    MODEL_PARAMS = ("C", "loss", "loss_params", "features", "n_bins", "binning", "threshold_depth", "epsilon",
+    MODEL_PARAMS = ("C", "loss", "loss_params", "features", "normalise", "n_bins", "binning", "threshold_depth", "epsilon",
                     "max_iter", "prior", "prior_scale", "cv", "random_state", "rel", "selection", "fallback_alpha",
                     "min_valid_queries", "average_folds")
 
@@ -116,7 +117,7 @@ class StructSVMRanker:
         if isinstance(self.n_bins, bool) or not isinstance(self.n_bins, (int, np.integer)):
             raise ValueError(f"n_bins must be a positive integer, got {self.n_bins!r}")
         for option in self._feature_options():
-            FeatureEncoder(option, self.n_bins, self.binning, self.threshold_depth)
+            FeatureEncoder(option, self.n_bins, self.binning, self.threshold_depth, self.normalise)
         if not isinstance(self.epsilon, (int, float)) or not math.isfinite(self.epsilon) or self.epsilon <= 0:
             raise ValueError(f"epsilon must be a finite positive number, got {self.epsilon!r}")
         if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:
@@ -358,7 +359,7 @@ class StructSVMRanker:
                                                                           sh, fold=fold, prior=setting[1]),
                                lambda q: FeatureLayout.fit(q.raw, q.offsets, "raw", self.n_bins, self.binning,
                                                            self.threshold_depth, bias=self.needs_bias,
-                                                           base_names=self.base_names_),
+                                                           base_names=self.base_names_, normalise=self.normalise),
                                cv=self.cv, random_state=self.random_state, alpha=self.fallback_alpha,
                                min_valid_queries=self.min_valid_queries, average_folds=self.average_folds,
                                prior_scale=self.prior_scale, shards=shards)
@@ -441,11 +442,11 @@ class StructSVMRanker:
         fold being trained (for progress reports), None for the final fit. ``prior``: ``self.prior`` unless
         given (``selection="auto"`` with ``prior="auto"`` trains both)."""
         layout = FeatureLayout.fit(raw, offsets, features, self.n_bins, self.binning, self.threshold_depth,
-                                   bias=self.needs_bias, base_names=self.base_names_)
+                                   bias=self.needs_bias, base_names=self.base_names_, normalise=self.normalise)
         w0, f = None, None
         if (self.prior if prior == "default" else prior):
             f = best_function(raw, labels, offsets)
-            w0 = base_function_weights(layout, raw, f, self.prior_scale)
+            w0 = base_function_weights(layout, raw, offsets, f, self.prior_scale)
         losses = [g.loss for g in self._groups(1.0)]
         if shards is None or len(shards) <= 1:
             oracle = solver.DataOracle(layout.transform(raw, offsets), labels, offsets, losses)
@@ -517,7 +518,8 @@ class StructSVMRanker:
         missing += [k for k in ("coef", "coefs") if k not in arrays]
         if missing:
             raise ValueError(f"model state incomplete: missing {missing}")
-        self = cls(**meta["params"])
+        # a state without normalise is of a version that scaled nothing
+        self = cls(**dict({"normalise": None}, **meta["params"]))
         layout = meta["layout"]
         if isinstance(layout, dict) and layout.get("bias", False) is None:    # format 1/2: the loss decides
             layout = dict(layout, bias=self.needs_bias)
