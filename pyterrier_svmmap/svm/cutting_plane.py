@@ -54,6 +54,10 @@ log = logging.getLogger(__name__)
 #: set (svm_struct's 1-slack learner uses 50); ``None`` or 0 keeps every constraint
 DROP_AFTER = 50
 
+#: consecutive dual-QP solves at the step cap after which a C's training stops: the QP cannot reach its
+#: tolerance at this scale, and every further cut would be solved as inexactly
+QP_CAP_PATIENCE = 2
+
 
 @dataclass
 class TrainingResult:
@@ -72,6 +76,10 @@ class TrainingResult:
     group_C: Optional[np.ndarray] = None
     #: wall-clock seconds spent on this C (for a path: this C's share)
     seconds: float = 0.0
+    #: why training stopped: ``"converged"`` (the duality gap is within Σ_k C_k ε), ``"max_iter"``, or
+    #: ``"qp_inaccurate"`` (the dual QP could not be solved to its tolerance, or no constraint cut its model
+    #: while the gap stayed above the bound: more iterations would not help)
+    stop: str = "converged"
 
     @property
     def n_iter(self) -> int:
@@ -310,7 +318,7 @@ def _cutting_planes(oracle: Oracle, ws: _WorkingSet, C: np.ndarray, epsilon: flo
     v = ws.v()
     dual = ws.dual(v) if ws.m else 0.0
     history: List[dict] = []
-    converged = False
+    converged, stop, capped = False, "max_iter", 0
     for iteration in range(1, max_iter + 1):
         w = ws.w0 + v
         cuts = oracle(w)
@@ -328,22 +336,20 @@ def _cutting_planes(oracle: Oracle, ws: _WorkingSet, C: np.ndarray, epsilon: flo
             # with an exact QP, primal − dual ≤ Σ_k C_k ε follows (MLJ 2009 Thm. 3); a larger gap means
             # the QP could not be solved to the precision needed (features of extreme scale at this C)
             converged = history[-1]["gap"] <= _gap_bound(C, epsilon, primal)
-            if not converged:
-                log.warning("no constraint is violated by more than epsilon=%g, but the duality gap %.3g "
-                            "exceeds sum(C)*epsilon=%.3g: the dual QP is numerically inaccurate at this "
-                            "scale (max|G|=%.3g); normalise the features or lower C", epsilon,
-                            history[-1]["gap"], float(C.sum() * epsilon), float(np.abs(np.diag(ws.G[:ws.m, :ws.m])).max(initial=0.0)))
+            stop = "converged" if converged else "qp_inaccurate"
             break
         for k in np.flatnonzero(viol > epsilon):
             ws.add(cuts[k][0], cuts[k][1], int(k))
         qp_steps = ws.solve(C, qp_max_steps)
-        if qp_steps >= qp_max_steps:
-            log.warning("the dual QP hit its step cap (%d) at iteration %d", qp_max_steps, iteration)
+        capped = capped + 1 if qp_steps >= qp_max_steps else 0
+        if capped >= QP_CAP_PATIENCE:
+            stop = "qp_inaccurate"
+            break
         if drop_after:
             ws.drop_idle(drop_after)
         v = ws.v()
         dual = ws.dual(v)
-    return ws.w0 + v, converged, history
+    return ws.w0 + v, converged, history, stop
 
 
 @dataclass
@@ -453,7 +459,7 @@ def _cutting_planes_ls(oracle: Oracle, ws: _WorkingSet, C: np.ndarray, epsilon: 
     _add_cuts(ws, best)
     qp_steps = ws.solve(C, qp_max_steps) if ws.m else 0
     history: List[dict] = []
-    converged = False
+    converged, stop, capped = False, "max_iter", 0
     current = best
     skip, backoff = 0, 1                  # iterations left without a search; the next wasted search's skip
     for iteration in range(1, max_iter + 1):
@@ -470,7 +476,7 @@ def _cutting_planes_ls(oracle: Oracle, ws: _WorkingSet, C: np.ndarray, epsilon: 
                             dropped=ws.n_dropped, oracle_calls=calls, seconds=time.perf_counter() - t0))
         log.debug("iteration %d: primal %.6g dual %.6g gap %.3g working set %d", iteration, primal, dual, gap, ws.m)
         if gap <= _gap_bound(C, epsilon, primal):
-            converged = True
+            converged, stop = True, "converged"
             break
         if skip:
             skip -= 1
@@ -495,20 +501,42 @@ def _cutting_planes_ls(oracle: Oracle, ws: _WorkingSet, C: np.ndarray, epsilon: 
         if added + added_by_search == 0 and best is previous:
             # no constraint cuts the model and v_b did not move: the next iteration would repeat this
             # one (the QP is at its precision limit, the plain loop's "gap above the bound" case)
+            stop = "qp_inaccurate"
             break
         qp_steps = ws.solve(C, qp_max_steps)
-        if qp_steps >= qp_max_steps:
-            log.warning("the dual QP hit its step cap (%d) at iteration %d", qp_max_steps, iteration)
+        capped = capped + 1 if qp_steps >= qp_max_steps else 0
+        if capped >= QP_CAP_PATIENCE:
+            stop = "qp_inaccurate"
+            break
         if drop_after:
             ws.drop_idle(drop_after)
-    if not converged and history and history[-1]["gap"] > _gap_bound(C, epsilon, history[-1]["primal"]) \
-            and len(history) < max_iter:
-        log.warning("the duality gap %.3g exceeds sum(C)*epsilon=%.3g but no constraint cuts the working set's "
-                    "model: the dual QP is numerically inaccurate at this scale (max|G|=%.3g); normalise the "
-                    "features or lower C", history[-1]["gap"], float(C.sum() * epsilon),
-                    float(np.abs(np.diag(ws.G[:ws.m, :ws.m])).max(initial=0.0)))
     nxt = current if current.objective(C) <= best.objective(C) else best
-    return ws.w0 + current.v, converged, history, nxt
+    return ws.w0 + current.v, converged, history, nxt, stop
+
+
+def not_converged_reason(result: "TrainingResult", epsilon: float, max_iter: int) -> str:
+    """Why ``result`` stopped before its duality gap reached Σ_k C_k ε, with the gap, in one sentence ("" when
+    it converged)."""
+    if result.converged:
+        return ""
+    last = result.history[-1] if result.history else {}
+    gap, bound = last.get("gap", float("nan")), float(np.sum(result.group_C) * epsilon)
+    if result.stop == "max_iter":
+        why = f"max_iter={max_iter} iterations were not enough (raise max_iter or epsilon)"
+    else:
+        capped = sum(bool(h.get("qp_capped")) for h in result.history)
+        why = ("the dual QP could not be solved to its tolerance at this scale"
+               + (f" ({capped} of {len(result.history)} solves hit its step cap)" if capped else "")
+               + ", so more iterations would not help (lower C, or put the features on a common scale)")
+    return (f"C={result.C:g} stopped after {result.n_iter} iterations with duality gap {gap:.3g} above "
+            f"sum(C)*epsilon={bound:.3g}: {why}")
+
+
+def _warn_not_converged(result: "TrainingResult", epsilon: float, max_iter: int) -> None:
+    """One warning for a C whose training stopped before the duality gap reached its bound
+    (:func:`not_converged_reason`); the model is the last iterate."""
+    if not result.converged:
+        log.warning("%s; the model is the last iterate", not_converged_reason(result, epsilon, max_iter))
 
 
 def _gap_bound(C: np.ndarray, epsilon: float, primal: float) -> float:
@@ -576,22 +604,22 @@ def train_structural_svm(X: Optional[FeatureMatrix], labels: Optional[np.ndarray
     start = time.perf_counter()
     ws = _WorkingSet(orc.dim, w0)
     if line_search:
-        w, converged, history, _ = _cutting_planes_ls(orc, ws, C, epsilon, int(max_iter), drop_after, qp_max_steps)
+        w, converged, history, _, stop = _cutting_planes_ls(orc, ws, C, epsilon, int(max_iter), drop_after,
+                                                            qp_max_steps)
     else:
-        w, converged, history = _cutting_planes(orc, ws, C, epsilon, int(max_iter), drop_after, qp_max_steps)
-    if not converged:
-        log.warning("cutting-plane training stopped after max_iter=%d iterations with violation %.3g > "
-                    "epsilon=%g; raise max_iter or epsilon", max_iter, history[-1]["violation"], epsilon)
-    return TrainingResult(w=w, converged=converged, history=history, C=float(C[0]), group_C=C,
-                          seconds=time.perf_counter() - start)
+        w, converged, history, stop = _cutting_planes(orc, ws, C, epsilon, int(max_iter), drop_after, qp_max_steps)
+    result = TrainingResult(w=w, converged=converged, history=history, C=float(C[0]), group_C=C,
+                            seconds=time.perf_counter() - start, stop=stop)
+    _warn_not_converged(result, epsilon, max_iter)
+    return result
 
 
 def train_path(X: Optional[FeatureMatrix], labels: Optional[np.ndarray], offsets: Optional[np.ndarray],
                groups: Sequence[SlackGroup], C_grid: Sequence[float], epsilon: float = 1e-3,
                max_iter: int = 1000, prior: Optional[np.ndarray] = None, *, oracle: Optional[Oracle] = None,
                drop_after: Optional[int] = DROP_AFTER, qp_max_steps: int = QP_MAX_STEPS,
-               line_search: bool = True, on_result: Optional[Callable[[TrainingResult], None]] = None
-               ) -> List[TrainingResult]:
+               line_search: bool = True, on_result: Optional[Callable[[TrainingResult], None]] = None,
+               warn: bool = True) -> List[TrainingResult]:
     """Train at every C of ``C_grid``, warm-starting each C from the next smaller one.
 
     ``groups`` are the slack groups built at C = 1 (``make_slack_groups(loss, 1.0, ...)``): group k's
@@ -601,8 +629,10 @@ def train_path(X: Optional[FeatureMatrix], labels: Optional[np.ndarray], offsets
     only grows) and w (with the line search: the previous C's best point, whose ξ and constraints do
     not depend on C, so the next C starts without an extra pass over the data). Each result is converged to its own tolerance (primal − dual ≤ Σ_k c·C_k·ε)
     and records its ``C``; results come back in the order of ``C_grid``, ``max_iter`` applies to each C.
-    ``on_result`` is called with each result as soon as its C is trained (progress reports). Other arguments
-    as in :func:`train_structural_svm`.
+    ``on_result`` is called with each result as soon as its C is trained (progress reports). A C whose
+    training stops before the gap bound holds (:attr:`TrainingResult.stop`) is logged as a warning, unless
+    ``warn=False`` (a caller that reports such results itself, once). Other arguments as in
+    :func:`train_structural_svm`.
     """
     _check_options(epsilon, max_iter, drop_after)
     grid = np.asarray(C_grid, dtype=float).ravel()
@@ -621,16 +651,15 @@ def train_path(X: Optional[FeatureMatrix], labels: Optional[np.ndarray], offsets
         c = float(grid[pos])
         start = time.perf_counter()
         if line_search:
-            w, converged, history, best = _cutting_planes_ls(orc, ws, c * base, epsilon, int(max_iter), drop_after,
-                                                             qp_max_steps, start=best)
+            w, converged, history, best, stop = _cutting_planes_ls(orc, ws, c * base, epsilon, int(max_iter),
+                                                                   drop_after, qp_max_steps, start=best)
         else:
-            w, converged, history = _cutting_planes(orc, ws, c * base, epsilon, int(max_iter), drop_after,
-                                                    qp_max_steps)
-        if not converged:
-            log.warning("C=%g: cutting-plane training stopped after max_iter=%d iterations with violation "
-                        "%.3g > epsilon=%g", c, max_iter, history[-1]["violation"], epsilon)
+            w, converged, history, stop = _cutting_planes(orc, ws, c * base, epsilon, int(max_iter), drop_after,
+                                                          qp_max_steps)
         results[pos] = TrainingResult(w=w, converged=converged, history=history, C=c, group_C=c * base,
-                                      seconds=time.perf_counter() - start)
+                                      seconds=time.perf_counter() - start, stop=stop)
+        if warn:
+            _warn_not_converged(results[pos], epsilon, max_iter)
         if on_result is not None:
             on_result(results[pos])
     return results  # type: ignore[return-value]

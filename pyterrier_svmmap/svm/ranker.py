@@ -261,7 +261,8 @@ class StructSVMRanker:
         if valid is not None and len(grid) * len(options) > 1 and not self._can_choose(valid):
             valid = None
         folds = self.cv if valid is None and len(grid) * len(options) > 1 else 0
-        self._progress = _Progress(self.verbose, (folds + 1) * len(options) * len(grid), type(self).__name__)
+        self._progress = _Progress(self.verbose, (folds + 1) * len(options) * len(grid), type(self).__name__,
+                                   self.epsilon, self.max_iter)
         try:
             if folds:
                 cv_scores = self._cross_validate(raw, labels, offsets, n_relevant, ok, grid, options)
@@ -352,7 +353,7 @@ class StructSVMRanker:
         folds = self.cv if valid is None or (self.min_valid_queries is None
                                              or valid.n_queries < self.min_valid_queries) else 0
         self._progress = _Progress(self.verbose, (folds * len(settings) + (1 if folds else len(settings))) * len(grid),
-                                   type(self).__name__)
+                                   type(self).__name__, self.epsilon, self.max_iter)
         try:
             auto = select_auto(train, valid, settings, grid,
                                lambda q, g, setting, fold, sh: self._train(q.raw, q.labels, q.offsets, g, setting[0],
@@ -456,7 +457,8 @@ class StructSVMRanker:
         progress = getattr(self, "_progress", None)
         report = None if progress is None else progress.reporter(features_name(features), fold)
         results = solver.train_path(None, None, None, self._groups(1.0), grid, epsilon=self.epsilon,
-                                    max_iter=self.max_iter, prior=w0, oracle=oracle, on_result=report)
+                                    max_iter=self.max_iter, prior=w0, oracle=oracle, on_result=report,
+                                    warn=report is None)
         return layout, results, f
 
     def _cross_validate(self, raw, labels, offsets, n_relevant, usable, grid, options) -> np.ndarray:
@@ -559,31 +561,44 @@ class StructSVMRanker:
 
 
 class _Progress:
-    """``verbose=True``: a progress bar over the (fold, features, C) fits on stderr, and one line per trained C
-    (iterations, duality gap, seconds); nothing at all otherwise."""
+    """What a fit reports of its trainings: with ``verbose=True`` a progress bar over the (fold, features, C) fits
+    on stderr and one line per trained C (iterations, duality gap, seconds); and, verbose or not, one warning
+    at the end when some C stopped before its duality gap reached the bound (instead of one per C and fold)."""
 
-    def __init__(self, verbose: bool, total: int, name: str):
+    def __init__(self, verbose: bool, total: int, name: str, epsilon: float, max_iter: int):
         self.bar = None
+        self.epsilon, self.max_iter = epsilon, max_iter
+        self.trained = 0
+        #: (where, reason) of every training that stopped before converging
+        self.unconverged: List[Tuple[str, str]] = []
         if verbose:
             from tqdm.auto import tqdm
             self.bar = tqdm(total=total, desc=name, unit="fit", file=sys.stderr, leave=False)
 
     def reporter(self, features: str, fold: Optional[int]):
-        """The ``on_result`` callback of one path of C (None when quiet)."""
-        if self.bar is None:
-            return None
+        """The ``on_result`` callback of one path of C."""
         where = f"cv fold {fold}, " if fold is not None else ""
 
         def report(result) -> None:
-            self.bar.update(1)
-            self.bar.write(f"{where}features={features} C={result.C:g}: {result.n_iter} iterations, duality gap "
-                           f"{result.duality_gap:.3g}, {result.seconds:.2f}s"
-                           f"{'' if result.converged else ' (NOT converged: raise max_iter)'}", file=sys.stderr)
+            self.trained += 1
+            if not result.converged:
+                self.unconverged.append((f"{where}features={features}",
+                                         solver.not_converged_reason(result, self.epsilon, self.max_iter)))
+            if self.bar is not None:
+                self.bar.update(1)
+                self.bar.write(f"{where}features={features} C={result.C:g}: {result.n_iter} iterations, duality "
+                               f"gap {result.duality_gap:.3g}, {result.seconds:.2f}s"
+                               f"{'' if result.converged else ' (NOT converged)'}", file=sys.stderr)
         return report
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+        if self.unconverged:
+            where, first = self.unconverged[0]
+            warnings.warn(f"{len(self.unconverged)} of {self.trained} trainings stopped before their duality gap "
+                          f"reached sum(C)*epsilon (their models are the last iterates), e.g. {where}: {first}",
+                          stacklevel=4)
 
 
 def warn_skipped(skipped: int, total: int) -> None:
