@@ -27,9 +27,9 @@ def _folds(text: str) -> List[int]:
     try:
         folds = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--folds takes comma-separated fold numbers, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected comma-separated fold numbers, got {text!r}") from None
     if not folds or min(folds) < 1:
-        raise argparse.ArgumentTypeError(f"--folds takes comma-separated fold numbers from 1, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected comma-separated fold numbers from 1, got {text!r}")
     return folds
 
 

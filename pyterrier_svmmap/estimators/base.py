@@ -191,14 +191,25 @@ class RankerEstimator(pt.Estimator, pt.Artifact):
         return f"{type(self).__name__}({', '.join(changed)})"
 
     # -- persistence ------------------------------------------------------------------------------
-    def save(self, path: Union[str, Path]) -> None:
+    def save(self, path: Union[str, Path], overwrite: bool = False) -> None:
         """Write the trained model to directory ``path`` (model.json + weights.npz + pt_meta.json, see
-        :mod:`~pyterrier_svmmap.io.model_files`); afterwards the model is a pt.Artifact at ``path``."""
+        :mod:`~pyterrier_svmmap.io.model_files`); afterwards the model is a pt.Artifact at ``path``.
+
+        Parameters
+        ----------
+        path : str or Path
+            A new directory, an empty one, or a model directory, which is replaced. The directory is written
+            whole or not at all, its files with the permissions the umask gives.
+        overwrite : bool, default False
+            Also write into a directory that holds other files (they stay); without it such a directory is
+            refused with a FileExistsError, as ``svmmap learn`` refuses it without ``--force``.
+        """
         if not hasattr(self, "n_functions_"):
             raise RuntimeError("save() needs a fitted model: call fit() first")
         params = {k: v for k, v in self.get_params().items() if k not in self.RUNTIME_PARAMS}
         self.path = model_io.save_model(path, model_io.class_path(type(self)), params, self._get_state(),
-                                        ranker=model_io.class_path(self.RANKER) if self.RANKER else None)
+                                        ranker=model_io.class_path(self.RANKER) if self.RANKER else None,
+                                        overwrite=overwrite)
 
     @classmethod
     def load(cls, path: Union[str, Path]) -> "RankerEstimator":

@@ -24,8 +24,9 @@ A model directory holds:
 
 Versions 1 and 2 (structural SVMs only: one ``coef``, the kept C, ``validation`` per C) still load; they
 are converted on reading (:func:`_upgrade_v2`). A newer version, a missing/corrupt/truncated file or
-inconsistent shapes raise :class:`ModelFormatError` naming the file and the problem. Every file is
-written atomically (temporary file, then rename), ``model.json`` last.
+inconsistent shapes raise :class:`ModelFormatError` naming the file and the problem. A model directory is
+written whole or not at all (:func:`~pyterrier_svmmap.io.atomic.write_folder`), ``model.json`` last, its
+files with the permissions the umask gives.
 """
 from __future__ import annotations
 
@@ -34,8 +35,6 @@ import importlib
 import io
 import json
 import math
-import os
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any, Dict, Optional, Tuple, Union
@@ -43,6 +42,7 @@ from typing import Any, Dict, Optional, Tuple, Union
 import numpy as np
 
 from pyterrier_svmmap._version import __version__
+from pyterrier_svmmap.io.atomic import write_folder
 from pyterrier_svmmap.selection import DEFAULT_ALPHA, DEFAULT_MIN_VALID_QUERIES
 
 FORMAT = "pyterrier-svmmap"
@@ -131,28 +131,37 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+def check_writable(path: Union[str, Path], force: bool = False, remedy: str = "overwrite=True") -> Path:
+    """Check that a model directory can be written at ``path`` (call before training): not an existing
+    file, and, unless ``force``, not an existing directory that holds other files but no model
+    (``model.json``), so that a mistyped path does not mix a model into another folder. An empty directory
+    or a model directory (which is replaced) is fine.
 
+    Parameters
+    ----------
+    path : str or Path
+        The model directory.
+    force : bool, default False
+        Accept a directory that holds other files (the model's files are added to them).
+    remedy : str, default "overwrite=True"
+        How the message names ``force`` (``svmmap learn``: ``"--force"``).
 
-def check_writable(path: Union[str, Path], force: bool = True) -> Path:
-    """A model directory can be written at ``path``: not an existing file (call before training). With
-    ``force=False`` (``svmmap learn`` without ``--force``) an existing directory must be empty or hold a model
-    (``model.json``), so that a mistyped path does not mix a model into another folder."""
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Raises
+    ------
+    FileExistsError
+        When ``path`` is a file, or a directory of other files without ``force``.
+    """
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise FileExistsError(f"{path} is an existing file; a model is a directory: give a new or a directory path")
     if not force and path.is_dir() and any(path.iterdir()) and not (path / "model.json").is_file():
         raise FileExistsError(f"{path} is a directory that holds other files but no model; give a new directory, "
-                              "an existing model directory to replace, or --force to write into it")
+                              f"an existing model directory to replace, or {remedy} to write into it")
     return path
 
 
@@ -160,11 +169,13 @@ def check_writable(path: Union[str, Path], force: bool = True) -> Path:
 # writing and reading
 # ---------------------------------------------------------------------------------------------
 def save_model(path: Union[str, Path], estimator: str, params: dict, state: Tuple[dict, Dict[str, np.ndarray]],
-               ranker: Optional[str] = None) -> Path:
+               ranker: Optional[str] = None, overwrite: bool = False) -> Path:
     """Write a fitted model: ``estimator`` / ``ranker`` as ``module:qualname``, the estimator's constructor
-    ``params`` and its ``state`` (meta, arrays). Returns the directory."""
-    path = check_writable(path)
-    path.mkdir(parents=True, exist_ok=True)
+    ``params`` and its ``state`` (meta, arrays). ``path`` must be new, an empty directory or a model
+    directory (replaced), or, with ``overwrite``, any directory (:func:`check_writable`). The directory is
+    written whole or not at all, its files with the permissions the umask gives
+    (:func:`~pyterrier_svmmap.io.atomic.write_folder`). Returns the directory."""
+    path = check_writable(path, force=overwrite)
     meta, arrays = state
     params = _without_implied(params)
     if isinstance(meta.get("params"), dict):
@@ -175,10 +186,8 @@ def save_model(path: Union[str, Path], estimator: str, params: dict, state: Tupl
     doc: Dict[str, Any] = dict(format=FORMAT, format_version=FORMAT_VERSION, package_version=__version__,
                                estimator=estimator, ranker=ranker, params=jsonable(params), state=jsonable(meta),
                                arrays_sha256=_sha256(weights))
-    _write_atomic(path / "weights.npz", weights)
-    _write_atomic(path / "pt_meta.json", json.dumps(PT_META).encode())
-    _write_atomic(path / "model.json", json.dumps(doc, indent=1, allow_nan=False).encode())
-    return path
+    return write_folder(path, {"weights.npz": weights, "pt_meta.json": json.dumps(PT_META).encode(),
+                               "model.json": json.dumps(doc, indent=1, allow_nan=False).encode()})
 
 
 def _without_implied(params: dict) -> dict:

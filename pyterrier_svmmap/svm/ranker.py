@@ -17,7 +17,6 @@ import logging
 import math
 import sys
 import time
-import warnings
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -37,6 +36,7 @@ from pyterrier_svmmap.queries import (Queries, check_ranking_arrays, shard_sizes
                                      usable_queries)
 from pyterrier_svmmap.string_codes import sorted_string_codes
 from pyterrier_svmmap.ties import break_ties
+from pyterrier_svmmap.user_warnings import warn
 
 log = logging.getLogger(__name__)
 
@@ -411,10 +411,10 @@ class StructSVMRanker:
         labels = np.asarray(valid[1], dtype=float) if len(valid) >= 2 and valid[1] is not None else None
         if labels is None or (labels >= self.rel).any():
             return True
-        warnings.warn(f"no validation candidate is relevant (label >= {self.rel:g}) in {len(valid[2]) - 1} "
-                      "validation queries, so validation MAP cannot choose among the settings; they are chosen by "
-                      f"{self.cv}-fold cross-validation over the training queries instead (check that the "
-                      "validation qrels name the validation candidates' qids and docnos)", stacklevel=3)
+        warn(f"no validation candidate is relevant (label >= {self.rel:g}) in {len(valid[2]) - 1} "
+             "validation queries, so validation MAP cannot choose among the settings; they are chosen by "
+             f"{self.cv}-fold cross-validation over the training queries instead (check that the "
+             "validation qrels name the validation candidates' qids and docnos)")
         return False
 
     def _validation_scorer(self, valid: Optional[ValidSet], layout: FeatureLayout):
@@ -586,8 +586,8 @@ class _Progress:
 
 def warn_skipped(skipped: int, total: int) -> None:
     if skipped:
-        warnings.warn(f"skipping {skipped} of {total} training queries that have no relevant or no non-relevant "
-                      "candidate: they cannot form ranking constraints", stacklevel=3)
+        warn(f"skipping {skipped} of {total} training queries that have no relevant or no non-relevant "
+             "candidate: they cannot form ranking constraints")
     if skipped == total:
         raise ValueError("no training query has both a relevant and a non-relevant candidate; check that the "
                          "labels match the candidates (for frames: the same qid and docno strings)")
