@@ -23,6 +23,7 @@ import pyterrier_svmmap.io.model_files as model_io
 from pyterrier_svmmap.measures import ranks_within_queries
 from pyterrier_svmmap.queries import query_ids
 from pyterrier_svmmap.selection import best_function
+from pyterrier_svmmap.state import StateError, check_tie_function
 from pyterrier_svmmap.ties import break_ties
 
 log = logging.getLogger(__name__)
@@ -218,8 +219,14 @@ class RankerEstimator(pt.Estimator, pt.Artifact):
 
     @classmethod
     def _from_state(cls, params: dict, meta: dict, arrays: dict) -> "RankerEstimator":
+        """The fitted estimator of constructor ``params`` and a state (``meta``, ``arrays``), checked: the
+        learner's own checks, then the tie policy's base function and the base names against the number of
+        base functions (:class:`~pyterrier_svmmap.state.StateError` naming the field)."""
         model = cls(**params)
         model._set_state(meta, arrays)
+        check_tie_function(meta.get("tie_function", model.tie_function_), model.n_functions_)
+        if len(model.base_names_) != model.n_functions_:
+            raise StateError("base_names", f"has {len(model.base_names_)} names for {model.n_functions_} base functions")
         return model
 
     # -- to implement -----------------------------------------------------------------------------

@@ -355,5 +355,6 @@ def run_letor(directory: Union[str, Path], learners: Optional[Union[str, Sequenc
 
 
 def write_json(results: LetorResults, path: Union[str, Path]) -> None:
-    """Write :meth:`LetorResults.to_json` to ``path``."""
-    Path(path).write_text(json.dumps(results.to_json(), indent=1) + "\n")
+    """Write :meth:`LetorResults.to_json` to ``path``, whole or not at all."""
+    from pyterrier_svmmap.io.atomic import write_atomic
+    write_atomic(path, (json.dumps(results.to_json(), indent=1) + "\n").encode())

@@ -44,6 +44,7 @@ import numpy as np
 from pyterrier_svmmap._version import __version__
 from pyterrier_svmmap.io.atomic import write_folder
 from pyterrier_svmmap.selection import DEFAULT_ALPHA, DEFAULT_MIN_VALID_QUERIES
+from pyterrier_svmmap.state import StateError
 
 FORMAT = "pyterrier-svmmap"
 FORMAT_VERSION = 3
@@ -253,7 +254,70 @@ def read_model(path: Union[str, Path]) -> Tuple[dict, Dict[str, np.ndarray]]:
         raise ModelFormatError(f"{wfile} is corrupt or truncated ({type(e).__name__}: {e})") from None
     if doc["format_version"] <= 2:
         doc, arrays = _upgrade_v2(path, doc, arrays)
+    check_params(path, doc)
     return doc, arrays
+
+
+#: where a fitted state records the parameters it was trained with, looked up in this order
+_RECORDS = (("state.params", ("params",)), ("state.ranker.params", ("ranker", "params")), ("state.layout", ("layout",)))
+
+
+def _recorded_params(state) -> Dict[str, Tuple[str, Any]]:
+    """The parameters a state records (:data:`_RECORDS`): name → (field, value)."""
+    out: Dict[str, Tuple[str, Any]] = {}
+    for field, keys in _RECORDS:
+        record = state
+        for k in keys:
+            record = record.get(k) if isinstance(record, dict) else None
+        if isinstance(record, dict):
+            for name, value in record.items():
+                out.setdefault(name, (f"{field}.{name}", value))
+    return out
+
+
+def _same_param(a, b) -> bool:
+    """Whether two parameter values are the same setting (a number and a one-element list of it are: the C
+    grid is recorded as a list)."""
+    if isinstance(a, list) != isinstance(b, list):
+        a, b = (a if isinstance(a, list) else [a]), (b if isinstance(b, list) else [b])
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same_param(x, y) for x, y in zip(a, b))
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) \
+            and not isinstance(b, bool):
+        return float(a) == float(b)
+    return a == b
+
+
+def check_params(path: Union[str, Path], doc: dict) -> None:
+    """Refuse a model whose constructor parameters (model.json's ``params``, what ``repr`` shows) differ from
+    those its fitted state was trained with (``state.params``, ``state.ranker.params``, ``state.layout``): an
+    edited ``params`` would describe a model that is not the one the arrays hold."""
+    mfile = Path(path) / "model.json"
+    params, state = doc.get("params"), doc.get("state")
+    if not isinstance(params, dict):
+        raise ModelFormatError(f"{mfile}: params must be a dict of the estimator's parameters, got "
+                               f"{type(params).__name__}")
+    if not isinstance(state, dict):
+        raise ModelFormatError(f"{mfile}: state must be a dict, got {type(state).__name__}")
+    recorded = _recorded_params(state)
+    implied = {k: v for k, v in IMPLIED_PARAMS.items() if k in params or k in recorded}
+    for name, value in dict(implied, **params).items():
+        if name not in recorded and name not in implied:
+            continue
+        field, trained = recorded.get(name, (f"state.params.{name}", implied.get(name)))
+        if not _same_param(value, trained):
+            raise ModelFormatError(f"{mfile}: params.{name} is {value!r} but {field} is {trained!r}, the value the "
+                                   f"model was trained with: restore params.{name}, or train a model with the "
+                                   "parameter you want")
+
+
+def _located(path: Path, e: Exception) -> ModelFormatError:
+    """A state's error as a ModelFormatError naming the file and the field (a :class:`StateError`), or the
+    model directory."""
+    if isinstance(e, StateError):
+        where = f"{path / 'weights.npz'}: {e.field}" if e.array else f"{path / 'model.json'}: state.{e.field}"
+        return ModelFormatError(f"{where}: {e.problem}")
+    return ModelFormatError(f"{path}: {e}")
 
 
 def _upgrade_v2(path: Path, doc: dict, arrays: Dict[str, np.ndarray]) -> Tuple[dict, Dict[str, np.ndarray]]:
@@ -308,7 +372,7 @@ def load_model(path: Union[str, Path], cls=None):
     try:
         model = target._from_state(_with_implied(doc["params"], target), doc["state"], arrays)
     except (ValueError, KeyError, TypeError) as e:
-        raise ModelFormatError(f"{path}: {e}") from None
+        raise _located(path, e) from None
     model.metadata_ = doc
     model.path = path
     return model
@@ -324,7 +388,7 @@ def load_ranker(path: Union[str, Path]):
     try:
         return import_class(doc["ranker"]).from_state(doc["state"], arrays)
     except (ValueError, KeyError, TypeError) as e:
-        raise ModelFormatError(f"{path}: {e}") from None
+        raise _located(path, e) from None
 
 
 def load_artifact(path: Union[str, Path], **kwargs):
