@@ -33,6 +33,8 @@ def _write_new(path: Path, data: bytes) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     with os.fdopen(fd, "wb") as f:
         f.write(data)
+        f.flush()
+        os.fsync(f.fileno())           # on disk before the rename that makes it visible
 
 
 def write_atomic(path: PathLike, data: bytes) -> None:
