@@ -369,8 +369,13 @@ def load_model(path: Union[str, Path], cls=None):
     if cls is not None and not issubclass(named, cls) and not issubclass(cls, named):
         raise ModelFormatError(f"{path} holds a {named.__name__} model, not a {cls.__name__}")
     target = cls if cls is not None and issubclass(cls, named) else named
+    params = _with_implied(doc["params"], target)
     try:
-        model = target._from_state(_with_implied(doc["params"], target), doc["state"], arrays)
+        target(**params)
+    except (ValueError, TypeError) as e:
+        raise ModelFormatError(f"{path / 'model.json'}: params: {e}") from None
+    try:
+        model = target._from_state(params, doc["state"], arrays)
     except (ValueError, KeyError, TypeError) as e:
         raise _located(path, e) from None
     model.metadata_ = doc
