@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         model.n_jobs = args.n_jobs
     data = read_svmlight(args.test, n_features=model.n_functions_)
     if args.trec or args.qrels:
-        check_docids(data, " and ".join(o for o, given in (("--trec", args.trec), ("--qrels", args.qrels)) if given))
+        check_docids(data, "--trec" if args.trec else "--qrels")
     # ties broken as transform breaks them (pyterrier_svmmap.ties), docnos from the '#docid =' comments
     test = data.queries()
     scores = ranking_scores(model, test.raw, test.offsets, test.docnos)

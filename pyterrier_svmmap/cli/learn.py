@@ -188,8 +188,8 @@ def run(args: argparse.Namespace) -> int:
     try:                                   # every parameter checked before any data is read
         ranker = StructSVMRanker(C=args.C if len(args.C) > 1 else args.C[0], loss=args.loss, features=features,
                                  n_bins=n_bins, epsilon=args.epsilon, max_iter=args.max_iter, cv=args.cv,
-                                 rel=1.0 if args.rel is None else args.rel, n_jobs=args.n_jobs, prior=None if args.prior == "none" else args.prior,
-                                 selection=args.selection,
+                                 rel=1.0 if args.rel is None else args.rel, n_jobs=args.n_jobs,
+                                 prior=None if args.prior == "none" else args.prior, selection=args.selection,
                                  **({} if args.fallback_alpha is None else {"fallback_alpha": args.fallback_alpha}),
                                  **({} if args.min_valid_queries is None
                                     else {"min_valid_queries": args.min_valid_queries}))

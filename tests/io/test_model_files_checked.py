@@ -200,3 +200,14 @@ def test_an_interrupted_save_leaves_no_folder_and_an_interrupted_replace_the_old
     with pytest.raises(KeyboardInterrupt):
         fitted[1].save(tmp_path / "m")
     assert {p.name: p.read_bytes() for p in (tmp_path / "m").iterdir()} == before
+
+
+def test_ctrl_c_during_the_renames_takes_effect_after_them(tmp_path):
+    import signal
+    from pyterrier_svmmap.io.atomic import interrupts_deferred
+    done = []
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts_deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            done.append("after the signal")
+    assert done == ["after the signal"] and signal.getsignal(signal.SIGINT) is signal.default_int_handler
