@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
             results = letor.run_letor(args.directory, names, rel=rel, folds=args.folds, warm_up=args.warm_up,
                                       threads=args.threads, progress=save if args.out else None)
     except FeatureIndexTooLarge as e:
-        raise UsageError(e.message("use a LETOR folder whose features are numbered from 1")) from None
+        raise UsageError(e.message(None)) from None
     print(results.table())
     sys.stdout.flush()
     if args.out:

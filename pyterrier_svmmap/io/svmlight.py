@@ -62,12 +62,12 @@ class FeatureIndexTooLarge(SvmlightError):
         self.where, self.index, self.limit = where, index, limit
         super().__init__(self.message("raise read_svmlight(max_features=...)"))
 
-    def message(self, remedy: str) -> str:
-        """The error as one line, ending with ``remedy`` (how to raise the bound)."""
+    def message(self, remedy: Optional[str]) -> str:
+        """The error as one line, ending with ``remedy`` (how to raise the bound; None: the caller has no way)."""
         shown = int(self.index) if float(self.index) < 2 ** 53 else f"{float(self.index):.6g}"
         return (f"{self.where}: feature index {shown} is above the limit of {self.limit:,} features (the learners "
                 "need a dense lines × features matrix with a column for every index up to the largest); renumber "
-                f"the features consecutively from 1, or {remedy}")
+                f"the features consecutively from 1{', or ' + remedy if remedy else ''}")
 
 
 #: the largest feature index :func:`read_svmlight` accepts unless told otherwise (see the module docstring)
