@@ -5,28 +5,18 @@
 Every learner is a pt.Estimator on the same RunFeatures candidates: StructSVM with different structural
 losses (SVM-map, SVM-NDCG without cutoff, SVM-COMBO with separate slacks), ApproxAP, and AdaRank. The
 candidates are computed once for fitting; each pipeline ``features >> learner`` then serves
-pt.Experiment. COLLECTION_DIR as in examples/vaswani_svmmap.py (default ../shared/data/vaswani).
+pt.Experiment. COLLECTION_DIR as in examples/vaswani_runs.py (default ../shared/data/vaswani).
 """
 import sys
-import tempfile
-from pathlib import Path
 
 import numpy as np
 import pyterrier as pt
-from pyterrier_pisa import PisaIndex
 
 from pyterrier_svmmap import AdaRank, ApproxAP, RunFeatures, StructSVM, SVMMap
-from pyterrier_svmmap.experiments.reproduce.collection import load_directory
+from vaswani_runs import vaswani_runs
 
-here = Path(__file__).resolve().parent
-collection = load_directory(sys.argv[1] if len(sys.argv) > 1 else here.parents[1] / "shared" / "data" / "vaswani")
-topics, qrels = collection.judged_topics(), collection.qrels
-
-index_dir = Path(tempfile.mkdtemp()) / "vaswani.pisa"
-PisaIndex(str(index_dir), stemmer="porter2").index(collection.docs())
-index = PisaIndex(str(index_dir))
-base = {"bm25": index.bm25(), "dph": index.dph(), "pl2": index.pl2(), "qld": index.qld()}
-features = RunFeatures(base)
+topics, qrels, runs = vaswani_runs(sys.argv[1:])         # BM25, DPH, PL2, QL on a PISA index, top 1000 each
+features = RunFeatures(runs)
 
 rng = np.random.default_rng(0)
 order = rng.permutation(len(topics))
@@ -44,6 +34,7 @@ learners = {
 for name, learner in learners.items():
     learner.fit(train_res, qrels, valid_res, qrels)               # hyper-parameters chosen on `valid`
 
-print(pt.Experiment([base["bm25"]] + [features >> learner for learner in learners.values()], test, qrels,
-                    eval_metrics=["map", "ndcg_cut_10", "recip_rank"],
-                    names=["BM25"] + list(learners), baseline=0))
+table = pt.Experiment([pt.Transformer.from_df(runs["bm25"])] + [features >> learner for learner in learners.values()],
+                      test, qrels, eval_metrics=["map", "ndcg_cut_10", "recip_rank"], names=["BM25"] + list(learners),
+                      baseline=0, round=4)
+print(table.to_string(index=False))

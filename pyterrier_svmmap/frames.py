@@ -8,7 +8,6 @@ at the door, with messages that say what to do.
 """
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
@@ -18,6 +17,7 @@ import pyterrier as pt
 
 from pyterrier_svmmap.queries import Queries, query_ids
 from pyterrier_svmmap.string_codes import factorised_string_codes
+from pyterrier_svmmap.user_warnings import warn
 
 
 @dataclass
@@ -105,8 +105,8 @@ def check_qrels(qrels: pd.DataFrame, context=None) -> pd.DataFrame:
         raise ValueError(f"qrels column 'label' must be numeric; found {bad!r}")
     if (labels < 0).any():
         negative = labels[labels < 0]
-        warnings.warn(f"{len(negative)} qrels have negative labels (e.g. {negative.iloc[0]:g}); they count as 0: "
-                      "non-relevant, with no gain, as trec_eval counts them", stacklevel=4)
+        warn(f"{len(negative)} qrels have negative labels (e.g. {negative.iloc[0]:g}); they count as 0: "
+             "non-relevant, with no gain, as trec_eval counts them")
         labels = labels.clip(lower=0)
     out = pd.DataFrame({"qid": qrels["qid"].astype(str).to_numpy(), "docno": qrels["docno"].astype(str).to_numpy(),
                         "label": labels.to_numpy(dtype=float)})
@@ -116,11 +116,21 @@ def check_qrels(qrels: pd.DataFrame, context=None) -> pd.DataFrame:
         conflicts = labels_per_pair[labels_per_pair > 1]
         if len(conflicts):
             q, d = conflicts.index[0]
-            warnings.warn(f"{len(conflicts)} (qid, docno) pairs have different labels in the qrels (e.g. qid {q!r} "
-                          f"docno {d!r}); the last label of each is used, as trec_eval and ir_measures do",
-                          stacklevel=4)
+            warn(f"{len(conflicts)} (qid, docno) pairs have different labels in the qrels (e.g. qid {q!r} "
+                 f"docno {d!r}); the last label of each is used, as trec_eval and ir_measures do")
         out = out.drop_duplicates(["qid", "docno"], keep="last").reset_index(drop=True)
     return out
+
+
+def _warn_fractional(labels: np.ndarray, rel: float) -> None:
+    """Warn, when ``rel`` is the default 1, that fractional labels are compared with it: qrels' labels are
+    relevance grades 0, 1, 2, ..., and a label counts as relevant when it is >= ``rel``."""
+    fractional = labels[labels != np.round(labels)]
+    if len(fractional) and rel == 1:
+        x = float(fractional[0])
+        warn(f"{len(fractional)} qrels have fractional labels (e.g. {x:g}); labels are relevance grades 0, 1, 2, "
+             f"...: a label >= rel (default 1) counts as relevant, so {x:g} counts as "
+             f"{'relevant' if x >= rel else 'non-relevant'}; give rel= to set the threshold")
 
 
 def _flat_features(cells: np.ndarray) -> Optional[np.ndarray]:
@@ -131,14 +141,39 @@ def _flat_features(cells: np.ndarray) -> Optional[np.ndarray]:
         flat = np.concatenate(cells)
     except (TypeError, ValueError):
         return None
-    if flat.ndim != 1 or (lengths != lengths[0]).any():
+    if flat.ndim != 1 or (lengths != lengths[0]).any() or not _numeric(flat):
         return None
     return flat.astype(float).reshape(len(cells), int(lengths[0]))
 
 
+def _shown(value, width: int = 60) -> str:
+    """``repr(value)``, cut to ``width`` characters."""
+    text = repr(value)
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def _numeric(cell) -> bool:
+    """Whether a ``features`` cell holds numbers: not text, and convertible to floats."""
+    a = np.asarray(cell)
+    if a.dtype.kind in "USV":
+        return False
+    try:
+        a.astype(float)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
 def _diagnosed_features(features: pd.Series, qid_str: np.ndarray, docno: pd.Series) -> np.ndarray:
     """The (n, F) float matrix of any other ``features`` column, row by row: the first row that is not
-    flat, or rows of different lengths, raise a ValueError that names them."""
+    numeric or not flat, or rows of different lengths, raise a ValueError that names them."""
+    numeric = features.map(_numeric).to_numpy()
+    if not numeric.all():
+        r = int(np.argmin(numeric))
+        raise ValueError(f"features of qid={qid_str[r]!r} docno={docno.iloc[r]!r} is {_shown(features.iloc[r])}, not "
+                         "numbers: the features column must hold numeric arrays, one float per base function "
+                         "(e.g. np.array([12.1, 8.3])); convert text with "
+                         "res['features'] = res['features'].map(lambda s: np.array(s.split(), dtype=float))")
     ndims = features.map(np.ndim).to_numpy()
     if (ndims > 1).any():
         r = int(np.argmax(ndims > 1))
@@ -228,6 +263,7 @@ def candidates_from_frame(res: pd.DataFrame, qrels: Optional[pd.DataFrame] = Non
     cands = Candidates(frame=res, raw=raw, offsets=offsets, qids=qids, docno_codes=d_code)
     if qrels is not None:
         qrels = check_qrels(qrels)                     # one row per (qid, docno), the last label kept
+        _warn_fractional(qrels["label"].to_numpy(), rel)
         # the qrels' (qid, docno) as the candidates' codes (-1: no such qid / docno among the candidates)
         qi = pd.Index(q_strings).get_indexer(qrels["qid"].to_numpy())
         di = pd.Index(d_strings).get_indexer(qrels["docno"].to_numpy())
@@ -248,6 +284,6 @@ def candidates_from_frame(res: pd.DataFrame, qrels: Optional[pd.DataFrame] = Non
         cands.n_relevant = np.bincount(q_index[relevant], minlength=len(qids)).astype(float)
         absent = qids[np.bincount(q_index[known], minlength=len(qids)) == 0]
         if len(absent):
-            warnings.warn(f"{len(absent)} of {len(qids)} queries have no qrels at all (e.g. qid "
-                          f"{absent[0]!r}); all their candidates count as non-relevant", stacklevel=3)
+            warn(f"{len(absent)} of {len(qids)} queries have no qrels at all (e.g. qid "
+                 f"{absent[0]!r}); all their candidates count as non-relevant")
     return cands

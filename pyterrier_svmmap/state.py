@@ -11,6 +11,27 @@ from typing import Dict, Iterable, Optional, Sequence
 import numpy as np
 
 
+class StateError(ValueError):
+    """A fitted state that does not hold together, naming the field that is wrong.
+
+    ``field`` is a path in the state's meta (``"tie_function"``, ``"layout.n_bins"``: model.json's
+    ``state``) or, with ``array=True``, the name of one of its arrays (a model directory's weights.npz);
+    ``problem`` says what is wrong with it and against what.
+    """
+
+    def __init__(self, field: str, problem: str, array: bool = False):
+        self.field, self.problem, self.array = field, problem, array
+        super().__init__(f"{'arrays' if array else 'state'}.{field}: {problem}")
+
+
+def check_tie_function(tie, n_functions: int) -> None:
+    """A state's ``tie_function`` (the tie policy's base function) must index one of its ``n_functions``;
+    :class:`StateError` otherwise."""
+    if isinstance(tie, (bool, np.bool_)) or not isinstance(tie, (int, np.integer)) or not 0 <= tie < n_functions:
+        raise StateError("tie_function", f"is {tie!r}, not the index of one of the {n_functions} base functions "
+                                         f"(0 to {n_functions - 1})")
+
+
 def constructor_params(obj) -> dict:
     """The constructor parameters of ``obj`` (stored under their own names, sklearn-style)."""
     names = [n for n in inspect.signature(type(obj).__init__).parameters if n != "self"]

@@ -43,12 +43,40 @@ def jobs(text: str) -> int:
     except ValueError:
         n = 0
     if n == 0:
-        raise argparse.ArgumentTypeError(f"-j takes a non-zero number of threads (-1: every core), got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a non-zero number of threads (-1: every core), got {text!r}")
     return n
 
 
 class UsageError(Exception):
     """An error caused by the user's input: reported as one line, exit status 2."""
+
+
+#: exit status after Ctrl-C (128 + SIGINT, the shell's convention)
+EXIT_INTERRUPTED = 130
+
+#: what :func:`main` reports as one line ``svmmap COMMAND: error: ...`` with exit status 2 (``--debug``: the
+#: traceback): the user's input or options, a path that cannot be read or written, a full disk
+USER_ERRORS = (UsageError, ValueError, OSError)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser with its errors on one line, ``svmmap COMMAND: error: ...`` (exit status 2), like
+    every other error of the command; ``--help`` shows the usage."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def interrupt_in_chain(e: BaseException) -> bool:
+    """Whether ``e`` was caused by Ctrl-C: native code interrupted by SIGINT (e.g. PISA's retrieval)
+    surfaces as a SystemError whose cause or context is the KeyboardInterrupt."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False
 
 
 def plain(text: str) -> str:
@@ -70,7 +98,7 @@ def build_parser(argv: Optional[List[str]] = None, load: Optional[Sequence[str]]
     ``load`` (default: the sub-command named in ``argv``) are imported and give their options, so that
     ``svmmap classify`` does not import what ``svmmap reproduce`` needs, and the other way round."""
     load = [c for c in [chosen_command(argv)] if c] if load is None else list(load)
-    parser = argparse.ArgumentParser(prog="svmmap", description=__doc__.splitlines()[0], allow_abbrev=False)
+    parser = Parser(prog="svmmap", description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logging")
     parser.add_argument("--version", action="version", version=f"%(prog)s (pyterrier-svmmap) {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -84,21 +112,36 @@ def build_parser(argv: Optional[List[str]] = None, load: Optional[Sequence[str]]
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
         mod.add_arguments(p)
-        p.set_defaults(_run=mod.run)
+        p.set_defaults(_run=mod.run, _interrupted=getattr(mod, "interrupted", None), _parser=p)
     return parser
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    args = build_parser(argv).parse_args(argv)
+    """Run ``svmmap`` with ``argv`` (default: the process's arguments); returns the exit status.
+
+    An error the user can fix (:data:`USER_ERRORS`) is one line ``svmmap COMMAND: error: ...`` on stderr and
+    status 2; Ctrl-C is one line ``svmmap COMMAND: interrupted; ...`` (what was kept, from the command's
+    ``interrupted(args)``) and status 130. ``--debug`` shows the traceback of either.
+    """
+    parser = build_parser(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:                               # reported by the sub-command's parser: "svmmap learn: error: ..."
+        getattr(args, "_parser", parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
         return int(args._run(args) or 0)
-    except (UsageError, FileNotFoundError, IsADirectoryError, PermissionError, ValueError) as e:
+    except USER_ERRORS as e:
         if args.debug:
             raise
         print(f"svmmap {args.command}: error: {e}", file=sys.stderr)
         return 2
+    except (KeyboardInterrupt, SystemError) as e:
+        if args.debug or not interrupt_in_chain(e):
+            raise
+        said = args._interrupted(args) if args._interrupted else ""
+        print(f"svmmap {args.command}: interrupted{'; ' + said if said else ''}", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Train a ranking model on an svmlight/LETOR file (like svm_map_learn / svm_rank_learn).
 
-TRAIN holds lines ``label qid:Q idx:val ... # comment`` (label > 0 = relevant; a feature absent from a line
-is 0, as in svmlight), or is an index file listing such files. MODEL is a directory (written as
+TRAIN holds lines ``label qid:Q idx:val ... # comment`` (label >= ``--rel``, default 1, is relevant; a feature
+absent from a line is 0, as in svmlight), or is an index file listing such files. MODEL is a directory (written as
 :mod:`pyterrier_svmmap.io.model_files` describes) that ``svmmap classify``, ``SVMMap.load`` and
 ``pt.Artifact.load`` read. The training is :class:`~pyterrier_svmmap.svm.ranker.StructSVMRanker`'s; PyTerrier
 is not imported.
@@ -12,7 +12,7 @@ import argparse
 import logging
 import time
 import warnings
-from typing import List
+from typing import List, Optional
 
 from pyterrier_svmmap.cli import jobs
 
@@ -67,9 +67,28 @@ IGNORED = {"w": "training is always the 1-slack dual cutting-plane algorithm",
 
 def _grid(text: str) -> List[float]:
     try:
-        return [float(c) for c in text.split(",") if c.strip()]
+        grid = [float(c) for c in text.split(",") if c.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"-c takes a number or comma-separated numbers, got {text!r}") from None
+        grid = []
+    if not grid:
+        raise argparse.ArgumentTypeError(f"expected a number or comma-separated numbers (e.g. -c 1 or -c 0.1,1,10), "
+                                         f"got {text!r}")
+    return grid
+
+
+def _count(text: str) -> int:
+    """The value of ``--max-features``: a positive integer."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return n
+
+
+#: the default of --max-features (io.svmlight.MAX_FEATURES, not imported: `svmmap learn --help` loads no numpy)
+MAX_FEATURES = 100_000
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -88,7 +107,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     grp.add_argument("--raw", action="store_true", help="features as they are (default)")
     grp.add_argument("--features", metavar="SPEC",
                      help="feature blocks: bins, raw, minmax, combinations like bins+raw, or auto (chosen with C)")
-    parser.add_argument("--rel", type=float, default=1.0, metavar="R",
+    parser.add_argument("--rel", type=float, default=None, metavar="R",
                         help="relevance threshold: label >= R is relevant (default 1, as ir_measures' AP(rel=1))")
     parser.add_argument("--n-bins", type=int, default=50, metavar="N", help="thresholds per feature for bins (default 50)")
     parser.add_argument("--valid", metavar="FILE", help="svmlight/LETOR validation file that chooses C (and --features auto)")
@@ -126,6 +145,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("train", metavar="TRAIN", nargs="+",
                         help="svmlight/LETOR training file(s), index files listing files, or quoted glob patterns; "
                              "with --workers/--scheduler each file is one shard, read by a worker")
+    parser.add_argument("--max-features", type=_count, default=MAX_FEATURES, metavar="N",
+                        help=f"the largest feature index read (default {MAX_FEATURES:,}): every index up to the largest "
+                             "is a column of a dense matrix")
     parser.add_argument("--force", action="store_true",
                         help="write MODEL into an existing directory that holds other files (refused otherwise)")
     parser.add_argument("model", metavar="MODEL", help="model directory to write (new, empty, or a model to replace)")
@@ -139,11 +161,17 @@ def _features(args) -> tuple:
     return "raw", args.n_bins
 
 
+def interrupted(args: argparse.Namespace) -> str:
+    """What ``svmmap learn`` says after Ctrl-C (:func:`pyterrier_svmmap.cli.main`): nothing was written."""
+    return f"no model written; {args.model} is as it was"
+
+
 def run(args: argparse.Namespace) -> int:
     from pyterrier_svmmap.cli import UsageError
+    from pyterrier_svmmap.io.atomic import check_creatable
     from pyterrier_svmmap.io.model_files import check_writable
     from pyterrier_svmmap.svm.ranker import StructSVMRanker
-    from pyterrier_svmmap.io.svmlight import read_svmlight
+    from pyterrier_svmmap.io.svmlight import FeatureIndexTooLarge, read_svmlight
 
     if args.verbosity is not None:
         logging.getLogger("pyterrier_svmmap").setLevel(
@@ -160,14 +188,15 @@ def run(args: argparse.Namespace) -> int:
     try:                                   # every parameter checked before any data is read
         ranker = StructSVMRanker(C=args.C if len(args.C) > 1 else args.C[0], loss=args.loss, features=features,
                                  n_bins=n_bins, epsilon=args.epsilon, max_iter=args.max_iter, cv=args.cv,
-                                 rel=args.rel, n_jobs=args.n_jobs, prior=None if args.prior == "none" else args.prior,
-                                 selection=args.selection,
+                                 rel=1.0 if args.rel is None else args.rel, n_jobs=args.n_jobs,
+                                 prior=None if args.prior == "none" else args.prior, selection=args.selection,
                                  **({} if args.fallback_alpha is None else {"fallback_alpha": args.fallback_alpha}),
                                  **({} if args.min_valid_queries is None
                                     else {"min_valid_queries": args.min_valid_queries}))
-        check_writable(args.model, force=args.force)
+        check_writable(args.model, force=args.force, remedy="--force")
     except (ValueError, FileExistsError) as e:
         raise UsageError(str(e)) from None
+    check_creatable(args.model, "MODEL")       # a path that cannot be written fails now, not after training
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers must be at least 1, got {args.workers}")
     files = training_files(args.train)
@@ -183,10 +212,15 @@ def run(args: argparse.Namespace) -> int:
     t = time.perf_counter()
     data = valid = None
     if executor is None:                    # bad files raise SvmlightError (file:line) before any training
-        data = read_svmlight(files)
+        try:
+            data = read_svmlight(files, max_features=args.max_features)
+        except FeatureIndexTooLarge as e:
+            raise UsageError(e.message("give --max-features N with N at least the largest index")) from None
         valid = read_svmlight(args.valid, n_features=data.n_features) if args.valid else None
         log.info("read %d lines, %d queries, %d features from %s (%.1fs)", data.n_lines, len(data.query_ids),
                  data.n_features, ", ".join(data.sources), time.perf_counter() - t)
+        for d in (data, valid):
+            warn_unusual_labels(d, args.rel)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -205,7 +239,7 @@ def run(args: argparse.Namespace) -> int:
     for w in caught:
         log.warning("%s", w.message)
     estimator = "pyterrier_svmmap.estimator:SVMMap" if args.loss == "map" else "pyterrier_svmmap.estimator:StructSVM"
-    save_ranker(ranker, args.model, estimator)
+    save_ranker(ranker, args.model, estimator, overwrite=args.force)
     chosen = {"validation": "chosen on --valid", "cv": f"chosen by {args.cv}-fold cross-validation"}
     log.info("C=%g%s%s; %d iterations (%s); model written to %s", ranker.C_,
              f", features={ranker.features_}" if features == "auto" else "",
@@ -259,9 +293,31 @@ def fit_ranking_data(ranker, data, valid=None):
     return ranker
 
 
-def save_ranker(ranker, path, estimator: str):
+def save_ranker(ranker, path, estimator: str, overwrite: bool = False):
     """Write a fitted StructSVMRanker as the model of PyTerrier estimator ``estimator`` (``module:class``),
-    so that ``SVMMap.load``/``pt.Artifact.load`` read it too, without importing PyTerrier here."""
+    so that ``SVMMap.load``/``pt.Artifact.load`` read it too, without importing PyTerrier here; ``overwrite``:
+    also into a directory of other files (``--force``)."""
     from pyterrier_svmmap.io.model_files import class_path, save_model
     params = dict({k: getattr(ranker, k) for k in ranker.MODEL_PARAMS}, verbose=False)
-    return save_model(path, estimator, params, ranker.get_state(), ranker=class_path(type(ranker)))
+    return save_model(path, estimator, params, ranker.get_state(), ranker=class_path(type(ranker)),
+                      overwrite=overwrite)
+
+
+def warn_unusual_labels(data, rel: Optional[float]) -> None:
+    """Log a warning for negative labels of ``data`` (a RankingData, or None), and one for fractional labels
+    unless ``rel`` (``--rel``) was given, each naming the first such line: svm_map and LETOR labels are
+    relevance grades 0, 1, 2, ..., and a label counts as relevant when it is >= ``--rel`` (default 1)."""
+    if data is None:
+        return
+    labels = data.labels
+    negative = (labels < 0).nonzero()[0]
+    if len(negative):
+        log.warning("%d lines have negative labels (e.g. %g at %s); they count as 0: non-relevant, as trec_eval "
+                    "counts them", len(negative), labels[negative[0]], data.where(int(negative[0])))
+    fractional = (labels != labels.round()).nonzero()[0]
+    if len(fractional) and rel is None:
+        x = float(labels[fractional[0]])
+        log.warning("%d lines have fractional labels (e.g. %g at %s); labels are relevance grades 0, 1, 2, ...: a "
+                    "label >= --rel (default 1) counts as relevant, so %g counts as %s; give --rel to set the "
+                    "threshold", len(fractional), x, data.where(int(fractional[0])), x,
+                    "relevant" if x >= 1 else "non-relevant")

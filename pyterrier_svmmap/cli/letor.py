@@ -27,9 +27,9 @@ def _folds(text: str) -> List[int]:
     try:
         folds = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--folds takes comma-separated fold numbers, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected comma-separated fold numbers, got {text!r}") from None
     if not folds or min(folds) < 1:
-        raise argparse.ArgumentTypeError(f"--folds takes comma-separated fold numbers from 1, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected comma-separated fold numbers from 1, got {text!r}")
     return folds
 
 
@@ -60,10 +60,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="do not fit each learner once on a few queries before timing it")
 
 
+def interrupted(args: argparse.Namespace) -> str:
+    """What ``svmmap letor`` says after Ctrl-C (:func:`pyterrier_svmmap.cli.main`): what ``--out`` keeps."""
+    return f"{args.out} holds the finished folds" if args.out else "no results kept (give --out FILE to keep folds)"
+
+
 def run(args: argparse.Namespace) -> int:
     from pyterrier_svmmap.cli import UsageError
     import pyterrier_svmmap.experiments.letor as letor
     import pyterrier_svmmap.experiments.systems as systems
+    from pyterrier_svmmap.io.atomic import check_creatable
+    from pyterrier_svmmap.io.svmlight import FeatureIndexTooLarge
 
     try:                                            # every argument checked before any data is read
         rel = letor.check_rel(args.rel)
@@ -80,11 +87,16 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--out {args.out}: directory {parent} does not exist")
         if Path(args.out).is_dir():
             raise UsageError(f"--out {args.out} is a directory; give a file name")
+        check_creatable(args.out, "--out")
+
     def save(_, so_far):
         letor.write_json(so_far, args.out)
-    with _warnings_as_log():
-        results = letor.run_letor(args.directory, names, rel=rel, folds=args.folds, warm_up=args.warm_up,
-                                  threads=args.threads, progress=save if args.out else None)
+    try:
+        with _warnings_as_log():
+            results = letor.run_letor(args.directory, names, rel=rel, folds=args.folds, warm_up=args.warm_up,
+                                      threads=args.threads, progress=save if args.out else None)
+    except FeatureIndexTooLarge as e:
+        raise UsageError(e.message(None)) from None
     print(results.table())
     sys.stdout.flush()
     if args.out:

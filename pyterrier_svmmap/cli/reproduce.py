@@ -34,6 +34,8 @@ import time
 from pathlib import Path
 from typing import Optional
 
+from pyterrier_svmmap.cli import EXIT_INTERRUPTED, interrupt_in_chain
+
 logger = logging.getLogger(__name__)
 
 #: the default run fits every learner of the papers (systems.PAPER_SYSTEMS; about 40 minutes on 2 cores with
@@ -88,8 +90,6 @@ MINIMUM = {"trials": 1, "train": 1, "valid": 0, "depth": 1, "threads": 1, "jobs"
 #: the random-split protocol's defaults (Yue et al. 2007 §5: 50 trials, 10 training, 5 validation)
 RANDOM_DEFAULTS = {"trials": 50, "train": 10, "valid": 5}
 
-#: exit status after Ctrl-C (128 + SIGINT, the shell's convention)
-EXIT_INTERRUPTED = 130
 
 
 def check_arguments(args: argparse.Namespace) -> None:
@@ -141,18 +141,6 @@ class _Progress:
         return self.store.finished(self.splits, self.systems)
 
 
-def _interrupt_in_chain(e: BaseException) -> bool:
-    """Whether ``e`` was caused by Ctrl-C: native code (PISA's retrieval) interrupted by SIGINT
-    surfaces as a SystemError whose cause or context is the KeyboardInterrupt."""
-    seen = set()
-    while e is not None and id(e) not in seen:
-        if isinstance(e, KeyboardInterrupt):
-            return True
-        seen.add(id(e))
-        e = e.__cause__ or e.__context__
-    return False
-
-
 def run(args: argparse.Namespace) -> int:
     """``svmmap reproduce``: :func:`_run`, with Ctrl-C reported on one line (exit status 130) saying
     how many finished trials are kept for the next run to resume from (``--debug``: the traceback)."""
@@ -161,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         return _run(args, progress)
     except (KeyboardInterrupt, SystemError) as e:
-        if not _interrupt_in_chain(e) or getattr(args, "debug", False):
+        if not interrupt_in_chain(e) or getattr(args, "debug", False):
             raise
         finished = e.finished if isinstance(e, TrialsInterrupted) else _finished_safely(progress)
         print(f"svmmap reproduce: interrupted; {finished} finished trials are kept in {args.out}, "

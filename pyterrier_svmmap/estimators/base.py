@@ -23,6 +23,7 @@ import pyterrier_svmmap.io.model_files as model_io
 from pyterrier_svmmap.measures import ranks_within_queries
 from pyterrier_svmmap.queries import query_ids
 from pyterrier_svmmap.selection import best_function
+from pyterrier_svmmap.state import StateError, check_tie_function
 from pyterrier_svmmap.ties import break_ties
 
 log = logging.getLogger(__name__)
@@ -191,14 +192,25 @@ class RankerEstimator(pt.Estimator, pt.Artifact):
         return f"{type(self).__name__}({', '.join(changed)})"
 
     # -- persistence ------------------------------------------------------------------------------
-    def save(self, path: Union[str, Path]) -> None:
+    def save(self, path: Union[str, Path], overwrite: bool = False) -> None:
         """Write the trained model to directory ``path`` (model.json + weights.npz + pt_meta.json, see
-        :mod:`~pyterrier_svmmap.io.model_files`); afterwards the model is a pt.Artifact at ``path``."""
+        :mod:`~pyterrier_svmmap.io.model_files`); afterwards the model is a pt.Artifact at ``path``.
+
+        Parameters
+        ----------
+        path : str or Path
+            A new directory, an empty one, or a model directory, which is replaced. The directory is written
+            whole or not at all, its files with the permissions the umask gives.
+        overwrite : bool, default False
+            Also write into a directory that holds other files (they stay); without it such a directory is
+            refused with a FileExistsError, as ``svmmap learn`` refuses it without ``--force``.
+        """
         if not hasattr(self, "n_functions_"):
             raise RuntimeError("save() needs a fitted model: call fit() first")
         params = {k: v for k, v in self.get_params().items() if k not in self.RUNTIME_PARAMS}
         self.path = model_io.save_model(path, model_io.class_path(type(self)), params, self._get_state(),
-                                        ranker=model_io.class_path(self.RANKER) if self.RANKER else None)
+                                        ranker=model_io.class_path(self.RANKER) if self.RANKER else None,
+                                        overwrite=overwrite)
 
     @classmethod
     def load(cls, path: Union[str, Path]) -> "RankerEstimator":
@@ -207,8 +219,14 @@ class RankerEstimator(pt.Estimator, pt.Artifact):
 
     @classmethod
     def _from_state(cls, params: dict, meta: dict, arrays: dict) -> "RankerEstimator":
+        """The fitted estimator of constructor ``params`` and a state (``meta``, ``arrays``), checked: the
+        learner's own checks, then the tie policy's base function and the base names against the number of
+        base functions (:class:`~pyterrier_svmmap.state.StateError` naming the field)."""
         model = cls(**params)
         model._set_state(meta, arrays)
+        check_tie_function(meta.get("tie_function", model.tie_function_), model.n_functions_)
+        if len(model.base_names_) != model.n_functions_:
+            raise StateError("base_names", f"has {len(model.base_names_)} names for {model.n_functions_} base functions")
         return model
 
     # -- to implement -----------------------------------------------------------------------------

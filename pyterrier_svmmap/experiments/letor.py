@@ -55,6 +55,7 @@ import numpy as np
 from pyterrier_svmmap.experiments.systems import LEARNERS, fit_learner, learner_names
 from pyterrier_svmmap.measures import letor_mean_average_precision, letor_ndcg_at, precision_at
 from pyterrier_svmmap.queries import Queries
+from pyterrier_svmmap.user_warnings import warn
 
 log = logging.getLogger(__name__)
 
@@ -325,8 +326,8 @@ def run_letor(directory: Union[str, Path], learners: Optional[Union[str, Sequenc
              next(iter(data.values())).train.raw.shape[1], out.parse_seconds)
     if any(LEARNERS[n].lightgbm for n in names) and not _lightgbm_available():
         skipped = [n for n in names if LEARNERS[n].lightgbm]
-        warnings.warn(f"LightGBM is not installed: {', '.join(skipped)} skipped "
-                      "(pip install pyterrier-svmmap[peers])", stacklevel=2)
+        warn(f"LightGBM is not installed: {', '.join(skipped)} skipped "
+             "(pip install pyterrier-svmmap[peers])")
         for n in skipped:
             out.skipped[n] = "LightGBM is not installed"
         names = [n for n in names if n not in skipped]
@@ -354,5 +355,6 @@ def run_letor(directory: Union[str, Path], learners: Optional[Union[str, Sequenc
 
 
 def write_json(results: LetorResults, path: Union[str, Path]) -> None:
-    """Write :meth:`LetorResults.to_json` to ``path``."""
-    Path(path).write_text(json.dumps(results.to_json(), indent=1) + "\n")
+    """Write :meth:`LetorResults.to_json` to ``path``, whole or not at all."""
+    from pyterrier_svmmap.io.atomic import write_atomic
+    write_atomic(path, (json.dumps(results.to_json(), indent=1) + "\n").encode())

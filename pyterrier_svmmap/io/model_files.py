@@ -24,8 +24,9 @@ A model directory holds:
 
 Versions 1 and 2 (structural SVMs only: one ``coef``, the kept C, ``validation`` per C) still load; they
 are converted on reading (:func:`_upgrade_v2`). A newer version, a missing/corrupt/truncated file or
-inconsistent shapes raise :class:`ModelFormatError` naming the file and the problem. Every file is
-written atomically (temporary file, then rename), ``model.json`` last.
+inconsistent shapes raise :class:`ModelFormatError` naming the file and the problem. A model directory is
+written whole or not at all (:func:`~pyterrier_svmmap.io.atomic.write_folder`), ``model.json`` last, its
+files with the permissions the umask gives.
 """
 from __future__ import annotations
 
@@ -34,8 +35,6 @@ import importlib
 import io
 import json
 import math
-import os
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any, Dict, Optional, Tuple, Union
@@ -43,7 +42,9 @@ from typing import Any, Dict, Optional, Tuple, Union
 import numpy as np
 
 from pyterrier_svmmap._version import __version__
+from pyterrier_svmmap.io.atomic import write_folder
 from pyterrier_svmmap.selection import DEFAULT_ALPHA, DEFAULT_MIN_VALID_QUERIES
+from pyterrier_svmmap.state import StateError
 
 FORMAT = "pyterrier-svmmap"
 FORMAT_VERSION = 3
@@ -131,28 +132,37 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+def check_writable(path: Union[str, Path], force: bool = False, remedy: str = "overwrite=True") -> Path:
+    """Check that a model directory can be written at ``path`` (call before training): not an existing
+    file, and, unless ``force``, not an existing directory that holds other files but no model
+    (``model.json``), so that a mistyped path does not mix a model into another folder. An empty directory
+    or a model directory (which is replaced) is fine.
 
+    Parameters
+    ----------
+    path : str or Path
+        The model directory.
+    force : bool, default False
+        Accept a directory that holds other files (the model's files are added to them).
+    remedy : str, default "overwrite=True"
+        How the message names ``force`` (``svmmap learn``: ``"--force"``).
 
-def check_writable(path: Union[str, Path], force: bool = True) -> Path:
-    """A model directory can be written at ``path``: not an existing file (call before training). With
-    ``force=False`` (``svmmap learn`` without ``--force``) an existing directory must be empty or hold a model
-    (``model.json``), so that a mistyped path does not mix a model into another folder."""
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Raises
+    ------
+    FileExistsError
+        When ``path`` is a file, or a directory of other files without ``force``.
+    """
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise FileExistsError(f"{path} is an existing file; a model is a directory: give a new or a directory path")
     if not force and path.is_dir() and any(path.iterdir()) and not (path / "model.json").is_file():
         raise FileExistsError(f"{path} is a directory that holds other files but no model; give a new directory, "
-                              "an existing model directory to replace, or --force to write into it")
+                              f"an existing model directory to replace, or {remedy} to write into it")
     return path
 
 
@@ -160,11 +170,13 @@ def check_writable(path: Union[str, Path], force: bool = True) -> Path:
 # writing and reading
 # ---------------------------------------------------------------------------------------------
 def save_model(path: Union[str, Path], estimator: str, params: dict, state: Tuple[dict, Dict[str, np.ndarray]],
-               ranker: Optional[str] = None) -> Path:
+               ranker: Optional[str] = None, overwrite: bool = False) -> Path:
     """Write a fitted model: ``estimator`` / ``ranker`` as ``module:qualname``, the estimator's constructor
-    ``params`` and its ``state`` (meta, arrays). Returns the directory."""
-    path = check_writable(path)
-    path.mkdir(parents=True, exist_ok=True)
+    ``params`` and its ``state`` (meta, arrays). ``path`` must be new, an empty directory or a model
+    directory (replaced), or, with ``overwrite``, any directory (:func:`check_writable`). The directory is
+    written whole or not at all, its files with the permissions the umask gives
+    (:func:`~pyterrier_svmmap.io.atomic.write_folder`). Returns the directory."""
+    path = check_writable(path, force=overwrite)
     meta, arrays = state
     params = _without_implied(params)
     if isinstance(meta.get("params"), dict):
@@ -175,10 +187,8 @@ def save_model(path: Union[str, Path], estimator: str, params: dict, state: Tupl
     doc: Dict[str, Any] = dict(format=FORMAT, format_version=FORMAT_VERSION, package_version=__version__,
                                estimator=estimator, ranker=ranker, params=jsonable(params), state=jsonable(meta),
                                arrays_sha256=_sha256(weights))
-    _write_atomic(path / "weights.npz", weights)
-    _write_atomic(path / "pt_meta.json", json.dumps(PT_META).encode())
-    _write_atomic(path / "model.json", json.dumps(doc, indent=1, allow_nan=False).encode())
-    return path
+    return write_folder(path, {"weights.npz": weights, "pt_meta.json": json.dumps(PT_META).encode(),
+                               "model.json": json.dumps(doc, indent=1, allow_nan=False).encode()})
 
 
 def _without_implied(params: dict) -> dict:
@@ -244,7 +254,70 @@ def read_model(path: Union[str, Path]) -> Tuple[dict, Dict[str, np.ndarray]]:
         raise ModelFormatError(f"{wfile} is corrupt or truncated ({type(e).__name__}: {e})") from None
     if doc["format_version"] <= 2:
         doc, arrays = _upgrade_v2(path, doc, arrays)
+    check_params(path, doc)
     return doc, arrays
+
+
+#: where a fitted state records the parameters it was trained with, looked up in this order
+_RECORDS = (("state.params", ("params",)), ("state.ranker.params", ("ranker", "params")), ("state.layout", ("layout",)))
+
+
+def _recorded_params(state) -> Dict[str, Tuple[str, Any]]:
+    """The parameters a state records (:data:`_RECORDS`): name → (field, value)."""
+    out: Dict[str, Tuple[str, Any]] = {}
+    for field, keys in _RECORDS:
+        record = state
+        for k in keys:
+            record = record.get(k) if isinstance(record, dict) else None
+        if isinstance(record, dict):
+            for name, value in record.items():
+                out.setdefault(name, (f"{field}.{name}", value))
+    return out
+
+
+def _same_param(a, b) -> bool:
+    """Whether two parameter values are the same setting (a number and a one-element list of it are: the C
+    grid is recorded as a list)."""
+    if isinstance(a, list) != isinstance(b, list):
+        a, b = (a if isinstance(a, list) else [a]), (b if isinstance(b, list) else [b])
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same_param(x, y) for x, y in zip(a, b))
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) \
+            and not isinstance(b, bool):
+        return float(a) == float(b)
+    return a == b
+
+
+def check_params(path: Union[str, Path], doc: dict) -> None:
+    """Refuse a model whose constructor parameters (model.json's ``params``, what ``repr`` shows) differ from
+    those its fitted state was trained with (``state.params``, ``state.ranker.params``, ``state.layout``): an
+    edited ``params`` would describe a model that is not the one the arrays hold."""
+    mfile = Path(path) / "model.json"
+    params, state = doc.get("params"), doc.get("state")
+    if not isinstance(params, dict):
+        raise ModelFormatError(f"{mfile}: params must be a dict of the estimator's parameters, got "
+                               f"{type(params).__name__}")
+    if not isinstance(state, dict):
+        raise ModelFormatError(f"{mfile}: state must be a dict, got {type(state).__name__}")
+    recorded = _recorded_params(state)
+    implied = {k: v for k, v in IMPLIED_PARAMS.items() if k in params or k in recorded}
+    for name, value in dict(implied, **params).items():
+        if name not in recorded and name not in implied:
+            continue
+        field, trained = recorded.get(name, (f"state.params.{name}", implied.get(name)))
+        if not _same_param(value, trained):
+            raise ModelFormatError(f"{mfile}: params.{name} is {value!r} but {field} is {trained!r}, the value the "
+                                   f"model was trained with: restore params.{name}, or train a model with the "
+                                   "parameter you want")
+
+
+def _located(path: Path, e: Exception) -> ModelFormatError:
+    """A state's error as a ModelFormatError naming the file and the field (a :class:`StateError`), or the
+    model directory."""
+    if isinstance(e, StateError):
+        where = f"{path / 'weights.npz'}: {e.field}" if e.array else f"{path / 'model.json'}: state.{e.field}"
+        return ModelFormatError(f"{where}: {e.problem}")
+    return ModelFormatError(f"{path}: {e}")
 
 
 def _upgrade_v2(path: Path, doc: dict, arrays: Dict[str, np.ndarray]) -> Tuple[dict, Dict[str, np.ndarray]]:
@@ -296,10 +369,15 @@ def load_model(path: Union[str, Path], cls=None):
     if cls is not None and not issubclass(named, cls) and not issubclass(cls, named):
         raise ModelFormatError(f"{path} holds a {named.__name__} model, not a {cls.__name__}")
     target = cls if cls is not None and issubclass(cls, named) else named
+    params = _with_implied(doc["params"], target)
     try:
-        model = target._from_state(_with_implied(doc["params"], target), doc["state"], arrays)
+        target(**params)
+    except (ValueError, TypeError) as e:
+        raise ModelFormatError(f"{path / 'model.json'}: params: {e}") from None
+    try:
+        model = target._from_state(params, doc["state"], arrays)
     except (ValueError, KeyError, TypeError) as e:
-        raise ModelFormatError(f"{path}: {e}") from None
+        raise _located(path, e) from None
     model.metadata_ = doc
     model.path = path
     return model
@@ -315,7 +393,7 @@ def load_ranker(path: Union[str, Path]):
     try:
         return import_class(doc["ranker"]).from_state(doc["state"], arrays)
     except (ValueError, KeyError, TypeError) as e:
-        raise ModelFormatError(f"{path}: {e}") from None
+        raise _located(path, e) from None
 
 
 def load_artifact(path: Union[str, Path], **kwargs):

@@ -3,7 +3,9 @@
 The format of ``svm_map_learn``, ``svm_rank_learn`` and the LETOR collections:
 
 * ``label`` is a number; a document is relevant when ``label > 0``;
-* ``qid:Q`` (an integer) groups the lines of one query; every line must have one;
+* ``qid:Q`` (an integer) groups the lines of one query; every line must have one; a query's lines may be
+  apart within a file (they are grouped by qid) but must all be in one file: a qid found in two files read
+  together is an error, as it is on a Dask cluster, where each file is a shard;
 * ``idx:val`` pairs give features, indices 1-based and strictly increasing within a line;
 * a feature absent from a (sparse) line is **0**, as in svmlight — not "missing" (NaN): the
   svmlight format cannot say "this base function did not score the document";
@@ -51,6 +53,23 @@ class SvmlightError(ValueError):
     """A file that is not valid svmlight/LETOR ranking data (message names file:line)."""
 
 
+class FeatureIndexTooLarge(SvmlightError):
+    """A line uses a feature index above the width bound (``max_features``): ``where`` (``file:line``),
+    ``index`` and ``limit``. ``str()`` gives the Python remedy; :meth:`message` words it for another caller
+    (``svmmap learn --max-features``)."""
+
+    def __init__(self, where: str, index: float, limit: int):
+        self.where, self.index, self.limit = where, index, limit
+        super().__init__(self.message("raise read_svmlight(max_features=...)"))
+
+    def message(self, remedy: Optional[str]) -> str:
+        """The error as one line, ending with ``remedy`` (how to raise the bound; None: the caller has no way)."""
+        shown = int(self.index) if float(self.index) < 2 ** 53 else f"{float(self.index):.6g}"
+        return (f"{self.where}: feature index {shown} is above the limit of {self.limit:,} features (the learners "
+                "need a dense lines × features matrix with a column for every index up to the largest); renumber "
+                f"the features consecutively from 1{', or ' + remedy if remedy else ''}")
+
+
 #: the largest feature index :func:`read_svmlight` accepts unless told otherwise (see the module docstring)
 MAX_FEATURES = 100_000
 
@@ -61,15 +80,13 @@ class _Width:
     limit: int
     model: bool
 
-    def problem(self, index) -> str:
-        """What is wrong with a line using ``index`` (> limit), and how to fix it."""
+    def error(self, where: str, index) -> SvmlightError:
+        """The error of line ``where`` (``file:line``) using ``index`` (> limit): what is wrong and how to fix it."""
+        if not self.model:
+            return FeatureIndexTooLarge(where, index, self.limit)
         shown = int(index) if float(index) < 2 ** 53 else f"{float(index):.6g}"
-        if self.model:
-            return (f"uses feature index {shown} but the model has {self.limit} features "
-                    "(trained on data of another width?)")
-        return (f"feature index {shown} is above the limit of {self.limit:,} features (the learners need a dense "
-                "lines × features matrix with a column for every index up to the largest); renumber the features "
-                "consecutively from 1, or raise read_svmlight(max_features=...)")
+        return SvmlightError(f"{where}: uses feature index {shown} but the model has {self.limit} features "
+                             "(trained on data of another width?)")
 
 
 class _TooLarge(Exception):
@@ -88,7 +105,8 @@ class RankingData:
     ``comments`` (n,) str ("" without one) and ``docids`` (n,) str (from ``#docid = X``, else the
     comment's first word, else the line number); ``order`` is a stable permutation that groups the lines
     by query (queries in order of first appearance) and ``offsets`` (Q + 1) delimits the queries in that
-    grouped order, ``query_ids`` (Q,) their qids. ``sources`` lists the files read.
+    grouped order, ``query_ids`` (Q,) their qids. ``sources`` lists the files read, ``source_lines`` how
+    many data lines each holds and ``line_numbers`` (n,) each line's 1-based line number in its file.
     """
     features: np.ndarray
     labels: np.ndarray
@@ -101,6 +119,15 @@ class RankingData:
     sources: List[str]
     #: lines read from each of ``sources`` (None: not recorded)
     source_lines: Optional[List[int]] = None
+    #: (n,) each line's 1-based line number in its file (None: not recorded)
+    line_numbers: Optional[np.ndarray] = None
+
+    def where(self, line: int) -> str:
+        """``file:line`` of data line ``line`` (0-based, input order), or ``line N`` when not recorded."""
+        if self.source_lines is None or self.line_numbers is None:
+            return f"line {line + 1}"
+        source = int(np.searchsorted(np.cumsum(self.source_lines), line, side="right"))
+        return f"{self.sources[source]}:{int(self.line_numbers[line])}"
 
     @property
     def n_lines(self) -> int:
@@ -202,8 +229,14 @@ def _int(token: bytes) -> int:
     return int(token)
 
 
-def _explain(path: Path, data: bytes, width: _Width) -> str:
-    """The first line of ``data`` that is not valid svmlight ranking data, as 'file:line: problem'."""
+def _explain(path: Path, data: bytes, width: _Width) -> SvmlightError:
+    """The error of the first line of ``data`` that is not valid svmlight ranking data ('file:line: problem')."""
+    problem = _first_problem(path, data, width)
+    return problem if isinstance(problem, SvmlightError) else SvmlightError(problem)
+
+
+def _first_problem(path: Path, data: bytes, width: _Width) -> Union[str, SvmlightError]:
+    """:func:`_explain`'s scan: the first bad line's message, or its error when it has its own type."""
     for no, line in enumerate(data.split(b"\n"), 1):
         body = line.split(b"#", 1)[0].strip()
         if not body:
@@ -238,7 +271,7 @@ def _explain(path: Path, data: bytes, width: _Width) -> str:
             if i <= last:
                 return f"{where}: feature index {i} after {last}: indices must be strictly increasing"
             if i > width.limit:
-                return f"{where}: {width.problem(i)}"
+                return width.error(where, i)
             if not math.isfinite(v):
                 return f"{where}: feature {i} is {val.decode()}: values must be finite numbers"
             last = i
@@ -370,12 +403,12 @@ def _read_one(path: Path, width: _Width):
             try:
                 r = _parse_chunk(chunk, width.limit)
             except _TooLarge as e:
-                raise SvmlightError(f"{path}:{lines_before + e.line + 1}: {width.problem(e.index)}") from None
+                raise width.error(f"{path}:{lines_before + e.line + 1}", e.index) from None
             if r is not None:
                 parts.append(r[:6] + (r[6] + lines_before + 1,))
             lines_before += chunk.count(b"\n")
     except _Bad:
-        raise SvmlightError(_explain(path, data, width)) from None
+        raise _explain(path, data, width) from None
     if not parts:
         return np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), \
             np.zeros(0), np.zeros(0, dtype=object), np.zeros(0, np.int64)
@@ -454,6 +487,7 @@ def read_svmlight(paths: Union[str, Path, Sequence[Union[str, Path]]],
         members = index_file_members(p) if p.is_file() else None
         files.extend(members if members is not None else [p])
     parts = [_read_one(f, width_rule) for f in files]     # no index above width_rule.limit past here
+    _check_queries_in_one_file(files, parts)
     width = int(max((p[3].max() if len(p[3]) else 0) for p in parts))
     labels = np.concatenate([p[0] for p in parts])
     n = len(labels)
@@ -480,7 +514,27 @@ def read_svmlight(paths: Union[str, Path, Sequence[Union[str, Path]]],
     query_ids = uniq[np.argsort(rank_of_query)]
     return RankingData(features=features, labels=labels, qids=qids, comments=comments, docids=docids,
                        order=order, offsets=offsets, query_ids=query_ids, sources=[str(f) for f in files],
-                       source_lines=[len(p[0]) for p in parts])
+                       source_lines=[len(p[0]) for p in parts], line_numbers=np.concatenate([p[6] for p in parts]))
+
+
+def _check_queries_in_one_file(files: List[Path], parts) -> None:
+    """Refuse a qid that occurs in more than one of the files read together (their lines are one set of
+    queries, grouped by qid): the two would be merged into one query with both files' candidates. Within one
+    file the lines of a query are grouped wherever they are."""
+    seen: dict = {}
+    for i, part in enumerate(parts):
+        qids, first = np.unique(part[1], return_index=True)
+        for q, at in zip(qids[np.argsort(first)].tolist(), np.sort(first).tolist()):
+            if q in seen:
+                j, line = seen[q]
+                shared = len(set(np.unique(parts[j][1]).tolist()) & set(qids.tolist()))
+                raise SvmlightError(
+                    f"qid {q} is in {files[j]} (line {line}) and in {files[i]} (line {int(part[6][at])}); {shared} "
+                    "qids are in both: files read together are one set of queries, and a query's lines must all be "
+                    "in one file (else the two would be merged into one query with the candidates of both): make "
+                    "the qids unique across the files, and give each query once (two folds' training files share "
+                    "queries)")
+            seen[q] = (i, int(part[6][at]))
 
 
 def _docid(comment: str, line_no: int) -> str:

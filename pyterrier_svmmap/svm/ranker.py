@@ -17,12 +17,12 @@ import logging
 import math
 import sys
 import time
-import warnings
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 import pyterrier_svmmap.svm.cutting_plane as solver
+import pyterrier_svmmap.svm.model_state as model_state
 import pyterrier_svmmap.threads as threads
 from pyterrier_svmmap.features.encoder import FeatureEncoder
 from pyterrier_svmmap.features.layout import FeatureLayout, default_base_names
@@ -35,8 +35,10 @@ from pyterrier_svmmap.selection import (DEFAULT_ALPHA, DEFAULT_C_GRID, DEFAULT_M
                                         select_auto)
 from pyterrier_svmmap.queries import (Queries, check_ranking_arrays, shard_sizes, split_queries, subset_queries,
                                      usable_queries)
+from pyterrier_svmmap.state import StateError
 from pyterrier_svmmap.string_codes import sorted_string_codes
 from pyterrier_svmmap.ties import break_ties
+from pyterrier_svmmap.user_warnings import warn
 
 log = logging.getLogger(__name__)
 
@@ -413,10 +415,10 @@ class StructSVMRanker:
         labels = np.asarray(valid[1], dtype=float) if len(valid) >= 2 and valid[1] is not None else None
         if labels is None or (labels >= self.rel).any():
             return True
-        warnings.warn(f"no validation candidate is relevant (label >= {self.rel:g}) in {len(valid[2]) - 1} "
-                      "validation queries, so validation MAP cannot choose among the settings; they are chosen by "
-                      f"{self.cv}-fold cross-validation over the training queries instead (check that the "
-                      "validation qrels name the validation candidates' qids and docnos)", stacklevel=3)
+        warn(f"no validation candidate is relevant (label >= {self.rel:g}) in {len(valid[2]) - 1} "
+             "validation queries, so validation MAP cannot choose among the settings; they are chosen by "
+             f"{self.cv}-fold cross-validation over the training queries instead (check that the "
+             "validation qrels name the validation candidates' qids and docnos)")
         return False
 
     def _validation_scorer(self, valid: Optional[ValidSet], layout: FeatureLayout):
@@ -515,27 +517,34 @@ class StructSVMRanker:
 
     @classmethod
     def from_state(cls, meta: dict, arrays: Dict[str, np.ndarray]) -> "StructSVMRanker":
-        """The fitted ranker saved by :meth:`get_state` (ValueError naming what is missing or inconsistent)."""
+        """The fitted ranker saved by :meth:`get_state`, checked whole (:mod:`~pyterrier_svmmap.svm.model_state`):
+        a :class:`~pyterrier_svmmap.state.StateError` (a ValueError) names the field that is missing or
+        inconsistent."""
         missing = [k for k in ("params", "C_", "layout", "path", "n_iter", "converged") if k not in meta]
-        missing += [k for k in ("coef", "coefs") if k not in arrays]
         if missing:
-            raise ValueError(f"model state incomplete: missing {missing}")
-        # a state without normalise is of a version that scaled nothing
-        self = cls(**dict({"normalise": None}, **meta["params"]))
+            raise StateError(missing[0], f"is missing (the state lacks {missing})")
+        try:
+            # a state without normalise is of a version that scaled nothing
+            self = cls(**dict({"normalise": None}, **meta["params"]))
+        except (TypeError, ValueError) as e:
+            raise StateError("params", str(e)) from None
         layout = meta["layout"]
         if isinstance(layout, dict) and layout.get("bias", False) is None:    # format 1/2: the loss decides
             layout = dict(layout, bias=self.needs_bias)
-        self.layout_ = FeatureLayout.from_state(layout, arrays)
-        coef = np.asarray(arrays["coef"], dtype=float)
-        coefs = np.asarray(arrays["coefs"], dtype=float)
-        dim = self.layout_.dim
-        if coef.shape != (dim,) or coefs.ndim != 2 or coefs.shape[1] != dim:
-            raise ValueError(f"weights of shape {coef.shape} / {coefs.shape} do not fit the feature layout "
-                             f"({dim} dimensions: features={self.layout_.blocks} on {self.layout_.n_functions} "
-                             f"base functions{', bias' if self.layout_.bias else ''})")
+        model_state.check_layout(layout, arrays, self.get_params(), fallback=meta["C_"] == 0)
+        try:
+            self.layout_ = FeatureLayout.from_state(layout, arrays)
+        except (TypeError, ValueError, KeyError) as e:
+            raise StateError("layout", str(e)) from None
         if self.layout_.bias != self.needs_bias:
-            raise ValueError(f"the layout {'has' if self.layout_.bias else 'lacks'} a bias, which loss={self.loss!r} "
-                             f"{'does not use' if self.layout_.bias else 'needs'}")
+            has, uses = ("has", "does not use") if self.layout_.bias else ("lacks", "needs")
+            raise StateError("layout.bias", f"is {self.layout_.bias}: the layout {has} a bias, which params.loss="
+                                            f"{self.loss!r} {uses}")
+        coef, coefs = model_state.check_weights(
+            arrays, self.layout_.dim, f"features={self.layout_.blocks} on {self.layout_.n_functions} base functions"
+                                      f"{', bias' if self.layout_.bias else ''}")
+        model_state.check_fitted(meta, self.get_params(), self.layout_.n_functions, self.layout_.base_names,
+                                 self.layout_.blocks)
         self.coef_, self.coefs_ = coef, coefs
         self.features_ = meta.get("features", features_name(self.layout_.blocks))
         self.tie_function_ = int(meta.get("tie_function", 0))
@@ -603,8 +612,8 @@ class _Progress:
 
 def warn_skipped(skipped: int, total: int) -> None:
     if skipped:
-        warnings.warn(f"skipping {skipped} of {total} training queries that have no relevant or no non-relevant "
-                      "candidate: they cannot form ranking constraints", stacklevel=3)
+        warn(f"skipping {skipped} of {total} training queries that have no relevant or no non-relevant "
+             "candidate: they cannot form ranking constraints")
     if skipped == total:
         raise ValueError("no training query has both a relevant and a non-relevant candidate; check that the "
                          "labels match the candidates (for frames: the same qid and docno strings)")

@@ -181,3 +181,25 @@ def test_values_are_correctly_rounded(tmp_path):
     assert d.order.tolist() == list(range(len(values)))
     got, expected = d.features, np.array([float(v) for v in values])
     assert got[:, 0].tobytes() == expected.tobytes() and got[:, 1].tobytes() == expected.tobytes()
+
+
+def test_a_qid_in_two_files_is_refused_and_apart_in_one_file_grouped(tmp_path):
+    from pyterrier_svmmap.io.svmlight import SvmlightError, read_svmlight
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("1 qid:1 1:1\n0 qid:2 1:0\n")
+    b.write_text("1 qid:3 1:1\n0 qid:2 1:0\n")
+    with pytest.raises(SvmlightError, match=rf"qid 2 is in {a} \(line 2\) and in {b} \(line 2\); 1 qids are in both"):
+        read_svmlight([a, b])
+    b.write_text("1 qid:3 1:1\n0 qid:4 1:0\n1 qid:3 1:0.5\n")      # qid 3 apart within b: one query
+    d = read_svmlight([a, b])
+    assert d.query_ids.tolist() == [1, 2, 3, 4] and d.offsets.tolist() == [0, 1, 2, 4, 5]
+    assert d.where(4) == f"{b}:3"
+
+
+def test_a_feature_index_above_the_bound_names_the_python_remedy(tmp_path):
+    from pyterrier_svmmap.io.svmlight import FeatureIndexTooLarge, read_svmlight
+    p = tmp_path / "f.txt"
+    p.write_text("1 qid:1 1:1 7:1\n")
+    with pytest.raises(FeatureIndexTooLarge, match=rf"{p}:1: feature index 7 is above the limit of 5 features .* "
+                                                   r"or raise read_svmlight\(max_features=...\)"):
+        read_svmlight(p, max_features=5)

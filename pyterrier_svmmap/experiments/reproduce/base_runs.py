@@ -35,6 +35,8 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import pandas as pd
 
+from pyterrier_svmmap.io.atomic import write_atomic
+
 logger = logging.getLogger(__name__)
 
 FUNCTIONS = ("bm25", "qld", "dph", "pl2")
@@ -91,32 +93,12 @@ def digest(*parts: Any) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _read_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-_UMASK = _read_umask()     # mkstemp creates files 0600; the written file gets the usual permissions
-
-
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and ``os.replace``, so
-    that ``path`` is either absent, its old content or all of ``data`` — never a truncated file."""
+    """Write ``data`` to ``path`` (its folder created when missing) whole or not at all:
+    :func:`~pyterrier_svmmap.io.atomic.write_atomic`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o666 & ~_UMASK)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    write_atomic(path, data)
 
 
 class FolderInUse(ValueError):

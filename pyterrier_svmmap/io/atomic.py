@@ -1,0 +1,181 @@
+"""Files and folders written whole or not at all, with the permissions the umask gives, and paths checked
+for writing before long work starts.
+
+``tempfile`` creates files 0600 and folders 0700 whatever the umask. Here a file is created with mode 0666
+and a folder with 0777, the umask applied by the operating system (as ``open(path, "w")`` and ``mkdir``
+do), under a temporary name beside its destination, then renamed into place: a rename within a folder
+replaces the destination atomically. A folder of several files (a model) is written as a new folder renamed
+into place, or, when the folder exists, as temporary files renamed one after the other with Ctrl-C held back
+until the last rename, so that an interrupted write leaves the old files or the new ones, never a mix.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import signal
+import threading
+from pathlib import Path
+from typing import Dict, Iterator, List, Union
+
+PathLike = Union[str, Path]
+
+
+def temporary_name(path: PathLike) -> Path:
+    """A hidden name beside ``path``, unique to this process and call: ``.NAME.PID.RANDOM.tmp``."""
+    path = Path(path)
+    return path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    """Create ``path`` (which must not exist) holding ``data``, mode 0666 less the umask."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())           # on disk before the rename that makes it visible
+
+
+def write_atomic(path: PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` whole or not at all: a temporary file beside it, renamed over it.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file to write; its folder must exist. An existing file is replaced.
+    data : bytes
+        The content.
+    """
+    path = Path(path)
+    tmp = temporary_name(path)
+    try:
+        _write_new(tmp, data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Hold Ctrl-C (SIGINT) back until the block ends, then raise it: for a few renames that belong
+    together. Signal handlers can be set in the main thread only; elsewhere the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: List[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
+    if received and previous is not signal.SIG_IGN:
+        raise KeyboardInterrupt
+
+
+def _make_parents(folder: Path) -> List[Path]:
+    """Create ``folder`` and its missing parents (mode 0777 less the umask); the ones created, deepest
+    first."""
+    missing = []
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    for p in reversed(missing):
+        p.mkdir()
+    return missing
+
+
+def write_folder(path: PathLike, files: Dict[str, bytes]) -> Path:
+    """Write ``files`` (name → content) into folder ``path``, whole or not at all, in the order given (the
+    file that marks the folder complete last).
+
+    A new folder is written under a temporary name beside ``path`` and renamed to it (missing parent folders
+    are created, and removed again when the write fails). In an existing folder each file is written under a
+    temporary name, then the files are renamed into place with Ctrl-C held back; other files in it stay.
+
+    Parameters
+    ----------
+    path : str or Path
+        The folder.
+    files : dict of str to bytes
+        File names in the folder and their contents.
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
+    path = Path(path)
+    if path.is_dir():
+        written: Dict[Path, Path] = {}
+        try:
+            for name, data in files.items():
+                tmp = temporary_name(path / name)
+                written[tmp] = path / name
+                _write_new(tmp, data)
+            with interrupts_deferred():
+                for tmp, final in written.items():
+                    os.replace(tmp, final)
+        except BaseException:
+            for tmp in written:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
+            raise
+        return path
+    created = _make_parents(path.parent)
+    tmp = temporary_name(path)
+    try:
+        tmp.mkdir()
+        for name, data in files.items():
+            _write_new(tmp / name, data)
+        os.rename(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        for p in created:
+            with contextlib.suppress(OSError):
+                p.rmdir()
+        raise
+    return path
+
+
+def check_creatable(path: PathLike, what: str) -> Path:
+    """Check, before long work, that ``path`` (a file or folder to write; missing parent folders would be
+    created) can be written: by creating and removing a folder where it goes, so nothing is left behind.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file or folder that will be written.
+    what : str
+        How the message names it, e.g. ``"MODEL"``.
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Raises
+    ------
+    NotADirectoryError
+        When a parent of ``path`` is a file.
+    PermissionError
+        When the folder it goes in cannot be written (the message says which and why).
+    """
+    path = Path(path)
+    folder = path if path.is_dir() else path.parent
+    existing = folder.absolute()
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise NotADirectoryError(f"cannot write {what} {path}: {existing} is a file, not a folder; give a path "
+                                 "in a folder")
+    probe = temporary_name(existing / path.name)
+    try:
+        probe.mkdir()
+    except OSError as e:
+        raise PermissionError(f"cannot write {what} {path}: cannot create files in {existing} ({e.strerror}); "
+                              "give a path in a folder you can write to") from None
+    probe.rmdir()
+    return path

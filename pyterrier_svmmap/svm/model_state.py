@@ -1,0 +1,116 @@
+"""The checks of a structural SVM's saved state (:meth:`~pyterrier_svmmap.svm.ranker.StructSVMRanker.from_state`):
+the parameters against the feature layout, the layout against the arrays' shapes and kinds, every index in
+range. A model file edited by hand, or written by a faulty program, fails on loading with a
+:class:`~pyterrier_svmmap.state.StateError` that names the field, never later with an IndexError or a
+model that is not what its parameters say.
+"""
+from __future__ import annotations
+
+import math
+from typing import Dict, Tuple
+
+import numpy as np
+
+from pyterrier_svmmap.features.encoder import parse_blocks
+from pyterrier_svmmap.selection import c_grid, feature_options, features_name
+from pyterrier_svmmap.state import StateError, check_tie_function
+
+#: the values of ``selection`` in a state (how C was chosen)
+SELECTIONS = ("validation", "cv", "none")
+
+
+def _integer(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _numbers(arrays: Dict[str, np.ndarray], key: str) -> np.ndarray:
+    """``arrays[key]`` as floats, refused unless it holds numbers."""
+    a = np.asarray(arrays[key])
+    if a.dtype.kind not in "fiu":
+        raise StateError(key, f"holds {a.dtype} values, not numbers", array=True)
+    return a.astype(float)
+
+
+def check_layout(layout, arrays: Dict[str, np.ndarray], params: dict, fallback: bool) -> None:
+    """The layout's meta against the parameters (``features``, ``n_bins``, ``binning``, ``threshold_depth``)
+    and the ``thresholds`` array against the layout: (n_functions, n_bins) numbers, ascending per function,
+    when the features have a bins block. ``fallback``: the model is the base function kept by
+    ``selection="auto"`` (C = 0), whose layout is raw scores whatever ``features``."""
+    if not isinstance(layout, dict):
+        raise StateError("layout", f"must be a dict, got {type(layout).__name__}")
+    for key in ("features", "n_bins", "binning", "n_functions", "base_names"):
+        if key not in layout:
+            raise StateError(f"layout.{key}", "is missing")
+    try:
+        blocks = parse_blocks(layout["features"])
+    except (ValueError, TypeError, AttributeError) as e:
+        raise StateError("layout.features", str(e)) from None
+    allowed = [features_name(parse_blocks(o)) for o in feature_options(params["features"])] + \
+        (["raw"] if fallback else [])
+    if features_name(blocks) not in allowed:
+        raise StateError("layout.features", f"is {features_name(blocks)!r} but params.features is "
+                                            f"{params['features']!r}, whose blocks are {' or '.join(allowed)}")
+    for key in ("n_bins", "binning", "threshold_depth"):
+        if layout.get(key) != params[key]:
+            raise StateError(f"layout.{key}", f"is {layout.get(key)!r} but params.{key} is {params[key]!r}")
+    if layout.get("normalise") != params.get("normalise"):          # both absent in models that scaled nothing
+        raise StateError("layout.normalise", f"is {layout.get('normalise')!r} but params.normalise is "
+                                             f"{params.get('normalise')!r}")
+    F = layout["n_functions"]
+    if not _integer(F) or F < 1:
+        raise StateError("layout.n_functions", f"must be a positive integer, got {F!r}")
+    names = layout["base_names"]
+    if not isinstance(names, list) or len(names) != F:
+        raise StateError("layout.base_names", f"must list a name for each of the layout.n_functions = {F} base "
+                                              f"functions, got {names!r}")
+    if "bins" in blocks:
+        if "thresholds" not in arrays:
+            raise StateError("thresholds", "is missing (the bins block needs it)", array=True)
+        thresholds = _numbers(arrays, "thresholds")
+        if thresholds.shape != (F, params["n_bins"]):
+            raise StateError("thresholds", f"has shape {thresholds.shape}, but layout.n_functions = {F} and "
+                                           f"params.n_bins = {params['n_bins']} make it ({F}, {params['n_bins']})",
+                             array=True)
+        if np.isnan(thresholds).any() or (np.diff(thresholds, axis=1) < 0).any():
+            raise StateError("thresholds", "must ascend per base function, without NaN", array=True)
+
+
+def check_weights(arrays: Dict[str, np.ndarray], dim: int, described: str) -> Tuple[np.ndarray, np.ndarray]:
+    """(coef, coefs) as floats: ``coef`` finite of length ``dim``, ``coefs`` (C values × ``dim``); ``described``
+    says what makes ``dim`` (the layout) for the message."""
+    for key in ("coef", "coefs"):
+        if key not in arrays:
+            raise StateError(key, "is missing", array=True)
+    coef, coefs = _numbers(arrays, "coef"), _numbers(arrays, "coefs")
+    if coef.shape != (dim,):
+        raise StateError("coef", f"has shape {coef.shape} but the feature layout has {dim} dimensions ({described})",
+                         array=True)
+    if coefs.ndim != 2 or coefs.shape[1] != dim:
+        raise StateError("coefs", f"has shape {coefs.shape} but the feature layout has {dim} dimensions "
+                                  f"({described}): expected (C values, {dim})", array=True)
+    if not np.isfinite(coef).all():
+        raise StateError("coef", "holds NaN or infinite weights", array=True)
+    return coef, coefs
+
+
+def check_fitted(meta: dict, params: dict, n_functions: int, base_names, blocks) -> None:
+    """The fitted fields: ``tie_function`` a base function's index, ``features`` the layout's blocks, ``C_`` a
+    C of the grid (or 0: the base function kept), ``prior_function`` a base function's name, ``selection``
+    one of :data:`SELECTIONS`, ``n_iter`` a count, ``path`` a list of entries with a C."""
+    check_tie_function(meta.get("tie_function", 0), n_functions)
+    if "features" in meta and meta["features"] != features_name(blocks):
+        raise StateError("features", f"is {meta['features']!r} but the layout's blocks are {features_name(blocks)!r}")
+    C = meta["C_"]
+    grid = c_grid(params["C"])
+    if isinstance(C, bool) or not isinstance(C, (int, float)) or not math.isfinite(C) or (C not in grid and C != 0):
+        raise StateError("C_", f"is {C!r}, not a C of params.C = {grid} (or 0, the base function kept)")
+    prior = meta.get("prior_function")
+    if prior is not None and prior not in base_names:
+        raise StateError("prior_function", f"is {prior!r}, not one of the base functions {list(base_names)}")
+    if "selection" in meta and meta["selection"] not in SELECTIONS:
+        raise StateError("selection", f"is {meta['selection']!r}, not one of {list(SELECTIONS)}")
+    if not _integer(meta["n_iter"]) or meta["n_iter"] < 0:
+        raise StateError("n_iter", f"must be a non-negative integer, got {meta['n_iter']!r}")
+    path = meta["path"]
+    if not isinstance(path, list) or not all(isinstance(p, dict) and "C" in p for p in path):
+        raise StateError("path", "must be a list of entries, each with its C")
