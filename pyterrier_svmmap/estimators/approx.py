@@ -28,16 +28,18 @@ def unprefixed(prefix: str, arrays: dict) -> dict:
 
 class _Approx(RankerEstimator):
     measure = "ap"
-    MODEL_PARAMS = ("features", "n_bins", "binning", "alphas", "betas", "n_iter", "learning_rate", "max_entries",
+    MODEL_PARAMS = ("features", "normalise", "n_bins", "binning", "alphas", "betas", "n_iter", "learning_rate", "max_entries",
                     "random_state")
 
-    def __init__(self, features: str = "minmax", n_bins: int = 50, binning: str = "quantile",
+    def __init__(self, features: str = "minmax", normalise: Optional[str] = "query", n_bins: int = 50,
+                 binning: str = "quantile",
                  alphas: Optional[Sequence[float]] = None, betas: Optional[Sequence[float]] = None,
                  n_iter: int = 200, learning_rate: float = 0.01, track_error: bool = True,
                  max_entries: int = approx.DEFAULT_MAX_ENTRIES, random_state: Optional[int] = 0,
                  verbose: bool = False):
         """Store the parameters (the class docstring lists them)."""
         self.features = features
+        self.normalise = normalise
         self.n_bins = n_bins
         self.binning = binning
         self.alphas = alphas
@@ -51,7 +53,7 @@ class _Approx(RankerEstimator):
 
     def _fit_arrays(self, train: Candidates, valid: Optional[Candidates]) -> None:
         self.layout_ = FeatureLayout.fit(train.raw, train.offsets, self.features, self.n_bins, self.binning,
-                                         base_names=self.base_names_)
+                                         base_names=self.base_names_, normalise=self.normalise)
         self.encoder_ = self.layout_.encoder
         kw = {}
         if valid is not None:
@@ -103,6 +105,8 @@ _APPROX_PARAMETERS = """
     features : str, default 'minmax'
         The blocks of φ (:class:`~pyterrier_svmmap.features.encoder.FeatureEncoder`): ``"minmax"``,
         ``"raw"``, ``"bins"`` or a combination such as ``"bins+raw"``.
+    normalise : {'query', None}, default 'query'
+        The ``"raw"`` block's scale: scores standardised within queries (free of their units) or as they are.
     n_bins : int, default 50
         Thresholds per base function, for the ``"bins"`` block.
     binning : {'quantile', 'minmax', 'percentile'}, default 'quantile'
