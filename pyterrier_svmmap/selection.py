@@ -40,7 +40,8 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 import pyterrier_svmmap._jit as _jit
-from pyterrier_svmmap.features.layout import FeatureLayout
+from pyterrier_svmmap.features.encoder import parse_blocks
+from pyterrier_svmmap.features.layout import EncodedQueries, FeatureLayout
 import pyterrier_svmmap.threads as threads
 from pyterrier_svmmap.measures import average_precision
 from pyterrier_svmmap.queries import Queries
@@ -54,8 +55,13 @@ DEFAULT_C_GRID = (0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)
 #: the prior-regularised model ½‖w − w₀‖² comes close to the base function itself
 SELECTION_C_GRID = (1e-4, 1e-3) + DEFAULT_C_GRID
 
-#: the feature blocks and the prior of the estimators' default (``selection="auto"``, :func:`select_auto`)
-DEFAULT_FEATURES = "raw"
+#: ``C="auto"`` (the estimators' default): this grid relative to φ's spread R², i.e. C = c / R² for each c
+#: (:func:`resolve_c_grid`), from nearly the prior's base function (1e-4) to little regularisation (1000)
+AUTO_C_GRID = SELECTION_C_GRID
+
+#: the C, feature blocks and prior of the estimators' default (``selection="auto"``, :func:`select_auto`)
+DEFAULT_C = "auto"
+DEFAULT_FEATURES = "auto"
 DEFAULT_PRIOR = "best"
 
 #: the selection methods a learner with a grid takes: ``"validation"`` (the paper's protocol: the best
@@ -76,8 +82,16 @@ DEFAULT_MIN_VALID_QUERIES = None
 AUTO_FEATURES = ("bins", "raw", "bins+raw")
 
 
+def is_auto_c(C) -> bool:
+    """Whether ``C`` is ``"auto"``: the grid :data:`AUTO_C_GRID` relative to φ's spread (:func:`resolve_c_grid`)."""
+    return isinstance(C, str) and C == "auto"
+
+
 def c_grid(C) -> List[float]:
-    """``C`` (a number or a sequence) as a list of floats, checked: finite, positive, no duplicates."""
+    """``C`` (a number or a sequence) as a list of floats, checked: finite, positive, no duplicates; for
+    ``"auto"``, :data:`AUTO_C_GRID` (relative values, :func:`resolve_c_grid` scales them)."""
+    if is_auto_c(C):
+        return list(AUTO_C_GRID)
     try:
         grid = [float(c) for c in np.atleast_1d(np.asarray(C, dtype=float))]
     except (TypeError, ValueError):
@@ -264,9 +278,10 @@ def max_gain_pvalue(gains: np.ndarray, n_flips: int = N_FLIPS, seed: int = 0) ->
 
 @dataclass
 class Choice:
-    """What :func:`choose` decided: ``index`` the chosen column of the evidence (-1: the fallback),
-    ``best`` the learned arg-max's column, the means, the paired gain of ``best`` over the fallback, its
-    t statistic (for information), the max-gain permutation p-value and the level it was compared with."""
+    """What :func:`choose` decided: ``index`` the chosen column of the evidence (-1: the fallback), ``best`` the
+    learned arg-max's column, the means, and of the test that decided (the last one passed, else the first):
+    the paired gain over what it was compared with, its t statistic (for information), the max-gain permutation
+    p-value and the level ``alpha``; ``steps`` one dict per level of settings (:func:`choose`)."""
     index: int
     best: int
     best_mean: float
@@ -276,41 +291,69 @@ class Choice:
     p_value: Optional[float]
     alpha: Optional[float]
     n_queries: int
+    steps: List[dict] = field(default_factory=list)
 
     @property
     def fallback(self) -> bool:
         return self.index < 0
 
     def as_dict(self) -> dict:
-        return {**{k: (None if isinstance(v, float) and not math.isfinite(v) else v)
-                   for k, v in asdict(self).items()}, "fallback": self.fallback}
+        clean = lambda v: None if isinstance(v, float) and not math.isfinite(v) else v   # noqa: E731
+        out = {k: clean(v) for k, v in asdict(self).items() if k != "steps"}
+        return {**out, "steps": [{k: clean(v) for k, v in step.items()} for step in self.steps],
+                "fallback": self.fallback}
 
 
 def choose(evidence: np.ndarray, fallback: Optional[np.ndarray] = None, alpha: Optional[float] = DEFAULT_ALPHA,
-           seed: int = 0) -> Choice:
+           seed: int = 0, levels: Optional[Sequence[Sequence[int]]] = None) -> Choice:
     """Pick a column of ``evidence`` (held-out queries × settings, per-query AP; NaN counts as the lowest
     mean) or the fallback (``fallback``: the same queries' AP of the base function; None: no fallback).
 
-    The learned arg-max (the first of equal maxima) replaces the fallback iff its mean gain is positive and
-    ``max_gain_pvalue(evidence − fallback) ≤ alpha``; ``alpha=None`` never falls back."""
+    ``levels`` groups the columns into model classes of increasing richness (default: one group of all), e.g.
+    linear models of the scores, then step functions of them (bins). Starting from the fallback, each level's
+    arg-max replaces the current choice iff its mean gain over it is positive and the sign-flip max-gain test
+    over the level's columns (:func:`max_gain_pvalue` of their per-query gains over the current choice) gives
+    p ≤ ``alpha``: a richer class must show evidence against the simpler one, as learning must against the
+    base function. Without a fallback the first level's arg-max is the start; ``alpha=None`` tests nothing and
+    takes the arg-max of all columns."""
     E = np.asarray(evidence, dtype=float)
     if E.ndim != 2 or E.shape[1] == 0:
         raise ValueError(f"evidence must be a (queries × settings) array with a setting, got shape {E.shape}")
     means = E.mean(axis=0) if len(E) else np.full(E.shape[1], np.nan)
-    best = int(np.argmax(np.where(np.isnan(means), -np.inf, means)))
-    if fallback is None or alpha is None:
+    ranked = np.where(np.isnan(means), -np.inf, means)
+    best = int(np.argmax(ranked))
+    if alpha is None:
         return Choice(best, best, float(means[best]), None, None, None, None, alpha, len(E))
-    f = np.asarray(fallback, dtype=float)
-    if f.shape != (len(E),):
-        raise ValueError(f"fallback must have one AP per evidence query ({len(E)}), got shape {f.shape}")
-    D = np.nan_to_num(E, nan=0.0) - f[:, None]
-    D[:, np.isnan(means)] = -1.0                           # a setting without evidence never wins
-    d = D[:, best]
-    gain = float(d.mean()) if len(d) else 0.0
-    p = max_gain_pvalue(D, seed=seed) if gain > 0 else 1.0
-    index = best if (gain > 0 and p <= alpha) else -1
-    return Choice(index, best, float(means[best]), float(f.mean()) if len(f) else float("nan"), gain,
-                  paired_t(d), p, alpha, len(E))
+    levels = [list(range(E.shape[1]))] if levels is None else [list(cols) for cols in levels if len(cols)]
+    if fallback is not None:
+        f = np.asarray(fallback, dtype=float)
+        if f.shape != (len(E),):
+            raise ValueError(f"fallback must have one AP per evidence query ({len(E)}), got shape {f.shape}")
+        index, current = -1, f
+    else:
+        first = levels.pop(0)
+        index = first[int(np.argmax(ranked[first]))]
+        current = np.nan_to_num(E[:, index], nan=0.0)
+    steps: List[dict] = []
+    decided = None
+    for cols in levels:
+        D = np.nan_to_num(E[:, cols], nan=0.0) - current[:, None]
+        D[:, np.isnan(means[cols])] = -1.0                    # a setting without evidence never wins
+        top = cols[int(np.argmax(ranked[cols]))]
+        d = D[:, cols.index(top)]
+        gain = float(d.mean()) if len(d) else 0.0
+        p = max_gain_pvalue(D, seed=seed) if gain > 0 else 1.0
+        accepted = gain > 0 and p <= alpha
+        step = dict(best=top, against=index, gain=gain, t=paired_t(d), p_value=p, accepted=accepted)
+        steps.append(step)
+        if accepted or decided is None:
+            decided = step
+        if accepted:
+            index, current = top, np.nan_to_num(E[:, top], nan=0.0)
+    if decided is None:
+        return Choice(index, best, float(means[best]), None, None, None, None, alpha, len(E), steps)
+    return Choice(index, best, float(means[best]), float(np.mean(fallback)) if fallback is not None and len(E)
+                  else None, decided["gain"], decided["t"], decided["p_value"], alpha, len(E), steps)
 
 
 def ranked_ap(X, w: np.ndarray, queries: Queries, tie_scores: np.ndarray, codes=None) -> np.ndarray:
@@ -335,17 +378,31 @@ def base_function_weights(layout: FeatureLayout, raw: np.ndarray, offsets: np.nd
     return layout.prior_weights(function, scale, layout.score_span(raw, offsets, function))
 
 
-def averageable(layout: FeatureLayout) -> bool:
-    """Whether φ has nothing fitted to the training data (no thresholds), so that weights trained on different
-    queries live in the same space and can be averaged."""
-    return getattr(layout.encoder, "thresholds_", None) is None
+def resolve_c_grid(C, spread: float) -> List[float]:
+    """The C values to train: ``C`` itself (:func:`c_grid`), or for ``C="auto"`` the relative grid
+    :data:`AUTO_C_GRID` divided by ``spread``, φ's R² (:meth:`~pyterrier_svmmap.features.encoder.FeatureMatrix.spread`).
+
+    The constraints of a ranking loss are differences of φ within a query, and the solution of OP 1 depends on
+    C only through C·R² once φ is rescaled, so a relative grid means the same regularisation for every feature
+    block and number of base functions (SVMlight's default C = 1/mean ‖x‖² rests on the same argument)."""
+    if not is_auto_c(C):
+        return c_grid(C)
+    if not spread > 0 or not math.isfinite(spread):
+        return list(AUTO_C_GRID)
+    return [float(c / spread) for c in AUTO_C_GRID]
 
 
-#: ``train(queries, grid, (features, prior), fold, shards) -> (layout, results, prior function or None)``:
+#: ``train(queries, grid, (features, prior), fold, shards, encoded) -> (layout, results, prior function or None)``:
 #: the learner's path of C on ``queries`` (``results[i].w`` the weights at ``grid[i]``); ``fold`` the
-#: cross-validation fold (None for a final fit), ``shards`` the queries per shard or None
-TrainPath = Callable[[Queries, Sequence[float], Tuple[Any, Optional[str]], Optional[int], Optional[np.ndarray]],
-                     Tuple[FeatureLayout, list, Optional[int]]]
+#: cross-validation fold (None for a final fit), ``shards`` the queries per shard or None, ``encoded`` φ of
+#: ``queries`` (:class:`~pyterrier_svmmap.features.layout.EncodedQueries`, its layout fitted on these or on more
+#: queries)
+TrainPath = Callable[[Queries, Sequence[float], Tuple[Any, Optional[str]], Optional[int], Optional[np.ndarray],
+                      EncodedQueries], Tuple[FeatureLayout, list, Optional[int]]]
+
+#: ``make_layout(queries, features) -> FeatureLayout``: the learner's layout of feature blocks ``features``
+#: fitted on ``queries`` (labels unused)
+MakeLayout = Callable[[Queries, Any], FeatureLayout]
 
 
 @dataclass
@@ -353,11 +410,11 @@ class HeldOut:
     """What :func:`cross_validate` measured: ``fold`` (each query's fold), ``ap`` (queries × settings·C, the
     held-out AP of each query under every (setting, C), setting-major), ``fallback_ap`` (per query, under the
     fold's fallback model; None without one) and ``fold_weights`` (per setting, per fold, the weights of
-    every C, or None where φ has fitted thresholds, so that a fold's weights do not mean the refit's)."""
+    every C: the folds share the final model's layout, so their weights mean what its weights mean)."""
     fold: np.ndarray
     ap: np.ndarray
     fallback_ap: Optional[np.ndarray]
-    fold_weights: List[List[Optional[np.ndarray]]]
+    fold_weights: List[List[np.ndarray]]
 
     def fold_means(self, k: int) -> List[float]:
         """Fold ``k``'s MAP of every (setting, C): each column's held-out APs of the fold, averaged."""
@@ -365,30 +422,49 @@ class HeldOut:
         return [float(self.ap[rows, c].mean()) for c in range(self.ap.shape[1])]
 
 
-def cross_validate(queries: Queries, settings: Sequence[Any], grid: Sequence[float], train_path: TrainPath,
-                   cv: int, random_state: Optional[int],
+#: below this many candidates, the fits of a cross-validation run side by side (one thread each,
+#: :func:`~pyterrier_svmmap.threads.run_concurrently`): each is too small for its kernels to use several
+#: threads well; above it they run one after another, each on every thread, holding one fold's φ at a time
+CONCURRENT_FOLDS_MAX_CANDIDATES = 1 << 20
+
+
+def cross_validate(queries: Queries, settings: Sequence[Any], grids: Sequence[Sequence[float]], train_path: TrainPath,
+                   encodings: Sequence[EncodedQueries], cv: int, random_state: Optional[int],
                    fallback: Optional[Callable[[Queries], Tuple[FeatureLayout, np.ndarray, int]]] = None) -> HeldOut:
-    """``cv``-fold cross-validation over ``queries``: for each fold, the path of C of every setting trained
-    on the other folds (``train_path(train, grid, setting, fold, None)``) and each held-out query's AP
-    under each C's model, ranked with the training part's tie-break function (:func:`best_function`);
-    ``fallback`` (optional) makes a model (layout, w, tie-break function) of the training part whose
-    held-out APs are measured too. The one cross-validation loop of the learners with a grid."""
-    settings, grid = list(settings), list(grid)
-    G = len(grid)
+    """``cv``-fold cross-validation over ``queries``: for each fold, the path of C of every setting (its C
+    values ``grids[s]``, all of the same length) trained on the other folds
+    (``train_path(train, grids[s], setting, fold, None, encoded)``, with the rows of ``encodings[s]``, φ of
+    ``queries``) and each held-out query's AP under each C's model, ranked with the training part's tie-break
+    function (:func:`best_function`); ``fallback`` (optional) makes a model (layout, w, tie-break function) of
+    the training part whose held-out APs are measured too. The one cross-validation loop of the learners with
+    a grid.
+
+    The (fold, setting) fits are independent: on fewer than :data:`CONCURRENT_FOLDS_MAX_CANDIDATES`
+    candidates they run side by side on the threads of :func:`~pyterrier_svmmap.threads.current`, which gives
+    the results of running them one after another."""
+    settings = list(settings)
+    G = len(grids[0])
     fold = cv_folds(queries.n_queries, cv, random_state, len(settings) * G)
     ap = np.empty((queries.n_queries, len(settings) * G))
     fallback_ap = None if fallback is None else np.empty(queries.n_queries)
-    weights: List[List[Optional[np.ndarray]]] = [[] for _ in settings]
-    for k in range(cv):
-        tr, te = queries.subset(fold != k), queries.subset(fold == k)
-        tie = best_function(tr.raw, tr.labels, tr.offsets)             # the fold's own tie-break function
-        for s, setting in enumerate(settings):
-            layout, results, _ = train_path(tr, grid, setting, k, None)
-            for i, r in enumerate(results):
-                ap[fold == k, s * G + i] = per_query_ap(layout, r.w, te, tie)
-            # a fold's weights mean the same as the refit's only if φ has no fitted thresholds
-            weights[s].append(np.stack([r.w for r in results]) if averageable(layout) else None)
-        if fallback is not None:
+    parts = [(queries.subset(fold != k), queries.subset(fold == k)) for k in range(cv)]
+    ties = [best_function(tr.raw, tr.labels, tr.offsets) for tr, _ in parts]    # each fold's tie-break function
+
+    def fit(j: int) -> List[np.ndarray]:
+        k, s = divmod(j, len(settings))
+        (tr, te), held = parts[k], fold == k
+        _, results, _ = train_path(tr, grids[s], settings[s], k, None, encodings[s].subset(~held))
+        X_te = encodings[s].subset(held).X
+        ap[held, s * G:(s + 1) * G] = np.stack([ranked_ap(X_te, r.w, te, te.raw[:, ties[k]]) for r in results],
+                                                axis=1)
+        return [r.w for r in results]
+    n_tasks = cv * len(settings)
+    spread = threads.run_concurrently if len(queries.raw) < CONCURRENT_FOLDS_MAX_CANDIDATES else \
+        (lambda task, n: [task(j) for j in range(n)])
+    paths = spread(fit, n_tasks)
+    weights = [[np.stack(paths[k * len(settings) + s]) for k in range(cv)] for s in range(len(settings))]
+    if fallback is not None:
+        for k, (tr, te) in enumerate(parts):
             fb_layout, fb_w, fb_f = fallback(tr)
             fallback_ap[fold == k] = per_query_ap(fb_layout, fb_w, te, fb_f)
     return HeldOut(fold, ap, fallback_ap, weights)
@@ -402,14 +478,15 @@ class AutoSelection:
     or ``"none"`` —, one score per (setting, C) in setting-major order and a last one for the fallback,
     ``fold_scores`` per cv fold, ``chosen`` the index kept, the last for the fallback); ``choice`` the
     decision (:class:`Choice`, None when nothing could be compared); ``settings`` the (features, prior)
-    pairs; ``grid``; ``fit`` the judged queries the final model was fitted on; the model: ``layout``,
-    ``coef``, ``coefs`` (w of every C of its path), ``C`` (0 for the fallback), ``setting`` (index, -1 for
-    the fallback), ``function`` (the prior's or fallback's base function, or None), ``result`` (the kept
-    C's training result, None for the fallback) and ``averaged_models``."""
+    pairs; ``grids`` the C values of each setting (one length); ``fit`` the judged queries the final model was
+    fitted on; the model: ``layout``, ``coef``, ``coefs`` (w of every C of its path), ``C`` (0 for the
+    fallback), ``setting`` (index, -1 for the fallback), ``function`` (the prior's or fallback's base
+    function, or None), ``result`` (the kept C's training result, None for the fallback) and
+    ``averaged_models``."""
     selection: Selection
     choice: Optional[Choice]
     settings: List[Tuple[Any, Optional[str]]]
-    grid: List[float]
+    grids: List[List[float]]
     fit: Queries
     layout: FeatureLayout
     coef: np.ndarray
@@ -429,10 +506,10 @@ class AutoSelection:
     def path(self) -> List[dict]:
         """``path_``: one entry per (features, prior, C) with its mean held-out AP (``validation``; per fold
         ``cv_scores``), and a last entry ``fallback=True`` (C = 0) for the base function when it was scored."""
-        sel, G = self.selection, len(self.grid)
+        sel, G = self.selection, len(self.grids[0])
         out = []
         for s, (o, p) in enumerate(self.settings):
-            for i, C in enumerate(self.grid):
+            for i, C in enumerate(self.grids[s]):
                 entry = dict(features=features_name(o), prior=p, C=C, validation=sel.scores[s * G + i])
                 if sel.method == "cv":
                     entry["cv_scores"] = [float(x) for x in sel.fold_scores[:, s * G + i]]
@@ -454,81 +531,116 @@ class AutoSelection:
                     best_learned=path[self.choice.best], averaged_models=self.averaged_models)
 
 
+def model_class(features) -> int:
+    """How rich the model of feature blocks ``features`` is: 0 for a linear function of the scores (``raw``,
+    ``minmax``), 1 with the paper's threshold indicators (``bins``: a step function of each score, fitted
+    thresholds and many more weights)."""
+    return int("bins" in parse_blocks(features))
+
+
+def setting_levels(settings: Sequence[Tuple[Any, Optional[str]]], n_c: int) -> List[List[int]]:
+    """The evidence's columns (``n_c`` per setting, setting-major) grouped by :func:`model_class` of each
+    setting's features, simplest first: the ``levels`` of :func:`choose`."""
+    classes = sorted({model_class(features) for features, _ in settings})
+    return [[s * n_c + i for s, (features, _) in enumerate(settings) if model_class(features) == c
+             for i in range(n_c)] for c in classes]
+
+
+def encode_settings(queries: Queries, settings: Sequence[Tuple[Any, Optional[str]]], make_layout: MakeLayout
+                    ) -> List[EncodedQueries]:
+    """φ of ``queries`` for every setting, one layout per distinct feature block fitted on ``queries`` and
+    shared by the settings (and the folds) that use it."""
+    by_block = {}
+    for features, _ in settings:
+        name = features_name(features)
+        if name not in by_block:
+            by_block[name] = EncodedQueries.of(make_layout(queries, features), queries.raw, queries.offsets)
+    return [by_block[features_name(features)] for features, _ in settings]
+
+
 def select_auto(train: Queries, valid: Optional[Queries], settings: Sequence[Tuple[Any, Optional[str]]],
-                grid: Sequence[float], train_path: TrainPath, raw_layout: Callable[[Queries], FeatureLayout], *,
+                C, train_path: TrainPath, make_layout: MakeLayout, *,
                 cv: int = 5, random_state: Optional[int] = 0, alpha: Optional[float] = DEFAULT_ALPHA,
                 min_valid_queries: Optional[int] = DEFAULT_MIN_VALID_QUERIES, average_folds: bool = True,
                 prior_scale: float = 1.0, shards: Optional[np.ndarray] = None) -> AutoSelection:
-    """``selection="auto"``: per-query held-out AP of every (setting, C) of ``grid`` and of the *fallback*
-    (the base function with the best MAP on the same training part, as a model of ``raw_layout``: C = 0 of
-    the prior), from the validation queries when there are at least ``min_valid_queries`` of them, else from
+    """``selection="auto"``: per-query held-out AP of every (setting, C) and of the *fallback* (the base
+    function with the best MAP on the same training part, as a model of the ``raw`` layout: C = 0 of the
+    prior), from the validation queries when there are at least ``min_valid_queries`` of them, else from
     ``cv``-fold cross-validation over training ∪ validation (the usable validation queries; then the choice
-    is refitted on all of them, and with φ of no fitted thresholds averaged with the fold models,
-    ``average_folds``); :func:`choose` decides at level ``alpha``. With fewer judged queries than folds
-    nothing is compared: the first setting at the first C is trained on all of them (``method="none"``).
+    is refitted on all of them, and averaged with the fold models, ``average_folds``); :func:`choose` decides
+    at level ``alpha``. With fewer judged queries than folds nothing is compared: the first setting at the
+    first C is trained on all of them (``method="none"``).
+
+    Each setting's layout is fitted once, on the queries the final model is fitted on (labels unused), and
+    shared by the folds (:func:`encode_settings`); its C values are ``C`` resolved against that φ
+    (:func:`resolve_c_grid`: ``"auto"`` is relative to φ's spread).
 
     ``train`` and ``valid`` hold binary labels (``valid``: None or with labels; its ``docnos`` break ties on
-    validation); ``train_path`` trains a path of C (:data:`TrainPath`); ``shards``: the training queries
-    per shard, for the fits on ``train`` alone."""
-    settings, grid = list(settings), list(grid)
-    G, S = len(grid), len(settings)
+    validation); ``train_path`` trains a path of C (:data:`TrainPath`); ``make_layout`` fits a layout
+    (:data:`MakeLayout`); ``shards``: the training queries per shard, for the fits on ``train`` alone."""
+    settings = list(settings)
+    S = len(settings)
     n_valid = 0 if valid is None else valid.n_queries
     source = evidence_source(n_valid, min_valid_queries)
+    fit = train
+    if source == "cv" and valid is not None:
+        # every judged query is evidence (cross-validation), then the choice is refitted on all of them
+        usable = valid.subset(valid.usable())
+        tr_n, va_n = train.n_relevant, usable.n_relevant
+        if tr_n is not None or va_n is not None:
+            tr_n = tr_n if tr_n is not None else np.add.reduceat(train.labels, train.offsets[:-1])
+            va_n = va_n if va_n is not None else \
+                np.add.reduceat(usable.labels, usable.offsets[:-1]) if len(usable.labels) else np.zeros(0)
+        fit = Queries.concatenate([Queries(train.raw, train.labels, train.offsets, n_relevant=tr_n),
+                                   Queries(usable.raw, usable.labels, usable.offsets, n_relevant=va_n)])
+        shards = None
+    encodings = encode_settings(fit, settings, make_layout)
+    grids = [resolve_c_grid(C, e.spread) for e in encodings]
+    G = len(grids[0])
+    raw_layout = lambda q: make_layout(q, "raw")                            # noqa: E731 - the fallback's
     trained, fold, fold_means, fold_w = None, None, None, [[] for _ in settings]
     if source == "validation":
         # the given validation queries: train on the training queries, score the validation queries
-        fit = train
         tie = best_function(train.raw, train.labels, train.offsets)
         codes = sorted_string_codes(valid.docnos)[0] if valid.docnos is not None else None
-        trained = [train_path(train, grid, setting, None, shards) for setting in settings]
+        trained = [train_path(train, grids[s], setting, None, shards, encodings[s])
+                   for s, setting in enumerate(settings)]
         E = np.stack([per_query_ap(layout, r.w, valid, tie, codes) for layout, results, _ in trained
                       for r in results], axis=1)
         fb_layout, fb_w, fb_f = fallback_model(train, raw_layout, prior_scale)
         F = per_query_ap(fb_layout, fb_w, valid, fb_f, codes)
+    elif fit.n_queries < cv:
+        source, E, F = "none", np.zeros((0, S * G)), None
     else:
-        # every judged query is evidence (cross-validation), then the choice is refitted on all of them
-        fit = train
-        if valid is not None:
-            usable = valid.subset(valid.usable())
-            tr_n, va_n = train.n_relevant, usable.n_relevant
-            if tr_n is not None or va_n is not None:
-                tr_n = tr_n if tr_n is not None else np.add.reduceat(train.labels, train.offsets[:-1])
-                va_n = va_n if va_n is not None else \
-                    np.add.reduceat(usable.labels, usable.offsets[:-1]) if len(usable.labels) else np.zeros(0)
-            fit = Queries.concatenate([Queries(train.raw, train.labels, train.offsets, n_relevant=tr_n),
-                                       Queries(usable.raw, usable.labels, usable.offsets, n_relevant=va_n)])
-            shards = None
-        if fit.n_queries < cv:
-            source, E, F = "none", np.zeros((0, S * G)), None
-        else:
-            held_out = cross_validate(fit, settings, grid, train_path, cv, random_state,
-                                      fallback=lambda tr: fallback_model(tr, raw_layout, prior_scale))
-            fold, E, F, fold_w = held_out.fold, held_out.ap, held_out.fallback_ap, held_out.fold_weights
-            fold_means = np.stack([np.r_[E[fold == k].mean(axis=0), F[fold == k].mean()] for k in range(cv)])
+        held_out = cross_validate(fit, settings, grids, train_path, encodings, cv, random_state,
+                                  fallback=lambda tr: fallback_model(tr, raw_layout, prior_scale))
+        fold, E, F, fold_w = held_out.fold, held_out.ap, held_out.fallback_ap, held_out.fold_weights
+        fold_means = np.stack([np.r_[E[fold == k].mean(axis=0), F[fold == k].mean()] for k in range(cv)])
     tie_function = best_function(fit.raw, fit.labels, fit.offsets) if source != "validation" else tie
-    choice = choose(E, F, alpha) if len(E) else None
+    choice = choose(E, F, alpha, levels=setting_levels(settings, G)) if len(E) else None
     means = E.mean(axis=0) if len(E) else np.full(S * G, np.nan)
     scores = [float(x) for x in means] + ([] if F is None else [float(F.mean())])
     chosen = (len(scores) - 1 if choice.fallback else choice.index) if choice is not None else 0
     selection = Selection(source, scores, fold_means, chosen)
     if choice is not None and choice.fallback:
         layout, w, f = fallback_model(fit, raw_layout, prior_scale)
-        return AutoSelection(selection, choice, settings, grid, fit, layout, np.array(w, dtype=float),
+        return AutoSelection(selection, choice, settings, grids, fit, layout, np.array(w, dtype=float),
                              np.array([w], dtype=float), 0.0, -1, f, tie_function=tie_function)
     s, i = divmod(choice.index if choice is not None else 0, G)
     if source == "validation":
         layout, results, f = trained[s]
     else:           # refit on every judged query, the path up to the chosen C (warm starts as in the grid)
-        layout, results, f = train_path(fit, grid[:i + 1], settings[s], None, shards if source == "none" else None)
+        layout, results, f = train_path(fit, grids[s][:i + 1], settings[s], None,
+                                        shards if source == "none" else None, encodings[s])
     kept = results[i]
     coef, averaged = np.array(kept.w, dtype=float), 1
-    if source == "cv" and average_folds and all(w is not None for w in fold_w[s]):
-        # the refit and the cv fold models at the chosen setting, averaged (bagging: same φ, so the same
+    if source == "cv" and average_folds:
+        # the refit and the cv fold models at the chosen setting, averaged (bagging: one layout, so the same
         # weights' meaning; lower variance than the refit alone, no extra fit)
         coef = (np.sum([w[i] for w in fold_w[s]], axis=0) + kept.w) / (len(fold_w[s]) + 1)
         averaged = len(fold_w[s]) + 1
-    return AutoSelection(selection, choice, settings, grid, fit, layout, coef, np.stack([r.w for r in results]),
-                         grid[i], s, f, kept, averaged, tie_function=tie_function)
+    return AutoSelection(selection, choice, settings, grids, fit, layout, coef, np.stack([r.w for r in results]),
+                         grids[s][i], s, f, kept, averaged, tie_function=tie_function)
 
 
 def fallback_model(queries: Queries, raw_layout: Callable[[Queries], FeatureLayout], prior_scale: float = 1.0

@@ -191,3 +191,24 @@ def run_query_blocks(task: Callable[[int, int], object], offsets: np.ndarray) ->
     query its own entries)."""
     qb = query_bounds(offsets, pieces(int(offsets[-1])))
     run(lambda i: task(int(qb[i]), int(qb[i + 1])), len(qb) - 1)
+
+
+def run_concurrently(task: Callable[[int], T], n_tasks: int) -> List[T]:
+    """``[task(0), …, task(n_tasks − 1)]`` with up to :func:`current` tasks running at once, each on one thread
+    (inside ``using(1)``): for independent pieces of work too small to be cut among threads, such as the fits of
+    a cross-validation on a few thousand candidates. Every task computes what it would alone (the kernels'
+    results do not depend on the thread count), so the results do not depend on the schedule. An exception of
+    a task is raised here once all tasks have ended.
+    """
+    k = min(current(), n_tasks)
+    if k <= 1:
+        return [task(i) for i in range(n_tasks)]
+
+    def alone(i: int) -> T:
+        with using(1):
+            return task(i)
+    pool = _executor(k)
+    futures = [pool.submit(alone, i) for i in range(n_tasks)]
+    for f in futures:                        # every task ends before this call returns or raises
+        f.exception()
+    return [f.result() for f in futures]

@@ -18,7 +18,10 @@ tie there even when they differ as doubles. Walking down the query in the policy
 not be below its predecessor as a float32 becomes the next float32 below it; every other score is kept exactly
 (as a double). So every evaluator — our validation MAP, ``pt.Experiment``, ir_measures, trec_eval on a written
 run — sees one and the same ranking, and a score moves by a few float32 steps (about 1e-7 relative) at most,
-and only where it was tied or crowded. Scores must lie within float32's range (±3.4e38), as trec_eval needs too.
+and only where it was tied or crowded. trec_eval needs scores within float32's range (±3.4e38): scores beyond it
+(a model scoring candidates far outside its training range) have their query's scores divided by a power of two
+that brings them within it — exactly, so that no order and no sign changes — rather than turned into
+infinities or NaN.
 :class:`TieReport` counts the ties.
 """
 from __future__ import annotations
@@ -94,6 +97,31 @@ def ordered_float32(o: np.ndarray) -> np.ndarray:
     return np.where(o >= 0, o, _MIN32 - o).astype(np.int32).view(np.float32).astype(np.float64)
 
 
+#: the largest |score| :func:`break_ties` keeps as it is: 2^126, below float32's largest (about 2^128) with room
+#: for the steps that separate ties
+FLOAT32_SAFE = 2.0 ** 126
+
+
+def within_float32_range(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """``scores`` as they are where every |score| of a query is ≤ :data:`FLOAT32_SAFE`; a query with a larger one
+    has all its scores divided by the power of two that brings the largest within it (exact in float64, so its
+    order and every sign are kept). ValueError for NaN or infinite scores, which no ranking can order."""
+    if not len(scores):
+        return scores
+    size = np.abs(scores)
+    if not np.isfinite(size).all():
+        raise ValueError("the model's scores include NaN or infinite values, which cannot be ranked; the features "
+                         "must be finite numbers")
+    if size.max() <= FLOAT32_SAFE:
+        return scores
+    sizes = np.diff(offsets)
+    top = np.zeros(len(sizes))
+    full = sizes > 0
+    top[full] = np.maximum.reduceat(size, offsets[:-1][full])
+    shift = np.where(top > FLOAT32_SAFE, np.frexp(top)[1] - 126, 0)
+    return np.ldexp(scores, -np.repeat(shift, sizes))
+
+
 @dataclass
 class TieReport:
     """How many candidates shared their model score with another of their query (``tied``), how many of
@@ -115,8 +143,8 @@ def break_ties(scores: np.ndarray, offsets: np.ndarray, secondary: Optional[np.n
     exactly; the others (ties, and doubles closer than a float32 step) become the next float32 below their
     predecessor: o_i = min(f32(s_i), o_{i−1} − 1) in float32 order, i.e. o_i = min_{j ≤ i}(f32(s_j) + j) − i.
     """
-    scores = np.asarray(scores, dtype=float)
     offsets = np.asarray(offsets, dtype=np.int64)
+    scores = within_float32_range(np.asarray(scores, dtype=float), offsets)
     n = len(scores)
     if n == 0:
         return scores.copy(), TieReport(0, 0, 0, 0, k)

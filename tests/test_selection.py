@@ -267,7 +267,7 @@ def test_svmmap_learn_runs_the_rule_when_asked(tmp_path, capsys):
 def test_cross_validate_trains_every_setting_once_per_fold_and_scores_only_held_out_queries():
     """A path that 'learns' base function j for setting j: each held-out query's AP is that function's AP on
     it, every fold trains every setting once on the other folds, and the fallback is measured beside."""
-    from pyterrier_svmmap.features.layout import FeatureLayout
+    from pyterrier_svmmap.features.layout import EncodedQueries, FeatureLayout
     from pyterrier_svmmap.measures import average_precision
     from pyterrier_svmmap.queries import Queries
     from pyterrier_svmmap.svm.cutting_plane import TrainingResult
@@ -280,19 +280,74 @@ def test_cross_validate_trains_every_setting_once_per_fold_and_scores_only_held_
     queries = Queries(raw, labels, offsets)
     calls = []
 
-    def train_path(q, grid, setting, fold, shards):
-        calls.append((setting, fold, q.n_queries))
-        layout = FeatureLayout.fit(q.raw, q.offsets, "raw", 5)
-        w = np.eye(layout.dim)[setting]                 # the raw block's column of base function `setting`
-        return layout, [TrainingResult(w=w * C, converged=True, history=[], C=C, group_C=np.array([C]))
-                        for C in grid], None
+    def train_path(q, grid, setting, fold, shards, encoded):
+        calls.append((setting, fold, q.n_queries, encoded.X.n_rows, tuple(grid)))
+        w = np.eye(encoded.layout.dim)[setting]         # the raw block's column of base function `setting`
+        return encoded.layout, [TrainingResult(w=w * C, converged=True, history=[], C=C, group_C=np.array([C]))
+                                for C in grid], None
 
-    held = selection.cross_validate(queries, [0, 2], [1.0, 2.0], train_path, 4, 0,
+    layout = FeatureLayout.fit(raw, offsets, "raw", 5)          # one layout, shared by the folds
+    encoded = EncodedQueries.of(layout, raw, offsets)
+    held = selection.cross_validate(queries, [0, 2], [[1.0, 2.0], [3.0, 4.0]], train_path, [encoded, encoded], 4, 0,
                                     fallback=lambda tr: (FeatureLayout.fit(tr.raw, tr.offsets, "raw", 5),
                                                          np.eye(6)[1], 1))
-    assert sorted(calls) == sorted((s, k, 9) for s in (0, 2) for k in range(4))      # 3 held-out queries a fold
+    # 9 training queries (3 held out) a fold, their 9 × 15 rows of the shared φ, each setting's own C values
+    assert sorted(calls) == sorted((s, k, 9, 9 * n, g) for s, g in ((0, (1.0, 2.0)), (2, (3.0, 4.0)))
+                                   for k in range(4))
+    assert all(np.array_equal(w[0], np.eye(6)[s] * g) for s, g, ws in ((0, 1.0, held.fold_weights[0]),
+                                                                        (2, 3.0, held.fold_weights[1])) for w in ws)
     assert sorted(np.bincount(held.fold).tolist()) == [3, 3, 3, 3]
     ap = [average_precision(raw[:, j], labels, offsets) for j in range(3)]
     assert np.allclose(held.ap, np.stack([ap[0], ap[0], ap[2], ap[2]], axis=1))        # scale of w: same ranking
     assert np.allclose(held.fallback_ap, ap[1])
     assert held.fold_means(1) == [float(held.ap[held.fold == 1, c].mean()) for c in range(4)]
+
+
+# -- levels of model classes: a richer class must beat the simpler one's choice --------------------------------
+def _evidence(gains, n=30, seed=0):
+    """Per-query APs: a fallback column and one column per gain (its mean advantage over the fallback, with
+    per-query noise)."""
+    rng = np.random.default_rng(seed)
+    base = rng.uniform(0.2, 0.6, n)
+    return np.stack([base + g + rng.normal(0, 0.01, n) for g in gains], axis=1), base
+
+
+def test_a_richer_level_replaces_the_simpler_choice_only_with_evidence_against_it():
+    E, fb = _evidence([0.05, 0.04, 0.0, 0.0])
+    swing = np.resize([0.0102, -0.01], len(fb))            # level 1 a hair above level 0 on average: noise
+    E[:, 2], E[:, 3] = E[:, 0] + swing, E[:, 0] - swing
+    c = choose(E, fb, 0.5, levels=[[0, 1], [2, 3]])
+    assert c.index == 0 and c.best == 2
+    assert [s["accepted"] for s in c.steps] == [True, False]
+    assert c.steps[0]["against"] == -1 and c.steps[1]["against"] == 0 and c.steps[1]["best"] == 2
+    assert c.p_value == c.steps[0]["p_value"] and c.gain == pytest.approx(c.steps[0]["gain"])
+    E, fb = _evidence([0.05, 0.04, 0.12, 0.02])           # level 1 clearly better: it is chosen
+    c = choose(E, fb, 0.5, levels=[[0, 1], [2, 3]])
+    assert c.index == 2 and [s["accepted"] for s in c.steps] == [True, True]
+    assert c.p_value == c.steps[1]["p_value"] and c.gain == pytest.approx(c.steps[1]["gain"])
+
+
+def test_a_richer_level_can_win_when_the_simpler_one_does_not_beat_the_fallback():
+    E, fb = _evidence([-0.02, -0.01, 0.08, 0.01])
+    c = choose(E, fb, 0.5, levels=[[0, 1], [2, 3]])
+    assert c.index == 2 and [s["accepted"] for s in c.steps] == [False, True]
+    assert c.steps[1]["against"] == -1                     # compared with the fallback, still the choice
+    E, fb = _evidence([-0.02, -0.01, -0.03, -0.01])
+    c = choose(E, fb, 0.5, levels=[[0, 1], [2, 3]])
+    assert c.fallback and c.p_value == c.steps[0]["p_value"] == 1.0
+
+
+def test_without_a_test_or_a_fallback_the_levels_start_from_the_arg_max():
+    E, fb = _evidence([0.05, 0.04, 0.0, 0.0])
+    swing = np.resize([0.0102, -0.01], len(fb))
+    E[:, 2], E[:, 3] = E[:, 0] + swing, E[:, 0] - swing
+    assert choose(E, fb, None, levels=[[0, 1], [2, 3]]).index == 2           # alpha=None: the plain arg-max
+    c = choose(E, None, 0.5, levels=[[0, 1], [2, 3]])                        # no fallback: level 0's arg-max
+    assert c.index == 0 and len(c.steps) == 1 and not c.steps[0]["accepted"]
+    assert choose(E, fb, 0.5).index == 2                                     # one level: the arg-max vs fallback
+
+
+def test_the_levels_follow_the_model_class_of_each_setting():
+    settings = [("raw", "best"), ("bins", "best"), ("bins+raw", None), ("minmax", None)]
+    assert selection.setting_levels(settings, 2) == [[0, 1, 6, 7], [2, 3, 4, 5]]
+    assert [selection.model_class(f) for f, _ in settings] == [0, 1, 1, 0]

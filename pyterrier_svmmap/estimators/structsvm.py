@@ -17,8 +17,8 @@ import numpy as np
 
 from pyterrier_svmmap.estimators.base import RankerEstimator
 from pyterrier_svmmap.frames import Candidates
-from pyterrier_svmmap.selection import (DEFAULT_ALPHA, DEFAULT_FEATURES, DEFAULT_MIN_VALID_QUERIES, DEFAULT_PRIOR,
-                                        SELECTION_C_GRID)
+from pyterrier_svmmap.selection import (DEFAULT_ALPHA, DEFAULT_C, DEFAULT_FEATURES, DEFAULT_MIN_VALID_QUERIES,
+                                        DEFAULT_PRIOR)
 from pyterrier_svmmap.svm.docs import ATTRIBUTES, ESTIMATOR_DEFAULTS, compose
 from pyterrier_svmmap.svm.ranker import PARAMETER_ORDER, StructSVMRanker
 
@@ -49,7 +49,7 @@ class StructSVM(RankerEstimator):
     MODEL_PARAMS = StructSVMRanker.MODEL_PARAMS
     RANKER = StructSVMRanker
 
-    def __init__(self, C: Union[float, Sequence[float]] = SELECTION_C_GRID, loss="map",
+    def __init__(self, C: Union[float, Sequence[float], str] = DEFAULT_C, loss="map",
                  loss_params: Optional[dict] = None, features: Union[str, Sequence[str]] = DEFAULT_FEATURES,
                  normalise: Optional[str] = "query", n_bins: int = 50, binning: str = "quantile", epsilon: float = 1e-3, max_iter: int = 1000,
                  verbose: bool = False, prior: Optional[str] = DEFAULT_PRIOR, prior_scale: float = 1.0,
@@ -126,7 +126,7 @@ class SVMMap(StructSVM):
                       attributes=(*ATTRIBUTES, "ranker_"), extra_attributes=dict(
                           ranker_=("StructSVMRanker", "The array-level model, which scores without PyTerrier.")))
 
-    def __init__(self, C: Union[float, Sequence[float]] = SELECTION_C_GRID,
+    def __init__(self, C: Union[float, Sequence[float], str] = DEFAULT_C,
                  features: Union[str, Sequence[str]] = DEFAULT_FEATURES, normalise: Optional[str] = "query",
                  n_bins: int = 50, binning: str = "quantile", epsilon: float = 1e-3, max_iter: int = 1000,
                  verbose: bool = False, loss="map", loss_params: Optional[dict] = None,

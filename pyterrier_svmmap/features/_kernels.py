@@ -329,3 +329,27 @@ def standardise(raw, offsets, prescale, column_scale, out):
                     if dev != dev:                   # inf − inf: scores far beyond the training ones
                         dev = (x - lo[f]) * p
                     out[d, f] = min(dev * column_scale[f], Z_LIMIT)
+
+
+@njit(cache=True, nogil=True)
+def binned_spread(codes, offsets, n_thresholds, out):
+    """Per query q of ``offsets``: ``out[q]`` = Σ_d ‖φ(d) − φ̄_q‖² of the bin-code block, φ's indicators
+    1[code > t] summed over functions and thresholds: a threshold that k of the query's n candidates exceed
+    adds k(n − k)/n."""
+    n_funcs = codes.shape[1]
+    hist = np.zeros(n_thresholds + 1)
+    for q in range(offsets.shape[0] - 1):
+        a = offsets[q]
+        b = offsets[q + 1]
+        n = b - a
+        acc = 0.0
+        if n > 1:
+            for f in range(n_funcs):
+                hist[:] = 0.0
+                for d in range(a, b):
+                    hist[codes[d, f]] += 1.0
+                above = float(n)
+                for t in range(n_thresholds):
+                    above -= hist[t]
+                    acc += above * (n - above) / n
+        out[q] = acc

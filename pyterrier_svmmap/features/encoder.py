@@ -307,6 +307,13 @@ class BinnedBlock:
                     len(bounds) - 1)
         return out
 
+    def query_sumsq(self, offsets: np.ndarray) -> np.ndarray:
+        """Per query, Σ_d ‖φ(d) − φ̄_q‖² over the block's dimensions (:func:`._kernels.binned_spread`)."""
+        offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        out = np.zeros(len(offsets) - 1)
+        kernels().binned_spread(self.codes, offsets, self.n_thresholds, out)
+        return out
+
     def take(self, rows: np.ndarray) -> "BinnedBlock":
         out = BinnedBlock.__new__(BinnedBlock)                 # codes already checked and compact
         out.__setstate__({"codes": np.ascontiguousarray(self.codes[rows]), "n_thresholds": self.n_thresholds})
@@ -358,6 +365,20 @@ class DenseBlock:
         """Φᵀc."""
         return products.weighted_rows(c, self.values)
 
+    def query_sumsq(self, offsets: np.ndarray) -> np.ndarray:
+        """Per query, Σ_d ‖φ(d) − φ̄_q‖² over the block's columns."""
+        offsets = np.asarray(offsets, dtype=np.int64)
+        sizes = np.diff(offsets)
+        out = np.zeros(len(sizes))
+        full = sizes > 0
+        if not full.any() or not self.values.shape[1]:
+            return out
+        starts = offsets[:-1][full]
+        means = np.add.reduceat(self.values, starts, axis=0) / sizes[full][:, None]
+        dev = self.values - np.repeat(means, sizes[full], axis=0)
+        out[full] = np.add.reduceat((dev * dev).sum(axis=1), starts)
+        return out
+
     def take(self, rows: np.ndarray) -> "DenseBlock":
         return DenseBlock(self.values[rows])
 
@@ -399,10 +420,28 @@ class FeatureMatrix:
     def take(self, rows: np.ndarray) -> "FeatureMatrix":
         return FeatureMatrix([b.take(rows) for b in self.blocks])
 
+    def query_sumsq(self, offsets: np.ndarray) -> np.ndarray:
+        """Per query, Σ_d ‖φ(d) − φ̄_q‖² (φ̄_q the mean of the query's candidates), the blocks added in order."""
+        if not self.blocks:
+            return np.zeros(len(offsets) - 1)
+        return np.sum([b.query_sumsq(offsets) for b in self.blocks], axis=0)
+
+    def spread(self, offsets: np.ndarray) -> float:
+        """R² = the mean over candidates of ‖φ(d) − φ̄_q‖², φ̄_q the mean of d's query: the scale of the
+        differences between candidates of one query, which are all a ranking constraint sees (the unit of
+        ``C="auto"``'s grid, :func:`~pyterrier_svmmap.selection.resolve_c_grid`)."""
+        return spread_of(self.query_sumsq(offsets), self.n_rows if self.blocks else 0)
+
     def dense(self) -> np.ndarray:
         """The explicit matrix (tests and small data only)."""
         eye = np.eye(self.dim)
         return np.stack([self.dot(e) for e in eye], axis=1)
+
+
+def spread_of(query_sumsq: np.ndarray, n_candidates: int) -> float:
+    """R² from every query's Σ_d ‖φ(d) − φ̄_q‖² in query order (:meth:`FeatureMatrix.query_sumsq`; a cluster
+    stacks its shards' in shard order, for the same bits) and the number of candidates."""
+    return float(np.asarray(query_sumsq).sum() / n_candidates) if n_candidates else 0.0
 
 
 # ---------------------------------------------------------------------------------------------

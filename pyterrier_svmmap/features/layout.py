@@ -14,7 +14,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from pyterrier_svmmap.features.encoder import DenseBlock, FeatureEncoder, FeatureMatrix, parse_blocks
+from pyterrier_svmmap.features.encoder import (DenseBlock, FeatureEncoder, FeatureMatrix, check_unnormalised_range,
+                                              column_top, parse_blocks)
 
 
 @dataclass
@@ -98,7 +99,10 @@ class FeatureLayout:
 
     # -- features ---------------------------------------------------------------------------------
     def transform(self, raw: np.ndarray, offsets: np.ndarray) -> FeatureMatrix:
-        """φ of candidates (never materialised as one matrix), the bias block included."""
+        """φ of candidates (never materialised as one matrix), the bias block included. A ``raw`` block with
+        ``normalise=None`` refuses scores beyond ±1e100, as training does (a ValueError naming the function)."""
+        if "raw" in self.blocks and self.encoder.normalise is None:
+            check_unnormalised_range(column_top(np.asarray(raw, dtype=float)), self.base_names)
         X = self.encoder.transform(raw, offsets)
         if self.bias:
             X = FeatureMatrix(list(X.blocks) + [DenseBlock(np.ones((X.n_rows, 1)))])
@@ -181,3 +185,49 @@ class FeatureLayout:
 def default_base_names(n: int, start: int = 0) -> List[str]:
     """``f0, f1, ...`` (``start=1`` gives svmlight's 1-based ``f1, f2, ...``)."""
     return [f"f{i}" for i in range(start, start + n)]
+
+
+@dataclass
+class EncodedQueries:
+    """φ of some queries under a fitted :class:`FeatureLayout`: what a path of C trains on.
+
+    The layout learns nothing from labels (thresholds and scales come from the candidates' scores), so one
+    layout fitted on every judged query can serve each cross-validation fold: the folds then train in the same
+    space as the final model (their weights can be averaged with it) and φ is computed once
+    (:meth:`subset` takes a fold's rows).
+    """
+
+    layout: FeatureLayout
+    X: FeatureMatrix
+    offsets: np.ndarray
+
+    @classmethod
+    def of(cls, layout: FeatureLayout, raw: np.ndarray, offsets: np.ndarray) -> "EncodedQueries":
+        """φ of candidates ``raw`` grouped by ``offsets`` under ``layout``."""
+        offsets = np.asarray(offsets, dtype=np.int64)
+        return cls(layout, layout.transform(raw, offsets), offsets)
+
+    def subset(self, keep: np.ndarray) -> "EncodedQueries":
+        """The queries where ``keep`` is True (rows of φ taken, offsets renumbered)."""
+        sizes = np.diff(self.offsets)
+        keep = np.asarray(keep, dtype=bool)
+        if keep.all():
+            return self
+        rows = np.flatnonzero(np.repeat(keep, sizes))
+        return EncodedQueries(self.layout, self.X.take(rows),
+                              np.concatenate([[0], np.cumsum(sizes[keep])]).astype(np.int64))
+
+    def shards(self, queries_per_shard: np.ndarray) -> list:
+        """φ cut into consecutive shards of whole queries, ``queries_per_shard[i]`` each: (φ, offsets) pairs."""
+        out, start = [], 0
+        for size in np.asarray(queries_per_shard, dtype=np.int64):
+            stop = start + int(size)
+            lo, hi = self.offsets[start], self.offsets[stop]
+            out.append((self.X.take(np.arange(lo, hi)), self.offsets[start:stop + 1] - lo))
+            start = stop
+        return out
+
+    @property
+    def spread(self) -> float:
+        """R² of φ (:meth:`FeatureMatrix.spread`)."""
+        return self.X.spread(self.offsets)

@@ -46,7 +46,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 import pyterrier_svmmap.svm.cutting_plane as solver
-from pyterrier_svmmap.features.encoder import (ColumnStatistics, FeatureEncoder, power_of_two_scale,
+from pyterrier_svmmap.features.encoder import (ColumnStatistics, FeatureEncoder, power_of_two_scale, spread_of,
                                               statistics_from_sums)
 from pyterrier_svmmap.features.layout import FeatureLayout, default_base_names
 from pyterrier_svmmap.scale.client import close_client, dask_client
@@ -55,9 +55,9 @@ from pyterrier_svmmap.scale.shards import (ShardHolder, quantile_thresholds_from
                                            shard_column_top, shard_from_arrays, shard_from_svmlight,
                                            shard_function_aps, shard_problem, shard_sample, shard_score_extent,
                                            shard_spread_sums, shard_summary, usable_shard, worker_counts,
-                                           worker_violation)
+                                           worker_query_sumsq, worker_violation)
 from pyterrier_svmmap.svm.cutting_plane import reduce_shard_sums
-from pyterrier_svmmap.selection import best_row, c_grid, features_name
+from pyterrier_svmmap.selection import best_row, c_grid, features_name, is_auto_c, resolve_c_grid
 from pyterrier_svmmap.svm.ranker import warn_skipped
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ class DaskExecutor:
     def fit_shards(self, ranker, sources: Sequence, valid, base_names: Optional[Sequence[str]]):
         """Thresholds, prior and every cutting-plane iteration's constraint computed by the shards on the
         workers, the QP and the model selection on the driver."""
-        grid = c_grid(ranker.C)
+        grid = c_grid(ranker.C)                          # C="auto": relative, resolved per feature block
         options = ranker._feature_options()
         if valid is None and len(grid) * len(options) > 1:
             raise ValueError(f"{len(grid) * len(options)} (features, C) settings but no validation data: on a cluster "
@@ -108,8 +108,8 @@ class DaskExecutor:
                                   else default_base_names(ranker.n_functions_))
             valid = read_valid(valid, ranker.n_functions_)
             ranker.tie_function_ = data.best_function()
-            trained = [_train_sharded(ranker, data, grid, option) for option in options]
-            ranker._select(grid, options, trained, valid, None)
+            trained, grids = zip(*[_train_sharded(ranker, data, option) for option in options])
+            ranker._select(list(grids), options, list(trained), valid, None)
             ranker.training_summary_ = dict(n_queries=data.n_queries, n_candidates=data.n_candidates,
                                             skipped_queries=data.n_queries_given - data.n_queries,
                                             skipped_candidates=data.n_candidates_given - data.n_candidates,
@@ -122,9 +122,10 @@ class DaskExecutor:
         return ranker
 
 
-def _train_sharded(ranker, data: "ShardedData", grid, features):
-    """The ranker's layout and C path on a :class:`ShardedData`: (layout, results, index of the prior's
-    base function or None), as :meth:`~pyterrier_svmmap.svm.ranker.StructSVMRanker._train` in one process."""
+def _train_sharded(ranker, data: "ShardedData", features):
+    """The ranker's layout and C path on a :class:`ShardedData`: ((layout, results, index of the prior's
+    base function or None), the C values), as :meth:`~pyterrier_svmmap.svm.ranker.StructSVMRanker._train` in
+    one process."""
     encoder = FeatureEncoder(features, ranker.n_bins, ranker.binning, ranker.threshold_depth, ranker.normalise)
     thresholds = None
     if "bins" in encoder.blocks and ranker.binning == "quantile":
@@ -136,6 +137,7 @@ def _train_sharded(ranker, data: "ShardedData", grid, features):
         f = ranker.tie_function_                                       # the best function on all shards
         w0 = layout.prior_weights(f, ranker.prior_scale, data.score_span(layout, f))
     data.set_layout(layout)
+    grid = resolve_c_grid(ranker.C, data.spread() if is_auto_c(ranker.C) else 0.0)
     oracle = data.oracle(ranker._groups(1.0), layout.dim)
     results = solver.train_path(None, None, None, ranker._groups(1.0), grid, epsilon=ranker.epsilon,
                                 max_iter=ranker.max_iter, prior=w0, oracle=oracle)
@@ -144,7 +146,7 @@ def _train_sharded(ranker, data: "ShardedData", grid, features):
                                                  tasks=oracle.tasks, oracle_seconds=oracle.seconds,
                                                  busiest_worker_seconds=oracle.busiest_seconds,
                                                  worker_seconds=oracle.worker_seconds)
-    return layout, results, f
+    return (layout, results, f), grid
 
 
 class ShardedData:
@@ -240,6 +242,12 @@ class ShardedData:
             self.feature_placement.close()
         self.features = [self.client.submit(shard_problem, s, layout, retries=self.retries) for s in self.shards]
         self.feature_placement = Placement(self.client, self.features, self.retries)
+
+    def spread(self) -> float:
+        """φ's R² over every shard (the one of :meth:`set_layout`), as one process computes it: the shards'
+        per-query sums stacked in shard order (:func:`~pyterrier_svmmap.features.encoder.spread_of`)."""
+        parts = self.feature_placement.run(worker_query_sumsq, ())
+        return spread_of(np.concatenate(parts), self.n_candidates)
 
     def oracle(self, groups, dim: int) -> "ShardOracle":
         """The solver's separation oracle (:class:`~pyterrier_svmmap.svm.cutting_plane.Oracle`) over the shards."""

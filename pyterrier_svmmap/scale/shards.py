@@ -180,6 +180,14 @@ def worker_violation(w: np.ndarray, losses, *problems: ShardProblem
     return worker_address(), parts
 
 
+def worker_query_sumsq(*problems: ShardProblem) -> Tuple[Optional[str], List[np.ndarray]]:
+    """Per shard of a worker, in the order given, every query's Σ_d ‖φ(d) − φ̄_q‖²
+    (:meth:`~pyterrier_svmmap.features.encoder.FeatureMatrix.query_sumsq`: φ's spread, for ``C="auto"``)."""
+    with threads.using(worker_threads()):
+        parts = [p.X.query_sumsq(p.offsets) for p in problems]
+    return worker_address(), parts
+
+
 def worker_counts(pivots: np.ndarray, *samples: List[np.ndarray]) -> Tuple[Optional[str], List[np.ndarray]]:
     """:func:`sample_counts` of each of a worker's samples, in the order given, and the worker's address."""
     return worker_address(), [sample_counts(s, pivots) for s in samples]

@@ -18,7 +18,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def gradient_scale(G, b, alpha):
     """max(|b|, |G|·α) over the rows: the magnitude at which the gradient b − Gα is computed
     (``gradient_scale`` of the reference implementation)."""
@@ -35,13 +35,13 @@ def gradient_scale(G, b, alpha):
     return s if s > 0 else 1.0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _norm(v):
     """Euclidean norm of a vector (as ``np.linalg.norm``)."""
     return np.sqrt(np.sum(v * v))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _kkt_solve(K, r):
     """A solution of K z = r: LU when its residual is at rounding level, else minimum-norm least
     squares with numpy's default cut-off (ε·n), as the reference's ``_kkt_solve``."""
@@ -58,7 +58,7 @@ def _kkt_solve(K, r):
     return np.linalg.lstsq(K, r, rcond=2.220446049250313e-16 * n)[0]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _fix_budgets(x, group, C, m):
     """Scale a group over its budget into it; the unused budget x[m + k] takes the rest (as
     the reference's ``_fix_budgets``)."""
@@ -76,7 +76,7 @@ def _fix_budgets(x, group, C, m):
         x[m + k] = max(C[k] - used[k], 0.0)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _row_gradient(G, b, x, i, m):
     """g_i = b_i − Σ_j G_ij x_j over the real variables."""
     acc = 0.0
@@ -86,7 +86,7 @@ def _row_gradient(G, b, x, i, m):
     return b[i] - acc
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _pair_step_into(G, b, group, C, x, i, m):
     """Move mass into i from its group's lowest-gradient donor (or the unused budget) by the exact
     line search (the reference's ``_pair_step_into``); False if nothing moves."""
@@ -121,7 +121,7 @@ def _pair_step_into(G, b, group, C, x, i, m):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _start(b, group, C, alpha):
     """The active set's feasible start: α clipped at 0, each group scaled into its budget, the unused
     budgets appended."""
@@ -144,7 +144,7 @@ def _start(b, group, C, alpha):
     return x
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _face_step(G, x, idx, nr, gid, c_full, ng):
     """(step, λ, has_λ) of one round: the equilibrated KKT system of the support ``idx`` (its ``nr``
     real variables first), or a direction of zero curvature and ascent if that face is singular and the
@@ -200,7 +200,7 @@ SINGULAR = 1e-8
 MAX_REFACTOR = 2
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _chol_add(L, order, where, r, G, j):
     """Append variable j to the factor L Lᵀ = G[order, order] (O(r²): one forward substitution);
     returns the new size, or −1 if j's pivot δ² is at most SINGULAR × G_jj (then nothing changes)."""
@@ -222,7 +222,7 @@ def _chol_add(L, order, where, r, G, j):
     return r + 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _chol_remove(L, order, where, r, q):
     """Remove the variable at position q of the factor (O(r²)): the rows below move up, and the
     trailing block absorbs the removed column by a rank-one update (Givens-style cholupdate)."""
@@ -250,7 +250,7 @@ def _chol_remove(L, order, where, r, q):
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _chol_solve(L, r, v):
     """H⁻¹ v for H = L Lᵀ (forward then back substitution, O(r²))."""
     w = np.empty(r)
@@ -267,7 +267,7 @@ def _chol_solve(L, r, v):
     return w
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _sync_factor(L, order, where, r, P, G, m):
     """Bring the factor to the real support {v < m: P[v]}: removals first, then additions in index
     order; returns the new size, or −1 when an addition makes the face (nearly) singular."""
@@ -282,7 +282,7 @@ def _sync_factor(L, order, where, r, P, G, m):
     return r
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _factor_step(G, b, x, idx, nr, gid, L, order, where, r, ng):
     """(step on ``idx``, λ, solved) of one round from the factor L Lᵀ = H of the support's Gram
     matrix: the face's KKT system H s + Eᵀλ = g, E s = 0 (g the gradient at x) by the Schur
@@ -346,7 +346,7 @@ def _factor_step(G, b, x, idx, nr, gid, L, order, where, r, ng):
     return step, lam, True
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def active_set(G, b, group, C, alpha, max_rounds, rtol, factor):
     """(x over the real variables, settled) by the primal active-set method of the reference's ``_active_set``
     (Nocedal & Wright, Alg. 16.3); ``settled`` False means the caller falls back on SMO.
@@ -455,7 +455,7 @@ def active_set(G, b, group, C, alpha, max_rounds, rtol, factor):
     return x[:m].copy(), False
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _smo(G, b, group, C, alpha, tol, max_steps, steps):
     """SMO pair steps from α until no pair of one group gains more than ``tol`` × gradient scale
     (the polish of the reference's ``solve_dual_reference``); returns the step count."""
@@ -520,7 +520,7 @@ def _smo(G, b, group, C, alpha, tol, max_steps, steps):
     return steps
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def compact_working_set(G, A, keep):
     """The working set's rows ``keep`` (increasing) moved to the front, in order, in place: A's rows and
     G's rows and columns, as ``A[:r] = A[keep]; G[:r, :r] = G[np.ix_(keep, keep)]`` give them (a copy,
@@ -535,7 +535,7 @@ def compact_working_set(G, A, keep):
             G[i, j] = G[ki, keep[j]]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def solve_dual(G, b, group, C, alpha, tol, max_steps, factor=True):
     """(α, steps) of :func:`.qp.solve_dual`: the active set (``factor``: with the updated Cholesky
     factor; False: the reference's dense rounds), then SMO; ``alpha`` is overwritten."""

@@ -8,11 +8,15 @@ from typing import Dict, Optional, Sequence, Tuple
 
 #: parameter name → (type and default, description)
 PARAMETERS: Dict[str, Tuple[str, str]] = {
-    "C": ("float or sequence of float, default DEFAULT_C_GRID",
+    "C": ("float, sequence of float or 'auto', default DEFAULT_C_GRID",
           "OP 1's regularisation constant (objective ½‖w‖² + C/n Σ_i ξ_i), or a grid of them. With a grid, "
           "every C is trained (one warm-started path) and the one with the best validation MAP is kept: MAP on "
           "the validation queries given to ``fit``, or, without them, the mean held-out MAP of ``cv``-fold "
-          "cross-validation over the training queries (:mod:`pyterrier_svmmap.selection`)."),
+          "cross-validation over the training queries (:mod:`pyterrier_svmmap.selection`). ``\"auto\"``: the "
+          "grid 1e-4, 1e-3, …, 1000 divided by R², the mean squared distance of a candidate's φ from its "
+          "query's mean on the training candidates, per feature block, so that the grid means the same "
+          "regularisation whatever the block, the number of base functions or their units (SVMlight's default "
+          "C = 1/mean ‖x‖² rests on the same argument); ``C_`` and ``path_`` give the C values trained."),
     "loss": ("str or Loss, default 'map'",
              "The structural loss Δ: ``\"map\"`` (SVM-map), any name of "
              ":data:`pyterrier_svmmap.svm.losses.LOSSES` (cutoffs as ``\"ndcg@10\"``), ``\"combo\"``, or a "
@@ -125,7 +129,7 @@ ATTRIBUTES: Dict[str, Tuple[str, str]] = {
 
 #: the defaults of the PyTerrier estimators (:class:`~pyterrier_svmmap.StructSVM`,
 #: :class:`~pyterrier_svmmap.SVMMap`) where they differ from the array-level ranker's (the paper's protocol)
-ESTIMATOR_DEFAULTS: Dict[str, str] = {"C": "SELECTION_C_GRID", "features": "'raw'", "prior": "'best'",
+ESTIMATOR_DEFAULTS: Dict[str, str] = {"C": "'auto'", "features": "'auto'", "prior": "'best'",
                                       "selection": "'auto'"}
 
 

@@ -13,6 +13,7 @@ trains the paths it asks for).
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import sys
@@ -25,14 +26,14 @@ import pyterrier_svmmap.svm.cutting_plane as solver
 import pyterrier_svmmap.svm.model_state as model_state
 import pyterrier_svmmap.threads as threads
 from pyterrier_svmmap.features.encoder import FeatureEncoder
-from pyterrier_svmmap.features.layout import FeatureLayout, default_base_names
+from pyterrier_svmmap.features.layout import EncodedQueries, FeatureLayout, default_base_names
 from pyterrier_svmmap.svm.docs import compose
 from pyterrier_svmmap.svm.executors import resolve as resolve_executor
 from pyterrier_svmmap.svm.slack import make_slack_groups
 from pyterrier_svmmap.selection import (DEFAULT_ALPHA, DEFAULT_C_GRID, DEFAULT_MIN_VALID_QUERIES, SELECTION_METHODS,
                                         base_function_weights, best_function, c_grid, cross_validate,
-                                        feature_options, features_name, prior_options, ranked_ap, select,
-                                        select_auto)
+                                        encode_settings, feature_options, features_name, is_auto_c, prior_options,
+                                        ranked_ap, resolve_c_grid, select, select_auto)
 from pyterrier_svmmap.queries import (Queries, check_ranking_arrays, shard_sizes, split_queries, subset_queries,
                                      usable_queries)
 from pyterrier_svmmap.state import StateError
@@ -266,14 +267,19 @@ class StructSVMRanker:
         self._progress = _Progress(self.verbose, (folds + 1) * len(options) * len(grid), type(self).__name__,
                                    self.epsilon, self.max_iter)
         try:
+            queries = Queries(raw, labels, offsets)
+            settings = [(option, self.prior) for option in options]
+            encodings = encode_settings(queries, settings, self._make_layout)
+            grids = [resolve_c_grid(self.C, e.spread) for e in encodings]
             if folds:
-                cv_scores = self._cross_validate(raw, labels, offsets, n_relevant, ok, grid, options)
+                cv_scores = self._cross_validate(queries, n_relevant, ok, grids, settings, encodings)
             self.tie_function_ = best_function(raw, labels, offsets)
-            trained = [self._train(raw, labels, offsets, grid, option, shards) for option in options]
+            trained = [self._train(queries, g, option, shards, encoded=e)
+                       for option, g, e in zip(options, grids, encodings)]
         finally:
             self._progress.close()
             del self._progress
-        self._select(grid, options, trained, valid, cv_scores)
+        self._select(grids, options, trained, valid, cv_scores)
         self.training_summary_ = dict(n_queries=int(ok.sum()), n_candidates=int(len(raw)),
                                       skipped_queries=int(n_queries - ok.sum()),
                                       skipped_candidates=int(n_candidates - len(raw)),
@@ -304,13 +310,15 @@ class StructSVMRanker:
             self._check_executor()
         return resolve_executor(self.executor).fit_shards(self, sources, valid, base_names)
 
-    def _select(self, grid, options, trained, valid, cv_scores) -> None:
+    def _select(self, grids, options, trained, valid, cv_scores) -> None:
         """Score every (features, C) on the validation queries (or take the cross-validation scores), choose
-        one (:func:`~pyterrier_svmmap.selection.select`), and set the learned attributes."""
+        one (:func:`~pyterrier_svmmap.selection.select`), and set the learned attributes. ``grids``: the C
+        values of each feature option (one length)."""
+        G = len(grids[0])
         scores: List[float] = []
         for o, (option, (layout, results, _)) in enumerate(zip(options, trained)):
             if cv_scores is not None:
-                scores.extend(cv_scores[:, o * len(grid):(o + 1) * len(grid)].mean(axis=0))
+                scores.extend(cv_scores[:, o * G:(o + 1) * G].mean(axis=0))
             else:
                 scorer = self._validation_scorer(valid, layout)
                 scores.extend(scorer(r.w) if scorer else float("nan") for r in results)
@@ -318,24 +326,24 @@ class StructSVMRanker:
                         cv_scores)
         self.path_: List[dict] = []
         for o, (option, (layout, results, _)) in enumerate(zip(options, trained)):
-            for i, (C, res) in enumerate(zip(grid, results)):
-                entry = dict(features=features_name(option), C=C, validation=choice.scores[o * len(grid) + i],
+            for i, (C, res) in enumerate(zip(grids[o], results)):
+                entry = dict(features=features_name(option), C=C, validation=choice.scores[o * G + i],
                              n_iter=res.n_iter, oracle_calls=res.oracle_calls, converged=bool(res.converged),
                              gap=float(res.duality_gap), primal=float(res.history[-1]["primal"]),
                              seconds=float(res.history[-1]["seconds"]))
                 if cv_scores is not None:
-                    entry["cv_scores"] = [float(x) for x in cv_scores[:, o * len(grid) + i]]
+                    entry["cv_scores"] = [float(x) for x in cv_scores[:, o * G + i]]
                 self.path_.append(entry)
                 log.debug("features=%s C=%g: %d iterations, validation MAP %.4f", entry["features"], C, res.n_iter,
                           entry["validation"])
         self.selection_ = choice.method
-        o, i = divmod(choice.chosen, len(grid))
+        o, i = divmod(choice.chosen, G)
         self.layout_, results, prior = trained[o]
         if prior is not None:
             self.prior_function_ = self.base_names_[prior]
         self.features_ = self.path_[choice.chosen]["features"]
         kept = results[i]
-        self.C_ = grid[i]
+        self.C_ = grids[o][i]
         self.coefs_ = np.stack([r.w for r in results])
         self.coef_ = np.array(kept.w, dtype=float)
         self.validation_: Dict[float, float] = {p["C"]: p["validation"] for p in self.path_
@@ -357,13 +365,10 @@ class StructSVMRanker:
         self._progress = _Progress(self.verbose, (folds * len(settings) + (1 if folds else len(settings))) * len(grid),
                                    type(self).__name__, self.epsilon, self.max_iter)
         try:
-            auto = select_auto(train, valid, settings, grid,
-                               lambda q, g, setting, fold, sh: self._train(q.raw, q.labels, q.offsets, g, setting[0],
-                                                                          sh, fold=fold, prior=setting[1]),
-                               lambda q: FeatureLayout.fit(q.raw, q.offsets, "raw", self.n_bins, self.binning,
-                                                           self.threshold_depth, bias=self.needs_bias,
-                                                           base_names=self.base_names_, normalise=self.normalise),
-                               cv=self.cv, random_state=self.random_state, alpha=self.fallback_alpha,
+            auto = select_auto(train, valid, settings, self.C,
+                               lambda q, g, setting, fold, sh, enc: self._train(q, g, setting[0], sh, fold=fold,
+                                                                               prior=setting[1], encoded=enc),
+                               self._make_layout, cv=self.cv, random_state=self.random_state, alpha=self.fallback_alpha,
                                min_valid_queries=self.min_valid_queries, average_folds=self.average_folds,
                                prior_scale=self.prior_scale, shards=shards)
         finally:
@@ -437,25 +442,36 @@ class StructSVMRanker:
             return float(ranked_ap(X, w, v, secondary, codes).mean())
         return score
 
-    def _train(self, raw, labels, offsets, grid, features, shards: Optional[np.ndarray] = None,
-               fold: Optional[int] = None, prior="default"):
-        """Thresholds, φ (blocks ``features``) and the path of C on these (usable) training queries:
-        (layout, results, index of the prior's base function or None). ``shards``: queries per shard (the
-        sums' order, see :meth:`fit`); None or one shard: all queries at once. ``fold``: the cross-validation
-        fold being trained (for progress reports), None for the final fit. ``prior``: ``self.prior`` unless
-        given (``selection="auto"`` with ``prior="auto"`` trains both)."""
-        layout = FeatureLayout.fit(raw, offsets, features, self.n_bins, self.binning, self.threshold_depth,
-                                   bias=self.needs_bias, base_names=self.base_names_, normalise=self.normalise)
+    def _make_layout(self, queries: Queries, features) -> FeatureLayout:
+        """The layout of feature blocks ``features`` fitted on ``queries`` (thresholds and scales; labels unused)."""
+        return FeatureLayout.fit(queries.raw, queries.offsets, features, self.n_bins, self.binning,
+                                 self.threshold_depth, bias=self.needs_bias, base_names=self.base_names_,
+                                 normalise=self.normalise)
+
+    def _train(self, queries: Queries, grid, features, shards: Optional[np.ndarray] = None,
+               fold: Optional[int] = None, prior="default", encoded: Optional[EncodedQueries] = None):
+        """The path of C on these (usable) training queries: (layout, results, index of the prior's base
+        function or None). ``encoded``: φ of ``queries`` (its layout fitted on them or on more queries), else
+        a layout of blocks ``features`` is fitted on them. ``shards``: queries per shard (the sums' order, see
+        :meth:`fit`); None or one shard: all queries at once. ``fold``: the cross-validation fold being trained
+        (for progress reports), None for the final fit. ``prior``: ``self.prior`` unless given
+        (``selection="auto"`` with ``prior="auto"`` trains both)."""
+        raw, labels, offsets = queries.raw, queries.labels, queries.offsets
+        if encoded is None:
+            encoded = EncodedQueries.of(self._make_layout(queries, features), raw, offsets)
+        layout = encoded.layout
         w0, f = None, None
         if (self.prior if prior == "default" else prior):
             f = best_function(raw, labels, offsets)
             w0 = base_function_weights(layout, raw, offsets, f, self.prior_scale)
         losses = [g.loss for g in self._groups(1.0)]
         if shards is None or len(shards) <= 1:
-            oracle = solver.DataOracle(layout.transform(raw, offsets), labels, offsets, losses)
+            oracle = solver.DataOracle(encoded.X, labels, offsets, losses)
         else:
-            parts = [(layout.transform(r, o), y, o) for r, y, o in split_queries(raw, labels, offsets, shards)]
-            oracle = solver.DataOracle(None, None, None, losses, shards=parts)      # φ built shard by shard
+            first = np.r_[0, np.cumsum(shards)]                      # each shard's first query
+            parts = [(X, labels[offsets[first[j]]:offsets[first[j + 1]]], o)
+                     for j, (X, o) in enumerate(encoded.shards(shards))]
+            oracle = solver.DataOracle(None, None, None, losses, shards=parts)      # the sums shard by shard
         progress = getattr(self, "_progress", None)
         report = None if progress is None else progress.reporter(features_name(features), fold)
         results = solver.train_path(None, None, None, self._groups(1.0), grid, epsilon=self.epsilon,
@@ -463,14 +479,14 @@ class StructSVMRanker:
                                     warn=report is None)
         return layout, results, f
 
-    def _cross_validate(self, raw, labels, offsets, n_relevant, usable, grid, options) -> np.ndarray:
+    def _cross_validate(self, queries: Queries, n_relevant, usable, grids, settings, encodings) -> np.ndarray:
         """Held-out MAP of every (feature option, C) on ``cv`` folds of the (usable) training queries:
         (folds × options·C), option-major (:func:`~pyterrier_svmmap.selection.cross_validate`)."""
         n_rel = None if n_relevant is None else np.asarray(n_relevant, dtype=float)[usable]
-        held_out = cross_validate(Queries(raw, labels, offsets, n_relevant=n_rel), options, grid,
-                                  lambda q, g, option, fold, sh: self._train(q.raw, q.labels, q.offsets, g, option,
-                                                                             sh, fold=fold),
-                                  self.cv, self.random_state)
+        held_out = cross_validate(dataclasses.replace(queries, n_relevant=n_rel), settings, grids,
+                                  lambda q, g, setting, fold, sh, enc: self._train(q, g, setting[0], sh, fold=fold,
+                                                                                  encoded=enc),
+                                  encodings, self.cv, self.random_state)
         return np.array([held_out.fold_means(k) for k in range(self.cv)])
 
     # -- prediction -------------------------------------------------------------------------------
@@ -502,7 +518,7 @@ class StructSVMRanker:
             raise RuntimeError("get_state() needs a fitted ranker")
         layout_meta, layout_arrays = self.layout_.get_state()
         params = {k: getattr(self, k) for k in self.MODEL_PARAMS}
-        params["C"] = c_grid(self.C)
+        params["C"] = self.C if is_auto_c(self.C) else c_grid(self.C)
         if not isinstance(params["loss"], str):
             raise ValueError(f"a model with a Loss instance ({self.loss!r}) cannot be saved; give the loss by name "
                              "and its parameters in loss_params")

@@ -155,15 +155,15 @@ def compare(ref: pd.Series, other: pd.Series) -> dict:
 
 
 #: the order of the kinds of systems in the summary (then by decreasing MAP within a kind)
-KIND_ORDER = {"learned": 0, "chosen": 1, "base": 2}
+KIND_ORDER = {"learned": 0, "unsupervised": 1, "chosen": 2, "base": 3}
 
 
 def aggregate(per_trial: pd.DataFrame, reference: Optional[str], fit_seconds: Dict[str, List[float]]
               ) -> pd.DataFrame:
     """One row per system: kind, the measures' means over queries, W/L and p-value vs ``reference``
     (0, 0, 1.0 for the reference itself or when there is none) and the median fit time (learned
-    systems); learned systems first, then the chosen base, then the base functions, each by MAP.
-    Learned systems also get their gain over the chosen base (the system of kind "chosen",
+    systems); learned systems first, then the unsupervised fusions, the chosen base and the base functions,
+    each by MAP. Learned and unsupervised systems also get their gain over the chosen base (the system of kind "chosen",
     base-chosen-on-training): ``gain_vs_chosen`` (MAP difference) and ``vs_chosen`` (their own W/L and
     p-value against it), when that row is there."""
     pq = per_query_means(per_trial)
@@ -183,6 +183,7 @@ def aggregate(per_trial: pd.DataFrame, reference: Optional[str], fit_seconds: Di
         if kinds[system] == "learned":
             secs = fit_seconds.get(system) or [float("nan")]
             row["fit_seconds"] = float(np.median(secs))
+        if kinds[system] in ("learned", "unsupervised"):
             if chosen_ap is not None:
                 row["gain_vs_chosen"] = float(vals["map"].mean() - chosen_ap.mean())
                 row["vs_chosen"] = compare(vals["map"], chosen_ap)

@@ -7,7 +7,8 @@
   learner, columns the test MAP, nDCG@10 and RR@10 (best of each column in bold);
 * :func:`tables_markdown` — the three in one Markdown document (``OUT/tables.md``).
 
-Systems are of three kinds: ``learned``; ``chosen`` — ``base-chosen-on-training``, per split the base
+Systems are of four kinds: ``learned``; ``unsupervised`` — fusions of the base functions that use no
+judgments (``fusion-rrf``, ``fusion-combsum``); ``chosen`` — ``base-chosen-on-training``, per split the base
 function with the best MAP on the split's training and validation queries, a row of every table
 (the comparison a user without a learner can make); ``base`` — the base functions,
 whose best (in hindsight, on the test queries) is ``best_base`` in results.json.
@@ -31,21 +32,22 @@ def format_table(summary: pd.DataFrame, reference: Optional[str], title: str = "
     """Learned systems first, then the chosen base, then base functions by decreasing MAP; W/L are
     the reference's wins and losses (per query, averaged AP), ** marks p < 0.05 (two-sided Wilcoxon
     signed-rank)."""
-    s = pd.concat([summary[summary["kind"] == "learned"], summary[summary["kind"] == "chosen"],
-                   summary[summary["kind"] == "base"].sort_values("map", ascending=False, kind="stable")])
+    s = pd.concat([summary[summary["kind"] == k] for k in ("learned", "unsupervised", "chosen")]
+                  + [summary[summary["kind"] == "base"].sort_values("map", ascending=False, kind="stable")])
     width = max([len("system")] + [len(n) for n in s["name"]])
+    kw = max([len("kind")] + [len(k) for k in s["kind"]])
     lines = []
     if title:
         lines.append(title)
     wl_head = f"W/L vs {reference}" if reference else "W/L"
-    lines.append(f"{'system':<{width}}  {'kind':<7}  {'MAP':>6}  {'nDCG@10':>7}  {'RR@10':>6}  {wl_head}")
+    lines.append(f"{'system':<{width}}  {'kind':<{kw}}  {'MAP':>6}  {'nDCG@10':>7}  {'RR@10':>6}  {wl_head}")
     lines.append("-" * len(lines[-1]))
     for _, r in s.iterrows():
         if reference is None or r["name"] == reference:
             wl = "-"
         else:
             wl = f"{r['wins']}/{r['losses']}" + (" **" if r["p_value"] < 0.05 else "")
-        lines.append(f"{r['name']:<{width}}  {r['kind']:<7}  {r['map']:6.4f}  {r['ndcg_cut_10']:7.4f}  "
+        lines.append(f"{r['name']:<{width}}  {r['kind']:<{kw}}  {r['map']:6.4f}  {r['ndcg_cut_10']:7.4f}  "
                      f"{r['recip_rank_10']:6.4f}  {wl}")
     lines.append("")
     lines.append(f"W/L: queries where {reference} has the higher / lower AP (averaged over the trials "
@@ -53,11 +55,15 @@ def format_table(summary: pd.DataFrame, reference: Optional[str], title: str = "
                  if reference else "no learned reference system: W/L not computed.")
     if (s["kind"] == "chosen").any():
         lines.append(_CHOSEN_NOTE)
+    if (s["kind"] == "unsupervised").any():
+        lines.append(_FUSION_NOTE)
     return "\n".join(lines)
 
 
 _CHOSEN_NOTE = ("base-chosen-on-training: in each trial, the base function with the best MAP on its "
                 "training and validation queries, evaluated on its test queries.")
+_FUSION_NOTE = ("unsupervised: fusions of the same base functions without judgments — fusion-rrf, reciprocal "
+                "rank fusion (k = 60); fusion-combsum, CombSUM of per-query min-max normalised scores.")
 
 
 def _wl(r, reference: Optional[str]) -> str:
@@ -67,8 +73,10 @@ def _wl(r, reference: Optional[str]) -> str:
 
 
 def _learned(summary: pd.DataFrame) -> pd.DataFrame:
-    """The learned systems and the chosen base (the rows a learner is compared with), by MAP."""
-    return summary[summary["kind"].isin(["learned", "chosen"])].sort_values("map", ascending=False, kind="stable")
+    """The learned systems, the unsupervised fusions and the chosen base (the rows a learner is compared
+    with), by MAP."""
+    return summary[summary["kind"].isin(["learned", "unsupervised", "chosen"])].sort_values(
+        "map", ascending=False, kind="stable")
 
 
 def format_learner_table(summary: pd.DataFrame, reference: Optional[str], title: str = "") -> str:
@@ -100,6 +108,8 @@ def format_learner_table(summary: pd.DataFrame, reference: Optional[str], title:
                      "where the learner has the higher / lower AP than it (** p < 0.05, Wilcoxon).")
     if (s["kind"] == "chosen").any():
         lines.append(_CHOSEN_NOTE)
+    if (s["kind"] == "unsupervised").any():
+        lines.append(_FUSION_NOTE)
     return "\n".join(lines)
 
 
@@ -120,6 +130,8 @@ def format_loss_table(summary: pd.DataFrame, title: str = "") -> str:
     lines.append("test measures of each learner; * the best of the column.")
     if (s["kind"] == "chosen").any():
         lines.append(_CHOSEN_NOTE)
+    if (s["kind"] == "unsupervised").any():
+        lines.append(_FUSION_NOTE)
     return "\n".join(lines)
 
 
@@ -154,6 +166,7 @@ def results_dict(summary: pd.DataFrame, *, collection: str, trials: int, train: 
              "wins": int(r["wins"]), "losses": int(r["losses"]), "p_value": float(r["p_value"])}
         if r["kind"] == "learned":
             d["fit_seconds"] = _clean(float(r["fit_seconds"]))
+        if r["kind"] in ("learned", "unsupervised"):
             g = r.get("gain_vs_chosen", float("nan"))
             if isinstance(g, float) and math.isfinite(g):
                 d["gain_vs_chosen"] = g

@@ -11,7 +11,7 @@ import pandas as pd
 import pyterrier_svmmap.experiments.reproduce.workers as workers
 from pyterrier_svmmap.experiments.reproduce.checkpoints import TrialStore
 from pyterrier_svmmap.experiments.reproduce.evaluation import MEASURES
-from pyterrier_svmmap.experiments.reproduce.trials import TrialsInterrupted, _base_rows, _Trials
+from pyterrier_svmmap.experiments.reproduce.trials import TrialsInterrupted, _base_rows, _fusion_rows, _Trials
 from pyterrier_svmmap.experiments.reproduce.warm_up import _warm_up
 
 logger = logging.getLogger(__name__)
@@ -21,8 +21,9 @@ def run_trials(candidates: pd.DataFrame, qrels: pd.DataFrame, splits, systems: D
                base_runs: Dict[str, pd.DataFrame], depth: Optional[int] = 1000,
                progress: bool = True, first_models: Optional[Dict[str, object]] = None, jobs: int = 1,
                store: Optional[TrialStore] = None, client=None, chosen: Optional[Dict[int, str]] = None):
-    """Per-trial per-query measures of the learned ``systems``, the ``base_runs`` and the base run
-    chosen per split on its training and validation queries (:data:`CHOSEN_BASE`, kind "chosen").
+    """Per-trial per-query measures of the learned ``systems``, the ``base_runs``, the base run
+    chosen per split on its training and validation queries (:data:`CHOSEN_BASE`, kind "chosen") and, with base
+    runs, the unsupervised fusions of the candidates' base scores (kind "unsupervised").
 
     ``jobs`` > 1 runs that many trials at once in forked worker processes, each with its BLAS and
     OpenMP thread pools capped at cores // jobs (so the fit times are not inflated by oversubscribed
@@ -44,6 +45,8 @@ def run_trials(candidates: pd.DataFrame, qrels: pd.DataFrame, splits, systems: D
         raise ValueError(f"depth must be at least 1, got {depth}")
     trials = _Trials(candidates, qrels, systems, depth, store)
     rows: List[pd.DataFrame] = _base_rows(base_runs, splits, trials.evaluator, chosen)
+    if base_runs:
+        rows += _fusion_rows(candidates, splits, trials.evaluator)
     fit_seconds: Dict[str, List[float]] = {n: [] for n in systems}
     if systems:
         keep = [first_models is not None and i == 0 for i in range(len(splits))]

@@ -5,7 +5,9 @@ test query is its own run. The estimators with an array-level path (every
 (``fit_candidates`` / ``score_candidates``); any other ``pt.Estimator`` gets the frames.
 
 The base function chosen per split on its training and validation queries (:func:`choose_bases`) is one more
-row, ``base-chosen-on-training`` (kind "chosen"), aggregated like a learned system.
+row, ``base-chosen-on-training`` (kind "chosen"), aggregated like a learned system; so are the unsupervised
+fusions of the base functions (:func:`_fusion_rows`, kind "unsupervised": reciprocal rank fusion and CombSUM),
+what a user without judgments would try.
 """
 from __future__ import annotations
 
@@ -196,6 +198,31 @@ def choose_bases(base_pq: Dict[str, pd.DataFrame], splits) -> Dict[int, str]:
                 best, best_map = name, m
         chosen[split.trial] = best
     return chosen
+
+
+#: the unsupervised rows (kind "unsupervised"): name → fusion of :data:`pyterrier_svmmap.fusion.FUSIONS` over the
+#: base functions' scores of the candidates
+FUSION_SYSTEMS = {"fusion-rrf": "rrf", "fusion-combsum": "combsum"}
+
+
+def _fusion_rows(candidates: pd.DataFrame, splits, evaluator: "Evaluator") -> List[pd.DataFrame]:
+    """Per split, the test rows of every unsupervised fusion of the base functions (:data:`FUSION_SYSTEMS`):
+    one run over all queries (nothing is learned), evaluated on each split's test queries."""
+    from pyterrier_svmmap.frames import candidates_from_frame
+    from pyterrier_svmmap.fusion import FUSIONS
+    if candidates is None or not len(candidates):
+        return []
+    cands = candidates_from_frame(candidates)
+    all_qids = sorted({q for s in splits for q in (*s.train, *s.valid, *s.test)})
+    rows: List[pd.DataFrame] = []
+    for name, fusion in FUSION_SYSTEMS.items():
+        run = pd.DataFrame({"qid": cands.frame["qid"].to_numpy(), "docno": cands.frame["docno"].to_numpy(),
+                            "score": FUSIONS[fusion](cands.raw, cands.offsets)})
+        pq = evaluator.per_query(run, all_qids)
+        for split in splits:
+            rows.append(pq.loc[list(split.test)].reset_index().assign(system=name, kind="unsupervised",
+                                                                     trial=split.trial))
+    return rows
 
 
 def _base_rows(base_runs: Dict[str, pd.DataFrame], splits, evaluator: "Evaluator",
