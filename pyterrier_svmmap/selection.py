@@ -56,8 +56,11 @@ DEFAULT_C_GRID = (0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)
 SELECTION_C_GRID = (1e-4, 1e-3) + DEFAULT_C_GRID
 
 #: ``C="auto"`` (the estimators' default): this grid relative to φ's spread R², i.e. C = c / R² for each c
-#: (:func:`resolve_c_grid`), from nearly the prior's base function (1e-4) to little regularisation (1000)
-AUTO_C_GRID = SELECTION_C_GRID
+#: (:func:`resolve_c_grid`). At c = 1 the regulariser and the loss weigh alike (a margin of 1 between candidates
+#: a distance R apart needs ‖w‖ ≈ 1/R); the grid spans from nearly the prior's base function (1e-4) to two decades
+#: above that balance (100), where the held-out AP of every block peaked on the collections measured
+#: (docs/model-selection.md) and beyond which each C costs the most iterations of its path
+AUTO_C_GRID = (1e-4, 1e-3, 0.01, 0.1, 1.0, 10.0, 100.0)
 
 #: the C, feature blocks and prior of the estimators' default (``selection="auto"``, :func:`select_auto`)
 DEFAULT_C = "auto"
@@ -197,6 +200,15 @@ def best_function(raw: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> i
         The chosen function's column.
     """
     return best_row(function_aps(raw, labels, offsets))
+
+
+def queries_best_function(queries: Queries) -> int:
+    """:func:`best_function` of ``queries`` (binary labels), computed once per :class:`Queries` object: a fold's
+    tie-break function, its fallback and each setting's prior all ask for it."""
+    cached = queries.__dict__.get("_best_function")
+    if cached is None:
+        cached = queries.__dict__["_best_function"] = best_function(queries.raw, queries.labels, queries.offsets)
+    return cached
 
 
 def best_row(aps: np.ndarray) -> int:
@@ -448,7 +460,7 @@ def cross_validate(queries: Queries, settings: Sequence[Any], grids: Sequence[Se
     ap = np.empty((queries.n_queries, len(settings) * G))
     fallback_ap = None if fallback is None else np.empty(queries.n_queries)
     parts = [(queries.subset(fold != k), queries.subset(fold == k)) for k in range(cv)]
-    ties = [best_function(tr.raw, tr.labels, tr.offsets) for tr, _ in parts]    # each fold's tie-break function
+    ties = [queries_best_function(tr) for tr, _ in parts]             # each fold's tie-break function
 
     def fit(j: int) -> List[np.ndarray]:
         k, s = divmod(j, len(settings))
@@ -601,7 +613,7 @@ def select_auto(train: Queries, valid: Optional[Queries], settings: Sequence[Tup
     trained, fold, fold_means, fold_w = None, None, None, [[] for _ in settings]
     if source == "validation":
         # the given validation queries: train on the training queries, score the validation queries
-        tie = best_function(train.raw, train.labels, train.offsets)
+        tie = queries_best_function(train)
         codes = sorted_string_codes(valid.docnos)[0] if valid.docnos is not None else None
         trained = [train_path(train, grids[s], setting, None, shards, encodings[s])
                    for s, setting in enumerate(settings)]
@@ -616,7 +628,7 @@ def select_auto(train: Queries, valid: Optional[Queries], settings: Sequence[Tup
                                   fallback=lambda tr: fallback_model(tr, raw_layout, prior_scale))
         fold, E, F, fold_w = held_out.fold, held_out.ap, held_out.fallback_ap, held_out.fold_weights
         fold_means = np.stack([np.r_[E[fold == k].mean(axis=0), F[fold == k].mean()] for k in range(cv)])
-    tie_function = best_function(fit.raw, fit.labels, fit.offsets) if source != "validation" else tie
+    tie_function = queries_best_function(fit) if source != "validation" else tie
     choice = choose(E, F, alpha, levels=setting_levels(settings, G)) if len(E) else None
     means = E.mean(axis=0) if len(E) else np.full(S * G, np.nan)
     scores = [float(x) for x in means] + ([] if F is None else [float(F.mean())])
@@ -649,5 +661,5 @@ def fallback_model(queries: Queries, raw_layout: Callable[[Queries], FeatureLayo
     layout (``raw_layout(queries)``): w₀ of the prior, the limit C → 0 of prior-regularised training,
     missing documents last. (layout, w, function)."""
     layout = raw_layout(queries)
-    f = best_function(queries.raw, queries.labels, queries.offsets)
+    f = queries_best_function(queries)
     return layout, base_function_weights(layout, queries.raw, queries.offsets, f, prior_scale), f

@@ -12,7 +12,7 @@ import argparse
 import logging
 import time
 import warnings
-from typing import List, Optional
+from typing import List, Optional, Union
 
 from pyterrier_svmmap.cli import jobs
 
@@ -65,14 +65,16 @@ IGNORED = {"w": "training is always the 1-slack dual cutting-plane algorithm",
            "l": "the loss is given by --loss"}
 
 
-def _grid(text: str) -> List[float]:
+def _grid(text: str) -> Union[List[float], str]:
+    if text.strip() == "auto":
+        return "auto"
     try:
         grid = [float(c) for c in text.split(",") if c.strip()]
     except ValueError:
         grid = []
     if not grid:
-        raise argparse.ArgumentTypeError(f"expected a number or comma-separated numbers (e.g. -c 1 or -c 0.1,1,10), "
-                                         f"got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a number, comma-separated numbers or auto (e.g. -c 1, -c 0.1,1,10 "
+                                         f"or -c auto), got {text!r}")
     return grid
 
 
@@ -96,7 +98,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = DESCRIPTION
     parser.add_argument("-c", dest="C", type=_grid, default=[1.0], metavar="C[,C...]",
                         help="C of 1/2|w|^2 + C/n sum xi_i, n = number of training queries (svm_struct's convention); "
-                             "a comma-separated grid is chosen on --valid or by --cv. Default 1.0")
+                             "a comma-separated grid is chosen on --valid or by --cv; auto: the grid 1e-4 ... 1000 "
+                             "divided by the features' mean squared within-query spread. Default 1.0")
     parser.add_argument("-e", dest="epsilon", type=float, default=1e-3, metavar="EPSILON",
                         help="cutting-plane tolerance: stop when no constraint is violated by more (default 0.001)")
     parser.add_argument("--loss", default="map",
@@ -104,9 +107,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "for a cut-off)")
     grp = parser.add_mutually_exclusive_group()
     grp.add_argument("--bins", type=int, metavar="N", help="N quantile thresholds per feature (the paper's phi)")
-    grp.add_argument("--raw", action="store_true", help="features as they are (default)")
+    grp.add_argument("--raw", action="store_true", help="a weight per feature (default), on the scale --normalise sets")
     grp.add_argument("--features", metavar="SPEC",
                      help="feature blocks: bins, raw, minmax, combinations like bins+raw, or auto (chosen with C)")
+    parser.add_argument("--normalise", choices=("query", "none"), default="query",
+                        help="query (default): each feature standardised within queries, so that its units change "
+                             "nothing; none: the values as they are (svm_map_learn's model)")
     parser.add_argument("--rel", type=float, default=None, metavar="R",
                         help="relevance threshold: label >= R is relevant (default 1, as ir_measures' AP(rel=1))")
     parser.add_argument("--n-bins", type=int, default=50, metavar="N", help="thresholds per feature for bins (default 50)")
@@ -186,7 +192,9 @@ def run(args: argparse.Namespace) -> int:
         log.warning("ignored svm_struct options: %s", "; ".join(ignored))
     features, n_bins = _features(args)
     try:                                   # every parameter checked before any data is read
-        ranker = StructSVMRanker(C=args.C if len(args.C) > 1 else args.C[0], loss=args.loss, features=features,
+        C = args.C if isinstance(args.C, str) or len(args.C) > 1 else args.C[0]
+        ranker = StructSVMRanker(C=C, loss=args.loss, features=features,
+                                 normalise=None if args.normalise == "none" else args.normalise,
                                  n_bins=n_bins, epsilon=args.epsilon, max_iter=args.max_iter, cv=args.cv,
                                  rel=1.0 if args.rel is None else args.rel, n_jobs=args.n_jobs,
                                  prior=None if args.prior == "none" else args.prior, selection=args.selection,
@@ -207,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
                              "--valid FILE on a cluster, or a single -c")
         from pyterrier_svmmap.scale.client import dask_client
         executor, _ = dask_client(args.scheduler or "local", workers=args.workers)
-        if args.valid is None and (len(args.C) > 1 or features == "auto"):
+        if args.valid is None and (isinstance(args.C, str) or len(args.C) > 1 or features == "auto"):
             raise UsageError("on a cluster C (and --features auto) is chosen on --valid FILE: give it, or a single -c")
     t = time.perf_counter()
     data = valid = None

@@ -1,16 +1,17 @@
 """Run the LETOR 5-fold protocol on a LETOR directory (Fold1..FoldK with train/vali/test.txt) and print the table.
 
 For each fold every learner trains on train.txt, chooses its hyper-parameters by validation MAP on vali.txt
-and is scored on test.txt with LETOR 4.0's official evaluation (Eval-Score-4.0.pl): MAP and P@k with
+(svm-map, the package's default, by cross-validation over train.txt and vali.txt together) and is scored on
+test.txt with LETOR 4.0's official evaluation (Eval-Score-4.0.pl): MAP and P@k with
 label >= REL relevant (--rel, default 1: ir_measures' AP(rel=1)), NDCG@k with gain 2^label - 1 (ranks 1-2
 undiscounted, NDCG@k = 0 for a query of fewer than k documents). Queries without a relevant document count 0
 in every mean. The table shows the fold averages and the training seconds, wall clock and CPU time of the
 process (model selection included, reading the files excluded), of every learner, then each learner's MAP
 per fold.
 
-Learners: svm-map (raw features), svm-map-bins (50 bins), svm-map-auto, svm-roc, svm-ndcg@10, svm-acc2
-(C in 0.01 ... 1000), approx-ap, approx-ndcg, adarank, lambdamart, mcrank (LightGBM; skipped with a warning
-without it). The SVMs, ApproxAP and AdaRank train on label >= REL; LambdaMART, McRank and ApproxNDCG on the
+Learners: svm-map (the package's default SVMMap()), svm-map-raw (raw features as they are, svm_map_learn's
+model), svm-map-paper (50 bins, the paper's), svm-map-auto, svm-roc, svm-ndcg@10, svm-acc2 (C in 0.01 ...
+1000), approx-ap, approx-ndcg, adarank, lambdamart, mcrank (LightGBM; skipped with a warning without it). The SVMs, ApproxAP and AdaRank train on label >= REL; LambdaMART, McRank and ApproxNDCG on the
 grades. The grids (every setting is trained; the best validation MAP is kept) are listed below.
 """
 from __future__ import annotations

@@ -309,14 +309,15 @@ def grid_search(settings: Sequence[dict], fit_one: Callable[[dict], object],
     return Fitted(lambda split: score(model, split), dict(selection[best]), selection)
 
 
-def _letor_svm(loss: str, features: str) -> Callable[..., Fitted]:
+def _letor_svm(loss: str, features: str, **params) -> Callable[..., Fitted]:
     """StructSVMRanker over a C grid (one warm-started path), C (and for ``auto`` the features) chosen by
-    validation MAP inside the ranker, test scores by ``ranking_scores`` (the package's tie policy)."""
+    validation MAP inside the ranker, test scores by ``ranking_scores`` (the package's tie policy); ``params``:
+    more of the ranker's parameters."""
     def fit(train: LetorSplit, vali: LetorSplit, rel: float, grid: Sequence[dict]) -> Fitted:
         from pyterrier_svmmap.features.layout import default_base_names
         from pyterrier_svmmap.svm.ranker import StructSVMRanker
         r = StructSVMRanker(C=[g["C"] for g in grid], loss=loss, features=features, n_bins=N_BINS,
-                            epsilon=SVM_EPSILON)
+                            epsilon=SVM_EPSILON, **params)
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="skipping .* training queries")   # LETOR: many such queries
             r.fit(train.raw, train.binary(rel), train.offsets,
@@ -331,25 +332,27 @@ def _letor_svm(loss: str, features: str) -> Callable[..., Fitted]:
 
 
 def _letor_svm_default(train: LetorSplit, vali: LetorSplit, rel: float, grid: Sequence[dict]) -> Fitted:
-    """The package's default SVMMap() (``selection="auto"``, :func:`pyterrier_svmmap.selection.select_auto`):
-    raw features, prior="best", C (or the best single feature, C = 0) chosen by 5-fold CV over train ∪ vali,
-    the fold models and the refit averaged. ``vali`` is evidence like the training queries, not a held-out
-    choice."""
+    """The package's default ``SVMMap()`` (:func:`pyterrier_svmmap.selection.select_auto`): features free of
+    their units, the raw block, the bins and both, each with its C grid relative to φ's spread, prior="best",
+    chosen (or the best single feature kept) by 5-fold CV over train ∪ vali, the fold models and the refit
+    averaged. ``vali`` is evidence like the training queries, not a held-out choice; ``grid`` is not used
+    (the default searches its own)."""
+    from pyterrier_svmmap import SVMMap
     from pyterrier_svmmap.features.layout import default_base_names
     from pyterrier_svmmap.svm.ranker import StructSVMRanker
-    # the estimators' defaults (StructSVM(); the ranker's own defaults are the paper's protocol)
-    r = StructSVMRanker(C=[g["C"] for g in grid], loss="map", features=DEFAULT_FEATURES, prior=DEFAULT_PRIOR,
-                        selection="auto", epsilon=SVM_EPSILON, rel=1.0)
+    params = {k: v for k, v in SVMMap().get_params().items() if k in StructSVMRanker.MODEL_PARAMS}
+    r = StructSVMRanker(**dict(params, rel=1.0))
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="skipping .* training queries")
         r.fit(train.raw, train.binary(rel), train.offsets,
               valid=(vali.raw, vali.binary(rel), vali.offsets, None, vali.docnos),
               base_names=default_base_names(train.raw.shape[1], start=1))
-    selection = [dict(C=p["C"], validation=p["validation"], **({"fallback": True} if p.get("fallback") else {}))
-                 for p in r.path_]
+    selection = [dict(C=p["C"], validation=p["validation"], features=p["features"],
+                      **({"fallback": True} if p.get("fallback") else {})) for p in r.path_]
     choice = getattr(r, "choice_", None)             # None: a single C, trained as given
-    chosen = dict(C=r.C_) if choice is None else dict(C=r.C_, validation=choice["chosen"]["validation"],
-                                                       fallback=choice["fallback"], p_value=choice["p_value"])
+    chosen = dict(C=r.C_, features=r.features_) if choice is None else dict(
+        C=r.C_, features=r.features_, validation=choice["chosen"]["validation"], fallback=choice["fallback"],
+        p_value=choice["p_value"])
     return Fitted(lambda s: r.ranking_scores(s.raw, s.offsets, s.docnos), chosen, selection)
 
 
@@ -416,13 +419,13 @@ _C = tuple({"C": c} for c in SVM_C_GRID)
 
 #: every learner of the protocol by name, with its grid (the settings compared by validation MAP)
 LEARNERS: Dict[str, Learner] = {
-    "svm-map": Learner("svm-map", "SVM-map, raw features (svm_map_learn's linear model)", _C, _letor_svm("map", "raw"),
-                       ties="package"),
-    "svm-map-bins": Learner("svm-map-bins", f"SVM-map, {N_BINS} quantile bins per feature (the paper's φ)", _C,
-                            _letor_svm("map", "bins"), ties="package"),
-    "svm-map-default": Learner("svm-map-default", "the package's default SVMMap(): raw, prior, C or the best feature "
-                               "by 5-fold CV over train+vali, fold models averaged",
-                               tuple({"C": c} for c in SELECTION_C_GRID), _letor_svm_default, ties="package"),
+    "svm-map": Learner("svm-map", "the package's default SVMMap(): raw, bins or both, C relative to the features' "
+                       "spread, prior, or the best feature, by 5-fold CV over train+vali, fold models averaged",
+                       ({"C": "auto", "features": "auto"},), _letor_svm_default, ties="package"),
+    "svm-map-raw": Learner("svm-map-raw", "SVM-map, raw features as they are, C on vali (svm_map_learn's linear model)",
+                           _C, _letor_svm("map", "raw", normalise=None), ties="package"),
+    "svm-map-paper": Learner("svm-map-paper", f"SVM-map, {N_BINS} quantile bins per feature, C on vali (the paper's)",
+                             _C, _letor_svm("map", "bins"), ties="package"),
     "svm-map-auto": Learner("svm-map-auto", "SVM-map, features bins / raw / bins+raw (×3 grid) chosen with C", _C,
                             _letor_svm("map", "auto"), ties="package"),
     "svm-roc": Learner("svm-roc", "structural SVM for ROC area (≈ RankSVM), raw features", _C,

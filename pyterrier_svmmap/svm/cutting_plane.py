@@ -80,6 +80,9 @@ class TrainingResult:
     #: ``"qp_inaccurate"`` (the dual QP could not be solved to its tolerance, or no constraint cut its model
     #: while the gap stayed above the bound: more iterations would not help)
     stop: str = "converged"
+    #: dual-QP solves of this C that hit the step cap (the last of them may not be in ``history``: a C stops
+    #: after :data:`QP_CAP_PATIENCE` of them in a row, before evaluating the QP's last solution)
+    qp_capped_solves: int = 0
 
     @property
     def n_iter(self) -> int:
@@ -318,7 +321,7 @@ def _cutting_planes(oracle: Oracle, ws: _WorkingSet, C: np.ndarray, epsilon: flo
     v = ws.v()
     dual = ws.dual(v) if ws.m else 0.0
     history: List[dict] = []
-    converged, stop, capped = False, "max_iter", 0
+    converged, stop, capped, n_capped = False, "max_iter", 0, int(qp_steps >= qp_max_steps)
     for iteration in range(1, max_iter + 1):
         w = ws.w0 + v
         cuts = oracle(w)
@@ -342,6 +345,7 @@ def _cutting_planes(oracle: Oracle, ws: _WorkingSet, C: np.ndarray, epsilon: flo
             ws.add(cuts[k][0], cuts[k][1], int(k))
         qp_steps = ws.solve(C, qp_max_steps)
         capped = capped + 1 if qp_steps >= qp_max_steps else 0
+        n_capped += int(qp_steps >= qp_max_steps)
         if capped >= QP_CAP_PATIENCE:
             stop = "qp_inaccurate"
             break
@@ -349,7 +353,7 @@ def _cutting_planes(oracle: Oracle, ws: _WorkingSet, C: np.ndarray, epsilon: flo
             ws.drop_idle(drop_after)
         v = ws.v()
         dual = ws.dual(v)
-    return ws.w0 + v, converged, history, stop
+    return ws.w0 + v, converged, history, (stop, n_capped)
 
 
 @dataclass
@@ -459,7 +463,7 @@ def _cutting_planes_ls(oracle: Oracle, ws: _WorkingSet, C: np.ndarray, epsilon: 
     _add_cuts(ws, best)
     qp_steps = ws.solve(C, qp_max_steps) if ws.m else 0
     history: List[dict] = []
-    converged, stop, capped = False, "max_iter", 0
+    converged, stop, capped, n_capped = False, "max_iter", 0, int(qp_steps >= qp_max_steps)
     current = best
     skip, backoff = 0, 1                  # iterations left without a search; the next wasted search's skip
     for iteration in range(1, max_iter + 1):
@@ -505,13 +509,14 @@ def _cutting_planes_ls(oracle: Oracle, ws: _WorkingSet, C: np.ndarray, epsilon: 
             break
         qp_steps = ws.solve(C, qp_max_steps)
         capped = capped + 1 if qp_steps >= qp_max_steps else 0
+        n_capped += int(qp_steps >= qp_max_steps)
         if capped >= QP_CAP_PATIENCE:
             stop = "qp_inaccurate"
             break
         if drop_after:
             ws.drop_idle(drop_after)
     nxt = current if current.objective(C) <= best.objective(C) else best
-    return ws.w0 + current.v, converged, history, nxt, stop
+    return ws.w0 + current.v, converged, history, nxt, (stop, n_capped)
 
 
 def not_converged_reason(result: "TrainingResult", epsilon: float, max_iter: int) -> str:
@@ -524,9 +529,9 @@ def not_converged_reason(result: "TrainingResult", epsilon: float, max_iter: int
     if result.stop == "max_iter":
         why = f"max_iter={max_iter} iterations were not enough (raise max_iter or epsilon)"
     else:
-        capped = sum(bool(h.get("qp_capped")) for h in result.history)
+        capped = result.qp_capped_solves
         why = ("the dual QP could not be solved to its tolerance at this scale"
-               + (f" ({capped} of {len(result.history)} solves hit its step cap)" if capped else "")
+               + (f" ({capped} of its solves hit the step cap)" if capped else "")
                + ", so more iterations would not help (lower C, or put the features on a common scale)")
     return (f"C={result.C:g} stopped after {result.n_iter} iterations with duality gap {gap:.3g} above "
             f"sum(C)*epsilon={bound:.3g}: {why}")
@@ -604,12 +609,13 @@ def train_structural_svm(X: Optional[FeatureMatrix], labels: Optional[np.ndarray
     start = time.perf_counter()
     ws = _WorkingSet(orc.dim, w0)
     if line_search:
-        w, converged, history, _, stop = _cutting_planes_ls(orc, ws, C, epsilon, int(max_iter), drop_after,
-                                                            qp_max_steps)
+        w, converged, history, _, (stop, n_capped) = _cutting_planes_ls(orc, ws, C, epsilon, int(max_iter),
+                                                                        drop_after, qp_max_steps)
     else:
-        w, converged, history, stop = _cutting_planes(orc, ws, C, epsilon, int(max_iter), drop_after, qp_max_steps)
+        w, converged, history, (stop, n_capped) = _cutting_planes(orc, ws, C, epsilon, int(max_iter), drop_after,
+                                                                  qp_max_steps)
     result = TrainingResult(w=w, converged=converged, history=history, C=float(C[0]), group_C=C,
-                            seconds=time.perf_counter() - start, stop=stop)
+                            seconds=time.perf_counter() - start, stop=stop, qp_capped_solves=n_capped)
     _warn_not_converged(result, epsilon, max_iter)
     return result
 
@@ -651,13 +657,13 @@ def train_path(X: Optional[FeatureMatrix], labels: Optional[np.ndarray], offsets
         c = float(grid[pos])
         start = time.perf_counter()
         if line_search:
-            w, converged, history, best, stop = _cutting_planes_ls(orc, ws, c * base, epsilon, int(max_iter),
-                                                                   drop_after, qp_max_steps, start=best)
+            w, converged, history, best, (stop, n_capped) = _cutting_planes_ls(
+                orc, ws, c * base, epsilon, int(max_iter), drop_after, qp_max_steps, start=best)
         else:
-            w, converged, history, stop = _cutting_planes(orc, ws, c * base, epsilon, int(max_iter), drop_after,
-                                                          qp_max_steps)
+            w, converged, history, (stop, n_capped) = _cutting_planes(orc, ws, c * base, epsilon, int(max_iter),
+                                                                      drop_after, qp_max_steps)
         results[pos] = TrainingResult(w=w, converged=converged, history=history, C=c, group_C=c * base,
-                                      seconds=time.perf_counter() - start, stop=stop)
+                                      seconds=time.perf_counter() - start, stop=stop, qp_capped_solves=n_capped)
         if warn:
             _warn_not_converged(results[pos], epsilon, max_iter)
         if on_result is not None:

@@ -33,7 +33,7 @@ from pyterrier_svmmap.svm.slack import make_slack_groups
 from pyterrier_svmmap.selection import (DEFAULT_ALPHA, DEFAULT_C_GRID, DEFAULT_MIN_VALID_QUERIES, SELECTION_METHODS,
                                         base_function_weights, best_function, c_grid, cross_validate,
                                         encode_settings, feature_options, features_name, is_auto_c, prior_options,
-                                        ranked_ap, resolve_c_grid, select, select_auto)
+                                        queries_best_function, ranked_ap, resolve_c_grid, select, select_auto)
 from pyterrier_svmmap.queries import (Queries, check_ranking_arrays, shard_sizes, split_queries, subset_queries,
                                      usable_queries)
 from pyterrier_svmmap.state import StateError
@@ -462,7 +462,7 @@ class StructSVMRanker:
         layout = encoded.layout
         w0, f = None, None
         if (self.prior if prior == "default" else prior):
-            f = best_function(raw, labels, offsets)
+            f = queries_best_function(queries)
             w0 = base_function_weights(layout, raw, offsets, f, self.prior_scale)
         losses = [g.loss for g in self._groups(1.0)]
         if shards is None or len(shards) <= 1:
@@ -621,9 +621,8 @@ class _Progress:
             self.bar.close()
         if self.unconverged:
             where, first = self.unconverged[0]
-            warnings.warn(f"{len(self.unconverged)} of {self.trained} trainings stopped before their duality gap "
-                          f"reached sum(C)*epsilon (their models are the last iterates), e.g. {where}: {first}",
-                          stacklevel=4)
+            warn(f"{len(self.unconverged)} of {self.trained} trainings stopped before their duality gap reached "
+                 f"sum(C)*epsilon (their models are the last iterates), e.g. {where}: {first}")
 
 
 def warn_skipped(skipped: int, total: int) -> None:

@@ -177,11 +177,15 @@ def test_ranker_on_arrays_and_path(data):
         r.decision_function(raw[:, :2], offsets)
 
 
-def test_cross_validation_is_k_fold_by_query_with_thresholds_per_fold():
+def test_cross_validation_is_k_fold_by_query_with_one_layout_for_all_folds():
     """The documented protocol, rebuilt by hand: folds by query (permutation of the seed, position mod cv),
-    each fold's thresholds and path from its training part, held-out MAP per C (ties broken by the fold's
-    best training function)."""
+    the thresholds and scales learned once on all training queries (no labels involved), each fold's path
+    trained on its training part's φ, held-out MAP per C (ties broken by the fold's best training function)."""
+    from pyterrier_svmmap.features.layout import FeatureLayout
     from pyterrier_svmmap.measures import average_precision
+    from pyterrier_svmmap.selection import best_function
+    from pyterrier_svmmap.svm.cutting_plane import train_path
+    from pyterrier_svmmap.svm.slack import make_slack_groups
     from pyterrier_svmmap.ties import break_ties
     rng = np.random.default_rng(4)
     n_q, n = 9, 30
@@ -192,14 +196,17 @@ def test_cross_validation_is_k_fold_by_query_with_thresholds_per_fold():
     r = StructSVMRanker(C=grid, cv=3, random_state=7, n_bins=4).fit(raw, labels, offsets)
     fold = np.empty(n_q, dtype=int)
     fold[np.random.default_rng(7).permutation(n_q)] = np.arange(n_q) % 3
+    layout = FeatureLayout.fit(raw, offsets, "bins", 4, threshold_depth=200)       # once, on every training query
+    assert np.array_equal(layout.encoder.thresholds_, r.layout_.encoder.thresholds_)
     for k in range(3):
         tr, te = np.repeat(fold != k, n), np.repeat(fold == k, n)
         off_tr = np.arange(0, tr.sum() + 1, n)
         off_te = np.arange(0, te.sum() + 1, n)
-        m = StructSVMRanker(C=grid, n_bins=4).fit(raw[tr], labels[tr], off_tr)       # thresholds from tr only
-        X = m.layout_.transform(raw[te], off_te)
+        path = train_path(layout.transform(raw[tr], off_tr), labels[tr], off_tr, make_slack_groups("map", 1.0), grid)
+        X = layout.transform(raw[te], off_te)
+        tie = best_function(raw[tr], labels[tr], off_tr)
         for i, C in enumerate(grid):
-            ranked = break_ties(X.dot(m.coefs_[i]), off_te, raw[te][:, m.tie_function_])[0]   # the tie policy
+            ranked = break_ties(X.dot(path[i].w), off_te, raw[te][:, tie])[0]   # the tie policy
             held_out = average_precision(ranked, labels[te], off_te).mean()
             assert r.path_[i]["cv_scores"][k] == pytest.approx(held_out, abs=1e-12), (k, C)
     # then the whole path on all training queries
@@ -257,8 +264,9 @@ def _write_v2_model(model, path: Path) -> None:
 
 
 #: models the previous release could make (its raw block scaled nothing)
-V2_LEARNERS = {"svm-map": lambda: SVMMap(C=[0.1, 10.0], n_bins=5, normalise=None),
-               "svm-acc": lambda: StructSVM(C=[1.0, 10.0], loss="acc", n_bins=4, binning="minmax", normalise=None)}
+V2_LEARNERS = {"svm-map": lambda: SVMMap(C=[0.1, 10.0], features="raw", n_bins=5, normalise=None),
+               "svm-acc": lambda: StructSVM(C=[1.0, 10.0], loss="acc", features="raw", n_bins=4, binning="minmax",
+                                            normalise=None)}
 
 
 @pytest.mark.parametrize("name", sorted(V2_LEARNERS))

@@ -192,8 +192,10 @@ def test_reproduce_end_to_end_on_vaswani_subset(tmp_path, monkeypatch, capsys):
         {"collection": str(coll), "trials": 2, "train": 4, "valid": 2, "seed": 0}
     assert res["n_queries"] == len(qids) and res["queries_left_out"] == 1
     names = [s["name"] for s in res["systems"]]
-    # svm-map, the base chosen per trial on its training and validation queries, 16 base functions
-    assert names[:2] == ["svm-map", "base-chosen-on-training"] and len(names) == 18 and len(set(names)) == 18
+    # svm-map, the two unsupervised fusions, the base chosen per trial on its training and validation queries,
+    # 16 base functions
+    assert names[0] == "svm-map" and sorted(names[1:3]) == ["fusion-combsum", "fusion-rrf"]
+    assert names[3] == "base-chosen-on-training" and len(names) == 20 and len(set(names)) == 20
     bases = [s for s in res["systems"] if s["kind"] == "base"]
     assert sum(res["chosen_bases"].values()) == 2 and set(res["chosen_bases"]) <= {s["name"] for s in bases}
     assert res["protocol"] == "random"
@@ -202,7 +204,8 @@ def test_reproduce_end_to_end_on_vaswani_subset(tmp_path, monkeypatch, capsys):
     assert res["best_base"] == max(bases, key=lambda s: s["map"])["name"]
     for s in res["systems"]:
         assert set(s) >= {"name", "kind", "map", "ndcg_cut_10", "recip_rank_10", "wins", "losses", "p_value"}
-        assert s["kind"] in ("learned", "chosen", "base")
+        assert s["kind"] in ("learned", "unsupervised", "chosen", "base")
+        assert ("gain_vs_chosen" in s) == (s["kind"] in ("learned", "unsupervised"))
         assert 0.0 <= s["map"] <= 1.0 and 0.0 <= s["ndcg_cut_10"] <= 1.0 and 0.0 <= s["p_value"] <= 1.0
         assert s["wins"] + s["losses"] <= len(qids)
         assert ("fit_seconds" in s) == (s["kind"] == "learned")

@@ -129,9 +129,22 @@ def test_chosen_base_row_measured_on_the_test_queries_and_compared_with_svm_map(
     assert s.loc[CHOSEN_BASE, "map"] == pytest.approx((.5 + .5 + .25 + .25 + .625) / 5)
     # svm-map ranks like B: 1/2 on q1, q2 (ties), 1 on q3–q5 (wins)
     assert (s.loc[CHOSEN_BASE, "wins"], s.loc[CHOSEN_BASE, "losses"]) == (3, 0)
-    assert list(s["kind"]) == ["learned", "chosen", "base", "base"]
+    assert list(s["kind"]) == ["learned", "unsupervised", "unsupervised", "chosen", "base", "base"]
     # the best base in hindsight is another row: B, MAP (.5 + .5 + 1 + 1 + 1) / 5
     assert s.loc["B", "map"] == pytest.approx(0.8)
+    # the unsupervised rows get their gain over the chosen base, as learned ones do
+    assert {n: s.loc[n, "gain_vs_chosen"] for n in ("fusion-rrf", "fusion-combsum")} == pytest.approx(
+        {n: s.loc[n, "map"] - s.loc[CHOSEN_BASE, "map"] for n in ("fusion-rrf", "fusion-combsum")})
+
+
+def test_fusion_rows_rank_the_candidates_by_their_fused_scores():
+    cands, qrels, runs = _collection()
+    per_trial, _ = run_trials(cands, qrels, SPLITS, {}, runs, progress=False)
+    rrf = per_trial[per_trial["system"] == "fusion-rrf"]
+    assert set(rrf["kind"]) == {"unsupervised"} and len(rrf) == sum(len(s.test) for s in SPLITS)
+    # q3–q5: A puts d1, d2, d3, d0 and B d0, d1, d2, d3: 1/64 + 1/61 puts d0 second, behind d1 (1/61 + 1/62)
+    later = rrf[rrf["qid"].isin(["q3", "q4", "q5"])]
+    assert list(later["map"]) == pytest.approx([0.5] * len(later))
 
 
 def test_no_base_runs_no_chosen_row():
@@ -187,7 +200,7 @@ def test_reproduce_folds_end_to_end_and_resume(tmp_path, capsys, monkeypatch):
     for system, rows in per_trial.groupby("system"):
         assert Counter(rows["qid"]) == {str(q): 2 for q in range(1, 11)}, system   # each query tested twice
     names = [s["name"] for s in res["systems"]]
-    assert names[:2] == ["svm-map", CHOSEN_BASE] and len(names) == 18
+    assert names[0] == "svm-map" and names[3] == CHOSEN_BASE and len(names) == 20
     splits = json.loads((out / "splits.json").read_text())
     assert [(s["repeat"], s["fold"]) for s in splits["splits"]] == [(r, k) for r in range(2) for k in range(3)]
 

@@ -45,7 +45,7 @@ def test_structural_systems_share_svm_map_defaults():
     # the other losses use the paper's configuration (svm-map-paper); svm-map is the package's default
     ref = sysreg.SYSTEMS["svm-map-paper"]()
     assert list(ref.C) == list(ps.DEFAULT_C_GRID)
-    assert list(sysreg.SYSTEMS["svm-map"]().C) == list(ps.SELECTION_C_GRID)
+    assert sysreg.SYSTEMS["svm-map"]().get_params() == ps.SVMMap().get_params()
     for name in EXPECTED:
         est = sysreg.SYSTEMS[name]() if name not in ("lambdamart", "mcrank") or _has_lgb() else None
         if not isinstance(est, StructSVM) or name == "svm-map":

@@ -47,6 +47,8 @@ MQ_RANKER_CASES = [
     ("mq-raw-grid-cv", dict(C=[0.1, 10.0], features="raw", cv=3), False),
     ("mq-auto-valid", dict(C=[1.0, 10.0], features="auto", n_bins=10), True),
     ("mq-ndcg10-minmax", dict(C=10.0, loss="ndcg@10", features="minmax"), False),
+    ("mq-raw-unnormalised-c1", dict(C=1.0, features="raw", normalise=None), False),
+    ("mq-default", dict(C="auto", features="auto", prior="best", selection="auto"), True),   # SVMMap()'s rule
 ]
 
 
@@ -134,6 +136,7 @@ def vaswani_estimators():
         ("va-prior-best-raw", lambda: SVMMap(C=[0.01, 1.0], **dict(paper, features="raw", prior="best"))),
         ("va-approx-ap", lambda: ApproxAP(n_iter=30, alphas=[10.0, 100.0], betas=[10.0])),
         ("va-adarank", lambda: AdaRank()),
+        ("va-svmmap-default", lambda: SVMMap()),
     ]
 
 
