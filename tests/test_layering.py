@@ -25,7 +25,7 @@ LAYERS: List[Tuple[str, ...]] = [
     ("_product_kernels", "products"),                    # sums in a fixed order
     ("queries",),                                        # query-grouped arrays
     ("measures", "ties", "features"),                    # IR measures, the tie policy, φ
-    ("selection",),                                      # model selection
+    ("selection", "fusion"),                             # model selection, unsupervised fusion
     ("svm", "approx", "boosting"),                       # the learners on arrays
     ("io",),                                             # svmlight files, model files
     ("scale",),                                          # shards, Dask
@@ -40,7 +40,7 @@ SAME_LAYER = {("ties", "measures"), ("measures", "features"), ("ties", "features
 PUBLIC_API_USERS = "experiments"
 #: rooms that form the numeric core, and the libraries they must not import
 CORE = {"_version", "_jit", "string_codes", "state", "threads", "user_warnings", "_product_kernels", "products", "queries", "measures", "ties", "features", "selection",
-        "svm", "approx", "boosting"}
+        "fusion", "svm", "approx", "boosting"}
 NOT_IN_CORE = {"pandas", "pyterrier", "pyterrier_pisa", "dask", "distributed", "ir_measures", "matplotlib"}
 #: and what the array-level rooms above the core (files, Dask) must not import
 NOT_BELOW_PYTERRIER = {"pyterrier", "pyterrier_pisa", "matplotlib"}

@@ -127,7 +127,9 @@ def test_an_empty_validation_frame_is_an_error():
 def test_str_shows_what_differs_from_the_defaults_and_repr_everything():
     assert str(SVMMap()) == "SVMMap()"
     assert str(SVMMap(features="bins", prior=None)) == "SVMMap(features='bins', prior=None)"
-    assert str(SVMMap(C=[1e-4, 1e-3, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0])) == "SVMMap()"     # the default grid, as a list
+    assert str(SVMMap(C="auto", features="auto")) == "SVMMap()"                 # the defaults, given
+    assert str(SVMMap(C=[1e-4, 1e-3, 0.01, 0.1, 1.0, 10.0, 100.0])) == "SVMMap(C=[0.0001, 0.001, 0.01, 0.1, 1.0, 10.0, 100.0])"
+    assert str(SVMMap(normalise=None)) == "SVMMap(normalise=None)"
     assert str(SVMMap(selection="validation")) == "SVMMap(selection='validation')"
     assert str(SVMMap(C=[1, 10])) == "SVMMap(C=[1, 10])"
     assert str(StructSVM(loss="roc")) == "StructSVM(loss='roc')"

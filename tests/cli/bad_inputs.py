@@ -77,9 +77,9 @@ CASES = [
          "uses feature index 9 but the model has 5 features", files={"f.txt": "1 qid:1 1:0.5 9:1\n"}),
     # ---------------------------------------------------------------- flags
     Case("c-empty", ["learn", "-c", "", "{train}", "{tmp}/m"], 2,
-         "argument -c: expected a number or comma-separated numbers"),
+         "argument -c: expected a number, comma-separated numbers or auto"),
     Case("c-comma", ["learn", "-c", ",", "{train}", "{tmp}/m"], 2,
-         "argument -c: expected a number or comma-separated numbers"),
+         "argument -c: expected a number, comma-separated numbers or auto"),
     Case("c-negative", ["learn", "-c", "-1", "{train}", "{tmp}/m"], 2, "C must be a positive number"),
     Case("unknown-loss", ["learn", "--loss", "nope", "{train}", "{tmp}/m"], 2, "unknown loss"),
     Case("unknown-option", ["learn", "--nope", "{train}", "{tmp}/m"], 2, "unrecognized arguments: --nope"),

@@ -299,7 +299,7 @@ def test_cli_svm_struct_options(tmp_path, caplog):
 @pytest.mark.parametrize("argv,message", [
     (["-o", "1"], "slack rescaling) is not implemented"),
     (["-p", "2"], "squared slacks) is not implemented"),
-    (["-c", "1,x"], "argument -c: expected a number or comma-separated numbers"),
+    (["-c", "1,x"], "argument -c: expected a number, comma-separated numbers or auto"),
 ])
 def test_cli_unsupported_svm_struct_options_refused(tmp_path, capsys, argv, message):
     try:
