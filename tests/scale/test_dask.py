@@ -119,6 +119,8 @@ def _close(a: StructSVMRanker, b: StructSVMRanker):
     dict(C=[0.1, 10.0], features="bins", n_bins=6),
     dict(C=[1.0], features="bins+raw", n_bins=4, prior="best"),
     dict(C=[1.0], features="raw", loss="combo", loss_params=dict(losses=["map", "ndcg@5"], slack="separate")),
+    dict(C="auto", features="auto", n_bins=5, prior="best"),          # C relative to φ's spread, per block
+    dict(C=1.0, features="raw", normalise=None),
 ])
 def test_cluster_fit_equals_one_process(client2, params):
     raw, labels, offsets = _data()
@@ -126,11 +128,14 @@ def test_cluster_fit_equals_one_process(client2, params):
     serial = StructSVMRanker(**params, queries_per_shard=11).fit(raw, labels, offsets, valid=valid)
     dist = StructSVMRanker(**params, executor=client2, queries_per_shard=11).fit(raw, labels, offsets, valid=valid)
     _close(serial, dist)
-    if "bins" in params["features"]:
+    if "bins" in params["features"] or params["features"] == "auto":
         assert np.array_equal(serial.layout_.encoder.thresholds_, dist.layout_.encoder.thresholds_)
+    for name in ("prescale_", "column_scale_", "indicator_scale_"):            # the scales, bit for bit
+        assert np.array_equal(getattr(serial.layout_.encoder, name), getattr(dist.layout_.encoder, name))
+    assert [p["C"] for p in serial.path_] == [p["C"] for p in dist.path_]
     assert dist.training_summary_["shards"] == 3 and dist.executor is client2
     traffic = dist.training_summary_["traffic"][dist.features_]
-    assert traffic["iterations"] == sum(p["oracle_calls"] for p in dist.path_)
+    assert traffic["iterations"] == sum(p["oracle_calls"] for p in dist.path_ if p["features"] == dist.features_)
     assert traffic["bytes_per_iteration"] < 3 * 8 * 4 * (dist.layout_.dim + 1)   # vectors of φ's size, not data
 
 
