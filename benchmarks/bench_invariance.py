@@ -210,7 +210,7 @@ def write_svmlight(path: Path, data, raw):
     with open(path, "w") as f:
         q = np.repeat(np.arange(len(data.offsets) - 1), np.diff(data.offsets))
         for i in range(len(raw)):
-            feats = " ".join(f"{j + 1}:{v!r}" for j, v in enumerate(raw[i]))
+            feats = " ".join(f"{j + 1}:{float(v)!r}" for j, v in enumerate(raw[i]))
             f.write(f"{int(data.labels[i])} qid:{q[i] + 1} {feats}\n")
 
 

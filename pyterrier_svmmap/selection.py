@@ -324,10 +324,12 @@ def choose(evidence: np.ndarray, fallback: Optional[np.ndarray] = None, alpha: O
     ``levels`` groups the columns into model classes of increasing richness (default: one group of all), e.g.
     linear models of the scores, then step functions of them (bins). Starting from the fallback, each level's
     arg-max replaces the current choice iff its mean gain over it is positive and the sign-flip max-gain test
-    over the level's columns (:func:`max_gain_pvalue` of their per-query gains over the current choice) gives
-    p ≤ ``alpha``: a richer class must show evidence against the simpler one, as learning must against the
-    base function. Without a fallback the first level's arg-max is the start; ``alpha=None`` tests nothing and
-    takes the arg-max of all columns."""
+    over every column tried so far — this level's and the simpler ones' — (:func:`max_gain_pvalue` of their
+    per-query gains over the current choice) gives p ≤ ``alpha``: a richer class must show evidence against the
+    simpler choice, as learning must against the base function, and the test counts every setting that had a
+    chance to win (a richer class that follows a rejected simpler one is not tested as if it were the first).
+    Without a fallback the first level's arg-max is the start; ``alpha=None`` tests nothing and takes the
+    arg-max of all columns."""
     E = np.asarray(evidence, dtype=float)
     if E.ndim != 2 or E.shape[1] == 0:
         raise ValueError(f"evidence must be a (queries × settings) array with a setting, got shape {E.shape}")
@@ -348,11 +350,13 @@ def choose(evidence: np.ndarray, fallback: Optional[np.ndarray] = None, alpha: O
         current = np.nan_to_num(E[:, index], nan=0.0)
     steps: List[dict] = []
     decided = None
+    tried: List[int] = [] if fallback is not None else list(first)
     for cols in levels:
-        D = np.nan_to_num(E[:, cols], nan=0.0) - current[:, None]
-        D[:, np.isnan(means[cols])] = -1.0                    # a setting without evidence never wins
+        tried += cols
+        D = np.nan_to_num(E[:, tried], nan=0.0) - current[:, None]
+        D[:, np.isnan(means[tried])] = -1.0                   # a setting without evidence never wins
         top = cols[int(np.argmax(ranked[cols]))]
-        d = D[:, cols.index(top)]
+        d = D[:, tried.index(top)]
         gain = float(d.mean()) if len(d) else 0.0
         p = max_gain_pvalue(D, seed=seed) if gain > 0 else 1.0
         accepted = gain > 0 and p <= alpha

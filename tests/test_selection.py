@@ -351,3 +351,14 @@ def test_the_levels_follow_the_model_class_of_each_setting():
     settings = [("raw", "best"), ("bins", "best"), ("bins+raw", None), ("minmax", None)]
     assert selection.setting_levels(settings, 2) == [[0, 1, 6, 7], [2, 3, 4, 5]]
     assert [selection.model_class(f) for f, _ in settings] == [0, 1, 1, 0]
+
+
+def test_a_richer_level_is_tested_against_every_setting_tried_so_far():
+    # level 0 rejected against the fallback; level 1's test counts level 0's columns too (they had their
+    # chance to win), so its p-value is the max-gain test over all columns, not over level 1's alone
+    E, fb = _evidence([0.004, -0.004, 0.006], n=12, seed=3)
+    c = choose(E, fb, 0.5, levels=[[0, 1], [2]])
+    assert c.steps[0]["against"] == -1 and c.steps[1]["against"] == (0 if c.steps[0]["accepted"] else -1)
+    current = fb if not c.steps[0]["accepted"] else E[:, 0]
+    assert c.steps[1]["p_value"] == max_gain_pvalue(E - current[:, None])
+    assert c.steps[1]["p_value"] >= max_gain_pvalue(E[:, [2]] - current[:, None])

@@ -108,14 +108,22 @@ class FeatureLayout:
             X = FeatureMatrix(list(X.blocks) + [DenseBlock(np.ones((X.n_rows, 1)))])
         return X
 
+    def prior_block(self) -> str:
+        """The block the prior's weights are put in: the first dense block (``raw``, ``minmax``), whose column
+        ranks candidates exactly as the function does, else ``bins`` (its steps rank them coarsely, ties within
+        a bin)."""
+        dense = [kind for kind in self.blocks if kind != "bins"]
+        return dense[0] if dense else self.blocks[0]
+
     def prior_weights(self, function: int, scale: float = 1.0, span: float = 1.0) -> np.ndarray:
         """w₀ that ranks like base function ``function`` alone (missing documents last), for biased
-        regularisation ½‖w − w₀‖²: in the first block, 1/n_bins on each of its thresholds (a score of
-        about 1 at the top), or 1/``span`` on its score (``span``: the range of its column on the training
-        candidates, :meth:`score_span`, for a dense block); every other weight 0. The whole vector is
-        multiplied by ``scale``."""
+        regularisation ½‖w − w₀‖², in :meth:`prior_block`: 1/``span`` on its score column (``span``: the range
+        of that column on the training candidates, :meth:`score_span`), or in a ``bins`` block 1/n_bins on each
+        of its thresholds (a score of about 1 at the top); every other weight 0. The whole vector is multiplied
+        by ``scale``."""
         w0 = np.zeros(self.dim)
-        kind, sl = self.block_slices()[0]
+        kind = self.prior_block()
+        sl = dict(self.block_slices())[kind]
         head = np.zeros(sl.stop - sl.start)
         if kind == "bins":
             n_bins = int(self.encoder.n_bins)
@@ -126,10 +134,10 @@ class FeatureLayout:
         return scale * w0
 
     def score_extent(self, raw: np.ndarray, offsets: np.ndarray, function: int) -> Tuple[float, float]:
-        """The (min, max) of base function ``function``'s score column of the first block on candidates ``raw``
-        (:meth:`FeatureEncoder.score_extent` for ``raw``; (0, 1) for ``bins`` and ``minmax``, whose prior
+        """The (min, max) of base function ``function``'s score column of :meth:`prior_block` on candidates
+        ``raw`` (:meth:`FeatureEncoder.score_extent` for ``raw``; (0, 1) for ``bins`` and ``minmax``, whose prior
         weights need no range)."""
-        if self.blocks[0] != "raw":
+        if self.prior_block() != "raw":
             return 0.0, 1.0
         return self.encoder.score_extent(raw, offsets, function)
 
