@@ -187,14 +187,12 @@ def test_auto_state_round_trip():
 
 
 def test_auto_parameters_validated():
-    with pytest.raises(ValueError):
-        StructSVMRanker(selection="best")
-    with pytest.raises(ValueError):
-        StructSVMRanker(prior="auto")                          # needs selection="auto"
-    with pytest.raises(ValueError):
-        StructSVMRanker(selection="auto", fallback_alpha=0.0)
-    with pytest.raises(ValueError):
-        StructSVMRanker(selection="auto", min_valid_queries=0)
+    for kwargs, message in ((dict(selection="best"), "selection must be one of"),
+                            (dict(prior="auto", selection="validation"), "prior='auto'.*needs selection='auto'"),
+                            (dict(selection="auto", fallback_alpha=0.0), r"fallback_alpha \(the level .*\) must be in \(0, 1\]"),
+                            (dict(selection="auto", min_valid_queries=0), "min_valid_queries must be")):
+        with pytest.raises(ValueError, match=message):
+            StructSVMRanker(**kwargs).check_params()
 
 
 def test_auto_keeps_working_with_the_reliability_fixes(capsys):

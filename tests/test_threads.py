@@ -209,7 +209,7 @@ def test_n_jobs_is_a_parameter_but_not_of_the_model(tmp_path):
     assert r.get_params()["n_jobs"] == 2 and "n_jobs" not in repr(r)
     assert "n_jobs" not in StructSVMRanker.MODEL_PARAMS
     with pytest.raises(ValueError, match="n_jobs"):
-        StructSVMRanker(n_jobs=0)
+        StructSVMRanker(n_jobs=0).check_params()
     r.fit(*ranking_data(n_q=6))
     meta, _ = r.get_state()
     assert "n_jobs" not in meta["params"]
@@ -223,7 +223,7 @@ def test_estimators_take_n_jobs(tmp_path):
         assert est.get_params()["n_jobs"] == -1 and "n_jobs" not in repr(est)
         assert est._ranker().n_jobs == -1
         with pytest.raises(ValueError, match="n_jobs"):
-            cls(n_jobs=0)
+            cls(n_jobs=0).check_params()
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")

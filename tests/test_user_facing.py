@@ -310,7 +310,7 @@ def test_negative_labels_count_as_zero_with_a_warning():
     res, qrels = _frames()
     judged_0 = pd.DataFrame(dict(qid=["0", "1"], docno=["d2", "d3"], label=[0, 0]))
     negative = judged_0.assign(label=[-2, -1])
-    zero = SVMMap(C=1, loss="ndcg", features="raw").fit(res, pd.concat([qrels, judged_0]))
+    zero = StructSVM(C=1, loss="ndcg", features="raw").fit(res, pd.concat([qrels, judged_0]))
     with pytest.warns(UserWarning, match="2 qrels have negative labels \\(e.g. -2\\); they count as 0"):
         neg = StructSVM(C=1, loss="ndcg", features="raw").fit(res, pd.concat([qrels, negative]))
     np.testing.assert_array_equal(neg.coef_, zero.coef_)

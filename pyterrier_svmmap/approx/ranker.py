@@ -40,7 +40,7 @@ import time
 from dataclasses import dataclass, field
 from itertools import product
 from types import ModuleType
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -48,7 +48,9 @@ import pyterrier_svmmap._jit as _jit
 from pyterrier_svmmap.features.encoder import DenseBlock, FeatureMatrix
 from pyterrier_svmmap.measures import average_precision, dcg_at
 from pyterrier_svmmap.selection import select
-from pyterrier_svmmap.state import (check_state, constructor_params, float_from_json, int_from_json, json_float,
+from pyterrier_svmmap.params import (Param, ParamSpec, Parametrized, boolean, one_of, optional_int, positive_int,
+                                     positive_number)
+from pyterrier_svmmap.state import (check_state, float_from_json, int_from_json, json_float,
                                     json_params, state_array)
 
 log = logging.getLogger(__name__)
@@ -225,7 +227,7 @@ class _QuerySet:
         return np.divide(out, self.idcg, out=np.zeros(len(out)), where=self.idcg > 0)
 
 
-class ApproxRanker:
+class ApproxRanker(Parametrized):
     """Linear ranker trained by ApproxAP or ApproxNDCG (Qin et al., §4.4 Algorithm 1).
 
     Works on a :class:`~pyterrier_svmmap.features.encoder.FeatureMatrix` with queries delimited by
@@ -243,23 +245,28 @@ class ApproxRanker:
     approx_error, seconds); ``best_valid_score_`` is the selected model's validation measure.
     :meth:`get_state` / :meth:`from_state` save and restore all of them. ``max_entries`` is kept with the
     parameters and in model files but has no effect: the compiled kernels take O(n) memory per query.
+
+    {parameters}
     """
 
-    def __init__(self, measure: str = "ap", alphas: Optional[Sequence[float]] = None,
-                 betas: Optional[Sequence[float]] = None, n_iter: int = 200,
-                 learning_rate: float = 0.01, w0: Optional[np.ndarray] = None,
-                 track_error: bool = True, max_entries: int = DEFAULT_MAX_ENTRIES,
-                 random_state: Optional[int] = 0, verbose: bool = False):
-        self.measure = measure
-        self.alphas = alphas
-        self.betas = betas
-        self.n_iter = n_iter
-        self.learning_rate = learning_rate
-        self.w0 = w0
-        self.track_error = track_error
-        self.max_entries = max_entries
-        self.random_state = random_state
-        self.verbose = verbose
+    PARAMS = ParamSpec([
+        Param("measure", "ap", "{'ap', 'ndcg'}", "The smoothed measure: ÂP (binary labels) or N̂DCG (gains "
+              "2^label − 1).", check=one_of("ap", "ndcg")),
+        Param("alphas", None, "sequence of float or None", "The α grid of the position approximation; None: the "
+              "paper's (§6.3, §6.4)."),
+        Param("betas", None, "sequence of float or None", "The β grid of the truncation (ÂP only); None: the "
+              "paper's."),
+        Param("n_iter", 200, "int", "T, the passes over the training queries per grid point; the best iteration is "
+              "kept.", check=positive_int),
+        Param("learning_rate", 0.01, "float", "η, the step of the gradient ascent.", check=positive_number),
+        Param("w0", None, "ndarray or None", "θ_0, the start of every grid point (None: 0)."),
+        Param("track_error", True, "bool", "Record ρ, the approximation error per iteration (``approx_error_``).",
+              check=boolean, model=False),
+        Param("max_entries", DEFAULT_MAX_ENTRIES, "int", "No effect (the compiled kernels take O(n) memory per "
+              "query); kept in the parameters and model files.", check=positive_int),
+        Param("random_state", 0, "int or None", "The seed of the query order of every pass.", check=optional_int),
+        Param("verbose", False, "bool", "Show progress.", check=boolean, model=False),
+    ])
 
     # -- the grid --------------------------------------------------------------------------------
     def grid(self) -> List[Tuple[float, float]]:
@@ -305,6 +312,7 @@ class ApproxRanker:
             labels_valid: Optional[np.ndarray] = None, offsets_valid: Optional[np.ndarray] = None,
             n_relevant_valid: Optional[np.ndarray] = None) -> "ApproxRanker":
         """Run Algorithm 1 for every grid point and keep the best model (see the class doc)."""
+        self.check_params()
         grid = self.grid()
         if int(self.n_iter) < 1:
             raise ValueError(f"n_iter must be at least 1, got {self.n_iter}")
@@ -392,10 +400,6 @@ class ApproxRanker:
     _SEARCH_SCALARS = (("alpha", float), ("beta", float), ("best_iteration", int),
                        ("best_valid", float), ("seconds", float))
 
-    def get_params(self) -> dict:
-        """The constructor parameters, by name."""
-        return constructor_params(self)
-
     def get_state(self) -> Tuple[dict, Dict[str, np.ndarray]]:
         """(meta, arrays) of the fitted ranker; :meth:`from_state` rebuilds it exactly.
 
@@ -407,7 +411,7 @@ class ApproxRanker:
         """
         if not hasattr(self, "coef_"):
             raise RuntimeError(f"{type(self).__name__} is not fitted; call fit first")
-        params = self.get_params()
+        params = self.get_params(deep=False)
         w0 = params.pop("w0")
         meta = {"ranker": type(self).__name__,
                 "params": {**json_params(params, type(self).__name__), "w0": None if w0 is None else "array"},

@@ -11,6 +11,7 @@ import numpy as np
 
 from pyterrier_svmmap.boosting.common import Peer, check_arrays, n_functions_of, query_minmax
 from pyterrier_svmmap.measures import average_precision, ndcg_at
+from pyterrier_svmmap.params import Param, ParamSpec, boolean, one_of, positive_int
 from pyterrier_svmmap.state import check_state, float_from_json, int_from_json, json_float, state_array
 
 log = logging.getLogger(__name__)
@@ -26,6 +27,8 @@ class AdaRankRanker(Peer):
     (it would only grow its own weight). The model kept is f_t of the round with the best validation
     measure (training measure without validation queries).
 
+    {parameters}
+
     Learned attributes: ``n_functions_``, ``coef_`` (α summed per feature: the kept f_t),
     ``best_round_`` (its t, 1-based; 0 if no round ran), ``history_`` (one dict per round: round,
     feature, alpha, train (mean training measure), select (the measure the round was chosen by)).
@@ -33,12 +36,13 @@ class AdaRankRanker(Peer):
 
     _FIT_TAKES_N_RELEVANT = True
 
-    def __init__(self, n_rounds: int = 100, measure: str = "ap", k: int = 10,
-                 verbose: bool = False):
-        self.n_rounds = n_rounds
-        self.measure = measure
-        self.k = k
-        self.verbose = verbose
+    PARAMS = ParamSpec([
+        Param("n_rounds", 100, "int", "Boosting rounds at most.", check=positive_int),
+        Param("measure", "ap", "{'ap', 'ndcg'}", "The measure boosted: AP (AdaRank.MAP) or NDCG@``k``.",
+              check=one_of("ap", "ndcg")),
+        Param("k", 10, "int", "The cutoff of NDCG@k.", check=positive_int),
+        Param("verbose", False, "bool", "Log each round.", check=boolean, model=False),
+    ])
 
     def _evaluate(self, scores, labels, offsets, n_relevant):
         if self.measure == "ap":
@@ -51,6 +55,7 @@ class AdaRankRanker(Peer):
             raw_valid: Optional[np.ndarray] = None, labels_valid: Optional[np.ndarray] = None,
             offsets_valid: Optional[np.ndarray] = None, n_relevant: Optional[np.ndarray] = None,
             n_relevant_valid: Optional[np.ndarray] = None) -> "AdaRankRanker":
+        self.check_params()
         raw, offsets = check_arrays(raw, labels, offsets)
         self.n_functions_ = raw.shape[1]
         X = query_minmax(raw, offsets)

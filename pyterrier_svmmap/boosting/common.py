@@ -23,7 +23,8 @@ import numpy as np
 
 from pyterrier_svmmap.features.encoder import minmax_normalise, query_min_max
 from pyterrier_svmmap.queries import Queries, query_ids
-from pyterrier_svmmap.state import constructor_params, int_from_json, json_params, state_array
+from pyterrier_svmmap.params import Parametrized
+from pyterrier_svmmap.state import int_from_json, json_params, state_array
 
 PEERS_HINT = ("this learner needs LightGBM, an optional dependency of pyterrier-svmmap; "
               "install it with: pip install pyterrier-svmmap[peers]")
@@ -110,9 +111,10 @@ def n_functions_of(meta: dict, owner: str) -> int:
     return n
 
 
-class Peer:
-    """Shared plumbing: sklearn habits (constructor stores parameters, learned attributes end in _), and the
-    :class:`~pyterrier_svmmap.queries.QueryRanker` protocol over each learner's ``fit`` and ``predict``."""
+class Peer(Parametrized):
+    """Shared plumbing: scikit-learn's habits (``PARAMS`` declares the keyword-only constructor, which stores its
+    parameters; learned attributes end in _), and the :class:`~pyterrier_svmmap.queries.QueryRanker` protocol
+    over each learner's ``fit`` and ``predict``."""
 
     #: whether ``fit`` takes ``n_relevant``/``n_relevant_valid`` (the measure it boosts is normalised by them)
     _FIT_TAKES_N_RELEVANT = False
@@ -138,12 +140,8 @@ class Peer:
         if raw.shape[1] != self.n_functions_:
             raise ValueError(f"trained on {self.n_functions_} base functions, got {raw.shape[1]}")
 
-    def get_params(self) -> dict:
-        """The constructor parameters, by name."""
-        return constructor_params(self)
-
     def _meta(self) -> dict:
         self._check_fitted()
         name = type(self).__name__
-        return {"ranker": name, "params": json_params(self.get_params(), name),
+        return {"ranker": name, "params": json_params(self.get_params(deep=False), name),
                 "n_functions": int(self.n_functions_)}

@@ -13,6 +13,7 @@ import numpy as np
 
 from pyterrier_svmmap.boosting.common import (Peer, booster_bytes, booster_from_bytes, check_arrays, fill_missing,
                                               int_labels, load_lightgbm, n_functions_of)
+from pyterrier_svmmap.params import Param, ParamSpec, boolean, optional_int, positive_int, positive_number
 from pyterrier_svmmap.state import check_state, int_from_json
 
 log = logging.getLogger(__name__)
@@ -26,28 +27,30 @@ class LambdaMARTRanker(Peer):
     ``early_stopping_rounds`` rounds, and the best iteration is kept. ``params`` are passed on to
     ``lightgbm.LGBMRanker``.
 
+    {parameters}
+
     Learned attributes: ``n_functions_`` (base functions, checked at prediction), ``booster_`` (the
     ``lightgbm.Booster``), ``best_iteration_`` (the boosting rounds used to predict).
     """
 
-    def __init__(self, n_estimators: int = 500, learning_rate: float = 0.05, num_leaves: int = 31,
-                 min_child_samples: int = 20, metric: str = "ndcg", eval_at: int = 10,
-                 early_stopping_rounds: int = 50, random_state: Optional[int] = 0,
-                 params: Optional[dict] = None, verbose: bool = False):
-        self.n_estimators = n_estimators
-        self.learning_rate = learning_rate
-        self.num_leaves = num_leaves
-        self.min_child_samples = min_child_samples
-        self.metric = metric
-        self.eval_at = eval_at
-        self.early_stopping_rounds = early_stopping_rounds
-        self.random_state = random_state
-        self.params = params
-        self.verbose = verbose
+    PARAMS = ParamSpec([
+        Param("n_estimators", 500, "int", "Boosting rounds at most.", check=positive_int),
+        Param("learning_rate", 0.05, "float", "LightGBM's shrinkage.", check=positive_number),
+        Param("num_leaves", 31, "int", "Leaves per tree.", check=positive_int),
+        Param("min_child_samples", 20, "int", "Candidates per leaf at least.", check=positive_int),
+        Param("metric", "ndcg", "str", "LightGBM's validation metric for early stopping (``\"ndcg\"``, ``\"map\"``)."),
+        Param("eval_at", 10, "int", "The metric's cutoff.", check=positive_int),
+        Param("early_stopping_rounds", 50, "int", "Rounds without improvement on the validation queries before "
+              "boosting stops.", check=positive_int),
+        Param("random_state", 0, "int or None", "LightGBM's seed.", check=optional_int),
+        Param("params", None, "dict or None", "More ``lightgbm.LGBMRanker`` parameters."),
+        Param("verbose", False, "bool", "LightGBM's own output.", check=boolean, model=False),
+    ])
 
     def fit(self, raw: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
             raw_valid: Optional[np.ndarray] = None, labels_valid: Optional[np.ndarray] = None,
             offsets_valid: Optional[np.ndarray] = None) -> "LambdaMARTRanker":
+        self.check_params()
         lgb = load_lightgbm()
         raw, offsets = check_arrays(raw, labels, offsets)
         self.n_functions_ = raw.shape[1]

@@ -12,6 +12,7 @@ import numpy as np
 
 from pyterrier_svmmap.boosting.common import (Peer, booster_bytes, booster_from_bytes, check_arrays, fill_missing,
                                               int_labels, load_lightgbm, n_functions_of)
+from pyterrier_svmmap.params import Param, ParamSpec, boolean, optional_int, positive_int, positive_number
 from pyterrier_svmmap.state import check_state, state_array
 
 
@@ -21,25 +22,27 @@ class McRankRanker(Peer):
     Validation queries are accepted for a uniform interface but not used: the number of rounds is
     fixed (``n_estimators`` = 30, as Chakrabarti et al. 2008 ran McRank).
 
+    {parameters}
+
     Learned attributes: ``n_functions_`` (base functions, checked at prediction), ``classes_`` (the
     integer relevance grades z seen in training, ascending), ``booster_`` (the ``lightgbm.Booster``:
     one model per grade, or the binary logistic model for two grades).
     """
 
-    def __init__(self, n_estimators: int = 30, learning_rate: float = 0.1, num_leaves: int = 31,
-                 min_child_samples: int = 20, random_state: Optional[int] = 0,
-                 params: Optional[dict] = None, verbose: bool = False):
-        self.n_estimators = n_estimators
-        self.learning_rate = learning_rate
-        self.num_leaves = num_leaves
-        self.min_child_samples = min_child_samples
-        self.random_state = random_state
-        self.params = params
-        self.verbose = verbose
+    PARAMS = ParamSpec([
+        Param("n_estimators", 30, "int", "Boosting rounds (fixed: McRank uses no validation).", check=positive_int),
+        Param("learning_rate", 0.1, "float", "LightGBM's shrinkage.", check=positive_number),
+        Param("num_leaves", 31, "int", "Leaves per tree.", check=positive_int),
+        Param("min_child_samples", 20, "int", "Candidates per leaf at least.", check=positive_int),
+        Param("random_state", 0, "int or None", "LightGBM's seed.", check=optional_int),
+        Param("params", None, "dict or None", "More ``lightgbm.LGBMClassifier`` parameters."),
+        Param("verbose", False, "bool", "LightGBM's own output.", check=boolean, model=False),
+    ])
 
     def fit(self, raw: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
             raw_valid: Optional[np.ndarray] = None, labels_valid: Optional[np.ndarray] = None,
             offsets_valid: Optional[np.ndarray] = None) -> "McRankRanker":
+        self.check_params()
         lgb = load_lightgbm()
         raw, offsets = check_arrays(raw, labels, offsets)
         self.n_functions_ = raw.shape[1]

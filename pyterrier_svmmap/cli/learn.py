@@ -201,6 +201,7 @@ def run(args: argparse.Namespace) -> int:
                                  **({} if args.fallback_alpha is None else {"fallback_alpha": args.fallback_alpha}),
                                  **({} if args.min_valid_queries is None
                                     else {"min_valid_queries": args.min_valid_queries}))
+        ranker.check_params()
         check_writable(args.model, force=args.force, remedy="--force")
     except (ValueError, FileExistsError) as e:
         raise UsageError(str(e)) from None
@@ -308,7 +309,7 @@ def save_ranker(ranker, path, estimator: str, overwrite: bool = False):
     from pyterrier_svmmap.io.model_files import class_path, save_model
     params = dict({k: getattr(ranker, k) for k in ranker.MODEL_PARAMS}, verbose=False)
     return save_model(path, estimator, params, ranker.get_state(), ranker=class_path(type(ranker)),
-                      overwrite=overwrite)
+                      overwrite=overwrite, implied=ranker.PARAMS.implied)
 
 
 def warn_unusual_labels(data, rel: Optional[float]) -> None:

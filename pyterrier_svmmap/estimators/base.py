@@ -20,6 +20,7 @@ import pyterrier as pt
 from pyterrier_svmmap.features.layout import default_base_names
 from pyterrier_svmmap.frames import Candidates, candidates_from_frame
 import pyterrier_svmmap.io.model_files as model_io
+from pyterrier_svmmap.params import Parametrized
 from pyterrier_svmmap.measures import ranks_within_queries
 from pyterrier_svmmap.queries import query_ids
 from pyterrier_svmmap.selection import best_function
@@ -29,21 +30,18 @@ from pyterrier_svmmap.ties import break_ties
 log = logging.getLogger(__name__)
 
 
-class RankerEstimator(pt.Estimator, pt.Artifact):
+class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
     """Shared PyTerrier plumbing of the learners: frames in, arrays to ``_fit_arrays``/``_score``, models
     saved and loaded as ``pt.Artifact`` s.
 
-    Subclasses implement ``_fit_arrays(train, valid)`` (both :class:`Candidates`, ``valid`` may be None),
-    ``_score(raw, offsets) -> np.ndarray``, ``get_params()`` (the constructor parameters; ``repr`` shows
-    those that change the model, ``MODEL_PARAMS``) and ``_get_state()`` / ``_set_state(meta, arrays)``
-    (the fitted state for :mod:`~pyterrier_svmmap.io.model_files`). Learned attributes end in ``_``;
-    ``base_names_`` holds the base functions' names when the frames carried them (``RunFeatures`` does).
+    Subclasses declare their constructor parameters as ``PARAMS`` (:class:`~pyterrier_svmmap.params.ParamSpec`:
+    the keyword-only ``__init__``, ``get_params``/``set_params``, the checks, what ``repr`` shows and what is
+    saved), and implement ``_fit_arrays(train, valid)`` (both :class:`Candidates`, ``valid`` may be None),
+    ``_score(raw, offsets) -> np.ndarray`` and ``_get_state()`` / ``_set_state(meta, arrays)`` (the fitted state
+    for :mod:`~pyterrier_svmmap.io.model_files`). Learned attributes end in ``_``; ``base_names_`` holds the
+    base functions' names when the frames carried them (``RunFeatures`` does).
     """
 
-    #: constructor parameters that change the model, shown by ``repr`` (PyTerrier hashes transformers by it)
-    MODEL_PARAMS: Tuple[str, ...] = ()
-    #: constructor parameters of this machine, not of the model (e.g. ``n_jobs``): never saved
-    RUNTIME_PARAMS: Tuple[str, ...] = ("n_jobs",)
     #: the array-level ranker class whose state is the model's (scores without PyTerrier), or None
     RANKER: Optional[type] = None
 
@@ -57,7 +55,10 @@ class RankerEstimator(pt.Estimator, pt.Artifact):
     def fit(self, train_res: pd.DataFrame, train_qrels: pd.DataFrame,
             valid_res: Optional[pd.DataFrame] = None, valid_qrels: Optional[pd.DataFrame] = None):
         """Train on ``train_res`` (candidates with ``features``) judged by ``train_qrels``; the optional
-        validation pair selects hyper-parameters. Returns self."""
+        validation pair selects hyper-parameters. Returns self.
+
+        The constructor's parameters are checked first (:meth:`check_params`), before any frame is converted."""
+        self.check_params()
         if train_res is None or len(train_res) == 0:
             raise ValueError("fit() got no training candidates; pass the result frame of the training topics "
                              "(e.g. RunFeatures(...).transform(train_topics))")
@@ -75,7 +76,7 @@ class RankerEstimator(pt.Estimator, pt.Artifact):
                                  "to choose by cross-validation over the training queries")
             valid = candidates_from_frame(valid_res, valid_qrels, n_functions=train.raw.shape[1], context=self,
                                           rel=rel, feature_names=train_res.attrs.get("feature_names"))
-        return self.fit_candidates(train, valid, feature_names=train_res.attrs.get("feature_names"))
+        return self._fit_converted(train, valid, feature_names=train_res.attrs.get("feature_names"))
 
     def fit_candidates(self, train: Candidates, valid: Optional[Candidates] = None,
                        feature_names: Optional[Sequence[str]] = None):
@@ -84,6 +85,11 @@ class RankerEstimator(pt.Estimator, pt.Artifact):
         as ``train``). ``feature_names`` are the base functions' names (``RunFeatures`` puts them in
         ``attrs["feature_names"]``). The same model as ``fit`` on the frames; lets a caller that trains
         several estimators on the same frames (``svmmap reproduce``) convert them once. Returns self."""
+        self.check_params()
+        return self._fit_converted(train, valid, feature_names)
+
+    def _fit_converted(self, train: Candidates, valid: Optional[Candidates],
+                       feature_names: Optional[Sequence[str]]):
         if train.labels is None or train.n_relevant is None or (
                 valid is not None and (valid.labels is None or valid.n_relevant is None)):
             raise ValueError("fit_candidates() needs candidates converted with their qrels "
@@ -173,20 +179,27 @@ class RankerEstimator(pt.Estimator, pt.Artifact):
         return self._score(np.asarray(raw, dtype=float), np.asarray(offsets))
 
     # -- parameters -------------------------------------------------------------------------------
-    def get_params(self) -> dict:
-        """Constructor parameters (scikit-learn's convention)."""
-        return {k: getattr(self, k) for k in self.MODEL_PARAMS}
+    @property
+    def MODEL_PARAMS(self) -> Tuple[str, ...]:                            # noqa: N802 - a class constant's name
+        """The constructor parameters that change the model: ``repr`` shows them (PyTerrier identifies
+        transformers by it)."""
+        return self.PARAMS.model_names
+
+    @property
+    def RUNTIME_PARAMS(self) -> Tuple[str, ...]:                          # noqa: N802
+        """The constructor parameters of this machine, not of the model (``n_jobs``): never saved."""
+        return self.PARAMS.runtime_names
 
     def __repr__(self) -> str:
-        params = self.get_params()
-        return f"{type(self).__name__}({', '.join(f'{k}={params[k]!r}' for k in self.MODEL_PARAMS if k in params)})"
+        params = self.get_params(deep=False)
+        return f"{type(self).__name__}({', '.join(f'{k}={params[k]!r}' for k in self.MODEL_PARAMS)})"
 
     def __str__(self) -> str:
         """A short name for tables such as ``pt.Experiment``'s: the class and the model-changing parameters whose
         value differs from the constructor's default (``SVMMap(features='bins', prior=None)``); ``repr``
         shows every one."""
         defaults = {k: v.default for k, v in inspect.signature(type(self).__init__).parameters.items()}
-        params = self.get_params()
+        params = self.get_params(deep=False)
         changed = [f"{k}={params[k]!r}" for k in self.MODEL_PARAMS
                    if k in params and not _same_value(params[k], defaults.get(k, inspect.Parameter.empty))]
         return f"{type(self).__name__}({', '.join(changed)})"
@@ -207,8 +220,9 @@ class RankerEstimator(pt.Estimator, pt.Artifact):
         """
         if not hasattr(self, "n_functions_"):
             raise RuntimeError("save() needs a fitted model: call fit() first")
-        params = {k: v for k, v in self.get_params().items() if k not in self.RUNTIME_PARAMS}
+        params = {k: v for k, v in self.get_params(deep=False).items() if k not in self.RUNTIME_PARAMS}
         self.path = model_io.save_model(path, model_io.class_path(type(self)), params, self._get_state(),
+                                        implied=self.PARAMS.implied,
                                         ranker=model_io.class_path(self.RANKER) if self.RANKER else None,
                                         overwrite=overwrite)
 
@@ -218,11 +232,30 @@ class RankerEstimator(pt.Estimator, pt.Artifact):
         return model_io.load_model(path, cls=cls)
 
     @classmethod
+    def from_params(cls, params: dict) -> "RankerEstimator":
+        """An unfitted estimator of saved constructor ``params``, checked as ``fit`` checks them.
+
+        A parameter the class fixes rather than takes (``SVMMap`` is MAP: files of ``SVMMap`` carry
+        ``loss='map'``) is accepted when it has the class's value; any other unknown name, or a fixed one with
+        another value, is a ValueError naming it.
+        """
+        taken = set(cls.PARAMS.names)
+        kwargs = {}
+        for name, value in params.items():
+            if name in taken:
+                kwargs[name] = value
+            elif not hasattr(cls, name) or not _same_value(value, getattr(cls, name)):
+                raise ValueError(f"{cls.__name__} takes no parameter {name!r} (= {value!r})")
+        model = cls(**kwargs)
+        model.check_params()
+        return model
+
+    @classmethod
     def _from_state(cls, params: dict, meta: dict, arrays: dict) -> "RankerEstimator":
         """The fitted estimator of constructor ``params`` and a state (``meta``, ``arrays``), checked: the
         learner's own checks, then the tie policy's base function and the base names against the number of
         base functions (:class:`~pyterrier_svmmap.state.StateError` naming the field)."""
-        model = cls(**params)
+        model = cls.from_params(params)
         model._set_state(meta, arrays)
         check_tie_function(meta.get("tie_function", model.tie_function_), model.n_functions_)
         if len(model.base_names_) != model.n_functions_:

@@ -14,46 +14,27 @@ from pyterrier_svmmap.boosting.lambdamart import LambdaMARTRanker
 from pyterrier_svmmap.boosting.mcrank import McRankRanker
 from pyterrier_svmmap.estimators.base import RankerEstimator
 from pyterrier_svmmap.frames import Candidates
+from pyterrier_svmmap.params import Param, positive_number
 
 log = logging.getLogger(__name__)
 
 
-def _keyword_parameters(ranker_class) -> str:
-    """The Parameters section of an estimator whose keyword arguments go to ``ranker_class``."""
-    return f"""
-    Parameters
-    ----------
-    **params
-        The keyword arguments of :class:`{ranker_class.__module__}.{ranker_class.__name__}`.
-    """
-
-
 class _Peer(RankerEstimator):
+    """A boosted peer: the keyword arguments of its array-level ranker (``ranker_class``), stored as they are."""
     ranker_class = None
 
-    def __init__(self, **params):
-        """Keep ``params`` (the array-level ranker's keyword arguments) and check them at once."""
-        self.params = params
-        self.ranker_class(**params)          # unknown or bad parameters fail here, not in fit()
-
     def _fit_arrays(self, train: Candidates, valid: Optional[Candidates]) -> None:
-        self.ranker_ = self.ranker_class(**self.params)
-        if isinstance(self.ranker_, AdaRankRanker) and self.ranker_.measure == "ap":
-            # AdaRank.MAP: binary relevance, label ≥ 1 (the package's rule)
-            train = dataclasses.replace(train, labels=(train.labels >= 1).astype(float))
-            if valid is not None:
-                valid = dataclasses.replace(valid, labels=(valid.labels >= 1).astype(float))
+        taken = self.ranker_class.PARAMS.names
+        self.ranker_ = self.ranker_class(**{k: v for k, v in self.get_params(deep=False).items() if k in taken})
+        train, valid = self._relevance(train), None if valid is None else self._relevance(valid)
         self.ranker_.fit_queries(train.queries(), None if valid is None else valid.queries())
+
+    def _relevance(self, cands: Candidates) -> Candidates:
+        """The candidates with the labels the ranker trains on (graded, as they are)."""
+        return cands
 
     def _score(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         return self.ranker_.decision_function(raw, offsets)
-
-    def get_params(self) -> dict:
-        """The ranker's full parameter set (defaults included), so that ``repr`` shows every parameter."""
-        return dict(self.ranker_class(**self.params).get_params())
-
-    def __repr__(self):
-        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.get_params().items())})"
 
     def _get_state(self):
         meta, arrays = self.ranker_.get_state()
@@ -67,21 +48,38 @@ class _Peer(RankerEstimator):
 
 
 class LambdaMART(_Peer):
-    """LambdaMART (LightGBM ``lambdarank``, early stopping on the validation queries). Keyword
-    arguments go to :class:`pyterrier_svmmap.boosting.lambdamart.LambdaMARTRanker`. Needs ``[peers]``."""
+    """LambdaMART (LightGBM ``lambdarank``, early stopping on the validation queries), the PyTerrier estimator of
+    :class:`pyterrier_svmmap.boosting.lambdamart.LambdaMARTRanker`. Needs ``[peers]``.
+
+    {parameters}
+    """
     ranker_class = LambdaMARTRanker
-    __doc__ += _keyword_parameters(ranker_class)
+    PARAMS = LambdaMARTRanker.PARAMS
 
 
 class McRank(_Peer):
-    """McRank (multiclass boosted trees, score = expected relevance, 30 rounds). Keyword arguments go
-    to :class:`pyterrier_svmmap.boosting.mcrank.McRankRanker`. Needs ``[peers]``."""
+    """McRank (multiclass boosted trees, score = expected relevance, 30 rounds), the PyTerrier estimator of
+    :class:`pyterrier_svmmap.boosting.mcrank.McRankRanker`. Needs ``[peers]``.
+
+    {parameters}
+    """
     ranker_class = McRankRanker
-    __doc__ += _keyword_parameters(ranker_class)
+    PARAMS = McRankRanker.PARAMS
 
 
 class AdaRank(_Peer):
-    """AdaRank.MAP (Xu & Li 2007), single-feature weak rankers, pure numpy. Keyword arguments go to
-    :class:`pyterrier_svmmap.boosting.adarank.AdaRankRanker`."""
+    """AdaRank.MAP (Xu & Li 2007), single-feature weak rankers, pure numpy: the PyTerrier estimator of
+    :class:`pyterrier_svmmap.boosting.adarank.AdaRankRanker`.
+
+    {parameters}
+    """
     ranker_class = AdaRankRanker
-    __doc__ += _keyword_parameters(ranker_class)
+    PARAMS = AdaRankRanker.PARAMS.plus(
+        Param("rel", 1.0, "float", "The lowest label that counts as relevant: AdaRank.MAP trains on binary relevance "
+              "(label ≥ ``rel``), as the structural SVMs do; AdaRank.NDCG on the graded labels.",
+              check=positive_number, implied=1.0))
+
+    def _relevance(self, cands: Candidates) -> Candidates:
+        if self.measure != "ap":
+            return cands
+        return dataclasses.replace(cands, labels=(cands.labels >= self.rel).astype(float))

@@ -26,8 +26,7 @@ from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple, Un
 import numpy as np
 
 from pyterrier_svmmap.measures import letor_mean_average_precision
-from pyterrier_svmmap.selection import (DEFAULT_C_GRID, DEFAULT_FEATURES, DEFAULT_PRIOR, SELECTION_C_GRID,
-                                        select)
+from pyterrier_svmmap.selection import DEFAULT_C_GRID, select
 
 logger = logging.getLogger(__name__)
 
@@ -369,7 +368,7 @@ def _letor_approx(measure: str, n_iter: int) -> Callable[..., Fitted]:
         Xt, Xv = layout.transform(train.raw, train.offsets), layout.transform(vali.raw, vali.offsets)
 
         def fit_one(g):
-            return ApproxRanker(measure, alphas=[g["alpha"]], betas=[g["beta"]] if "beta" in g else None,
+            return ApproxRanker(measure=measure, alphas=[g["alpha"]], betas=[g["beta"]] if "beta" in g else None,
                                 n_iter=n_iter, track_error=False).fit(
                 Xt, y, train.offsets, X_valid=Xv, labels_valid=yv, offsets_valid=vali.offsets)
         return grid_search(grid, fit_one, lambda m, s: m.decision_function(layout.transform(s.raw, s.offsets)),

@@ -43,7 +43,6 @@ import numpy as np
 
 from pyterrier_svmmap._version import __version__
 from pyterrier_svmmap.io.atomic import write_folder
-from pyterrier_svmmap.selection import DEFAULT_ALPHA, DEFAULT_MIN_VALID_QUERIES
 from pyterrier_svmmap.state import StateError
 
 FORMAT = "pyterrier-svmmap"
@@ -66,12 +65,6 @@ FILE_NAMES = {
     "pyterrier_svmmap.ranker:StructSVMRanker": "StructSVMRanker",
 }
 _FILE_NAME_OF = {public: name for name, public in FILE_NAMES.items()}
-
-#: constructor parameters added to the structural SVMs after format 3 was fixed, with the value a file without
-#: them means (the paper's protocol, the only one then): written only when they differ, so that a model of the
-#: paper's protocol is the same file as before, and filled in on reading for the classes that take them
-IMPLIED_PARAMS = {"selection": "validation", "fallback_alpha": DEFAULT_ALPHA,
-                  "min_valid_queries": DEFAULT_MIN_VALID_QUERIES, "average_folds": True, "normalise": None}
 
 #: the estimator and ranker classes of format 1/2 files
 _V2_ESTIMATORS = {"SVMMap": "pyterrier_svmmap.estimator:SVMMap", "StructSVM": "pyterrier_svmmap.estimator:StructSVM"}
@@ -170,17 +163,20 @@ def check_writable(path: Union[str, Path], force: bool = False, remedy: str = "o
 # writing and reading
 # ---------------------------------------------------------------------------------------------
 def save_model(path: Union[str, Path], estimator: str, params: dict, state: Tuple[dict, Dict[str, np.ndarray]],
-               ranker: Optional[str] = None, overwrite: bool = False) -> Path:
+               ranker: Optional[str] = None, overwrite: bool = False, implied: Optional[Dict[str, Any]] = None) -> Path:
     """Write a fitted model: ``estimator`` / ``ranker`` as ``module:qualname``, the estimator's constructor
     ``params`` and its ``state`` (meta, arrays). ``path`` must be new, an empty directory or a model
     directory (replaced), or, with ``overwrite``, any directory (:func:`check_writable`). The directory is
     written whole or not at all, its files with the permissions the umask gives
-    (:func:`~pyterrier_svmmap.io.atomic.write_folder`). Returns the directory."""
+    (:func:`~pyterrier_svmmap.io.atomic.write_folder`). ``implied``: the parameters added after the format was
+    fixed, with the value a file without them means (:attr:`~pyterrier_svmmap.params.ParamSpec.implied`): left
+    out of the file at that value, so that such a model is the same file as before. Returns the directory."""
     path = check_writable(path, force=overwrite)
     meta, arrays = state
-    params = _without_implied(params)
+    implied = implied or {}
+    params = _without_implied(params, implied)
     if isinstance(meta.get("params"), dict):
-        meta = dict(meta, params=_without_implied(meta["params"]))
+        meta = dict(meta, params=_without_implied(meta["params"], implied))
     buf = io.BytesIO()
     np.savez(buf, **{k: np.asarray(v) for k, v in arrays.items()})
     weights = buf.getvalue()
@@ -191,17 +187,21 @@ def save_model(path: Union[str, Path], estimator: str, params: dict, state: Tupl
                                "model.json": json.dumps(doc, indent=1, allow_nan=False).encode()})
 
 
-def _without_implied(params: dict) -> dict:
-    """``params`` without the :data:`IMPLIED_PARAMS` that have the value a file without them means."""
-    return {k: v for k, v in params.items() if not (k in IMPLIED_PARAMS and v == IMPLIED_PARAMS[k]
-                                                    and type(v) is type(IMPLIED_PARAMS[k]))}
+def _without_implied(params: dict, implied: Dict[str, Any]) -> dict:
+    """``params`` without the ``implied`` ones that have the value a file without them means."""
+    return {k: v for k, v in params.items() if not (k in implied and v == implied[k] and type(v) is type(implied[k]))}
+
+
+def implied_params(cls) -> Dict[str, Any]:
+    """The parameters ``cls`` takes that files written before they existed lack, with what such a file means
+    (:attr:`~pyterrier_svmmap.params.ParamSpec.implied` of ``cls.PARAMS``; none for a class without one)."""
+    spec = getattr(cls, "PARAMS", None)
+    return dict(spec.implied) if spec is not None else {}
 
 
 def _with_implied(params: dict, cls) -> dict:
-    """``params`` with the :data:`IMPLIED_PARAMS` they lack that ``cls``'s constructor takes."""
-    import inspect
-    accepted = inspect.signature(cls.__init__).parameters
-    return dict({k: v for k, v in IMPLIED_PARAMS.items() if k in accepted and k not in params}, **params)
+    """``params`` with the :func:`implied_params` of ``cls`` they lack."""
+    return dict({k: v for k, v in implied_params(cls).items() if k not in params}, **params)
 
 
 def read_metadata(path: Union[str, Path]) -> dict:
@@ -300,7 +300,13 @@ def check_params(path: Union[str, Path], doc: dict) -> None:
     if not isinstance(state, dict):
         raise ModelFormatError(f"{mfile}: state must be a dict, got {type(state).__name__}")
     recorded = _recorded_params(state)
-    implied = {k: v for k, v in IMPLIED_PARAMS.items() if k in params or k in recorded}
+    try:
+        # the array-level ranker's spec when the file names one (``svmmap classify`` reads models without
+        # importing the PyTerrier layer), else the estimator's
+        spec_implied = implied_params(import_class(doc.get("ranker") or doc.get("estimator", "")))
+    except (ModelFormatError, ImportError, AttributeError, ValueError):
+        spec_implied = {}
+    implied = {k: v for k, v in spec_implied.items() if k in params or k in recorded}
     for name, value in dict(implied, **params).items():
         if name not in recorded and name not in implied:
             continue
@@ -371,7 +377,7 @@ def load_model(path: Union[str, Path], cls=None):
     target = cls if cls is not None and issubclass(cls, named) else named
     params = _with_implied(doc["params"], target)
     try:
-        target(**params)
+        target.from_params(params)
     except (ValueError, TypeError) as e:
         raise ModelFormatError(f"{path / 'model.json'}: params: {e}") from None
     try:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 import sys
 import time
 from typing import Dict, List, Optional, Sequence, Tuple, Union
@@ -25,13 +24,13 @@ import numpy as np
 import pyterrier_svmmap.svm.cutting_plane as solver
 import pyterrier_svmmap.svm.model_state as model_state
 import pyterrier_svmmap.threads as threads
-from pyterrier_svmmap.features.encoder import FeatureEncoder
 from pyterrier_svmmap.features.layout import EncodedQueries, FeatureLayout, default_base_names
+from pyterrier_svmmap.params import Parametrized
 from pyterrier_svmmap.svm.docs import compose
+from pyterrier_svmmap.svm.params import STRUCT_SVM_PARAMS
 from pyterrier_svmmap.svm.executors import resolve as resolve_executor
 from pyterrier_svmmap.svm.slack import make_slack_groups
-from pyterrier_svmmap.selection import (DEFAULT_ALPHA, DEFAULT_C_GRID, DEFAULT_MIN_VALID_QUERIES, SELECTION_METHODS,
-                                        base_function_weights, best_function, c_grid, cross_validate,
+from pyterrier_svmmap.selection import (base_function_weights, best_function, c_grid, cross_validate,
                                         encode_settings, feature_options, features_name, is_auto_c, prior_options,
                                         queries_best_function, ranked_ap, resolve_c_grid, select, select_auto)
 from pyterrier_svmmap.queries import (Queries, check_ranking_arrays, shard_sizes, split_queries, subset_queries,
@@ -43,119 +42,29 @@ from pyterrier_svmmap.user_warnings import warn
 
 log = logging.getLogger(__name__)
 
-#: the constructor's parameters, in the order the docstrings list them
-PARAMETER_ORDER = ("C", "loss", "loss_params", "features", "normalise", "n_bins", "binning", "threshold_depth", "epsilon",
-                   "max_iter", "prior", "prior_scale", "cv", "random_state", "selection", "fallback_alpha",
-                   "min_valid_queries", "average_folds", "rel", "verbose", "executor", "queries_per_shard",
-                   "n_jobs")
-
 #: validation data: :class:`~pyterrier_svmmap.queries.Queries`, or (raw, labels, offsets[, n_relevant[, docnos]])
 ValidSet = Union[Queries, Tuple[np.ndarray, ...]]
 
 
-class StructSVMRanker:
+class StructSVMRanker(Parametrized):
     __doc__ = compose("""A linear ranking function trained as a structural SVM for a ranking loss, on arrays.
 
     The array-level learner: numpy arrays and query offsets in, a fitted linear model out. The PyTerrier
     estimators (:class:`~pyterrier_svmmap.StructSVM`, :class:`~pyterrier_svmmap.SVMMap`), ``svmmap learn`` and
-    ``svmmap reproduce`` all train with it. Every parameter is checked when the ranker is made and again
-    when it is fitted (attributes may be changed in between).""", PARAMETER_ORDER)
+    ``svmmap reproduce`` all train with it. The constructor stores its keyword arguments as they are;
+    :meth:`fit` (or :meth:`check_params`) checks them.""", STRUCT_SVM_PARAMS)
 
-    def __init__(self, C: Union[float, Sequence[float]] = DEFAULT_C_GRID, loss="map",
-                 loss_params: Optional[dict] = None, features: Union[str, Sequence[str]] = "bins",
-                 normalise: Optional[str] = "query", n_bins: int = 50, binning: str = "quantile", threshold_depth: Optional[int] = 200,
-                 epsilon: float = 1e-3, max_iter: int = 1000, prior: Optional[str] = None,
-                 prior_scale: float = 1.0, cv: int = 5, random_state: Optional[int] = 0, rel: float = 1.0,
-                 verbose: bool = False, executor=None, queries_per_shard: int = 1000,
-                 selection: str = "validation", fallback_alpha: Optional[float] = DEFAULT_ALPHA,
-                 min_valid_queries: Optional[int] = DEFAULT_MIN_VALID_QUERIES, average_folds: bool = True,
-                 n_jobs: Optional[int] = None):
-        self.C = C
-        self.loss = loss
-        self.loss_params = loss_params
-        self.features = features
-        self.normalise = normalise
-        self.n_bins = n_bins
-        self.binning = binning
-        self.threshold_depth = threshold_depth
-        self.epsilon = epsilon
-        self.max_iter = max_iter
-        self.prior = prior
-        self.prior_scale = prior_scale
-        self.cv = cv
-        self.random_state = random_state
-        self.rel = rel
-        self.verbose = verbose
-        self.executor = executor
-        self.queries_per_shard = queries_per_shard
-        self.selection = selection
-        self.fallback_alpha = fallback_alpha
-        self.min_valid_queries = min_valid_queries
-        self.average_folds = average_folds
-        self.n_jobs = n_jobs
-        self._validate()
+    PARAMS = STRUCT_SVM_PARAMS
+    #: constructor parameters that change the model (``repr`` shows them; the model state saves them)
+    MODEL_PARAMS = STRUCT_SVM_PARAMS.model_names
 
-    @classmethod
-    def unchecked(cls, **params) -> "StructSVMRanker":
-        """A ranker with ``params`` stored as they are, for a caller that has checked them already (the
-        estimators, which check their parameters when they are made); :meth:`fit` checks them again."""
-        self = cls.__new__(cls)
-        self.__dict__.update(params)
-        return self
-
-    #: threads (the constructor's ``n_jobs``); a class default, so that a ranker made by :meth:`unchecked` or
-    #: loaded from a model without it uses every core
-    n_jobs: Optional[int] = None
-
-    #: constructor parameters that change the model (``verbose`` does not)
-    MODEL_PARAMS = ("C", "loss", "loss_params", "features", "normalise", "n_bins", "binning", "threshold_depth", "epsilon",
-                    "max_iter", "prior", "prior_scale", "cv", "random_state", "rel", "selection", "fallback_alpha",
-                    "min_valid_queries", "average_folds")
-
-    def _validate(self) -> None:
-        c_grid(self.C)
-        if self.loss_params is not None and not isinstance(self.loss_params, dict):
-            raise ValueError(f"loss_params must be a dict or None, got {self.loss_params!r}")
+    def check_params(self) -> None:
+        """ValueError naming the first parameter that cannot work, alone (:data:`STRUCT_SVM_PARAMS`' checks) or
+        with another: the loss with its ``loss_params``, ``prior="auto"`` with ``selection``."""
+        super().check_params()
         self._groups(1.0)                                   # the loss and its parameters
-        if isinstance(self.n_bins, bool) or not isinstance(self.n_bins, (int, np.integer)):
-            raise ValueError(f"n_bins must be a positive integer, got {self.n_bins!r}")
-        for option in self._feature_options():
-            FeatureEncoder(option, self.n_bins, self.binning, self.threshold_depth, self.normalise)
-        if not isinstance(self.epsilon, (int, float)) or not math.isfinite(self.epsilon) or self.epsilon <= 0:
-            raise ValueError(f"epsilon must be a finite positive number, got {self.epsilon!r}")
-        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:
-            raise ValueError(f"max_iter must be a positive integer, got {self.max_iter!r}")
-        if self.prior not in (None, "best", "auto"):
-            raise ValueError(f"prior must be None, 'best' or 'auto' (both, chosen with C), got {self.prior!r}")
-        if self.selection not in SELECTION_METHODS:
-            raise ValueError(f"selection must be 'validation' or 'auto', got {self.selection!r}")
-        if self.fallback_alpha is not None and (isinstance(self.fallback_alpha, bool) or not isinstance(
-                self.fallback_alpha, (int, float, np.integer, np.floating)) or not 0 < self.fallback_alpha <= 1):
-            raise ValueError(f"fallback_alpha (the level of the test that keeps the base function) must be in (0, 1] "
-                             f"or None (never fall back), got {self.fallback_alpha!r}")
-        if self.min_valid_queries is not None and (isinstance(self.min_valid_queries, bool) or not isinstance(
-                self.min_valid_queries, (int, np.integer)) or self.min_valid_queries < 1):
-            raise ValueError(f"min_valid_queries must be a positive integer or None (always cross-validate), got "
-                             f"{self.min_valid_queries!r}")
-        if not isinstance(self.average_folds, (bool, np.bool_)):
-            raise ValueError(f"average_folds must be True or False, got {self.average_folds!r}")
         if self.prior == "auto" and self.selection != "auto":
             raise ValueError("prior='auto' (with and without the prior, chosen with C) needs selection='auto'")
-        if not isinstance(self.prior_scale, (int, float)) or not math.isfinite(self.prior_scale) or self.prior_scale <= 0:
-            raise ValueError(f"prior_scale must be a finite positive number, got {self.prior_scale!r}")
-        if isinstance(self.cv, bool) or not isinstance(self.cv, (int, np.integer)) or self.cv < 2:
-            raise ValueError(f"cv must be an integer number of folds ≥ 2, got {self.cv!r}")
-        if self.random_state is not None and (isinstance(self.random_state, bool)
-                                              or not isinstance(self.random_state, (int, np.integer))):
-            raise ValueError(f"random_state must be an integer or None, got {self.random_state!r}")
-        if isinstance(self.rel, bool) or not isinstance(self.rel, (int, float, np.integer, np.floating)) \
-                or not math.isfinite(self.rel) or self.rel <= 0:
-            raise ValueError(f"rel (the relevance threshold: label >= rel is relevant) must be a positive number, "
-                             f"got {self.rel!r}")
-        if isinstance(self.queries_per_shard, bool) or not isinstance(self.queries_per_shard, (int, np.integer)) \
-                or self.queries_per_shard < 1:
-            raise ValueError(f"queries_per_shard must be a positive integer, got {self.queries_per_shard!r}")
-        threads.check_n_jobs(self.n_jobs)
 
     def relevant(self, labels: np.ndarray) -> np.ndarray:
         """Labels as 1.0 (label ≥ ``rel``) and 0.0 — the package's relevance rule."""
@@ -189,10 +98,6 @@ class StructSVMRanker:
         """Whether φ ends with a constant 1 (the classification losses' bias, Yue et al. §5.2)."""
         return any(getattr(g.loss, "needs_bias", False) for g in self._groups(1.0))
 
-    def get_params(self) -> dict:
-        """Constructor parameters (scikit-learn's convention)."""
-        return {k: getattr(self, k) for k in self.MODEL_PARAMS + ("verbose", "executor", "queries_per_shard", "n_jobs")}
-
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(f'{k}={getattr(self, k)!r}' for k in self.MODEL_PARAMS)})"
 
@@ -221,7 +126,7 @@ class StructSVMRanker:
         bit for bit: shards of ``queries_per_shard`` queries, or ``shard_queries`` (keyword-only: the
         number of queries of each shard, e.g. one per file; :meth:`fit_shards` passes it).
         """
-        self._validate()
+        self.check_params()
         raw, labels, offsets = check_ranking_arrays(raw, labels, offsets)
         if labels is None:
             raise ValueError("fit() needs labels")
@@ -306,7 +211,7 @@ class StructSVMRanker:
         floating-point sums. A grid of C (or ``features="auto"``) on a cluster needs validation data:
         cross-validation is not distributed."""
         if self.executor is not None:             # in this process, fit() checks the parameters
-            self._validate()
+            self.check_params()
             self._check_executor()
         return resolve_executor(self.executor).fit_shards(self, sources, valid, base_names)
 
@@ -542,6 +447,7 @@ class StructSVMRanker:
         try:
             # a state without normalise is of a version that scaled nothing
             self = cls(**dict({"normalise": None}, **meta["params"]))
+            self.check_params()
         except (TypeError, ValueError) as e:
             raise StateError("params", str(e)) from None
         layout = meta["layout"]

@@ -160,7 +160,7 @@ def synthetic(seed, n_queries, n=300, F=16):
 
 def fit(measure, X, labels, offsets, Xv, labels_v, offsets_v, **kw):
     grid = dict(alphas=(20, 100), betas=(10, 50)) if measure == "ap" else dict(alphas=(20, 100))
-    return approx.ApproxRanker(measure, n_iter=kw.pop("n_iter", 15), **grid, **kw).fit(
+    return approx.ApproxRanker(measure=measure, n_iter=kw.pop("n_iter", 15), **grid, **kw).fit(
         X, labels, offsets, X_valid=Xv, labels_valid=labels_v, offsets_valid=offsets_v)
 
 
@@ -190,9 +190,9 @@ def test_fit_matches_reference_on_binned_features_early(measure, monkeypatch):
     enc = FeatureEncoder("bins", n_bins=10).fit(raw, o)
     X = enc.transform(raw, o)
     kw = dict(alphas=(5.0,), betas=(5.0,)) if measure == "ap" else dict(alphas=(5.0,))
-    fast = approx.ApproxRanker(measure, n_iter=3, **kw).fit(X, y, o)
+    fast = approx.ApproxRanker(measure=measure, n_iter=3, **kw).fit(X, y, o)
     monkeypatch.setattr(approx.ApproxRanker, "_query", reference.reference_query)
-    ref = approx.ApproxRanker(measure, n_iter=3, **kw).fit(X, y, o)
+    ref = approx.ApproxRanker(measure=measure, n_iter=3, **kw).fit(X, y, o)
     np.testing.assert_allclose(fast.coef_path_, ref.coef_path_, rtol=1e-9, atol=1e-9 * np.abs(ref.coef_path_).max())
     np.testing.assert_allclose(fast.approx_error_, ref.approx_error_, rtol=1e-8)
 
@@ -201,8 +201,8 @@ def test_fit_is_deterministic():
     raw, y, o = synthetic(4, 5)
     enc = FeatureEncoder("bins", n_bins=10).fit(raw, o)
     X = enc.transform(raw, o)
-    a = approx.ApproxRanker("ap", alphas=(100,), betas=(50,), n_iter=10, random_state=3).fit(X, y, o)
-    b = approx.ApproxRanker("ap", alphas=(100,), betas=(50,), n_iter=10, random_state=3).fit(X, y, o)
+    a = approx.ApproxRanker(measure="ap", alphas=(100,), betas=(50,), n_iter=10, random_state=3).fit(X, y, o)
+    b = approx.ApproxRanker(measure="ap", alphas=(100,), betas=(50,), n_iter=10, random_state=3).fit(X, y, o)
     assert np.array_equal(a.coef_path_, b.coef_path_)
     assert np.array_equal(a.valid_score_, b.valid_score_)
 
@@ -213,7 +213,7 @@ def test_queries_without_relevant_candidates():
     X = FeatureMatrix([DenseBlock(np.eye(4))])
     qs = approx._QuerySet.build(X, np.array([0, 0, 1, 0.0]), np.array([0, 2, 4]), None, split=True)
     for measure in approx.MEASURES:
-        r = approx.ApproxRanker(measure)
+        r = approx.ApproxRanker(measure=measure)
         for query in (approx.ApproxRanker._query, reference.reference_query):
             v, g = query(r, qs, 0, np.array([0.3, 0.1]), 10.0, 10.0, True)
             assert v == 0.0 and np.array_equal(g, np.zeros(2))

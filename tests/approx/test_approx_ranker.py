@@ -105,7 +105,7 @@ def synthetic(seed, n_queries=12, n_cand=80, n_feat=8):
 @pytest.mark.parametrize("measure", ["ap", "ndcg"])
 def test_training_improves_training_measure(measure):
     X, labels, offsets = synthetic(0)
-    model = approx.ApproxRanker(measure, alphas=[10.0], betas=[10.0], n_iter=20,
+    model = approx.ApproxRanker(measure=measure, alphas=[10.0], betas=[10.0], n_iter=20,
                                 learning_rate=0.05).fit(X, labels, offsets)
     start = average_precision(np.zeros(len(labels)), labels, offsets)          # w = 0: input order
     trained = average_precision(model.decision_function(X), labels, offsets)
@@ -119,7 +119,7 @@ def test_training_improves_training_measure(measure):
 def test_selection_by_validation():
     X, labels, offsets = synthetic(0)
     Xv, lv, ov = synthetic(1)
-    model = approx.ApproxRanker("ap", alphas=[1.0, 20.0], betas=[1.0, 10.0], n_iter=8,
+    model = approx.ApproxRanker(measure="ap", alphas=[1.0, 20.0], betas=[1.0, 10.0], n_iter=8,
                                 learning_rate=0.05).fit(X, labels, offsets, X_valid=Xv,
                                                         labels_valid=lv, offsets_valid=ov)
     assert len(model.search_results_) == 4
@@ -140,17 +140,17 @@ def test_selection_prefers_validation_over_training():
     V = Xv.blocks[0].values.copy()
     V[:, [0, 1]] = V[:, [1, 0]]                       # on validation, feature 1 is the good one
     flipped = FeatureMatrix([DenseBlock(V)])
-    model = approx.ApproxRanker("ap", alphas=[10.0], betas=[10.0], n_iter=15, learning_rate=0.05).fit(
+    model = approx.ApproxRanker(measure="ap", alphas=[10.0], betas=[10.0], n_iter=15, learning_rate=0.05).fit(
         X, labels, offsets, X_valid=flipped, labels_valid=lv, offsets_valid=ov)
     assert model.best_iteration_ == 1                 # training only makes validation worse
     assert model.train_score_[-1] > model.train_score_[0]
 
 
 def test_default_grids_are_the_papers():
-    assert len(approx.ApproxRanker("ap").grid()) == 20
-    assert [a for a, _ in approx.ApproxRanker("ndcg").grid()] == [10, 20, 50, 100, 150, 200, 250, 300]
+    assert len(approx.ApproxRanker(measure="ap").grid()) == 20
+    assert [a for a, _ in approx.ApproxRanker(measure="ndcg").grid()] == [10, 20, 50, 100, 150, 200, 250, 300]
     with pytest.raises(ValueError):
-        approx.ApproxRanker("err").grid()
+        approx.ApproxRanker(measure="err").grid()
 
 
 def test_works_with_binned_features_and_long_queries():
@@ -162,7 +162,7 @@ def test_works_with_binned_features_and_long_queries():
     labels = (raw[:, 0] + 0.5 * rng.normal(size=len(raw)) > 2.0).astype(float)
     raw[rng.random(raw.shape) < 0.3] = np.nan
     X = FeatureEncoder("bins", n_bins=20).fit(raw, offsets).transform(raw, offsets)
-    model = approx.ApproxRanker("ap", alphas=[10.0], betas=[10.0], n_iter=5, max_entries=50_000,
+    model = approx.ApproxRanker(measure="ap", alphas=[10.0], betas=[10.0], n_iter=5, max_entries=50_000,
                                 learning_rate=0.1).fit(X, labels, offsets)
     ap = average_precision(model.decision_function(X), labels, offsets).mean()
     assert ap > average_precision(rng.random(len(labels)), labels, offsets).mean() + 0.2

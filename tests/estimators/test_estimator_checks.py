@@ -292,20 +292,20 @@ def test_help_documents_every_parameter_of_the_classes_users_hold():
             assert any(f in text for f in (f" |  {shown} :", f" |  {shown}\n", f" |  {name}, ", f", {name} :")), (cls, name)
 
 
-def test_svmmap_fit_checks_its_parameters_once():
-    """Parameters are checked where they are stored (the constructor) and once per fit, not per layer."""
-    import warnings
+def test_svmmap_fit_checks_its_parameters_before_it_reads_the_frames():
+    """Parameters are stored by the constructor and checked by ``fit`` first, also when changed after
+    construction (scikit-learn's contract), before the frames are converted."""
     from unittest import mock
 
     import pyterrier_svmmap as ps
-    from pyterrier_svmmap.svm.ranker import StructSVMRanker
+    import pyterrier_svmmap.estimators.base as base
     train, qrels = run(0)
     est = ps.SVMMap(C=[0.1, 1.0], n_bins=5)
-    with mock.patch.object(StructSVMRanker, "_validate", autospec=True,
-                           side_effect=StructSVMRanker._validate) as checked, warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        est.fit(train, qrels)
-    assert checked.call_count == 1
-    est.C = []                                            # changed after construction: fit still refuses it
-    with pytest.raises(ValueError, match="C must be"):
+    est.C = []
+    with mock.patch.object(base, "candidates_from_frame", side_effect=AssertionError("frames read")) as read:
+        with pytest.raises(ValueError, match="C must be"):
+            est.fit(train, qrels)
+    assert read.call_count == 0
+    est.set_params(C=[0.1, 1.0], prior="auto", selection="validation")   # a pair that cannot work together
+    with pytest.raises(ValueError, match="prior='auto'.*needs selection='auto'"):
         est.fit(train, qrels)

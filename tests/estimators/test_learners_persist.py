@@ -142,17 +142,26 @@ def test_repr_shows_every_parameter_that_changes_the_model():
     (dict(max_iter=0), "max_iter must be"),
     (dict(n_bins=0), "n_bins must be"),
     (dict(n_bins=2.5), "n_bins must be"),
-    (dict(features="bins+bins"), "features="),
-    (dict(binning="nope"), "binning="),
+    (dict(features="bins+bins"), r"features must be .* each at most once, got 'bins\+bins'"),
+    (dict(binning="nope"), "binning must be one of .*got 'nope'"),
     (dict(prior="worst"), "prior must be"),
     (dict(prior_scale=-1), "prior_scale must be"),
     (dict(cv=1), "cv must be"),
     (dict(random_state="a"), "random_state must be"),
 ])
-def test_constructor_validates(kwargs, message):
-    for cls in (StructSVM, StructSVMRanker):
-        with pytest.raises(ValueError, match=message.replace("(", r"\(").replace("[", r"\[")):
-            cls(**kwargs)
+def test_fit_validates_what_the_constructor_stored(kwargs, message):
+    """scikit-learn's contract: ``__init__`` stores every argument unchanged, ``fit`` (and ``check_params``)
+    refuses the one that cannot work, before touching the data."""
+    match = message.replace("(", r"\(").replace("[", r"\[")
+    for cls, fit_args in ((StructSVM, (None, None)),
+                          (StructSVMRanker, (np.zeros((2, 1)), np.array([1.0, 0.0]), np.array([0, 2])))):
+        model = cls(**kwargs)
+        for k, v in kwargs.items():
+            assert getattr(model, k) is v and model.get_params()[k] is v
+        with pytest.raises(ValueError, match=match):
+            model.check_params()
+        with pytest.raises(ValueError, match=match):
+            model.fit(*fit_args)
 
 
 def test_ranker_on_arrays_and_path(data):
@@ -239,8 +248,8 @@ def test_features_auto_selects_blocks_jointly_with_c():
     np.testing.assert_array_equal(auto.coef_, each[auto.features_].coefs_[grid.index(auto.C_)])
     assert auto.layout_.blocks == tuple(auto.features_.split("+"))
     assert auto.validation_ == each[auto.features_].validation_
-    with pytest.raises(ValueError, match="features="):
-        StructSVMRanker(features="autoo")
+    with pytest.raises(ValueError, match="features must be 'auto' or"):
+        StructSVMRanker(features="autoo").check_params()
 
 
 def _write_v2_model(model, path: Path) -> None:

@@ -262,6 +262,6 @@ def test_registry_lightgbm_learners_train_on_one_thread(name):
     rng = np.random.default_rng(0)
     offsets = np.arange(0, 121, 20)
     raw, labels = rng.normal(size=(120, 3)), rng.integers(0, 3, 120).astype(float)
-    ranker = est.ranker_class(**est.params).fit(raw, labels, offsets)
+    ranker = est.ranker_class(**est.get_params(deep=False)).fit(raw, labels, offsets)
     assert ranker.booster_.params["num_threads"] == 1
     assert "n_jobs=1" in repr(est).replace("'n_jobs': 1", "n_jobs=1")

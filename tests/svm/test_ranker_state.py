@@ -235,7 +235,7 @@ def test_get_params_are_the_constructor_parameters(name):
 
 
 def test_numpy_parameters_are_saved_as_json_numbers():
-    model = approx.ApproxRanker("ap", alphas=np.array([10.0]), betas=(np.float64(10.0),), n_iter=np.int64(2))
+    model = approx.ApproxRanker(measure="ap", alphas=np.array([10.0]), betas=(np.float64(10.0),), n_iter=np.int64(2))
     raw, labels, offsets = synthetic(0)
     enc = FeatureEncoder("minmax+bins", n_bins=4).fit(raw, offsets)
     model.fit(enc.transform(raw, offsets), (labels > 0).astype(float), offsets)

@@ -1,0 +1,256 @@
+"""Constructor parameters, declared once per learner.
+
+A learner lists its parameters as a :class:`ParamSpec` of :class:`Param` (name, default, documentation, check,
+whether it changes the model, what a model file written before it existed means, its command-line option). A
+class that subclasses :class:`Parametrized` and sets ``PARAMS`` gets from it:
+
+* a keyword-only ``__init__`` that stores every argument unchanged, as scikit-learn requires (so that
+  ``sklearn.base.clone``, grid searches and pipelines work), with a real signature (``help``, ``inspect``);
+* ``get_params(deep=True)`` and ``set_params(**params)`` with scikit-learn's meaning, and PyTerrier's
+  ``get_parameter``/``set_parameter`` through the same attributes;
+* :meth:`Parametrized.check_params`, the checks ``fit`` runs (one ``ValueError`` naming the parameter);
+* the numpydoc ``Parameters`` section of its docstring (:meth:`ParamSpec.doc_section`);
+* the names ``repr`` shows and model files save (:attr:`ParamSpec.model_names`), and the values a model file
+  without a parameter means (:attr:`ParamSpec.implied`).
+
+Adding a parameter is one :class:`Param` and the code that uses it.
+"""
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass, replace
+from typing import Any, Callable, ClassVar, Dict, Iterator, Optional, Sequence, Tuple
+
+#: a :class:`Param` field that has no value
+MISSING: Any = type("Missing", (), {"__repr__": lambda self: "MISSING"})()
+
+
+@dataclass(frozen=True)
+class Param:
+    """One constructor parameter.
+
+    Attributes
+    ----------
+    name : str
+        The keyword (and the attribute that stores it).
+    default : object
+        Its default value.
+    type_doc : str
+        Its type as the docstring gives it (``"float or None"``); the default is appended.
+    doc : str
+        What it does (numpydoc prose).
+    check : callable or None
+        ``check(value) -> str or None``: a message saying what is wrong with ``value``, or None.
+    model : bool
+        Whether it changes the model: ``repr`` shows it (PyTerrier identifies transformers by it) and the
+        array-level model's state saves it.
+    runtime : bool
+        Whether it is a setting of this machine rather than of the model (``n_jobs``, ``executor``): never
+        saved. A parameter that is neither (``verbose``) is saved with the estimator but not shown.
+    implied : object
+        The value a model file written before the parameter existed means (:data:`MISSING`: every model file
+        has it).
+    cli : str or None
+        The ``svmmap learn`` option that sets it, where there is one.
+    default_doc : str or None
+        How the docstring writes the default (its ``repr`` when None).
+    """
+    name: str
+    default: Any
+    type_doc: str
+    doc: str
+    check: Optional[Callable[[Any], Optional[str]]] = None
+    model: bool = True
+    runtime: bool = False
+    implied: Any = MISSING
+    cli: Optional[str] = None
+    default_doc: Optional[str] = None
+
+
+class ParamSpec:
+    """An ordered set of :class:`Param` (the order of the signature and of the docstring)."""
+
+    def __init__(self, params: Sequence[Param]):
+        self.params: Tuple[Param, ...] = tuple(params)
+        names = [p.name for p in self.params]
+        if len(set(names)) != len(names):
+            raise ValueError(f"duplicate parameters in {names}")
+        self._by_name = {p.name: p for p in self.params}
+
+    def __iter__(self) -> Iterator[Param]:
+        return iter(self.params)
+
+    def __getitem__(self, name: str) -> Param:
+        return self._by_name[name]
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._by_name
+
+    @property
+    def names(self) -> Tuple[str, ...]:
+        return tuple(p.name for p in self.params)
+
+    @property
+    def model_names(self) -> Tuple[str, ...]:
+        """The parameters that change the model (shown by ``repr``, saved in model files)."""
+        return tuple(p.name for p in self.params if p.model)
+
+    @property
+    def runtime_names(self) -> Tuple[str, ...]:
+        """The parameters of the machine, not of the model (never saved)."""
+        return tuple(p.name for p in self.params if p.runtime)
+
+    @property
+    def implied(self) -> Dict[str, Any]:
+        """name → the value a model file written before the parameter existed means."""
+        return {p.name: p.implied for p in self.params if p.implied is not MISSING}
+
+    @property
+    def defaults(self) -> Dict[str, Any]:
+        return {p.name: p.default for p in self.params}
+
+    def with_defaults(self, **defaults: Any) -> "ParamSpec":
+        """The same parameters with other defaults (shown in the docstring as their ``repr``)."""
+        unknown = set(defaults) - set(self.names)
+        if unknown:
+            raise ValueError(f"no parameters {sorted(unknown)}")
+        return ParamSpec([replace(p, default=defaults[p.name], default_doc=None) if p.name in defaults else p
+                          for p in self.params])
+
+    def without(self, *names: str) -> "ParamSpec":
+        """The parameters but ``names``."""
+        unknown = set(names) - set(self.names)
+        if unknown:
+            raise ValueError(f"no parameters {sorted(unknown)}")
+        return ParamSpec([p for p in self.params if p.name not in names])
+
+    def plus(self, *params: Param) -> "ParamSpec":
+        """These parameters followed by ``params``."""
+        return ParamSpec([*self.params, *params])
+
+    def problems(self, values: Dict[str, Any]) -> Iterator[str]:
+        """The message of every parameter whose check refuses its value in ``values``."""
+        for p in self.params:
+            if p.check is not None and p.name in values:
+                message = p.check(values[p.name])
+                if message:
+                    named = message if message.startswith(p.name + " ") else f"{p.name} {message}"
+                    yield named if "got " in message else f"{named}, got {values[p.name]!r}"
+
+    def doc_section(self, indent: str = "    ") -> str:
+        """The numpydoc ``Parameters`` section, indented by ``indent``."""
+        lines = ["Parameters", "----------"]
+        for p in self.params:
+            shown = p.default_doc if p.default_doc is not None else repr(p.default)
+            lines.append(f"{p.name} : {p.type_doc}, default {shown}")
+            lines += textwrap.wrap(p.doc, width=100, initial_indent="    ", subsequent_indent="    ")
+        return textwrap.indent("\n".join(lines), indent)
+
+    def make_init(self) -> Callable:
+        """A keyword-only ``__init__(self, *, name=default, ...)`` that stores every argument as it is."""
+        args = ", ".join(f"{p.name}=_defaults[{i}]" for i, p in enumerate(self.params))
+        body = "".join(f"    self.{p.name} = {p.name}\n" for p in self.params) or "    pass\n"
+        namespace: Dict[str, Any] = {"_defaults": [p.default for p in self.params]}
+        exec(f"def __init__(self, *, {args}):\n{body}" if args else f"def __init__(self):\n{body}", namespace)
+        init = namespace["__init__"]
+        init.__doc__ = "Store the parameters as they are (the class docstring lists them); ``fit`` checks them."
+        return init
+
+
+class Parametrized:
+    """A learner whose constructor parameters are declared by ``PARAMS`` (a :class:`ParamSpec`): setting ``PARAMS``
+    on a class gives it the keyword-only ``__init__`` of :meth:`ParamSpec.make_init`, and a ``{parameters}``
+    placeholder in its docstring becomes the spec's ``Parameters`` section."""
+
+    PARAMS: ClassVar[ParamSpec] = ParamSpec([])
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "PARAMS" in cls.__dict__:
+            init = cls.PARAMS.make_init()
+            init.__qualname__ = f"{cls.__qualname__}.__init__"
+            init.__module__ = cls.__module__
+            cls.__init__ = init
+        if cls.__doc__ and "{parameters}" in cls.__doc__:
+            cls.__doc__ = cls.__doc__.replace("{parameters}", cls.PARAMS.doc_section().strip())
+
+    def get_params(self, deep: bool = True) -> Dict[str, Any]:
+        """The constructor parameters (scikit-learn's convention; ``deep`` adds ``name__key`` entries of
+        parameters that are estimators themselves)."""
+        out = {}
+        for name in self.PARAMS.names:
+            value = getattr(self, name)
+            if deep and hasattr(value, "get_params") and not isinstance(value, type):
+                out.update({f"{name}__{k}": v for k, v in value.get_params().items()})
+            out[name] = value
+        return out
+
+    def set_params(self, **params: Any) -> "Parametrized":
+        """Set constructor parameters (``name__key`` for a parameter's own parameters); ValueError for a name the
+        class does not take. Returns self. Nothing is checked before ``fit``, as in scikit-learn."""
+        nested: Dict[str, Dict[str, Any]] = {}
+        for key, value in params.items():
+            name, _, sub = key.partition("__")
+            if name not in self.PARAMS:
+                raise ValueError(f"{type(self).__name__} has no parameter {name!r}; its parameters are "
+                                 f"{', '.join(self.PARAMS.names)}")
+            if sub:
+                nested.setdefault(name, {})[sub] = value
+            else:
+                setattr(self, name, value)
+        for name, sub in nested.items():
+            getattr(self, name).set_params(**sub)
+        return self
+
+    def check_params(self) -> None:
+        """ValueError naming the first parameter whose value cannot work (what ``fit`` checks first)."""
+        for message in self.PARAMS.problems(self.get_params(deep=False)):
+            raise ValueError(f"{type(self).__name__}: {message}")
+
+
+# -- checks shared by the specs ------------------------------------------------------------------------------
+def _is_int(v) -> bool:
+    import numbers
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+def _is_number(v) -> bool:
+    import math
+    import numbers
+    return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(float(v))
+
+
+def positive_int(v) -> Optional[str]:
+    return None if _is_int(v) and v >= 1 else "must be a positive integer"
+
+
+def optional_positive_int(v) -> Optional[str]:
+    return None if v is None or (_is_int(v) and v >= 1) else "must be a positive integer or None"
+
+
+def positive_number(v) -> Optional[str]:
+    return None if _is_number(v) and v > 0 else "must be a finite positive number"
+
+
+def number(v) -> Optional[str]:
+    return None if _is_number(v) else "must be a finite number"
+
+
+def optional_int(v) -> Optional[str]:
+    return None if v is None or _is_int(v) else "must be an integer or None"
+
+
+def boolean(v) -> Optional[str]:
+    import numpy as np
+    return None if isinstance(v, (bool, np.bool_)) else "must be True or False"
+
+
+def one_of(*choices) -> Callable[[Any], Optional[str]]:
+    """A check that the value is one of ``choices``."""
+    def check(v) -> Optional[str]:
+        try:
+            ok = any(v == c and type(v) is type(c) or v is c for c in choices)
+        except (TypeError, ValueError):
+            ok = False
+        return None if ok else f"must be one of {', '.join(repr(c) for c in choices)}"
+    return check

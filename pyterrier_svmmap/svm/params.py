@@ -1,0 +1,210 @@
+"""The structural SVM learners' constructor parameters, declared once (:mod:`pyterrier_svmmap.params`).
+
+:data:`STRUCT_SVM_PARAMS` is what :class:`~pyterrier_svmmap.svm.ranker.StructSVMRanker` takes, with the paper's
+defaults; :data:`ESTIMATOR_PARAMS` the same with the package's defaults, for the PyTerrier estimators
+(:class:`~pyterrier_svmmap.StructSVM`; :class:`~pyterrier_svmmap.SVMMap` without ``loss`` and ``loss_params``).
+Their signatures, docstrings' ``Parameters`` sections, checks, ``repr``, the model files' parameters (and the
+values older files mean) and ``svmmap learn``'s options all come from here.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numpy as np
+
+from pyterrier_svmmap.features.encoder import BINNINGS, parse_blocks
+from pyterrier_svmmap.params import (Param, ParamSpec, boolean, one_of, optional_int, optional_positive_int,
+                                     positive_int, positive_number)
+from pyterrier_svmmap.selection import (DEFAULT_ALPHA, DEFAULT_C, DEFAULT_C_GRID, DEFAULT_FEATURES,
+                                        DEFAULT_MIN_VALID_QUERIES, DEFAULT_PRIOR, SELECTION_METHODS, c_grid,
+                                        feature_options)
+import pyterrier_svmmap.threads as threads
+
+
+def _c_values(v) -> Optional[str]:
+    try:
+        c_grid(v)
+    except ValueError as e:
+        return f"{e} (or 'auto')"
+    return None
+
+
+def _loss_name(v) -> Optional[str]:
+    from pyterrier_svmmap.svm.losses.base import Loss
+    return None if isinstance(v, (str, Loss)) else "must be a loss name or a Loss"
+
+
+def _loss_params(v) -> Optional[str]:
+    return None if v is None or isinstance(v, dict) else "must be a dict or None"
+
+
+def _features(v) -> Optional[str]:
+    try:
+        for option in feature_options(v):
+            parse_blocks(option)
+    except (ValueError, TypeError, AttributeError):
+        return ("must be 'auto' or one or more of 'bins', 'raw', 'minmax' joined by '+' (e.g. 'bins+raw'), each at "
+                "most once")
+    return None
+
+
+def _folds(v) -> Optional[str]:
+    return None if positive_int(v) is None and v >= 2 else "must be an integer number of folds >= 2"
+
+
+def _alpha(v) -> Optional[str]:
+    ok = v is None or (not isinstance(v, (bool, np.bool_)) and isinstance(v, (int, float, np.integer, np.floating))
+                       and 0 < v <= 1)
+    return None if ok else "(the level of the test that keeps the base function) must be in (0, 1] or None"
+
+
+def _rel(v) -> Optional[str]:
+    ok = not isinstance(v, (bool, np.bool_)) and isinstance(v, (int, float, np.integer, np.floating)) \
+        and math.isfinite(v) and v > 0
+    return None if ok else "(the relevance threshold: label >= rel is relevant) must be a positive number"
+
+
+def _n_jobs(v) -> Optional[str]:
+    try:
+        threads.check_n_jobs(v)
+    except ValueError:
+        return "must be None (all cores), a positive number of threads or a negative one (-1: all cores)"
+    return None
+
+
+#: :class:`~pyterrier_svmmap.svm.ranker.StructSVMRanker`'s parameters, with the paper's defaults
+STRUCT_SVM_PARAMS = ParamSpec([
+    Param("C", DEFAULT_C_GRID, "float, sequence of float or 'auto'",
+          "OP 1's regularisation constant (objective ½‖w‖² + C/n Σ_i ξ_i), or a grid of them. "
+          'With a grid, every C is trained (one warm-started path) and the one with the best '
+          'validation MAP is kept: MAP on the validation queries given to ``fit``, or, without '
+          'them, the mean held-out MAP of ``cv``-fold cross-validation over the training queries '
+          '(:mod:`pyterrier_svmmap.selection`). ``"auto"``: the grid 1e-4, 1e-3, …, 100 divided '
+          "by R², the mean squared distance of a candidate's φ from its query's mean on the "
+          'training candidates, per feature block, so that the grid means the same regularisation '
+          "whatever the block, the number of base functions or their units (SVMlight's default C "
+          '= 1/mean ‖x‖² rests on the same argument); ``C_`` and ``path_`` give the C values '
+          'trained.',
+          check=_c_values, cli="-c", default_doc="DEFAULT_C_GRID"),
+    Param("loss", "map", 'str or Loss',
+          'The structural loss Δ: ``"map"`` (SVM-map), any name of '
+          ':data:`pyterrier_svmmap.svm.losses.LOSSES` (cutoffs as ``"ndcg@10"``), ``"combo"``, or '
+          'a :class:`~pyterrier_svmmap.svm.losses.base.Loss` instance (which cannot be saved).',
+          check=_loss_name, cli="--loss"),
+    Param("loss_params", None, 'dict or None',
+          'The loss\'s parameters, e.g. ``{"k": 10}``; for ``"combo"``: ``losses``, ``slack`` and '
+          '``C_weights``.',
+          check=_loss_params),
+    Param("features", "bins", 'str or sequence of str',
+          'The blocks of φ: ``"bins"`` (the paper\'s threshold indicators), ``"raw"`` (the base '
+          'scores, scaled as ``normalise`` says), ``"minmax"`` (per-query min–max normalised), a '
+          'combination such as ``"bins+raw"``, or ``"auto"``: bins, raw and bins+raw are each '
+          'trained and chosen jointly with C (``features_`` says which was kept).',
+          check=_features, cli="--features"),
+    Param("normalise", "query", "{'query', None}",
+          'How the ``raw`` block puts each base function on a scale. ``"query"``: (f − min_q '
+          "f)/σ_f, σ_f the function's spread within queries on the training candidates, so that "
+          'multiplying a function by a positive number or adding a constant to it (for all '
+          "queries or per query) changes neither the model's ranking nor its cost, and C means "
+          'the same for every data set; the scales are kept in the model, so scoring stays one '
+          "dot product per block. None: the scores as they are (the paper's and "
+          "``svm_map_learn``'s linear model, whose weights and C depend on the scores' units). In "
+          'every case a function that never varies within a training query gets weight 0 exactly '
+          '(:mod:`pyterrier_svmmap.features.encoder`).',
+          check=one_of("query", None), implied=None, cli="--normalise"),
+    Param("n_bins", 50, 'int',
+          '|K_f|, the thresholds per base function (50 in the paper).',
+          check=positive_int, cli="--n-bins"),
+    Param("binning", "quantile", "{'quantile', 'minmax', 'percentile'}",
+          'How scores are placed among the thresholds: at quantiles of the training scores, or '
+          'per query after min–max or percentile scaling with thresholds evenly spaced in [0, 1].',
+          check=one_of(*BINNINGS)),
+    Param("threshold_depth", 200, 'int or None',
+          "With quantile binning, the quantiles are taken over each training query's top "
+          '``threshold_depth`` candidates per function (None: over all candidates), so that the '
+          'thresholds fall where the ranking is decided.',
+          check=optional_positive_int),
+    Param("epsilon", 1e-3, 'float',
+          'The cutting-plane tolerance: training stops when no constraint is violated by more '
+          'than ε.',
+          check=positive_number, cli="-e"),
+    Param("max_iter", 1000, 'int',
+          'The cap on cutting-plane iterations per C.',
+          check=positive_int, cli="--max-iter"),
+    Param("prior", None, "{None, 'best', 'auto'}",
+          'None regularises towards w = 0 (the paper); ``"best"`` towards the base function with '
+          "the highest training MAP (½‖w − w₀‖²), so that a small C keeps that function's ranking "
+          'and a larger C moves away from it only as far as the training constraints ask; with '
+          '``selection="auto"`` also ``"auto"`` (both, chosen with C).',
+          check=one_of(None, "best", "auto"), cli="--prior"),
+    Param("prior_scale", 1.0, 'float',
+          "The size of w₀: the prior function's contribution spans about [0, prior_scale].",
+          check=positive_number),
+    Param("cv", 5, 'int',
+          'Folds of the cross-validation that chooses C (and features) when ``fit`` gets no '
+          'validation data: folds by query, shuffled with ``random_state``, one layout (thresholds '
+          'and scales, learned without labels) on all training queries for every fold; the whole path '
+          'is then trained on all training queries. Ignored with validation data or one setting.',
+          check=_folds, cli="--cv"),
+    Param("random_state", 0, 'int or None',
+          'The seed of the cross-validation folds.',
+          check=optional_int),
+    Param("selection", "validation", "{'validation', 'auto'}",
+          'How a setting is chosen among several (C, features, prior). ``"validation"``: the '
+          "paper's protocol and svm_map_learn's, the best validation MAP, or without validation "
+          'data the best mean held-out MAP of ``cv``-fold cross-validation over the training '
+          'queries. ``"auto"`` (:func:`~pyterrier_svmmap.selection.select_auto`): per-query held- '
+          'out AP of every setting and of the *fallback* — the base function with the best MAP, '
+          'as a model — from ``cv``-fold cross-validation over training ∪ validation queries; the '
+          'arg-max is refitted on all of them and replaces the fallback only if a sign-flip max- '
+          'gain test gives p ≤ ``fallback_alpha``. A single setting is trained as given. '
+          '``choice_`` records the decision.',
+          check=one_of(*SELECTION_METHODS), implied="validation", cli="--selection"),
+    Param("fallback_alpha", DEFAULT_ALPHA, 'float or None',
+          'With ``selection="auto"``: the level of the test that keeps the base function. 0.5 '
+          "asks the learned model's held-out gain to exceed the median of what the best of the "
+          'same settings shows without any real effect; None never falls back.',
+          check=_alpha, implied=DEFAULT_ALPHA, cli="--fallback-alpha"),
+    Param("min_valid_queries", DEFAULT_MIN_VALID_QUERIES, 'int or None',
+          'With ``selection="auto"``: from this many validation queries on, the validation set '
+          'alone is the evidence; None always cross-validates over training ∪ validation.',
+          check=optional_positive_int, implied=DEFAULT_MIN_VALID_QUERIES, cli="--min-valid-queries"),
+    Param("average_folds", True, 'bool',
+          'With ``selection="auto"`` and cross-validation: the final weights are the average of the '
+          'fold models and the refit at the chosen setting (the folds share the final layout, so '
+          'their weights mean the same).',
+          check=boolean, implied=True),
+    Param("rel", 1.0, 'float',
+          'The relevance threshold: a candidate is relevant when its label ≥ ``rel`` (as '
+          "ir_measures' ``AP(rel=1)`` and LETOR's MAP); graded labels are binarised with it for "
+          'the loss and validation MAP.',
+          check=_rel, cli="--rel"),
+    Param("verbose", False, 'bool',
+          'Show progress on stderr: a bar over the fits and one line per trained C.',
+          check=boolean, model=False),
+    Param("executor", None, "None, 'local', str or dask.distributed.Client",
+          'Where the cutting-plane iterations run: this process (None), a new local Dask cluster '
+          'with a worker per core (``"local"``), the Dask scheduler at an address, or a Dask '
+          'client (:mod:`pyterrier_svmmap.scale`). It does not change the model.',
+          check=None, model=False, runtime=True, cli="--workers"),
+    Param("queries_per_shard", 1000, 'int',
+          'With an executor, the training queries are cut into shards of this many queries '
+          '(fixed, so that the model does not depend on the number of workers).',
+          check=positive_int, model=False),
+    Param("n_jobs", None, 'int or None',
+          'Threads of this process for training and scoring (:mod:`pyterrier_svmmap.threads`): '
+          'None every core, as LightGBM; 1 one; a negative number counts back from all cores, as '
+          'in scikit-learn (-1 all, -2 all but one). The work is cut into pieces whose results do '
+          'not depend on the cut, so the model is the same bit for bit for every value; it is '
+          "neither saved with the model nor shown by ``repr``. numba's and BLAS's own thread "
+          'settings are left as they are.',
+          check=_n_jobs, model=False, runtime=True, cli="-j"),
+])
+
+#: the PyTerrier estimators' parameters: the package's default model selection (docs/model-selection.md)
+ESTIMATOR_PARAMS = STRUCT_SVM_PARAMS.with_defaults(C=DEFAULT_C, features=DEFAULT_FEATURES, prior=DEFAULT_PRIOR,
+                                                   selection="auto")
+
+#: :class:`~pyterrier_svmmap.SVMMap`'s: Δ = 1 − AP, so no loss to choose
+SVMMAP_PARAMS = ESTIMATOR_PARAMS.without("loss", "loss_params")
