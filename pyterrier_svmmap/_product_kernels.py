@@ -16,8 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-#: numpy's pairwise-summation block (``PW_BLOCKSIZE`` in its loops_utils)
-PW_BLOCK = 128
+from pyterrier_svmmap.products import PW_BLOCK, WIDE
 
 
 @njit(cache=True, nogil=True)
@@ -95,11 +94,6 @@ def pairwise(buf, n):
             vals[nv - 1] = vals[nv - 1] + vals[nv]
             top -= 1
     return vals[0]
-
-
-#: partial sums of a long product: 8 (numpy's pairwise sum of a block) up to 128 terms, 32 above, so that the
-#: adds of a long row run side by side
-WIDE = 32
 
 
 @njit(cache=True, nogil=True, boundscheck=False)

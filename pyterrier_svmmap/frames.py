@@ -21,27 +21,27 @@ from pyterrier_svmmap.user_warnings import warn
 
 
 @dataclass
-class Candidates:
-    """A result frame as arrays, rows by qid then docno (``frame`` is the re-ordered input): a canonical
-    order, so that training and scoring do not depend on the frame's row order."""
-    frame: pd.DataFrame
-    raw: np.ndarray                       # (n, F) base scores, NaN = not retrieved
-    offsets: np.ndarray                   # (Q + 1,) query boundaries
-    qids: np.ndarray                      # (Q,) qid of each query
-    labels: Optional[np.ndarray] = None   # (n,) relevance labels (0 when not in the qrels)
-    n_relevant: Optional[np.ndarray] = None  # (Q,) relevant documents per query in the qrels
-    #: (n,) int codes that order the rows as their docno strings do (the tie policy's docno key without
-    #: converting the strings again); None: taken from ``frame["docno"]`` when needed
+class Candidates(Queries):
+    """A result frame as :class:`~pyterrier_svmmap.queries.Queries` (what the array-level learners train on and
+    score), rows by qid then docno: a canonical order, so that training and scoring do not depend on the
+    frame's row order. ``frame`` is the re-ordered input; ``labels`` are 0 for candidates not in the qrels
+    (None without qrels).
+
+    Attributes
+    ----------
+    frame : DataFrame
+        The input rows in the arrays' order.
+    docno_codes : ndarray of shape (n,) or None
+        Int codes that order the rows as their docno strings do (the tie policy's docno key without converting
+        the strings again); None: taken from ``frame["docno"]`` when needed.
+    """
+    frame: pd.DataFrame = None
     docno_codes: Optional[np.ndarray] = None
     #: tie_base_order per tie-break function, computed on first use (not copied by dataclasses.replace)
     _tie_orders: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
-    @property
-    def n_queries(self) -> int:
-        return len(self.qids)
-
     def queries(self) -> Queries:
-        """These rows as :class:`~pyterrier_svmmap.queries.Queries` (what the array-level learners train on)."""
+        """These rows as plain :class:`~pyterrier_svmmap.queries.Queries` (without the frame)."""
         return Queries(self.raw, self.labels, self.offsets, qids=self.qids, n_relevant=self.n_relevant)
 
     def tie_base_order(self, function: int) -> np.ndarray:
@@ -58,9 +58,9 @@ class Candidates:
         """The candidates of the queries where ``query_mask`` is True."""
         sizes = np.diff(self.offsets)[query_mask]
         rows = np.flatnonzero(np.asarray(query_mask)[query_ids(self.offsets)])
-        return Candidates(frame=self.frame.iloc[rows], raw=self.raw[rows],
+        return Candidates(raw=self.raw[rows], labels=None if self.labels is None else self.labels[rows],
                           offsets=np.concatenate([[0], np.cumsum(sizes)]), qids=self.qids[query_mask],
-                          labels=None if self.labels is None else self.labels[rows],
+                          frame=self.frame.iloc[rows],
                           n_relevant=None if self.n_relevant is None else self.n_relevant[query_mask],
                           docno_codes=None if self.docno_codes is None else self.docno_codes[rows])
 
@@ -260,7 +260,7 @@ def candidates_from_frame(res: pd.DataFrame, qrels: Optional[pd.DataFrame] = Non
     starts = np.flatnonzero(np.r_[True, q_code[1:] != q_code[:-1]]) if len(res) else np.zeros(0, np.int64)
     qids = qid_str[starts]
     offsets = np.append(starts, len(res)).astype(np.int64)
-    cands = Candidates(frame=res, raw=raw, offsets=offsets, qids=qids, docno_codes=d_code)
+    cands = Candidates(raw=raw, labels=None, offsets=offsets, qids=qids, frame=res, docno_codes=d_code)
     if qrels is not None:
         qrels = check_qrels(qrels)                     # one row per (qid, docno), the last label kept
         _warn_fractional(qrels["label"].to_numpy(), rel)

@@ -26,8 +26,11 @@ def _kernels():
     return _jit.load("_product_kernels")
 
 
-#: numpy's pairwise-summation block, and the partial sums of longer products (:func:`products_sum`)
-PW_BLOCK, WIDE = 128, 32
+#: numpy's pairwise-summation block (``PW_BLOCKSIZE`` in its loops_utils): a product of up to this many terms is
+#: summed in 8 partial sums, as numpy's pairwise sum of one block
+PW_BLOCK = 128
+#: the partial sums of a longer product, so that the adds of a long row run side by side
+WIDE = 32
 
 
 def products_sum(P: np.ndarray) -> np.ndarray:

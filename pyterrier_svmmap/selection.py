@@ -6,7 +6,8 @@ what every learner shares for that:
 
 * the grids: :data:`DEFAULT_C_GRID`, :func:`c_grid` (a C grid, checked), :data:`AUTO_FEATURES` and
   :func:`feature_options` (the feature blocks ``features="auto"`` compares), :func:`features_name`;
-* the score: :func:`validation_map` (MAP, the measure every setting is compared by);
+* the score: :func:`ranked_ap` (per-query AP under the package's tie policy; its mean, MAP, is the measure
+  every setting is compared by);
 * internal cross-validation: :func:`cv_folds` (folds by query, shuffled with a seed);
 * the rule that picks: :func:`select` applies :data:`RULE` (:func:`first_best`, the first maximum) to the
   settings' scores and returns a :class:`Selection`, the evidence of the choice (what ``path_`` and
@@ -114,12 +115,6 @@ def feature_options(features: Union[str, Sequence[str]]) -> List[Union[str, Sequ
 def features_name(features) -> str:
     """``"bins+raw"`` for ``("bins", "raw")`` or ``"bins+raw"``."""
     return features if isinstance(features, str) else "+".join(features)
-
-
-def validation_map(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
-                   n_relevant: Optional[np.ndarray] = None) -> float:
-    """MAP of ``scores`` (AP normalised by ``n_relevant`` when given, else by the relevant candidates)."""
-    return float(average_precision(scores, labels, offsets, n_relevant).mean())
 
 
 def cv_folds(n_queries: int, n_folds: int, random_state: Optional[int], n_settings: int) -> np.ndarray:
@@ -376,7 +371,7 @@ def ranked_ap(X, w: np.ndarray, queries: Queries, tie_scores: np.ndarray, codes=
     """AP of each of ``queries`` ranked by ``X·w`` (X: their φ) with the package's tie policy, as ``transform``
     ranks: equal scores ordered by ``tie_scores`` (the tie-break function's raw scores), then by ``codes``
     (the docnos' string codes) when given; normalised by ``queries.n_relevant`` when known. The score of
-    every held-out comparison: validation MAP (:func:`validation_map` of it), cross-validation, the rule."""
+    every held-out comparison: validation MAP (its mean), cross-validation, the rule."""
     scores = break_ties(X.dot(w), queries.offsets, tie_scores, docno_codes=codes)[0]
     return average_precision(scores, queries.labels, queries.offsets, queries.n_relevant)
 

@@ -75,7 +75,7 @@ def _reference_candidates(res, qrels=None, n_functions=None, context=None, rel=1
                          f"{raw.shape[1]}; use the same RunFeatures (same base functions) as in training")
     qids, starts = np.unique(qid_str, return_index=True)
     offsets = np.append(starts, len(res)).astype(np.int64)
-    cands = Candidates(frame=res, raw=raw, offsets=offsets, qids=qids)
+    cands = Candidates(raw=raw, labels=None, offsets=offsets, qids=qids, frame=res)
     if qrels is not None:
         qrels = check_qrels(qrels)
         key = pd.MultiIndex.from_arrays([qid_str, res["docno"].astype(str).to_numpy()])
@@ -289,7 +289,8 @@ def test_fit_candidates_and_score_candidates_equal_fit_and_transform(fitted):
     with pytest.raises(ValueError, match="needs candidates converted with their qrels"):
         SVMMap().fit_candidates(cands)
     with pytest.raises(ValueError, match="trained with 3 features per row but these rows have 2"):
-        again.score_candidates(Candidates(cands.frame, cands.raw[:, :2], cands.offsets, cands.qids))
+        again.score_candidates(Candidates(raw=cands.raw[:, :2], labels=None, offsets=cands.offsets, qids=cands.qids,
+                                                     frame=cands.frame))
     with pytest.raises(RuntimeError, match="not fitted"):
         SVMMap().score_candidates(cands)
 

@@ -36,7 +36,7 @@ LAYERS: List[Tuple[str, ...]] = [
     ("cli",),                                            # the svmmap command
 ]
 #: imports allowed within one layer: (importer, imported)
-SAME_LAYER = {("ties", "measures"), ("measures", "features"), ("ties", "features"), ("products", "_product_kernels")}
+SAME_LAYER = {("ties", "measures"), ("measures", "features"), ("ties", "features"), ("_product_kernels", "products")}
 #: the lowest layer whose rooms may import the package's public names from its root (its lazy facade)
 PUBLIC_API_USERS = "experiments"
 #: rooms that form the numeric core, and the libraries they must not import

@@ -1,2 +1,2 @@
 """The boosted peers on arrays: AdaRank (:mod:`.adarank`) and the LightGBM rankers LambdaMART (:mod:`.lambdamart`)
-and McRank (:mod:`.mcrank`), with what they share in :mod:`.common`; :mod:`.peers` names all three."""
+and McRank (:mod:`.mcrank`), with what they share in :mod:`.common`."""

@@ -9,10 +9,11 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
-from pyterrier_svmmap.boosting.common import Peer, check_arrays, n_functions_of, query_minmax
+from pyterrier_svmmap.boosting.common import Peer, n_functions_of, query_minmax
 from pyterrier_svmmap.measures import average_precision, ndcg_at
 from pyterrier_svmmap.params import Param, ParamSpec, boolean, one_of, positive_int
 from pyterrier_svmmap.state import check_state, float_from_json, int_from_json, json_float, state_array
+from pyterrier_svmmap.queries import check_ranking_arrays
 
 log = logging.getLogger(__name__)
 
@@ -56,13 +57,13 @@ class AdaRankRanker(Peer):
             offsets_valid: Optional[np.ndarray] = None, n_relevant: Optional[np.ndarray] = None,
             n_relevant_valid: Optional[np.ndarray] = None) -> "AdaRankRanker":
         self.check_params()
-        raw, offsets = check_arrays(raw, labels, offsets)
+        raw, _, offsets = check_ranking_arrays(raw, labels, offsets)
         self.n_functions_ = raw.shape[1]
         X = query_minmax(raw, offsets)
         n_q, n_f = len(offsets) - 1, X.shape[1]
         # E(h_k, q_i) of every weak ranker on every query is fixed: compute it once
         E = np.stack([self._evaluate(X[:, k], labels, offsets, n_relevant) for k in range(n_f)])
-        Xv = None if raw_valid is None else query_minmax(check_arrays(raw_valid, labels_valid, offsets_valid)[0],
+        Xv = None if raw_valid is None else query_minmax(check_ranking_arrays(raw_valid, labels_valid, offsets_valid, "validation")[0],
                                                          offsets_valid)
         P = np.full(n_q, 1.0 / n_q)
         w = np.zeros(n_f)
@@ -97,7 +98,7 @@ class AdaRankRanker(Peer):
     def predict(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """Σ_t α_t h_t on the per-query normalised features."""
         self._check_fitted()
-        raw, offsets = check_arrays(raw, None, offsets)
+        raw, _, offsets = check_ranking_arrays(raw, None, offsets, "scored")
         self._check_width(raw)
         return query_minmax(raw, offsets) @ self.coef_
 

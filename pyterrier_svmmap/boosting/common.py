@@ -17,7 +17,7 @@ leaf value with 17 significant digits and so round-trips doubles exactly.
 """
 from __future__ import annotations
 
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional
 
 import numpy as np
 
@@ -67,19 +67,6 @@ def int_labels(labels: np.ndarray) -> np.ndarray:
                          "McRank learn from integer relevance grades: round the qrels' labels, or binarise them "
                          "(label >= 1 is relevant, the rule of the other learners)")
     return np.clip(labels, 0, None).astype(int)
-
-
-def check_arrays(raw: np.ndarray, labels: Optional[np.ndarray],
-                 offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """(raw as floats, offsets as int64), checked: ``raw`` is (candidates × base functions), ``labels`` (if
-    given) has one entry per candidate, ``offsets`` runs from 0 to the number of candidates; else ValueError."""
-    raw = np.asarray(raw, dtype=float)
-    offsets = np.asarray(offsets, dtype=np.int64)
-    if raw.ndim != 2 or offsets[0] != 0 or offsets[-1] != len(raw) or \
-            (labels is not None and len(labels) != len(raw)):
-        raise ValueError("raw must be (candidates × base functions) with labels per candidate and "
-                         "offsets from 0 to the number of candidates")
-    return raw, offsets
 
 
 # -- model state ----------------------------------------------------------------------------------

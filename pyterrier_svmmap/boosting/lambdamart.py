@@ -11,10 +11,11 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
-from pyterrier_svmmap.boosting.common import (Peer, booster_bytes, booster_from_bytes, check_arrays, fill_missing,
+from pyterrier_svmmap.boosting.common import (Peer, booster_bytes, booster_from_bytes, fill_missing,
                                               int_labels, load_lightgbm, n_functions_of)
 from pyterrier_svmmap.params import Param, ParamSpec, boolean, optional_int, positive_int, positive_number
 from pyterrier_svmmap.state import check_state, int_from_json
+from pyterrier_svmmap.queries import check_ranking_arrays
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,7 @@ class LambdaMARTRanker(Peer):
             offsets_valid: Optional[np.ndarray] = None) -> "LambdaMARTRanker":
         self.check_params()
         lgb = load_lightgbm()
-        raw, offsets = check_arrays(raw, labels, offsets)
+        raw, _, offsets = check_ranking_arrays(raw, labels, offsets)
         self.n_functions_ = raw.shape[1]
         model = lgb.LGBMRanker(
             objective="lambdarank", n_estimators=self.n_estimators, learning_rate=self.learning_rate,
@@ -60,7 +61,7 @@ class LambdaMARTRanker(Peer):
             random_state=self.random_state, verbose=1 if self.verbose else -1, **(self.params or {}))
         kwargs = {}
         if raw_valid is not None:
-            raw_valid, offsets_valid = check_arrays(raw_valid, labels_valid, offsets_valid)
+            raw_valid, _, offsets_valid = check_ranking_arrays(raw_valid, labels_valid, offsets_valid, "validation")
             Xv, yv = fill_missing(raw_valid, offsets_valid), int_labels(labels_valid)
             if "eval_X" in inspect.signature(model.fit).parameters:   # LightGBM ≥ 4.6
                 kwargs = dict(eval_X=(Xv,), eval_y=(yv,))
@@ -79,7 +80,7 @@ class LambdaMARTRanker(Peer):
     def predict(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """Scores (higher is better) of the best iteration."""
         self._check_fitted()
-        raw, offsets = check_arrays(raw, None, offsets)
+        raw, _, offsets = check_ranking_arrays(raw, None, offsets, "scored")
         self._check_width(raw)
         # what LGBMRanker.predict does, on the booster alone (so a loaded model predicts the same)
         return self.booster_.predict(fill_missing(raw, offsets), num_iteration=self.best_iteration_)

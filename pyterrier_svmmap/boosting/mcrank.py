@@ -10,10 +10,11 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
-from pyterrier_svmmap.boosting.common import (Peer, booster_bytes, booster_from_bytes, check_arrays, fill_missing,
+from pyterrier_svmmap.boosting.common import (Peer, booster_bytes, booster_from_bytes, fill_missing,
                                               int_labels, load_lightgbm, n_functions_of)
 from pyterrier_svmmap.params import Param, ParamSpec, boolean, optional_int, positive_int, positive_number
 from pyterrier_svmmap.state import check_state, state_array
+from pyterrier_svmmap.queries import check_ranking_arrays
 
 
 class McRankRanker(Peer):
@@ -44,7 +45,7 @@ class McRankRanker(Peer):
             offsets_valid: Optional[np.ndarray] = None) -> "McRankRanker":
         self.check_params()
         lgb = load_lightgbm()
-        raw, offsets = check_arrays(raw, labels, offsets)
+        raw, _, offsets = check_ranking_arrays(raw, labels, offsets)
         self.n_functions_ = raw.shape[1]
         y = int_labels(labels)
         self.classes_ = np.unique(y)
@@ -68,7 +69,7 @@ class McRankRanker(Peer):
     def predict(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """Expected relevance Σ_z z·P(z | x) of every candidate."""
         self._check_fitted()
-        raw, offsets = check_arrays(raw, None, offsets)
+        raw, _, offsets = check_ranking_arrays(raw, None, offsets, "scored")
         self._check_width(raw)
         return self._proba(fill_missing(raw, offsets)) @ self.classes_.astype(float)
 

@@ -167,6 +167,24 @@ def _features(args) -> tuple:
     return "raw", args.n_bins
 
 
+def ranker_params(args: argparse.Namespace) -> dict:
+    """The :class:`~pyterrier_svmmap.svm.ranker.StructSVMRanker` parameters ``args`` ask for (unchecked): each
+    option that sets one is the ``cli`` of its :class:`~pyterrier_svmmap.params.Param` in
+    :data:`~pyterrier_svmmap.svm.params.STRUCT_SVM_PARAMS`; what an option leaves unset keeps svm_map's default
+    or the ranker's."""
+    features, n_bins = _features(args)
+    params = dict(C=args.C if isinstance(args.C, str) or len(args.C) > 1 else args.C[0], loss=args.loss,
+                  features=features, normalise=None if args.normalise == "none" else args.normalise,
+                  n_bins=n_bins, epsilon=args.epsilon, max_iter=args.max_iter, cv=args.cv,
+                  rel=1.0 if args.rel is None else args.rel, n_jobs=args.n_jobs,
+                  prior=None if args.prior == "none" else args.prior, selection=args.selection)
+    if args.fallback_alpha is not None:
+        params["fallback_alpha"] = args.fallback_alpha
+    if args.min_valid_queries is not None:
+        params["min_valid_queries"] = args.min_valid_queries
+    return params
+
+
 def interrupted(args: argparse.Namespace) -> str:
     """What ``svmmap learn`` says after Ctrl-C (:func:`pyterrier_svmmap.cli.main`): nothing was written."""
     return f"no model written; {args.model} is as it was"
@@ -190,17 +208,8 @@ def run(args: argparse.Namespace) -> int:
                if getattr(args, f"ignored_{o}") is not None]
     if ignored:
         log.warning("ignored svm_struct options: %s", "; ".join(ignored))
-    features, n_bins = _features(args)
     try:                                   # every parameter checked before any data is read
-        C = args.C if isinstance(args.C, str) or len(args.C) > 1 else args.C[0]
-        ranker = StructSVMRanker(C=C, loss=args.loss, features=features,
-                                 normalise=None if args.normalise == "none" else args.normalise,
-                                 n_bins=n_bins, epsilon=args.epsilon, max_iter=args.max_iter, cv=args.cv,
-                                 rel=1.0 if args.rel is None else args.rel, n_jobs=args.n_jobs,
-                                 prior=None if args.prior == "none" else args.prior, selection=args.selection,
-                                 **({} if args.fallback_alpha is None else {"fallback_alpha": args.fallback_alpha}),
-                                 **({} if args.min_valid_queries is None
-                                    else {"min_valid_queries": args.min_valid_queries}))
+        ranker = StructSVMRanker(**ranker_params(args))
         ranker.check_params()
         check_writable(args.model, force=args.force, remedy="--force")
     except (ValueError, FileExistsError) as e:
@@ -216,7 +225,7 @@ def run(args: argparse.Namespace) -> int:
                              "--valid FILE on a cluster, or a single -c")
         from pyterrier_svmmap.scale.client import dask_client
         executor, _ = dask_client(args.scheduler or "local", workers=args.workers)
-        if args.valid is None and (isinstance(args.C, str) or len(args.C) > 1 or features == "auto"):
+        if args.valid is None and (isinstance(args.C, str) or len(args.C) > 1 or ranker.features == "auto"):
             raise UsageError("on a cluster C (and --features auto) is chosen on --valid FILE: give it, or a single -c")
     t = time.perf_counter()
     data = valid = None
@@ -251,7 +260,7 @@ def run(args: argparse.Namespace) -> int:
     save_ranker(ranker, args.model, estimator, overwrite=args.force)
     chosen = {"validation": "chosen on --valid", "cv": f"chosen by {args.cv}-fold cross-validation"}
     log.info("C=%g%s%s; %d iterations (%s); model written to %s", ranker.C_,
-             f", features={ranker.features_}" if features == "auto" else "",
+             f", features={ranker.features_}" if ranker.features == "auto" else "",
              f" {chosen[ranker.selection_]}" if ranker.selection_ in chosen else "", ranker.n_iter_,
              "converged" if ranker.converged_ else "NOT converged: raise --max-iter or -e", args.model)
     return 0

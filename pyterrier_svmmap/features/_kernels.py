@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from pyterrier_svmmap._product_kernels import PW_BLOCK as _PW_BLOCK
+from pyterrier_svmmap.products import PW_BLOCK as _PW_BLOCK
 from pyterrier_svmmap._product_kernels import pairwise as _pairwise
 
 

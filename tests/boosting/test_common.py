@@ -26,13 +26,3 @@ def test_missing_lightgbm_gives_install_hint(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", fake)
     with pytest.raises(ImportError, match=r"pyterrier-svmmap\[peers\]"):
         McRankRanker().fit(*synthetic())
-
-
-def test_peers_module_names_the_three_learners():
-    """``pyterrier_svmmap.boosting.peers`` (the old home of all three) names the same classes."""
-    import pyterrier_svmmap.boosting.peers as peers
-    from pyterrier_svmmap.boosting.adarank import AdaRankRanker
-    from pyterrier_svmmap.boosting.lambdamart import LambdaMARTRanker
-    assert (peers.AdaRankRanker, peers.LambdaMARTRanker, peers.McRankRanker) == (AdaRankRanker, LambdaMARTRanker,
-                                                                                 McRankRanker)
-    assert peers.fill_missing is common.fill_missing and peers.PEERS_HINT == common.PEERS_HINT

@@ -41,18 +41,6 @@ LEARNERS = {
 }
 NAMES = list(LEARNERS)
 
-#: frames.candidates_from_frame puts candidates in a canonical order (qid, docno), so shuffled training rows
-#: give every learner the same arrays: the scores must be bit for bit the same
-TRAIN_ORDER_TOLERANCE: dict = {}
-
-#: learners that still depend on the training rows' order (none since frames sorts candidates by qid, docno)
-TRAIN_ORDER_BUGS: dict = {}
-
-
-def with_bugs(bugs: dict):
-    """NAMES as pytest params, the ones in ``bugs`` marked xfail(strict) with the bug as the reason."""
-    return [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=bugs[n])) if n in bugs else n for n in NAMES]
-
 
 def make(name):
     if name in ("lambdamart", "mcrank"):
@@ -168,15 +156,16 @@ def test_transform_is_row_order_invariant(name, data):
     pd.testing.assert_series_equal(a, b, check_exact=True)
 
 
-@pytest.mark.parametrize("name", with_bugs(TRAIN_ORDER_BUGS))
+@pytest.mark.parametrize("name", NAMES)
 def test_training_is_row_order_invariant(name, data):
+    """frames.candidates_from_frame puts candidates in a canonical order (qid, docno), so shuffled training rows
+    give every learner the same arrays: the scores are bit for bit the same."""
     train, train_qrels, valid, valid_qrels, test = data
     a = scores(fitted(name, data), test)
     shuffled = make(name).fit(train.sample(frac=1, random_state=11), train_qrels.sample(frac=1, random_state=12),
                               valid.sample(frac=1, random_state=13), valid_qrels)
     b = scores(shuffled, test)
-    tol = TRAIN_ORDER_TOLERANCE.get(name, 0.0)
-    np.testing.assert_allclose(b.to_numpy(), a.to_numpy(), rtol=0, atol=tol)
+    np.testing.assert_array_equal(b.to_numpy(), a.to_numpy())
 
 
 # ---------------------------------------------------------------- round trips

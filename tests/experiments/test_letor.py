@@ -145,7 +145,7 @@ def test_svm_map_raw_chooses_C_on_vali(letor_dir, rel):
 def test_grid_learner_chooses_on_vali_map(letor_dir):
     """AdaRank's two variants compared by validation MAP (label >= rel), the first best kept, and the test
     scores are the chosen model's."""
-    from pyterrier_svmmap.boosting.peers import AdaRankRanker
+    from pyterrier_svmmap.boosting.adarank import AdaRankRanker
     fold = letor.load_folds(letor.discover_folds(letor_dir, [2]))[2]
     fitted = systems.fit_learner("adarank", fold.train, fold.vali, 1)
     models = [AdaRankRanker(**g).fit(fold.train.raw, fold.train.binary(1), fold.train.offsets,
@@ -283,15 +283,15 @@ class _Stop(Exception):
 def test_training_labels(letor_dir, monkeypatch, name, graded):
     """The grades go to LambdaMART, McRank and ApproxNDCG; the others train on label >= rel."""
     import pyterrier_svmmap.approx.ranker as approx
-    import pyterrier_svmmap.boosting.peers as peers
+    from pyterrier_svmmap.boosting import adarank, lambdamart, mcrank
     import pyterrier_svmmap.svm.ranker as ranker
     seen = []
 
     def record(self, X, labels, *args, **kwargs):
         seen.append(np.asarray(labels))
         raise _Stop
-    for cls in (ranker.StructSVMRanker, approx.ApproxRanker, peers.AdaRankRanker, peers.LambdaMARTRanker,
-                peers.McRankRanker):
+    for cls in (ranker.StructSVMRanker, approx.ApproxRanker, adarank.AdaRankRanker, lambdamart.LambdaMARTRanker,
+                mcrank.McRankRanker):
         monkeypatch.setattr(cls, "fit", record)
     fold = letor.load_folds(letor.discover_folds(letor_dir, [1]))[1]
     with pytest.raises(_Stop):

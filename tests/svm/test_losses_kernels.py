@@ -16,7 +16,7 @@ import pytest
 
 from pyterrier_svmmap.svm.losses import BalancedClassificationLoss, ClassificationLoss, DORMLoss, MRRLoss, NDCGLoss, ROCLoss, get_loss
 from pyterrier_svmmap.svm.losses import _numba
-from pyterrier_svmmap.svm.losses.combo import ComboLoss, combine_members, first_best
+from pyterrier_svmmap.svm.losses.combo import ComboLoss, combine_members, most_violated_member
 
 from oracles.losses_reference import argmax_reference, batch_violation_reference
 
@@ -75,7 +75,7 @@ def reference_violation(loss, scores, labels):
     """(Δ(ŷ), c(y*) − c(ŷ)) of one query, ŷ the reference argmax (a combo: its most violated member's)."""
     if isinstance(loss, ComboLoss):
         found = [reference_violation(m, scores, labels) for m in loss.losses]
-        return found[int(first_best(np.array([[d - float(c @ scores)] for d, c in found]))[0])]
+        return found[int(most_violated_member(np.array([[d - float(c @ scores)] for d, c in found]))[0])]
     y = argmax_reference(loss, scores, labels)
     return loss.delta(y, labels), loss.ideal_psi_coef(labels) - loss.psi_coef(y, labels)
 

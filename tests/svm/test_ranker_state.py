@@ -16,7 +16,7 @@ import pytest
 
 import pyterrier_svmmap.approx.ranker as approx
 
-import pyterrier_svmmap.boosting.peers as peers
+from pyterrier_svmmap.boosting import adarank, common, lambdamart, mcrank
 from pyterrier_svmmap.features.encoder import FeatureEncoder
 
 
@@ -123,24 +123,24 @@ CASES = {
                     dict(measure="ndcg", alphas=[10.0, 50.0], betas=None, n_iter=3, learning_rate=0.05,
                          w0=None, track_error=False, max_entries=1 << 20, random_state=0, verbose=False),
                     lambda kw: _fit_approx(kw, valid=False, grades=(0, 1, 2))),
-    "adarank": (peers.AdaRankRanker, dict(n_rounds=6, measure="ndcg", k=5, verbose=False),
-                lambda kw: _fit_peer(peers.AdaRankRanker, kw, valid=True, grades=(0, 1, 2))),
-    "lambdamart": (peers.LambdaMARTRanker,
+    "adarank": (adarank.AdaRankRanker, dict(n_rounds=6, measure="ndcg", k=5, verbose=False),
+                lambda kw: _fit_peer(adarank.AdaRankRanker, kw, valid=True, grades=(0, 1, 2))),
+    "lambdamart": (lambdamart.LambdaMARTRanker,
                    dict(n_estimators=25, learning_rate=0.1, num_leaves=5, min_child_samples=5, metric="ndcg",
                         eval_at=5, early_stopping_rounds=3, random_state=1,
                         params={"subsample": 0.8, "subsample_freq": 1, "reg_lambda": 0.5, "n_jobs": 1},
                         verbose=False),
-                   lambda kw: _fit_peer(peers.LambdaMARTRanker, kw, valid=True, grades=(0, 1, 2))),
+                   lambda kw: _fit_peer(lambdamart.LambdaMARTRanker, kw, valid=True, grades=(0, 1, 2))),
     # multiclass (three grades)
-    "mcrank": (peers.McRankRanker,
+    "mcrank": (mcrank.McRankRanker,
                dict(n_estimators=6, learning_rate=0.1, num_leaves=5, min_child_samples=5, random_state=0,
                     params={"n_jobs": 1}, verbose=False),   # one thread: fast on a busy machine
-               lambda kw: _fit_peer(peers.McRankRanker, kw, valid=False, grades=(0, 1, 2))),
+               lambda kw: _fit_peer(mcrank.McRankRanker, kw, valid=False, grades=(0, 1, 2))),
     # two grades with a gap (0 and 2): the binary model, and classes_ maps its output back to 0/2
-    "mcrank-binary": (peers.McRankRanker,
+    "mcrank-binary": (mcrank.McRankRanker,
                       dict(n_estimators=6, learning_rate=0.1, num_leaves=5, min_child_samples=5,
                            random_state=0, params={"n_jobs": 1}, verbose=False),
-                      lambda kw: _fit_peer(peers.McRankRanker, kw, valid=False, grades=(0, 2))),
+                      lambda kw: _fit_peer(mcrank.McRankRanker, kw, valid=False, grades=(0, 2))),
 }
 LIGHTGBM = {"lambdamart", "mcrank", "mcrank-binary"}
 
@@ -245,15 +245,15 @@ def test_numpy_parameters_are_saved_as_json_numbers():
 
 
 def test_unsaveable_parameter_is_a_clear_error():
-    model = peers.AdaRankRanker(n_rounds=2)
+    model = adarank.AdaRankRanker(n_rounds=2)
     model.fit(*synthetic(0))
     model.measure = object()
     with pytest.raises(ValueError, match="parameter measure=.*cannot be saved"):
         model.get_state()
 
 
-@pytest.mark.parametrize("cls", [approx.ApproxRanker, peers.AdaRankRanker, peers.LambdaMARTRanker,
-                                 peers.McRankRanker])
+@pytest.mark.parametrize("cls", [approx.ApproxRanker, adarank.AdaRankRanker, lambdamart.LambdaMARTRanker,
+                                 mcrank.McRankRanker])
 def test_unfitted_has_no_state(cls):
     with pytest.raises(RuntimeError, match="not fitted"):
         cls().get_state()
@@ -302,7 +302,7 @@ def test_wrong_shapes_are_named(name):
 def test_state_of_another_ranker_is_refused(name):
     model, _, _ = fitted(name)
     meta, arrays = model.get_state()
-    other = peers.AdaRankRanker if not isinstance(model, peers.AdaRankRanker) else peers.McRankRanker
+    other = adarank.AdaRankRanker if not isinstance(model, adarank.AdaRankRanker) else mcrank.McRankRanker
     with pytest.raises(ValueError, match=f"is of ranker '{type(model).__name__}'"):
         other.from_state(meta, arrays)
 
@@ -335,7 +335,7 @@ def test_approx_inconsistent_states():
 def test_peer_inconsistent_states():
     pytest.importorskip("lightgbm")
     meta, arrays = roundtrip(fitted("mcrank")[0].get_state())
-    mc = peers.McRankRanker
+    mc = mcrank.McRankRanker
     with pytest.raises(ValueError, match="booster takes 4 features but meta\\['n_functions'\\] is 5"):
         mc.from_state(dict(meta, n_functions=5), arrays)
     with pytest.raises(ValueError, match="3 class\\(es\\) per round.*2 grades"):
@@ -346,9 +346,9 @@ def test_peer_inconsistent_states():
         mc.from_state(meta, dict(arrays, booster=arrays["booster"][:200]))
     meta, arrays = roundtrip(fitted("lambdamart")[0].get_state())
     with pytest.raises(ValueError, match="best_iteration'\\] must be at least 1"):
-        peers.LambdaMARTRanker.from_state(dict(meta, best_iteration=0), arrays)
+        lambdamart.LambdaMARTRanker.from_state(dict(meta, best_iteration=0), arrays)
     meta, arrays = roundtrip(fitted("adarank")[0].get_state())
-    ada = peers.AdaRankRanker
+    ada = adarank.AdaRankRanker
     with pytest.raises(ValueError, match="best_round'\\] is 7, but there are 6 rounds"):
         ada.from_state(dict(meta, best_round=7), arrays)
     with pytest.raises(ValueError, match="feature 4 is not one of the 4 base functions"):
@@ -368,12 +368,12 @@ def test_mcrank_predicts_as_lgbm_classifier(grades):
     lgb = pytest.importorskip("lightgbm")
     raw, labels, offsets = synthetic(0, grades=grades)
     kw = dict(n_estimators=6, learning_rate=0.1, num_leaves=5, min_child_samples=5, random_state=0)
-    ours = peers.McRankRanker(**kw, params={"n_jobs": 1}).fit(raw, labels, offsets)
+    ours = mcrank.McRankRanker(**kw, params={"n_jobs": 1}).fit(raw, labels, offsets)
     y = labels.astype(int)
     ref = lgb.LGBMClassifier(objective="multiclass" if len(grades) > 2 else "binary", verbose=-1, n_jobs=1,
-                             **kw).fit(peers.fill_missing(raw, offsets), y)
+                             **kw).fit(common.fill_missing(raw, offsets), y)
     test_raw, _, test_offsets = synthetic(7, n_queries=5)
-    want = ref.predict_proba(peers.fill_missing(test_raw, test_offsets)) @ ref.classes_.astype(float)
+    want = ref.predict_proba(common.fill_missing(test_raw, test_offsets)) @ ref.classes_.astype(float)
     assert np.array_equal(ours.predict(test_raw, test_offsets), want)
 
 
@@ -381,9 +381,9 @@ def test_lambdamart_predicts_as_lgbm_ranker():
     lgb = pytest.importorskip("lightgbm")
     raw, labels, offsets = synthetic(0)
     kw = dict(n_estimators=5, learning_rate=0.1, num_leaves=5, min_child_samples=5, random_state=0)
-    ours = peers.LambdaMARTRanker(**kw, params={"n_jobs": 1}).fit(raw, labels, offsets)
+    ours = lambdamart.LambdaMARTRanker(**kw, params={"n_jobs": 1}).fit(raw, labels, offsets)
     ref = lgb.LGBMRanker(objective="lambdarank", verbose=-1, n_jobs=1, **kw).fit(
-        peers.fill_missing(raw, offsets), labels.astype(int), group=np.diff(offsets))
+        common.fill_missing(raw, offsets), labels.astype(int), group=np.diff(offsets))
     test_raw, _, test_offsets = synthetic(7, n_queries=5)
-    want = ref.predict(peers.fill_missing(test_raw, test_offsets))
+    want = ref.predict(common.fill_missing(test_raw, test_offsets))
     assert np.array_equal(ours.predict(test_raw, test_offsets), want)

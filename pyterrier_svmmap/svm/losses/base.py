@@ -124,11 +124,6 @@ class Loss(ABC):
             deltas[q], coef[lo:hi] = self.violation(scores[lo:hi], labels[lo:hi])
         return deltas, coef
 
-    def check_query(self, labels: np.ndarray) -> bool:
-        """Whether a query can form constraints: it needs a relevant and a non-relevant candidate."""
-        rel = np.asarray(labels) > 0
-        return bool(rel.any() and (~rel).any())
-
 
 class CutoffLoss(Loss):
     """A loss with an optional rank cutoff ``k`` (None: the whole ranking)."""

@@ -83,9 +83,6 @@ class ClassificationLoss(Loss):
         margin = np.where(rel, 1.0, -1.0) * np.asarray(scores, dtype=float)
         return np.where(margin < 1.0, ~rel, rel)
 
-    def check_query(self, labels: np.ndarray) -> bool:
-        return len(labels) > 0
-
     def _fn_cost(self, rel: np.ndarray) -> float:
         """The cost of a false negative on the batch ``rel`` (``"balanced"``: #non-relevant / #relevant)."""
         if self.fn_cost == "balanced":

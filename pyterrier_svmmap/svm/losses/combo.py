@@ -29,7 +29,7 @@ from pyterrier_svmmap.svm.losses.base import Loss
 TIE_TOLERANCE = 1e-12
 
 
-def first_best(values: np.ndarray) -> np.ndarray:
+def most_violated_member(values: np.ndarray) -> np.ndarray:
     """Per column of ``values`` (members × queries), the first member whose violation ties the best
     one up to :data:`TIE_TOLERANCE` (relative to the violations' magnitude)."""
     values = np.atleast_2d(values)
@@ -76,13 +76,13 @@ class ComboLoss(Loss):
     def _best(self, scores: np.ndarray, labels: np.ndarray):
         s = np.asarray(scores, dtype=float)
         found = [(l, *l.violation(s, labels)) for l in self.losses]
-        l, d, c = found[int(first_best(np.array([[d - float(c @ s)] for _, d, c in found]))[0])]
+        l, d, c = found[int(most_violated_member(np.array([[d - float(c @ s)] for _, d, c in found]))[0])]
         return d - float(c @ s), d, c, l
 
     def argmax(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
         """The most violated member's ranking, maximising max_l [Δ_l(y) − (c_l(y*) − c_l(y))·s]: the members'
         batch violations of this one query (one shared score sort, compiled) pick the member by
-        :func:`first_best`, whose own argmax gives the ranking."""
+        :func:`most_violated_member`, whose own argmax gives the ranking."""
         s = np.ascontiguousarray(scores, dtype=float)
         offsets = np.array([0, len(s)], dtype=np.int64)
         calls = [_numba.kernel_call(l, len(s)) for l in self.losses]
@@ -95,13 +95,13 @@ class ComboLoss(Loss):
                 delta, coef = np.zeros(1), np.zeros(len(s))
                 kernel(s, rel, order, offsets, *params, delta, coef)
                 values[m, 0] = delta[0] - float(coef @ s)
-            kernel, params = rankings[int(first_best(values)[0])]
+            kernel, params = rankings[int(most_violated_member(values)[0])]
             out = np.empty(len(s), dtype=np.int64)
             kernel(s, rel, order, 0, len(s), *params, out)
             return out
         results = self.member_batches(s, labels, offsets)
         values = np.stack([d - segment_sums(c * s, offsets) for d, c in results])
-        return self.losses[int(first_best(values)[0])].argmax(s, labels)
+        return self.losses[int(most_violated_member(values)[0])].argmax(s, labels)
 
     def violation(self, scores: np.ndarray, labels: np.ndarray) -> Tuple[float, np.ndarray]:
         _, d, c, _ = self._best(scores, labels)
@@ -110,7 +110,7 @@ class ComboLoss(Loss):
     def batch_violation(self, scores: np.ndarray, labels: np.ndarray,
                         offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         """:meth:`violation` for every query: the members' batch violations, then per query the member
-        with the most violated constraint (:func:`first_best`, the rule of :meth:`violation`)."""
+        with the most violated constraint (:func:`most_violated_member`, the rule of :meth:`violation`)."""
         scores = np.asarray(scores, dtype=float)
         offsets = np.asarray(offsets, dtype=np.int64)
         return combine_members(self.member_batches(scores, labels, offsets), scores, offsets)
@@ -126,9 +126,9 @@ class ComboLoss(Loss):
 
 def combine_members(results: list, scores: np.ndarray, offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     """Shared slacks over the members' batch results [(Δ, coef)]: per query, the first member whose
-    violation Δ − coef·s ties the largest (:func:`first_best`, as :meth:`ComboLoss.violation`)."""
+    violation Δ − coef·s ties the largest (:func:`most_violated_member`, as :meth:`ComboLoss.violation`)."""
     values = np.stack([d - segment_sums(c * scores, offsets) for d, c in results])
-    return select_members(results, first_best(values), offsets)
+    return select_members(results, most_violated_member(values), offsets)
 
 
 def segment_sums(x: np.ndarray, offsets: np.ndarray) -> np.ndarray:
