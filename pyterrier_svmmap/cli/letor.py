@@ -35,7 +35,7 @@ def _folds(text: str) -> List[int]:
 
 
 def _grids() -> str:
-    from pyterrier_svmmap.experiments.systems import LEARNERS
+    from pyterrier_svmmap.experiments.letor_learners import LEARNERS
 
     def show(g: dict) -> str:
         return ",".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in g.items())
@@ -69,13 +69,13 @@ def interrupted(args: argparse.Namespace) -> str:
 def run(args: argparse.Namespace) -> int:
     from pyterrier_svmmap.cli import UsageError
     import pyterrier_svmmap.experiments.letor as letor
-    import pyterrier_svmmap.experiments.systems as systems
+    import pyterrier_svmmap.experiments.letor_learners as learners
     from pyterrier_svmmap.io.atomic import check_creatable
     from pyterrier_svmmap.io.svmlight import FeatureIndexTooLarge
 
     try:                                            # every argument checked before any data is read
         rel = letor.check_rel(args.rel)
-        names = systems.learner_names(args.learners)
+        names = learners.learner_names(args.learners)
         if args.threads < 1:
             raise ValueError(f"--threads must be at least 1, got {args.threads}")
         letor.discover_folds(args.directory, args.folds)

@@ -25,14 +25,10 @@ the same command then resumes from the finished trials, with the results of an u
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
 import logging
 import os
 import sys
-import time
 from pathlib import Path
-from typing import Optional
 
 from pyterrier_svmmap.cli import EXIT_INTERRUPTED, interrupt_in_chain
 
@@ -128,24 +124,12 @@ def check_arguments(args: argparse.Namespace) -> None:
         args.jobs = min(2, os.cpu_count() or 1)
 
 
-class _Progress:
-    """What an interrupted run needs to say how many finished trials it keeps: filled in by
-    :func:`_run` as soon as the checkpoint store, the splits and the systems are known."""
-
-    def __init__(self):
-        self.store = self.splits = self.systems = None
-
-    def finished(self) -> int:
-        if self.store is None:
-            return 0
-        return self.store.finished(self.splits, self.systems)
-
-
 def run(args: argparse.Namespace) -> int:
     """``svmmap reproduce``: :func:`_run`, with Ctrl-C reported on one line (exit status 130) saying
     how many finished trials are kept for the next run to resume from (``--debug``: the traceback)."""
+    from pyterrier_svmmap.experiments.reproduce.experiment import ExperimentProgress
     from pyterrier_svmmap.experiments.reproduce.trials import TrialsInterrupted
-    progress = _Progress()
+    progress = ExperimentProgress()
     try:
         return _run(args, progress)
     except (KeyboardInterrupt, SystemError) as e:
@@ -157,151 +141,33 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
 
 
-def _finished_safely(progress: _Progress) -> int:
+def _finished_safely(progress) -> int:
     try:
         return progress.finished()
     except Exception:                   # pragma: no cover - only counts for the message
         return 0
 
 
-def _save_pictures(out: Path, first_models: dict) -> None:
-    """systems.png (MAP per system, W/L against svm-map) and, for SVM-map's model of the first trial,
-    the learned contribution of each base function (the paper's Figure 2); skipped without matplotlib."""
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        logger.warning("matplotlib is not installed: no pictures (pip install 'pyterrier-svmmap[plot]')")
-        return
-    from pyterrier_svmmap.plot import plot_systems
-    plot_systems(out / "results.json", out / "systems.png")
-    model = first_models.get("svm-map")
-    if hasattr(model, "plot"):
-        model.plot(path=out / "svm-map-contributions.png")
-    logger.info("wrote pictures to %s", out)
-
-
-def _run(args: argparse.Namespace, progress: Optional[_Progress] = None) -> int:
-    """The whole reproduction; ``progress`` learns the checkpoint store, splits and systems. From its first
-    write on, ``--out`` is locked against a second run into it (one line and exit status 2 for the second,
-    see :func:`~pyterrier_svmmap.experiments.reproduce.base_runs.folder_lock`)."""
+def _run(args: argparse.Namespace, progress=None) -> int:
+    """The options checked, the reproduction run (:func:`~pyterrier_svmmap.experiments.reproduce.experiment.run_experiment`,
+    ``progress`` learns the checkpoint store, splits and systems), its tables printed."""
+    from pyterrier_svmmap.experiments.reproduce.experiment import ExperimentOptions, run_experiment
+    from pyterrier_svmmap.experiments.reproduce.report import format_learner_table, format_loss_table, format_table
     check_arguments(args)
-    with contextlib.ExitStack() as held:
-        return _run_holding(args, progress, held)
-
-
-def _run_holding(args: argparse.Namespace, progress: Optional[_Progress], held: contextlib.ExitStack) -> int:
-    """:func:`_run`'s work; ``held`` keeps the folder lock until it returns."""
-    import pyterrier_svmmap.experiments.reproduce.base_runs as br
-    from pyterrier_svmmap.run_features import RunFeatures
-    from pyterrier_svmmap.experiments.reproduce.collection import load_directory, load_irds
-    from pyterrier_svmmap.experiments.reproduce.checkpoints import TrialStore
-    from pyterrier_svmmap.experiments.reproduce.evaluation import aggregate
-    from pyterrier_svmmap.experiments.reproduce.runner import run_trials
-    from pyterrier_svmmap.scale.client import close_client, dask_client
-    from pyterrier_svmmap.experiments.reproduce.protocol import make_folds, make_splits, role_counts
-    from pyterrier_svmmap.experiments.reproduce.report import format_learner_table, format_loss_table, format_table, results_dict, tables_markdown, write_results
-    from pyterrier_svmmap.experiments.systems import parse_names, resolve
-
-    progress = progress if progress is not None else _Progress()
-    t_start = time.perf_counter()
-    names = parse_names(args.systems)
-    systems = resolve(names)
-    reference = "svm-map" if "svm-map" in systems else (next(iter(systems)) if systems else None)
-    if reference != "svm-map":
-        logger.warning("svm-map is not among the systems run: W/L and p-values are against %s",
-                       reference or "nothing")
-
-    coll = load_directory(args.collection) if args.collection else load_irds(args.dataset)
-    topics = coll.judged_topics()
-    dropped = len(coll.topics) - len(topics)
-    if dropped:
-        logger.info("leaving out %d of %d queries without any relevant document in the qrels",
-                    dropped, len(coll.topics))
-    folds = getattr(args, "folds", None)
-    if folds is not None:
-        splits = make_folds(list(topics["qid"]), folds=folds, repeats=args.repeats, seed=args.seed)
-        sizes = sorted({len(s.train) for s in splits}), sorted({len(s.test) for s in splits})
-        protocol = {"protocol": "folds", "folds": folds, "repeats": args.repeats}
-        title = (f"{coll.name}: {args.repeats} × {folds}-fold cross-validation ({len(splits)} splits; test "
-                 f"one fold, validate on the next, train on {_span(sizes[0])} queries; {len(topics)} "
-                 f"queries, each tested {args.repeats} time{'s' if args.repeats > 1 else ''}), seed {args.seed}")
-    else:
-        splits = make_splits(list(topics["qid"]), trials=args.trials, train=args.train,
-                             valid=args.valid, seed=args.seed)
-        protocol = {"protocol": "random"}
-        title = (f"{coll.name}: {args.trials} trials, {args.train} train / {args.valid} validation "
-                 f"queries, rest test ({len(topics)} queries), seed {args.seed}")
-    out = Path(args.out)
-    held.enter_context(br.folder_lock(out))                 # creates the folder
-
-    runs, timings = br.base_runs(coll, out, topics=topics, threads=args.threads)
-    store = TrialStore(out / "trials", br.digest("reproduce-trials", coll.content_key(),
-                                                 br.runs_key(coll, topics, runs), args.depth))
-    store.remove_temporaries()
-    progress.store, progress.splits, progress.systems = store, splits, systems
-    reused = store.finished(splits, systems)
-    if reused:
-        logger.info("resuming: %d of %d trials already finished in %s are reused", reused, len(splits), out)
-    t = time.perf_counter()
-    candidates = RunFeatures(runs).transform(topics[["qid", "query"]])   # union of the base runs
-    timings["candidates_seconds"] = time.perf_counter() - t
-    logger.info("%d candidates for %d queries (%.1fs)", len(candidates), len(topics),
-                timings["candidates_seconds"])
-
-    qrels = coll.qrels[coll.qrels["qid"].isin(set(topics["qid"]))]
-    t = time.perf_counter()
-    first_models: dict = {}
-    chosen: dict = {}
-    client = None
-    if args.workers is not None or args.scheduler:
-        client, _ = dask_client(args.scheduler or "local", workers=args.workers)
-        logger.info("running the trials on the Dask cluster %s", client.scheduler_info().get("address", ""))
-    try:
-        per_trial, fit_seconds = run_trials(candidates, qrels, splits, systems, runs, depth=args.depth,
-                                            progress=not args.no_progress and sys.stderr.isatty(), first_models=first_models,
-                                            jobs=args.jobs, store=store, client=client, chosen=chosen)
-    finally:
-        if client is not None:
-            close_client(client)
-    timings["trials_seconds"] = time.perf_counter() - t
-    timings["total_seconds"] = time.perf_counter() - t_start
-
-    summary = aggregate(per_trial, reference, fit_seconds)
-    n_splits = len(splits)
-    results = results_dict(summary, collection=coll.name, trials=n_splits,
-                           train=args.train if folds is None else None,
-                           valid=args.valid if folds is None else None, seed=args.seed, reference=reference,
-                           extra={**protocol, "n_queries": len(topics), "queries_left_out": dropped,
-                                  "depth": args.depth, "chosen_bases": _chosen_counts(chosen),
-                                  "timings": timings})
-    write_results(out / "results.json", results)
-    br.atomic_write_bytes(out / "per_trial.csv", per_trial.to_csv(index=False).encode())
-    counts = role_counts(splits, list(topics["qid"]))
-    br.atomic_write_bytes(out / "splits.json", (json.dumps(
-        {"splits": [{"trial": s.trial, **({"repeat": s.repeat, "fold": s.fold} if s.fold is not None else {}),
-                     "train": s.train, "valid": s.valid, "chosen_base": chosen.get(s.trial)} for s in splits],
-         "role_counts": counts}, indent=1) + "\n").encode())
-
-    br.atomic_write_bytes(out / "tables.md", tables_markdown(summary, reference, title).encode())
-    _save_pictures(out, first_models)
+    options = ExperimentOptions(
+        out=Path(args.out), systems=args.systems, collection=args.collection, dataset=args.dataset,
+        trials=args.trials, train=args.train, valid=args.valid, folds=getattr(args, "folds", None),
+        repeats=getattr(args, "repeats", None), seed=args.seed, threads=args.threads, depth=args.depth,
+        jobs=args.jobs, workers=args.workers, scheduler=args.scheduler,
+        progress_bars=not args.no_progress and sys.stderr.isatty())
+    report = run_experiment(options, progress)
+    summary, reference, title = report.summary, report.reference, report.title
     if (summary["kind"] == "learned").any():
         print(format_learner_table(summary, reference, title))
         print()
         print(format_loss_table(summary))
         print()
     print(format_table(summary, reference, title))
-    logger.info("wrote %s (index %.1fs, runs %.1fs, trials %.1fs)", out / "results.json",
-                timings["index_seconds"], timings["runs_seconds"], timings["trials_seconds"])
+    logger.info("wrote %s (index %.1fs, runs %.1fs, trials %.1fs)", report.out / "results.json",
+                report.timings["index_seconds"], report.timings["runs_seconds"], report.timings["trials_seconds"])
     return 0
-
-
-def _span(values) -> str:
-    return str(values[0]) if values[0] == values[-1] else f"{values[0]}–{values[-1]}"
-
-
-def _chosen_counts(chosen: dict) -> dict:
-    """{base function: how many splits chose it}, most chosen first."""
-    counts: dict = {}
-    for name in chosen.values():
-        counts[name] = counts.get(name, 0) + 1
-    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))

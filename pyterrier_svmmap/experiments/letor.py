@@ -3,7 +3,7 @@
 The protocol (the LETOR convention, as the MQ2008 README states it): for each fold, train on ``train.txt``,
 choose the learner's hyper-parameters by **validation MAP** on ``vali.txt``, score ``test.txt``, and
 average the test measures over the folds. :func:`run_letor` runs it for a list of learners (by name, see
-:data:`~pyterrier_svmmap.experiments.systems.LEARNERS`) and returns per-fold and averaged results; ``svmmap letor DIR`` prints them, and
+:data:`~pyterrier_svmmap.experiments.letor_learners.LEARNERS`) and returns per-fold and averaged results; ``svmmap letor DIR`` prints them, and
 ``benchmarks/`` can call it too.
 
 **Evaluation** (:mod:`pyterrier_svmmap.measures`, the semantics of LETOR 4.0's Eval-Score-4.0.pl):
@@ -25,7 +25,7 @@ relevance), ApproxAP and AdaRank (its AP and binary-gain NDCG). Learners that us
 labels as they are: LambdaMART (lambdarank's 2^label − 1 gains), McRank (a class per grade) and
 ApproxNDCG (gain 2^label − 1).
 
-**Model selection.** Each learner has a small documented grid (:data:`~pyterrier_svmmap.experiments.systems.LEARNERS`); the setting with the
+**Model selection.** Each learner has a small documented grid (:data:`~pyterrier_svmmap.experiments.letor_learners.LEARNERS`); the setting with the
 highest validation MAP (``rel`` as above, all validation queries, first of equal maxima) is kept. The
 SVMs' grid is C ∈ {0.01, 0.1, 1, 10, 100, 1000}, trained as one warm-started path by
 :class:`~pyterrier_svmmap.svm.ranker.StructSVMRanker`, which selects C by the same validation MAP (with its tie
@@ -52,7 +52,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
-from pyterrier_svmmap.experiments.systems import LEARNERS, fit_learner, learner_names
+from pyterrier_svmmap.experiments.letor_learners import LEARNERS, fit_learner, learner_names
 from pyterrier_svmmap.measures import letor_mean_average_precision, letor_ndcg_at, precision_at
 from pyterrier_svmmap.queries import Queries
 from pyterrier_svmmap.user_warnings import warn
@@ -309,7 +309,7 @@ def run_letor(directory: Union[str, Path], learners: Optional[Union[str, Sequenc
               folds: Optional[Sequence[int]] = None, warm_up: bool = True, threads: int = 1,
               progress: Optional[Callable[[FoldResult, "LetorResults"], None]] = None) -> LetorResults:
     """The LETOR protocol (module docstring) on ``directory/Fold1..FoldK`` for ``learners`` (names of
-    :data:`~pyterrier_svmmap.experiments.systems.LEARNERS`, default all) with relevance threshold ``rel``; ``folds`` restricts the folds.
+    :data:`~pyterrier_svmmap.experiments.letor_learners.LEARNERS`, default all) with relevance threshold ``rel``; ``folds`` restricts the folds.
     LightGBM learners are skipped, with one warning, when LightGBM is not installed. ``threads``: LightGBM's
     threads. ``progress`` is called with every :class:`FoldResult` as it is measured and the results so far
     (e.g. to save them: a long run interrupted keeps its finished folds)."""

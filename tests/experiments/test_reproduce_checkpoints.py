@@ -181,10 +181,10 @@ def test_offline_dataset_is_a_one_line_error(tmp_path, capsys, monkeypatch):
 def tiny_svm_map(monkeypatch):
     """svm-map with one C and 10 bins; no pictures (matplotlib takes longer than the trials)."""
     from pyterrier_svmmap import SVMMap
-    import pyterrier_svmmap.cli.reproduce as command
+    import pyterrier_svmmap.experiments.reproduce.experiment as experiment
     import pyterrier_svmmap.experiments.systems as systems
     monkeypatch.setitem(systems.SYSTEMS, "svm-map", lambda: SVMMap(C=[1.0], n_bins=10))
-    monkeypatch.setattr(command, "_save_pictures", lambda out, models: None)
+    monkeypatch.setattr(experiment, "_save_pictures", lambda out, models: None)
 
 
 def _argv(coll, out, jobs=1):

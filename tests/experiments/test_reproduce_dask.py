@@ -18,10 +18,10 @@ def tiny(monkeypatch, tmp_path):
     """A synthetic collection; svm-map with one C and 10 bins, and AdaRank (the task carries two systems)."""
     from helpers import _write_collection
     from pyterrier_svmmap import SVMMap
-    import pyterrier_svmmap.cli.reproduce as command
+    import pyterrier_svmmap.experiments.reproduce.experiment as experiment
     import pyterrier_svmmap.experiments.systems as systems
     monkeypatch.setitem(systems.SYSTEMS, "svm-map", lambda: SVMMap(C=[1.0], n_bins=10))
-    monkeypatch.setattr(command, "_save_pictures", lambda out, models: None)
+    monkeypatch.setattr(experiment, "_save_pictures", lambda out, models: None)
     return _write_collection(tmp_path / "c")
 
 

@@ -180,11 +180,11 @@ def test_reproduce_folds_end_to_end_and_resume(tmp_path, capsys, monkeypatch):
     from helpers import _write_collection
     from pyterrier_svmmap import SVMMap
     from pyterrier_svmmap.cli import main
-    import pyterrier_svmmap.cli.reproduce as command
+    import pyterrier_svmmap.experiments.reproduce.experiment as experiment
     import pyterrier_svmmap.experiments.systems as systems
     from pyterrier_svmmap.experiments.reproduce.trials import _Trials
     monkeypatch.setitem(systems.SYSTEMS, "svm-map", lambda: SVMMap(C=[1.0], n_bins=10))
-    monkeypatch.setattr(command, "_save_pictures", lambda out, models: None)
+    monkeypatch.setattr(experiment, "_save_pictures", lambda out, models: None)
     coll = _write_collection(tmp_path / "c", n_topics=10)
     out = tmp_path / "out"
     argv = ["reproduce", "--collection", str(coll), "--out", str(out), "--folds", "3", "--repeats", "2",
