@@ -59,8 +59,8 @@ SELECTION_C_GRID = (1e-4, 1e-3) + DEFAULT_C_GRID
 #: ``C="auto"`` (the estimators' default): this grid relative to φ's spread R², i.e. C = c / R² for each c
 #: (:func:`resolve_c_grid`). At c = 1 the regulariser and the loss weigh alike (a margin of 1 between candidates
 #: a distance R apart needs ‖w‖ ≈ 1/R); the grid spans from nearly the prior's base function (1e-4) to two decades
-#: above that balance (100), where the held-out AP of every block peaked on the collections measured
-#: (docs/model-selection.md) and beyond which each C costs the most iterations of its path
+#: above that balance (100); beyond it each C costs the most iterations of its path (docs/model-selection.md gives
+#: the held-out evidence for this range)
 AUTO_C_GRID = (1e-4, 1e-3, 0.01, 0.1, 1.0, 10.0, 100.0)
 
 #: the C, feature blocks and prior of the estimators' default (``selection="auto"``, :func:`select_auto`)
@@ -81,8 +81,8 @@ EXACT_FLIPS_MAX_QUERIES = 11
 #: None, always cross-validate over every judged query (a validation set is a subset of them)
 DEFAULT_MIN_VALID_QUERIES = None
 
-#: the feature blocks that ``features="auto"`` chooses among, jointly with C (no block wins everywhere:
-#: on Vaswani raw scores beat the paper's bins, on LETOR MQ2008 bins beat raw)
+#: the feature blocks that ``features="auto"`` chooses among, jointly with C (no block wins on every collection:
+#: docs/model-selection.md)
 AUTO_FEATURES = ("bins", "raw", "bins+raw")
 
 
@@ -217,7 +217,7 @@ def function_aps(raw: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> np
     """The AP of every base function on every query, (F, Q) (a missing score ranks last).
 
     The APs come from the compiled :func:`pyterrier_svmmap.measures._kernels.function_ap` (counts instead of
-    sorts, ~5× faster on Vaswani's queries; the bits of :func:`.measures.average_precision`), on blocks of whole
+    sorts; the bits of :func:`.measures.average_precision`), on blocks of whole
     queries spread over :func:`~pyterrier_svmmap.threads.current` threads.
     """
     raw = np.ascontiguousarray(raw, dtype=float)

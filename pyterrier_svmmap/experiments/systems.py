@@ -55,9 +55,8 @@ def register(name: str, factory: Callable[[], object] = None):
 #: is the same problem as scaling C by λ² (substitute u = λw in OP 1), so a loss whose constraints are
 #: λ times longer needs a grid λ² lower to cover the same range of regularisation. φ_mrr is
 #: unnormalised (Chakrabarti et al. Eq. 5): a constraint sums up to |N| ≈ 10³ candidates where φ_po
-#: averages, so λ² ≈ 10⁶–10⁸; φ_dorm sums A(r) over the top-20 window, λ ≈ 10 or more. Measured on
-#: Vaswani's first split, C·10⁻⁴ and C·10⁻³ for svm-mrr@10 took 44 s and minutes per fit without a
-#: better model (README, "C grids per loss"), so its grid starts lower still.
+#: averages, so λ² ≈ 10⁶–10⁸; φ_dorm sums A(r) over the top-20 window, λ ≈ 10 or more. svm-mrr@10's grid
+#: starts lower still: its higher C cost the most per fit without a better model (docs/experiments.md).
 C_GRID_SCALE = {"mrr": 1e-8, "dorm": 1e-4}
 
 
@@ -104,12 +103,12 @@ def _svm_map_noavg():
 
 @register("svm-map-alpha0.6")
 def _svm_map_alpha06():
-    """The default with a more lenient fallback test (fallback_alpha=0.6): measured beside it."""
+    """The default with a more lenient fallback test (fallback_alpha=0.6), an ablation of it."""
     from pyterrier_svmmap import SVMMap
     return SVMMap(fallback_alpha=0.6)
 
 
-# SVM-map's feature / regularisation options, measured side by side (README, "Feature options")
+# SVM-map's feature / regularisation options (the ablations of docs/experiments.md)
 @register("svm-map-raw")
 def _svm_map_raw():
     from pyterrier_svmmap import DEFAULT_C_GRID, SVMMap

@@ -406,8 +406,8 @@ _ROUNDING = 1e-12
 #: at most this many iterations are run without a search after searches that were wasted in a row
 _MAX_BACKOFF = 16
 
-#: oracle calls of the line search per iteration besides the one at the QP's solution (measured on
-#: LETOR MQ2008 Fold 1, bins and raw, C = 1 … 1000: 2 needs the fewest passes over the data in all)
+#: oracle calls of the line search per iteration besides the one at the QP's solution (the number that needs the
+#: fewest passes over the data in all: docs/performance.md)
 LINE_SEARCH_STEPS = 2
 
 
@@ -443,7 +443,7 @@ def _cutting_planes_ls(oracle: Oracle, ws: _WorkingSet, C: np.ndarray, epsilon: 
 
     The plain loop (:func:`_cutting_planes`) asks the oracle at the QP's solution v_c only; at large C
     the model's minimiser jumps far from the true objective's, and the loop needs hundreds of
-    iterations (on MQ2008 Fold 1 with 50 bins, 1,200 at C = 1000). Here the loop also keeps the best
+    iterations. Here the loop also keeps the best
     point found so far, v_b (exact objective F known from its oracle call), searches the segment
     v_b → v_c (:func:`_line_search`), moves v_b to the best point seen, and adds every evaluated point's
     constraints to the working set, so that the model becomes exact where the optimum is. It stops, as
@@ -497,7 +497,7 @@ def _cutting_planes_ls(oracle: Oracle, ws: _WorkingSet, C: np.ndarray, epsilon: 
         added_by_search = sum(_add_cuts(ws, p) for p in extra)
         if extra:
             # a search that neither cut the model nor moved the best point was wasted passes (losses whose
-            # argmax is constant along the segment, e.g. NDCG@10 and MRR@10 on Vaswani): back off
+            # argmax is constant along the segment, such as cut-off NDCG and MRR): back off
             if added_by_search or any(best is p for p in extra):
                 backoff = 1
             else:

@@ -107,19 +107,33 @@ class StructSVMRanker(Parametrized):
             ) -> "StructSVMRanker":
         """Train on candidates grouped by query.
 
-        Args:
-            raw: (n, F) base-function scores, NaN where a function did not retrieve the candidate.
-            labels: (n,) relevance (> 0 relevant).
-            offsets: (Q + 1,) query boundaries.
-            n_relevant: (Q,) relevant documents per query in the qrels (default: among the candidates);
-                used by validation MAP only.
-            valid: validation queries that choose C of a grid: :class:`~pyterrier_svmmap.queries.Queries`, or
-                ``(raw, labels, offsets)``, optionally with ``n_relevant`` and ``docnos``; without them C is
-                chosen by ``cv``-fold cross-validation.
-            base_names: a name per base function (for ``feature_names_`` and pictures).
+        Parameters
+        ----------
+        raw : ndarray of shape (n, F)
+            Base-function scores, NaN where a function did not retrieve the candidate.
+        labels : ndarray of shape (n,)
+            Relevance (> 0 relevant).
+        offsets : ndarray of shape (Q + 1,)
+            Query boundaries.
+        n_relevant : ndarray of shape (Q,), optional
+            Relevant documents per query in the qrels (default: among the candidates); used by validation MAP
+            only.
+        valid : Queries or tuple, optional
+            Validation queries that choose C of a grid: :class:`~pyterrier_svmmap.queries.Queries`, or
+            ``(raw, labels, offsets)``, optionally with ``n_relevant`` and ``docnos``; without them C is chosen
+            by ``cv``-fold cross-validation.
+        base_names : sequence of str, optional
+            A name per base function (for ``feature_names_`` and pictures).
 
+        Returns
+        -------
+        StructSVMRanker
+            self.
+
+        Notes
+        -----
         Queries without a relevant or without a non-relevant candidate cannot form constraints: they are
-        skipped with one warning that counts them. Returns self.
+        skipped with one warning that counts them.
 
         The cutting-plane sums are taken over shards of whole queries, in order, as a Dask cluster takes
         them (:mod:`~pyterrier_svmmap.scale.dask`), so that this process and a cluster give the same model
