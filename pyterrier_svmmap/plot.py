@@ -10,6 +10,8 @@ from typing import Optional, Tuple, Union
 
 import numpy as np
 
+from pyterrier_svmmap.features.blocks import BLOCK_KINDS
+
 
 def _plt():
     """matplotlib.pyplot, without touching the user's backend (pyplot picks a usable one itself)."""
@@ -23,7 +25,8 @@ def _plt():
 def contributions(model, x_range: Tuple[float, float] = (0.0, 1.0)):
     """Per base function, (name, kind, x, y, base): the score's contribution as a function of the base score.
 
-    For a ``bins`` block, the step function Σ_{k < x} w_k (cumulative weights at the finite thresholds;
+    Each block kind draws itself (:meth:`~pyterrier_svmmap.features.blocks.FeatureBlock.curves`): for a
+    ``bins`` block, the step function Σ_{k < x} w_k (cumulative weights at the finite thresholds;
     ``base`` is the weight of the first, −∞, threshold: the "retrieved at all" indicator); for
     ``raw``/``minmax`` blocks, the line w·x over ``x_range`` (minmax: [0, 1]) and ``base`` the weight of
     the retrieved indicator. The weights come from the model's :class:`~pyterrier_svmmap.features.layout.FeatureLayout`.
@@ -34,17 +37,7 @@ def contributions(model, x_range: Tuple[float, float] = (0.0, 1.0)):
     names = layout.base_names
     out = []
     for kind in layout.blocks:
-        W = layout.block_weights(model.coef_, kind)
-        if kind == "bins":
-            for f, name in enumerate(names):
-                th = layout.encoder.thresholds_[f]
-                keep = np.isfinite(th)
-                base = float(W[f][0]) if not np.isfinite(th[0]) else 0.0
-                out.append((name, "bins", th[keep], np.cumsum(W[f])[keep], base))
-        else:
-            xr = np.array((0.0, 1.0) if kind == "minmax" else x_range)
-            for f, name in enumerate(names):
-                out.append((name, kind, xr, W[0, f] * xr, float(W[1, f])))
+        out += BLOCK_KINDS[kind].curves(layout.encoder, layout.block_weights(model.coef_, kind), names, x_range)
     return out
 
 
@@ -66,12 +59,11 @@ def plot_model(model, path: Optional[Union[str, Path]] = None, x_range: Tuple[fl
     nrows = int(np.ceil(n / ncols))
     fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 2.6 * nrows), squeeze=False, sharey=True)
     for ax, (name, kind, x, y, base) in zip(axes.ravel(), curves):
-        if kind == "bins" and len(x):
+        if not BLOCK_KINDS[kind].dense and len(x):
             ax.step(np.r_[x, x[-1] + (x[-1] - x[0]) * 0.05 + 1e-12], np.r_[y, y[-1]], where="post", lw=1.5)
-            ax.set_xlabel("base score (thresholds)")
         else:
             ax.plot(x, y, lw=1.5)
-            ax.set_xlabel("score" if kind == "raw" else "min–max normalised score")
+        ax.set_xlabel(BLOCK_KINDS[kind].axis_label)
         ax.set_title(f"{name}\n(range {np.ptp(y) if len(y) else 0:.3g})", fontsize=9)
         ax.axhline(0, color="grey", lw=0.5)
         ax.grid(alpha=0.3)

@@ -41,6 +41,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 import pyterrier_svmmap._jit as _jit
+from pyterrier_svmmap.features.blocks import BLOCK_KINDS
 from pyterrier_svmmap.features.encoder import parse_blocks
 from pyterrier_svmmap.features.layout import EncodedQueries, FeatureLayout
 import pyterrier_svmmap.threads as threads
@@ -546,7 +547,7 @@ def model_class(features) -> int:
     """How rich the model of feature blocks ``features`` is: 0 for a linear function of the scores (``raw``,
     ``minmax``), 1 with the paper's threshold indicators (``bins``: a step function of each score, fitted
     thresholds and many more weights)."""
-    return int("bins" in parse_blocks(features))
+    return max(BLOCK_KINDS[kind].model_class for kind in parse_blocks(features))
 
 
 def setting_levels(settings: Sequence[Tuple[Any, Optional[str]]], n_c: int) -> List[List[int]]:

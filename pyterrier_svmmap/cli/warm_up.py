@@ -20,9 +20,13 @@ LOSSES = (("map", None), ("roc", None), ("ndcg", None), ("ndcg", {"k": 10}), ("m
           ("dorm", {"k": 10, "window": 20}), ("acc", None), ("acc2", None),
           ("combo", {"losses": ["map", "ndcg@10"]}))
 
-#: (features, binning) whose kernels the warm-up compiles
-FEATURES = (("bins", "quantile"), ("raw", "quantile"), ("minmax", "quantile"), ("bins", "percentile"),
-            ("bins", "minmax"))
+def feature_settings() -> list:
+    """(features, binning) whose kernels the warm-up compiles: every block kind
+    (:data:`~pyterrier_svmmap.features.blocks.BLOCK_KINDS`), and every binning of the kinds with thresholds."""
+    from pyterrier_svmmap.features.blocks import BLOCK_KINDS
+    from pyterrier_svmmap.features.encoder import BINNINGS
+    return [(name, binning) for name, kind in BLOCK_KINDS.items()
+            for binning in (BINNINGS if kind.thresholds else BINNINGS[:1])]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -75,7 +79,7 @@ def _fits(raw, labels, offsets, valid, v_raw, v_offsets, v_docnos, n_jobs: int) 
     from pyterrier_svmmap.svm.ranker import StructSVMRanker
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for features, binning in FEATURES:
+        for features, binning in feature_settings():
             r = StructSVMRanker(C=[0.1, 1.0], features=features, binning=binning, n_bins=5, n_jobs=n_jobs)
             r.fit(raw, labels, offsets, valid=valid)
             r.ranking_scores(v_raw, v_offsets, v_docnos)
@@ -84,7 +88,7 @@ def _fits(raw, labels, offsets, valid, v_raw, v_offsets, v_docnos, n_jobs: int) 
             StructSVMRanker(C=1.0, loss=loss, loss_params=params, n_bins=5, n_jobs=n_jobs).fit(raw, labels, offsets)
             s = np.nan_to_num(raw[:30, 0])
             most_violated(s, labels[:30], loss=get_loss(loss, **(params or {})))
-        for features in ("minmax", "bins"):                  # ApproxAP / ApproxNDCG (Qin et al.)
+        for features in ("minmax", "bins"):                  # ApproxAP's and ApproxNDCG's (Qin et al.) blocks
             X = FeatureLayout.fit(raw, offsets, features, 5).transform(raw, offsets)
             for measure in ("ap", "ndcg"):
                 ApproxRanker(measure=measure, alphas=[10.0], betas=[10.0], n_iter=2).fit(X, labels, offsets)

@@ -111,8 +111,10 @@ def _svm_map_alpha06():
 # SVM-map's feature / regularisation options (the ablations of docs/experiments.md)
 @register("svm-map-raw")
 def _svm_map_raw():
+    """The base scores as they are, a weight each, C on the validation queries: svm_map_learn's linear model
+    (``svmmap letor``'s svm-map-raw)."""
     from pyterrier_svmmap import DEFAULT_C_GRID, SVMMap
-    return SVMMap(C=list(DEFAULT_C_GRID), **{**PAPER_PARAMS, "features": "raw"})
+    return SVMMap(C=list(DEFAULT_C_GRID), **{**PAPER_PARAMS, "features": "raw", "normalise": None})
 
 
 @register("svm-map-allbins")

@@ -4,7 +4,9 @@ Input everywhere is a matrix ``raw`` of shape (candidates, base functions), NaN 
 did not retrieve the candidate, with the candidates of each query contiguous and delimited by
 ``offsets`` (length Q + 1).
 
-Three kinds of blocks can make up φ, alone or together (``FeatureEncoder(features=...)``):
+Three kinds of blocks can make up φ, alone or together (``FeatureEncoder(features=...)``); each is a class of
+:mod:`pyterrier_svmmap.features.blocks` (its values, width, names, prior weights and picture), and the encoder
+learns what they need from the training candidates (thresholds, scales):
 
 ``"bins"``
     Yue et al. (2007) §4.2: φ contains 1[f(d|q) > k] for every k ∈ K_f. Never materialised: a block
@@ -57,12 +59,12 @@ import numpy as np
 import pyterrier_svmmap._jit as _jit
 import pyterrier_svmmap.products as products
 import pyterrier_svmmap.threads as threads
+from pyterrier_svmmap.features.blocks import BLOCK_KINDS
 from pyterrier_svmmap.queries import query_ids
 
 log = logging.getLogger(__name__)
 
 BINNINGS = ("quantile", "minmax", "percentile")
-BLOCKS = ("bins", "raw", "minmax")
 #: how the ``raw`` block puts scores on a scale (module doc): within-query standardisation, or none
 NORMALISATIONS = ("query", None)
 #: |raw score| above which ``normalise=None`` refuses a function: the solver sums squares of sums of scores
@@ -451,9 +453,9 @@ def parse_blocks(features: Union[str, Sequence[str]]) -> Tuple[str, ...]:
     """``"bins+minmax"`` or ``["bins", "minmax"]`` → ``("bins", "minmax")``, validated."""
     parts = features.split("+") if isinstance(features, str) else list(features)
     parts = tuple(p.strip() for p in parts)
-    bad = [p for p in parts if p not in BLOCKS]
+    bad = [p for p in parts if p not in BLOCK_KINDS]
     if not parts or bad or len(set(parts)) != len(parts):
-        raise ValueError(f"features={features!r} is not valid: give one or more of {BLOCKS}, "
+        raise ValueError(f"features={features!r} is not valid: give one or more of {tuple(BLOCK_KINDS)}, "
                          "joined by '+' (e.g. 'bins+minmax'), each at most once")
     return parts
 
@@ -558,7 +560,7 @@ class FeatureEncoder:
         not retrieved; ``offsets``: query boundaries); ``base_names`` name the functions in errors."""
         raw = np.asarray(raw, dtype=float)
         thresholds = None
-        if "bins" in self.blocks and self.binning == "quantile":
+        if self.fits_thresholds:
             sample = raw if self.threshold_depth is None else top_of_queries(raw, offsets, self.threshold_depth)
             thresholds = function_thresholds(sample, self.n_bins)
         return self.fit_statistics(column_statistics(raw, offsets), thresholds, base_names)
@@ -579,7 +581,7 @@ class FeatureEncoder:
             self.column_scale_ = stats.score_varies.astype(float)
         self.indicator_scale_ = stats.retrieval_varies.astype(float)
         self.thresholds_ = None
-        if "bins" in self.blocks:
+        if any(BLOCK_KINDS[kind].thresholds for kind in self.blocks):
             if self.binning == "quantile":
                 self.thresholds_ = np.array(thresholds, dtype=float)
             else:
@@ -587,6 +589,11 @@ class FeatureEncoder:
             self.thresholds_[~stats.score_varies, 1:] = np.inf         # no score dimension: codes 0 or 1
             self.thresholds_[~stats.score_varies & ~stats.retrieval_varies, 0] = np.inf     # nor an indicator
         return self
+
+    @property
+    def fits_thresholds(self) -> bool:
+        """Whether :meth:`fit` learns thresholds from the scores (a block that uses them, quantile binning)."""
+        return self.binning == "quantile" and any(BLOCK_KINDS[kind].thresholds for kind in self.blocks)
 
     @property
     def normalises(self) -> bool:
@@ -604,22 +611,27 @@ class FeatureEncoder:
         missing = np.isnan(raw)
         indicators = ~missing if self.indicator_scale_ is None else ~missing * self.indicator_scale_
         for kind in self.blocks:
-            if kind == "bins":
-                blocks.append(BinnedBlock(self.bin_codes(raw, offsets), self.n_bins))
-                continue
-            if kind == "raw" and self.normalise == "query" and self.normalises:
-                values = self.standardise(raw, offsets)                 # column_scale_ 0 included
-            else:
-                if kind == "raw":
-                    lo, _ = query_min_max(raw, offsets)
-                    fill = np.nan_to_num(lo[query_ids(offsets)], nan=0.0)
-                    values = np.where(missing, fill, raw)
-                else:  # minmax
-                    values = np.nan_to_num(minmax_normalise(raw, offsets), nan=0.0)
-                if self.normalises:
-                    values = values * (self.column_scale_ != 0)         # 0 where no score varies
-            blocks.append(DenseBlock(np.hstack([values, indicators])))
+            block = BLOCK_KINDS[kind]
+            values = block.values(self, raw, offsets)
+            blocks.append(DenseBlock(np.hstack([values, indicators])) if block.dense
+                          else BinnedBlock(values, self.n_bins))
         return FeatureMatrix(blocks)
+
+    def filled_scores(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """The scores as they are, a missing one as its query's lowest of that function (0 when the function
+        retrieved none of the query's candidates)."""
+        lo, _ = query_min_max(raw, offsets)
+        fill = np.nan_to_num(lo[query_ids(offsets)], nan=0.0)
+        return np.where(np.isnan(raw), fill, raw)
+
+    def minmax_scores(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """The scores min–max normalised per query and function, missing → 0."""
+        return np.nan_to_num(minmax_normalise(raw, offsets), nan=0.0)
+
+    def masked(self, values: np.ndarray) -> np.ndarray:
+        """Dense block ``values`` with the columns of functions whose scores never vary within a training query
+        set to 0 (a model of an earlier version, which scales nothing, keeps them)."""
+        return values * (self.column_scale_ != 0) if self.normalises else values
 
     def standardise(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """The ``raw`` block's scores with ``normalise="query"``: (f − min_q f)·``column_scale_`` per query and
@@ -656,10 +668,4 @@ class FeatureEncoder:
 
     def feature_names(self, base_names: Sequence[str]) -> List[str]:
         """A readable name per dimension of φ, in the weight vector's order."""
-        names: List[str] = []
-        for kind in self.blocks:
-            if kind == "bins":
-                names += [f"{b}>{t:.6g}" for b, th in zip(base_names, self.thresholds_) for t in th]
-            else:
-                names += [f"{kind}({b})" for b in base_names] + [f"retrieved({b})" for b in base_names]
-        return names
+        return [name for kind in self.blocks for name in BLOCK_KINDS[kind].names(self, base_names)]

@@ -14,6 +14,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from pyterrier_svmmap.features.blocks import BLOCK_KINDS
 from pyterrier_svmmap.features.encoder import (DenseBlock, FeatureEncoder, FeatureMatrix, check_unnormalised_range,
                                               column_top, parse_blocks)
 
@@ -59,13 +60,11 @@ class FeatureLayout:
         return self.encoder.blocks
 
     def block_width(self, kind: str) -> int:
-        """Dimensions of one block: F·n_bins for ``bins``, 2F (scores, then indicators) for ``raw``/``minmax``,
-        1 for ``bias``."""
-        if kind == "bins":
-            return self.n_functions * int(self.encoder.n_bins)
+        """Dimensions of one block (:meth:`~pyterrier_svmmap.features.blocks.FeatureBlock.width`: F·n_bins for
+        ``bins``, 2F — scores, then indicators — for ``raw``/``minmax``), 1 for ``bias``."""
         if kind == "bias":
             return 1
-        return 2 * self.n_functions
+        return BLOCK_KINDS[kind].width(self.n_functions, int(self.encoder.n_bins))
 
     def block_slices(self) -> List[Tuple[str, slice]]:
         """(kind, slice of w) for every block in order, the bias last when there is one."""
@@ -82,14 +81,15 @@ class FeatureLayout:
         return sum(self.block_width(k) for k, _ in self.block_slices())
 
     def block_weights(self, w: np.ndarray, kind: str) -> np.ndarray:
-        """The weights of one block, shaped (F, n_bins) for ``bins`` and (2, F) — scores, indicators —
-        for ``raw``/``minmax``."""
+        """The weights of one block, shaped as its kind says
+        (:meth:`~pyterrier_svmmap.features.blocks.FeatureBlock.weight_shape`: (F, n_bins) for ``bins``, (2, F) —
+        scores, indicators — for ``raw``/``minmax``)."""
         w = np.asarray(w)
         if w.shape != (self.dim,):
             raise ValueError(f"w has shape {w.shape}, this layout has {self.dim} dimensions")
         for k, sl in self.block_slices():
             if k == kind:
-                return w[sl].reshape((self.n_functions, -1) if kind == "bins" else (-1, self.n_functions))
+                return w[sl].reshape(BLOCK_KINDS[kind].weight_shape(self.n_functions, int(self.encoder.n_bins)))
         raise ValueError(f"this layout has no {kind!r} block (blocks: {self.blocks})")
 
     def names(self) -> List[str]:
@@ -112,7 +112,7 @@ class FeatureLayout:
         """The block the prior's weights are put in: the first dense block (``raw``, ``minmax``), whose column
         ranks candidates exactly as the function does, else ``bins`` (its steps rank them coarsely, ties within
         a bin)."""
-        dense = [kind for kind in self.blocks if kind != "bins"]
+        dense = [kind for kind in self.blocks if BLOCK_KINDS[kind].dense]
         return dense[0] if dense else self.blocks[0]
 
     def prior_weights(self, function: int, scale: float = 1.0, span: float = 1.0) -> np.ndarray:
@@ -123,23 +123,15 @@ class FeatureLayout:
         by ``scale``."""
         w0 = np.zeros(self.dim)
         kind = self.prior_block()
-        sl = dict(self.block_slices())[kind]
-        head = np.zeros(sl.stop - sl.start)
-        if kind == "bins":
-            n_bins = int(self.encoder.n_bins)
-            head[function * n_bins:(function + 1) * n_bins] = 1.0 / n_bins
-        else:
-            head[function] = 1.0 / span if span > 0 else 1.0
-        w0[sl] = head
+        w0[dict(self.block_slices())[kind]] = BLOCK_KINDS[kind].prior_head(self.n_functions, int(self.encoder.n_bins),
+                                                                           function, span)
         return scale * w0
 
     def score_extent(self, raw: np.ndarray, offsets: np.ndarray, function: int) -> Tuple[float, float]:
         """The (min, max) of base function ``function``'s score column of :meth:`prior_block` on candidates
         ``raw`` (:meth:`FeatureEncoder.score_extent` for ``raw``; (0, 1) for ``bins`` and ``minmax``, whose prior
         weights need no range)."""
-        if self.prior_block() != "raw":
-            return 0.0, 1.0
-        return self.encoder.score_extent(raw, offsets, function)
+        return BLOCK_KINDS[self.prior_block()].score_extent(self.encoder, raw, offsets, function)
 
     def score_span(self, raw: np.ndarray, offsets: np.ndarray, function: int) -> float:
         """max − min of :meth:`score_extent`: the ``span`` of :meth:`prior_weights`."""
@@ -183,7 +175,7 @@ class FeatureLayout:
                 raise ValueError(f"{name} must hold {F} finite non-negative numbers, got shape {values.shape}")
             setattr(encoder, f"{name}_", values)
         thresholds = np.asarray(arrays["thresholds"], dtype=float)
-        if "bins" in parse_blocks(meta["features"]):
+        if any(BLOCK_KINDS[kind].thresholds for kind in parse_blocks(meta["features"])):
             if thresholds.shape != (F, n_bins):
                 raise ValueError(f"thresholds have shape {thresholds.shape}, expected ({F}, {n_bins})")
             encoder.thresholds_ = thresholds

@@ -128,7 +128,7 @@ def _train_sharded(ranker, data: "ShardedData", features):
     one process."""
     encoder = FeatureEncoder(features, ranker.n_bins, ranker.binning, ranker.threshold_depth, ranker.normalise)
     thresholds = None
-    if "bins" in encoder.blocks and ranker.binning == "quantile":
+    if encoder.fits_thresholds:
         thresholds = data.thresholds(ranker.n_bins, ranker.threshold_depth)
     encoder.fit_statistics(data.column_statistics(), thresholds, ranker.base_names_)
     layout = FeatureLayout(encoder, ranker.needs_bias, ranker.base_names_)

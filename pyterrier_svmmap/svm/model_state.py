@@ -11,6 +11,7 @@ from typing import Dict, Tuple
 
 import numpy as np
 
+from pyterrier_svmmap.features.blocks import BLOCK_KINDS
 from pyterrier_svmmap.features.encoder import parse_blocks
 from pyterrier_svmmap.selection import c_grid, feature_options, features_name
 from pyterrier_svmmap.state import StateError, check_tie_function
@@ -63,9 +64,9 @@ def check_layout(layout, arrays: Dict[str, np.ndarray], params: dict, fallback: 
     if not isinstance(names, list) or len(names) != F:
         raise StateError("layout.base_names", f"must list a name for each of the layout.n_functions = {F} base "
                                               f"functions, got {names!r}")
-    if "bins" in blocks:
+    if any(BLOCK_KINDS[kind].thresholds for kind in blocks):
         if "thresholds" not in arrays:
-            raise StateError("thresholds", "is missing (the bins block needs it)", array=True)
+            raise StateError("thresholds", f"is missing (the {'+'.join(blocks)} blocks need it)", array=True)
         thresholds = _numbers(arrays, "thresholds")
         if thresholds.shape != (F, params["n_bins"]):
             raise StateError("thresholds", f"has shape {thresholds.shape}, but layout.n_functions = {F} and "

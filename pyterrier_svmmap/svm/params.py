@@ -13,6 +13,7 @@ from typing import Optional
 
 import numpy as np
 
+from pyterrier_svmmap.features.blocks import BLOCK_KINDS
 from pyterrier_svmmap.features.encoder import BINNINGS, parse_blocks
 from pyterrier_svmmap.params import (Param, ParamSpec, boolean, one_of, optional_int, optional_positive_int,
                                      positive_int, positive_number)
@@ -44,8 +45,8 @@ def _features(v) -> Optional[str]:
         for option in feature_options(v):
             parse_blocks(option)
     except (ValueError, TypeError, AttributeError):
-        return ("must be 'auto' or one or more of 'bins', 'raw', 'minmax' joined by '+' (e.g. 'bins+raw'), each at "
-                "most once")
+        return (f"must be 'auto' or one or more of {', '.join(map(repr, BLOCK_KINDS))} joined by '+' (e.g. "
+                "'bins+raw'), each at most once")
     return None
 
 
@@ -97,9 +98,9 @@ STRUCT_SVM_PARAMS = ParamSpec([
           '``C_weights``.',
           check=_loss_params),
     Param("features", "bins", 'str or sequence of str',
-          'The blocks of φ: ``"bins"`` (the paper\'s threshold indicators), ``"raw"`` (the base '
-          'scores, scaled as ``normalise`` says), ``"minmax"`` (per-query min–max normalised), a '
-          'combination such as ``"bins+raw"``, or ``"auto"``: bins, raw and bins+raw are each '
+          'The blocks of φ (:mod:`pyterrier_svmmap.features.blocks`): '
+          + ", ".join(f'``"{name}"`` ({kind.description})' for name, kind in BLOCK_KINDS.items())
+          + '; a combination such as ``"bins+raw"``, or ``"auto"``: bins, raw and bins+raw are each '
           'trained and chosen jointly with C (``features_`` says which was kept).',
           check=_features, cli="--features"),
     Param("normalise", "query", "{'query', None}",

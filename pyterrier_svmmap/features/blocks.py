@@ -1,0 +1,181 @@
+"""The kinds of feature blocks that make up φ, one class each, in one registry (:data:`BLOCK_KINDS`).
+
+A block kind says everything the package needs to know about it, so that the encoder, the layout, model
+selection, the pictures, the warm-up and the documentation iterate over the registry instead of naming kinds:
+
+* its **values** on candidates (:meth:`FeatureBlock.values`): bin codes for a block of threshold indicators,
+  else one dense column per base function (the encoder appends the "retrieved" indicators);
+* its **width** in w and the **shape** of its weights (:meth:`FeatureBlock.width`, :meth:`FeatureBlock.weight_shape`);
+* the **names** of its dimensions (:meth:`FeatureBlock.names`);
+* the **prior's weights** in it (:meth:`FeatureBlock.prior_head`) and the score range they are relative to
+  (:meth:`FeatureBlock.score_extent`);
+* its **model class** for model selection's levels (0: linear in the scores; 1: step functions);
+* its **picture** (:meth:`FeatureBlock.curves`: a base function's contribution against its score).
+
+A new kind is one subclass of :class:`FeatureBlock` and one :func:`register_block`; see docs/architecture.md.
+The numeric primitives a kind uses (``encoder.bin_codes``, ``encoder.standardise``, ``encoder.filled_scores``,
+``encoder.minmax_scores``) belong to :class:`~pyterrier_svmmap.features.encoder.FeatureEncoder`, which learns
+what they need (thresholds, scales) once per fit.
+"""
+from __future__ import annotations
+
+from typing import ClassVar, Dict, List, Sequence, Tuple
+
+import numpy as np
+
+
+class FeatureBlock:
+    """One kind of block of φ (subclass it and :func:`register_block` the subclass).
+
+    Attributes
+    ----------
+    name : str
+        The kind's name in ``features`` (``"bins"``, ``"raw"``, ...).
+    description : str
+        One line for the documentation and ``--help``.
+    dense : bool
+        Whether its values are one column per base function followed by the "retrieved" indicators (else bin
+        codes: one step function per base function).
+    thresholds : bool
+        Whether it needs the encoder's thresholds (fitted from the scores with ``binning="quantile"``).
+    model_class : int
+        How rich its model is, for model selection's levels (:func:`~pyterrier_svmmap.selection.model_class`):
+        0 for a linear function of the scores, 1 for step functions of them.
+    axis_label : str
+        The x axis of its picture.
+    """
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    dense: ClassVar[bool] = True
+    thresholds: ClassVar[bool] = False
+    model_class: ClassVar[int] = 0
+    axis_label: ClassVar[str] = "score"
+
+    def values(self, encoder, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """The block on candidates ``raw`` (grouped by ``offsets``) under the fitted ``encoder``: (n, F) dense
+        values (missing scores already filled), or (n, F) bin codes for a block that is not dense."""
+        raise NotImplementedError
+
+    def width(self, n_functions: int, n_bins: int) -> int:
+        """The block's dimensions in w."""
+        return 2 * n_functions
+
+    def weight_shape(self, n_functions: int, n_bins: int) -> Tuple[int, int]:
+        """The shape of the block's weights: (2, F) — scores, then indicators — for a dense block."""
+        return (2, n_functions)
+
+    def names(self, encoder, base_names: Sequence[str]) -> List[str]:
+        """A readable name per dimension, in w's order."""
+        return [f"{self.name}({b})" for b in base_names] + [f"retrieved({b})" for b in base_names]
+
+    def prior_head(self, n_functions: int, n_bins: int, function: int, span: float) -> np.ndarray:
+        """The block's part of a prior w₀ that ranks like base function ``function`` alone: 1/``span`` on its
+        score column (``span``: the range of that column on the training candidates, :meth:`score_extent`)."""
+        head = np.zeros(self.width(n_functions, n_bins))
+        head[function] = 1.0 / span if span > 0 else 1.0
+        return head
+
+    def score_extent(self, encoder, raw: np.ndarray, offsets: np.ndarray, function: int) -> Tuple[float, float]:
+        """The (min, max) of base function ``function``'s column in this block on candidates ``raw``: the unit of
+        the prior's weight. (0, 1) for a block whose columns are on a [0, 1] scale."""
+        return 0.0, 1.0
+
+    def curves(self, encoder, weights: np.ndarray, base_names: Sequence[str],
+               x_range: Tuple[float, float]) -> List[tuple]:
+        """Per base function, (name, kind, x, y, base): its contribution to the score against its score (a line
+        w·x over ``x_range``; ``base``: the weight of its "retrieved" indicator)."""
+        x = np.array(x_range, dtype=float)
+        return [(name, self.name, x, weights[0, f] * x, float(weights[1, f])) for f, name in enumerate(base_names)]
+
+
+#: the block kinds by name, in the order the documentation lists them
+BLOCK_KINDS: Dict[str, FeatureBlock] = {}
+
+
+def register_block(kind: type) -> type:
+    """Add block kind ``kind`` (a :class:`FeatureBlock` subclass) to :data:`BLOCK_KINDS`; returns it (a class
+    decorator)."""
+    if not kind.name or kind.name in BLOCK_KINDS or "+" in kind.name:
+        raise ValueError(f"a block kind needs a new name without '+', got {kind.name!r}")
+    BLOCK_KINDS[kind.name] = kind()
+    return kind
+
+
+def block_kind(name: str) -> FeatureBlock:
+    """The registered kind ``name`` (KeyError naming the kinds there are)."""
+    try:
+        return BLOCK_KINDS[name]
+    except KeyError:
+        raise KeyError(f"no feature block {name!r}; the kinds are {', '.join(BLOCK_KINDS)}") from None
+
+
+@register_block
+class Bins(FeatureBlock):
+    """Yue et al. (2007) §4.2: 1[f(d|q) > k] for every threshold k ∈ K_f of every base function, kept as bin
+    codes (the number of thresholds a score exceeds); the first threshold, −∞, is the "retrieved" indicator."""
+
+    name = "bins"
+    description = "the paper's threshold indicators 1[f > k], n_bins per base function (a step function of each)"
+    dense = False
+    thresholds = True
+    model_class = 1
+    axis_label = "base score (thresholds)"
+
+    def values(self, encoder, raw, offsets):
+        return encoder.bin_codes(raw, offsets)
+
+    def width(self, n_functions, n_bins):
+        return n_functions * n_bins
+
+    def weight_shape(self, n_functions, n_bins):
+        return (n_functions, n_bins)
+
+    def names(self, encoder, base_names):
+        return [f"{b}>{t:.6g}" for b, th in zip(base_names, encoder.thresholds_) for t in th]
+
+    def prior_head(self, n_functions, n_bins, function, span):
+        head = np.zeros(self.width(n_functions, n_bins))
+        head[function * n_bins:(function + 1) * n_bins] = 1.0 / n_bins          # a score of about 1 at the top
+        return head
+
+    def curves(self, encoder, weights, base_names, x_range):
+        out = []
+        for f, name in enumerate(base_names):
+            th = encoder.thresholds_[f]
+            keep = np.isfinite(th)
+            base = float(weights[f][0]) if not np.isfinite(th[0]) else 0.0
+            out.append((name, self.name, th[keep], np.cumsum(weights[f])[keep], base))
+        return out
+
+
+@register_block
+class Raw(FeatureBlock):
+    """The base scores, a weight per function, on the scale ``normalise`` gives them (standardised within
+    queries by default), a missing score counting as its query's lowest."""
+
+    name = "raw"
+    description = "the base scores, one weight per function, on the scale normalise gives them"
+
+    def values(self, encoder, raw, offsets):
+        if encoder.normalise == "query" and encoder.normalises:
+            return encoder.standardise(raw, offsets)
+        return encoder.masked(encoder.filled_scores(raw, offsets))
+
+    def score_extent(self, encoder, raw, offsets, function):
+        return encoder.score_extent(raw, offsets, function)
+
+
+@register_block
+class MinMax(FeatureBlock):
+    """The scores min–max normalised per query (missing → 0): SVM_acc4's scale (Yue et al. §5.2.1)."""
+
+    name = "minmax"
+    description = "the scores min-max normalised per query"
+    axis_label = "min–max normalised score"
+
+    def values(self, encoder, raw, offsets):
+        return encoder.masked(encoder.minmax_scores(raw, offsets))
+
+    def curves(self, encoder, weights, base_names, x_range):
+        return super().curves(encoder, weights, base_names, (0.0, 1.0))
