@@ -167,6 +167,28 @@ class Selection:
     fold_scores: Optional[np.ndarray]
     chosen: int
 
+    def path(self, settings: Sequence[Tuple[Any, Optional[str]]], grids: Sequence[Sequence[float]],
+             with_prior: bool = True) -> List[dict]:
+        """The learners' ``path_``: one entry per (features, prior, C) of ``settings`` × their ``grids``, in
+        setting-major order, with its score (``validation``) and, with cross-validation, its held-out score per
+        fold (``cv_scores``); ``with_prior=False`` leaves the prior out of the entries. A score beyond the
+        settings' (``selection="auto"``'s fallback base function) is a last entry ``fallback=True`` (C = 0)."""
+        G = len(grids[0]) if len(grids) else 0
+        out = []
+
+        def entry(column: int, **fields) -> dict:
+            e = dict(fields, validation=self.scores[column])
+            if self.method == "cv":
+                e["cv_scores"] = [float(x) for x in self.fold_scores[:, column]]
+            return e
+        for s, (features, prior) in enumerate(settings):
+            for i, C in enumerate(grids[s]):
+                out.append(entry(s * G + i, features=features_name(features),
+                                 **({"prior": prior} if with_prior else {}), C=C))
+        if len(self.scores) > len(settings) * G:
+            out.append(dict(entry(len(self.scores) - 1, features="raw", prior="best", C=0.0), fallback=True))
+        return out
+
 
 def select(scores: Sequence[float], method: str, fold_scores: Optional[np.ndarray] = None) -> Selection:
     """Apply :data:`RULE` to the settings' ``scores`` (``method`` and ``fold_scores`` as in
@@ -330,8 +352,7 @@ def choose(evidence: np.ndarray, fallback: Optional[np.ndarray] = None, alpha: O
     if E.ndim != 2 or E.shape[1] == 0:
         raise ValueError(f"evidence must be a (queries × settings) array with a setting, got shape {E.shape}")
     means = E.mean(axis=0) if len(E) else np.full(E.shape[1], np.nan)
-    ranked = np.where(np.isnan(means), -np.inf, means)
-    best = int(np.argmax(ranked))
+    best = RULE(means)
     if alpha is None:
         return Choice(best, best, float(means[best]), None, None, None, None, alpha, len(E))
     levels = [list(range(E.shape[1]))] if levels is None else [list(cols) for cols in levels if len(cols)]
@@ -342,7 +363,7 @@ def choose(evidence: np.ndarray, fallback: Optional[np.ndarray] = None, alpha: O
         index, current = -1, f
     else:
         first = levels.pop(0)
-        index = first[int(np.argmax(ranked[first]))]
+        index = first[RULE(means[first])]
         current = np.nan_to_num(E[:, index], nan=0.0)
     steps: List[dict] = []
     decided = None
@@ -351,7 +372,7 @@ def choose(evidence: np.ndarray, fallback: Optional[np.ndarray] = None, alpha: O
         tried += cols
         D = np.nan_to_num(E[:, tried], nan=0.0) - current[:, None]
         D[:, np.isnan(means[tried])] = -1.0                   # a setting without evidence never wins
-        top = cols[int(np.argmax(ranked[cols]))]
+        top = cols[RULE(means[cols])]
         d = D[:, tried.index(top)]
         gain = float(d.mean()) if len(d) else 0.0
         p = max_gain_pvalue(D, seed=seed) if gain > 0 else 1.0
@@ -518,20 +539,7 @@ class AutoSelection:
     def path(self) -> List[dict]:
         """``path_``: one entry per (features, prior, C) with its mean held-out AP (``validation``; per fold
         ``cv_scores``), and a last entry ``fallback=True`` (C = 0) for the base function when it was scored."""
-        sel, G = self.selection, len(self.grids[0])
-        out = []
-        for s, (o, p) in enumerate(self.settings):
-            for i, C in enumerate(self.grids[s]):
-                entry = dict(features=features_name(o), prior=p, C=C, validation=sel.scores[s * G + i])
-                if sel.method == "cv":
-                    entry["cv_scores"] = [float(x) for x in sel.fold_scores[:, s * G + i]]
-                out.append(entry)
-        if len(sel.scores) > len(self.settings) * G:
-            entry = dict(features="raw", prior="best", C=0.0, validation=sel.scores[-1], fallback=True)
-            if sel.method == "cv":
-                entry["cv_scores"] = [float(x) for x in sel.fold_scores[:, -1]]
-            out.append(entry)
-        return out
+        return self.selection.path(self.settings, self.grids)
 
     def record(self, path: List[dict]) -> Optional[dict]:
         """``choice_``: the :class:`Choice` as a dict with the evidence's ``source``, the ``chosen`` and the

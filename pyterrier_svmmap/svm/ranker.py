@@ -243,16 +243,14 @@ class StructSVMRanker(Parametrized):
                 scores.extend(scorer(r.w) if scorer else float("nan") for r in results)
         choice = select(scores, "cv" if cv_scores is not None else ("validation" if valid is not None else "none"),
                         cv_scores)
-        self.path_: List[dict] = []
+        self.path_: List[dict] = choice.path([(option, None) for option in options], grids, with_prior=False)
         for o, (option, (layout, results, _)) in enumerate(zip(options, trained)):
             for i, (C, res) in enumerate(zip(grids[o], results)):
-                entry = dict(features=features_name(option), C=C, validation=choice.scores[o * G + i],
-                             n_iter=res.n_iter, oracle_calls=res.oracle_calls, converged=bool(res.converged),
+                entry = self.path_[o * G + i]
+                cv = entry.pop("cv_scores", None)
+                entry.update(n_iter=res.n_iter, oracle_calls=res.oracle_calls, converged=bool(res.converged),
                              gap=float(res.duality_gap), primal=float(res.history[-1]["primal"]),
-                             seconds=float(res.history[-1]["seconds"]))
-                if cv_scores is not None:
-                    entry["cv_scores"] = [float(x) for x in cv_scores[:, o * G + i]]
-                self.path_.append(entry)
+                             seconds=float(res.history[-1]["seconds"]), **({} if cv is None else {"cv_scores": cv}))
                 log.debug("features=%s C=%g: %d iterations, validation MAP %.4f", entry["features"], C, res.n_iter,
                           entry["validation"])
         self.selection_ = choice.method
