@@ -87,7 +87,18 @@ class RunFeatures(pt.Transformer):
         return [["qid", "query"], ["qid", "query", "docno", "score"]]
 
     def transform_outputs(self, inp_cols: List[str]) -> List[str]:
-        """The input's columns, ``docno`` for topics, and ``features`` (``pt.inspect``)."""
+        """The columns ``transform`` returns (``pt.inspect``).
+
+        Parameters
+        ----------
+        inp_cols : list of str
+            The input frame's columns.
+
+        Returns
+        -------
+        list of str
+            The input's columns, ``docno`` for topics, and ``features``.
+        """
         return list(inp_cols) + [c for c in ("docno", "features") if c not in inp_cols]
 
     def __str__(self) -> str:
@@ -139,8 +150,20 @@ class RunFeatures(pt.Transformer):
         return out
 
     def transform(self, topics: pd.DataFrame) -> pd.DataFrame:
-        """Candidates with ``features``, from topics (the union of the base runs) or from a first stage's
-        result frame (its candidates, its score first)."""
+        """Candidates with ``features``.
+
+        Parameters
+        ----------
+        topics : DataFrame
+            Topics (``qid``, ``query``): the candidates are the union of the base runs; or a first stage's
+            result frame (with ``docno``): its candidates, its score as the first feature.
+
+        Returns
+        -------
+        DataFrame
+            ``qid``, ``docno``, the input's other columns and ``features`` (one value per base function, NaN
+            where a function did not retrieve the candidate).
+        """
         if "docno" in topics.columns:
             return self._rerank(topics)
         pt.validate.query_frame(topics, context=self)

@@ -54,10 +54,27 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
 
     def fit(self, train_res: pd.DataFrame, train_qrels: pd.DataFrame,
             valid_res: Optional[pd.DataFrame] = None, valid_qrels: Optional[pd.DataFrame] = None):
-        """Train on ``train_res`` (candidates with ``features``) judged by ``train_qrels``; the optional
-        validation pair selects hyper-parameters. Returns self.
+        """Train on candidates judged by qrels; the optional validation pair selects hyper-parameters.
 
-        The constructor's parameters are checked first (:meth:`check_params`), before any frame is converted."""
+        Parameters
+        ----------
+        train_res : DataFrame
+            Training candidates: ``qid``, ``docno`` and ``features`` (one value per base function, NaN where a
+            function did not retrieve the candidate), e.g. ``RunFeatures(...).transform(train_topics)``.
+        train_qrels : DataFrame
+            Their judgements: ``qid``, ``docno``, ``label`` (candidates not in it count as label 0).
+        valid_res, valid_qrels : DataFrame, optional
+            Validation candidates and judgements (both or neither): they choose the hyper-parameters; without
+            them the learner chooses by cross-validation (see the class's ``selection``).
+
+        Returns
+        -------
+        self
+
+        Notes
+        -----
+        The constructor's parameters are checked first (:meth:`check_params`), before any frame is converted.
+        """
         self.check_params()
         if train_res is None or len(train_res) == 0:
             raise ValueError("fit() got no training candidates; pass the result frame of the training topics "
@@ -80,11 +97,22 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
 
     def fit_candidates(self, train: Candidates, valid: Optional[Candidates] = None,
                        feature_names: Optional[Sequence[str]] = None):
-        """``fit`` on frames already converted by :func:`~pyterrier_svmmap.frames.candidates_from_frame`
-        (``train`` and ``valid`` with qrels, at this estimator's ``rel``; ``valid`` with as many features
-        as ``train``). ``feature_names`` are the base functions' names (``RunFeatures`` puts them in
-        ``attrs["feature_names"]``). The same model as ``fit`` on the frames; lets a caller that trains
-        several estimators on the same frames (``svmmap reproduce``) convert them once. Returns self."""
+        """``fit`` on frames already converted, so that a caller that trains several estimators on the same
+        frames (``svmmap reproduce``) converts them once; the same model as ``fit`` on the frames.
+
+        Parameters
+        ----------
+        train : Candidates
+            From :func:`~pyterrier_svmmap.frames.candidates_from_frame` with qrels, at this estimator's ``rel``.
+        valid : Candidates, optional
+            Validation candidates, converted the same way, with as many features as ``train``.
+        feature_names : sequence of str, optional
+            The base functions' names (``RunFeatures`` puts them in the frame's ``attrs["feature_names"]``).
+
+        Returns
+        -------
+        self
+        """
         self.check_params()
         return self._fit_converted(train, valid, feature_names)
 
@@ -113,8 +141,19 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
         return self
 
     def score_candidates(self, cands: Candidates) -> np.ndarray:
-        """The scores ``transform`` gives the rows of ``cands`` (in ``cands``' order): the model's, with
-        equal scores separated by the tie policy (:func:`~pyterrier_svmmap.ties.break_ties`)."""
+        """The scores ``transform`` gives candidates: the model's, with equal scores separated by the tie
+        policy (:func:`~pyterrier_svmmap.ties.break_ties`).
+
+        Parameters
+        ----------
+        cands : Candidates
+            Candidates converted by :func:`~pyterrier_svmmap.frames.candidates_from_frame`.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            A score per row of ``cands``, in its order.
+        """
         if not hasattr(self, "n_functions_"):
             raise RuntimeError(f"{type(self).__name__} is not fitted: call fit() or load() first")
         if len(cands.raw) and cands.raw.shape[1] != self.n_functions_:
@@ -128,9 +167,21 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
         return scores
 
     def transform(self, res: pd.DataFrame) -> pd.DataFrame:
-        """Add ``score`` (the model's) and ``rank`` to every candidate; equal model scores are separated by the
-        tie policy of :mod:`~pyterrier_svmmap.ties` (the best training base function's score, then docno), so
-        that ``pt.Experiment`` ranks as validation did. Rows come in the input's query order, by rank."""
+        """Add ``score`` (the model's) and ``rank`` to every candidate.
+
+        Equal model scores are separated by the tie policy of :mod:`~pyterrier_svmmap.ties` (the best training
+        base function's score, then docno), so that ``pt.Experiment`` ranks as validation did.
+
+        Parameters
+        ----------
+        res : DataFrame
+            Candidates with ``qid``, ``docno`` and ``features`` (as for ``fit``).
+
+        Returns
+        -------
+        DataFrame
+            The input's columns with ``score`` and ``rank``, rows in the input's query order, by rank.
+        """
         if not hasattr(self, "n_functions_"):
             raise RuntimeError(f"{type(self).__name__} is not fitted: call fit() or load() before transform()")
         if len(res) == 0:
@@ -168,12 +219,34 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
         return [["qid", "docno", "features"]]
 
     def transform_outputs(self, inp_cols: List[str]) -> List[str]:
-        """The input's columns, then ``score`` and ``rank`` (``pt.inspect``)."""
+        """The columns ``transform`` returns (``pt.inspect``).
+
+        Parameters
+        ----------
+        inp_cols : list of str
+            The input frame's columns.
+
+        Returns
+        -------
+        list of str
+            The input's columns, then ``score`` and ``rank``.
+        """
         return list(inp_cols) + [c for c in ("score", "rank") if c not in inp_cols]
 
     def decision_function(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        """The model's scores of a score matrix (candidates × base functions, NaN = missing) grouped by
-        ``offsets``, ties not broken (``transform`` breaks them)."""
+        """The model's scores of a score matrix, ties not broken (``transform`` breaks them).
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n, F)
+            Base-function scores, NaN where a function did not retrieve the candidate.
+        offsets : ndarray of shape (Q + 1,)
+            Query boundaries: query q holds rows ``offsets[q]:offsets[q + 1]``.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+        """
         if not hasattr(self, "n_functions_"):
             raise RuntimeError(f"{type(self).__name__} is not fitted: call fit() or load() first")
         return self._score(np.asarray(raw, dtype=float), np.asarray(offsets))

@@ -91,7 +91,17 @@ class StructSVM(RankerEstimator):
 
     def plot(self, **kwargs):
         """Figure 2 of the paper: each base function's learned contribution to the score, as a function
-        of its score (needs matplotlib); see :func:`pyterrier_svmmap.plot.plot_model`."""
+        of its score (needs matplotlib).
+
+        Parameters
+        ----------
+        **kwargs
+            Passed to :func:`pyterrier_svmmap.plot.plot_model` (``path``, ``x_range``, ``max_panels``, ``ncols``).
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+        """
         from pyterrier_svmmap.plot import plot_model
         return plot_model(self, **kwargs)
 

@@ -28,6 +28,19 @@ def make_slack_groups(loss: LossSpec, C: float, **params) -> list:
       constant C·C_weights[l]) or ``slack="shared"`` (one group with a :class:`ComboLoss`, Δ = max_l Δ_l
       in effect, constant C), and ``C_weights`` (per-loss multipliers of C; separate slacks only).
       A :class:`ComboLoss` instance is a shared-slack combo.
+
+    Parameters
+    ----------
+    loss : str or Loss
+        The loss specification (:func:`~pyterrier_svmmap.svm.losses.get_loss`), or ``"combo"``.
+    C : float
+        The regularisation constant (positive).
+    **params
+        The loss's parameters; for ``"combo"``: ``losses``, ``slack`` and ``C_weights``.
+
+    Returns
+    -------
+    list of SlackGroup
     """
     C = float(C)
     if C <= 0:

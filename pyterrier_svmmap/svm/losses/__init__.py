@@ -39,8 +39,18 @@ LossSpec = Union[str, Loss]
 def get_loss(loss: LossSpec, **params) -> Loss:
     """A :class:`Loss` from a name and its parameters, or a Loss instance as is.
 
-    Names: ``"map"``, ``"roc"``, ``"ndcg"`` (no cutoff), ``"ndcg@10"``, ``"mrr"``, ``"mrr@10"``,
-    ``"dorm"``, ``"dorm@10"``, ``"acc"``, ``"acc2"``, and ``"combo"`` with ``losses=[...]`` (shared slacks).
+    Parameters
+    ----------
+    loss : str or Loss
+        A name of :data:`LOSSES` — ``"map"``, ``"roc"``, ``"ndcg"`` (no cutoff), ``"ndcg@10"``, ``"mrr"``,
+        ``"mrr@10"``, ``"dorm"``, ``"dorm@10"``, ``"acc"``, ``"acc2"`` — or ``"combo"`` with ``losses=[...]``
+        (shared slacks); or a Loss instance, returned as it is.
+    **params
+        The loss's parameters (e.g. ``k``); none with a Loss instance.
+
+    Returns
+    -------
+    Loss
     """
     if isinstance(loss, Loss):
         if params:
@@ -69,13 +79,24 @@ def get_loss(loss: LossSpec, **params) -> Loss:
 
 
 def most_violated(scores, labels, loss: LossSpec = "map", **params) -> np.ndarray:
-    """The ranking (candidate indices, best first) maximising H(y) = Δ(y) + wᵀΨ(x, y) for one query.
+    """The ranking maximising H(y) = Δ(y) + wᵀΨ(x, y) for one query: the loss-augmented inference of
+    Algorithm 1, line 6 in Yue et al. (2007); for ``loss="map"`` their Algorithm 2.
 
-    ``scores`` are the current model's scores wᵀφ(x, d) of the query's candidates; ``labels`` > 0
-    marks the relevant ones. This is the loss-augmented inference of Algorithm 1, line 6 in
-    Yue et al. (2007); for ``loss="map"`` it is their Algorithm 2. ``loss`` is anything
-    :func:`get_loss` takes, e.g. ``most_violated(s, z, loss="ndcg", k=10)`` or ``loss="mrr@10"``.
-    (For ``"acc"``/``"acc2"`` the result is a boolean labelling, not a ranking.)
+    Parameters
+    ----------
+    scores : array-like of shape (n,)
+        The current model's scores wᵀφ(x, d) of the query's candidates (finite).
+    labels : array-like of shape (n,)
+        Relevance labels; > 0 marks the relevant candidates.
+    loss : str or Loss, default "map"
+        Anything :func:`get_loss` takes, e.g. ``loss="ndcg", k=10`` or ``loss="mrr@10"``.
+    **params
+        The loss's parameters.
+
+    Returns
+    -------
+    ndarray
+        The ranking (candidate indices, best first); for ``"acc"``/``"acc2"`` a boolean labelling.
     """
     scores = np.asarray(scores, dtype=float)
     labels = np.asarray(labels)

@@ -73,19 +73,66 @@ class Loss(ABC):
     # -- the three parts of a loss -------------------------------------------------------------
     @abstractmethod
     def delta(self, ranking: np.ndarray, labels: np.ndarray) -> float:
-        """Δ(y*, y) for the ranking ``ranking`` (indices, best first) of one query."""
+        """Δ(y*, y) of a ranking of one query.
+
+        Parameters
+        ----------
+        ranking : ndarray of int
+            A ranking of one query's candidates (their indices, best first).
+        labels : ndarray of shape (n,)
+            The query's relevance labels (> 0 relevant).
+
+        Returns
+        -------
+        float
+        """
 
     @abstractmethod
     def psi_coef(self, ranking: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        """Per-candidate coefficients c(y) with Ψ(x, y) = Σ_d c_d(y) φ(x, d)."""
+        """Per-candidate coefficients c(y) with Ψ(x, y) = Σ_d c_d(y) φ(x, d).
+
+        Parameters
+        ----------
+        ranking : ndarray of int
+            A ranking of one query's candidates (their indices, best first).
+        labels : ndarray of shape (n,)
+            The query's relevance labels (> 0 relevant).
+
+        Returns
+        -------
+        ndarray of shape (n,)
+        """
 
     @abstractmethod
     def argmax(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        """The ranking maximising H(y) = Δ(y) + c(y)·scores, exactly."""
+        """The ranking maximising H(y) = Δ(y) + c(y)·scores, exactly.
+
+        Parameters
+        ----------
+        scores : ndarray of shape (n,)
+            The model's scores of the query's candidates.
+        labels : ndarray of shape (n,)
+            The query's relevance labels (> 0 relevant).
+
+        Returns
+        -------
+        ndarray of int
+            The ranking (candidate indices, best first).
+        """
 
     # -- derived, shared by all losses ----------------------------------------------------------
     def ideal(self, labels: np.ndarray) -> np.ndarray:
-        """The correct ranking y* of the training example (Δ(y*, y*) = 0)."""
+        """The correct ranking y* of the training example (Δ(y*, y*) = 0).
+
+        Parameters
+        ----------
+        labels : ndarray of shape (n,)
+            The query's relevance labels (> 0 relevant).
+
+        Returns
+        -------
+        ndarray of int
+        """
         return ideal_ranking(labels)
 
     def ideal_psi_coef(self, labels: np.ndarray) -> np.ndarray:
@@ -93,18 +140,50 @@ class Loss(ABC):
 
         By default those of :meth:`ideal`; losses whose Ψ(x, y*) depends on how ties among equally
         relevant candidates are broken may use a tie-independent choice instead (e.g. DORM).
+
+        Parameters
+        ----------
+        labels : ndarray of shape (n,)
+            The query's relevance labels (> 0 relevant).
+
+        Returns
+        -------
+        ndarray of shape (n,)
         """
         return self.psi_coef(self.ideal(labels), labels)
 
     def objective(self, ranking: np.ndarray, scores: np.ndarray, labels: np.ndarray) -> float:
-        """H(y) = Δ(y) + wᵀΨ(x, y), with wᵀΨ(x, y) = c(y)·scores. Used by brute-force tests."""
+        """H(y) = Δ(y) + wᵀΨ(x, y), with wᵀΨ(x, y) = c(y)·scores. Used by brute-force tests.
+
+        Parameters
+        ----------
+        ranking : ndarray of int
+            A ranking of one query's candidates (their indices, best first).
+        scores : ndarray of shape (n,)
+            The model's scores of the query's candidates.
+        labels : ndarray of shape (n,)
+            The query's relevance labels (> 0 relevant).
+
+        Returns
+        -------
+        float
+        """
         return float(self.delta(ranking, labels) + self.psi_coef(ranking, labels) @ np.asarray(scores, float))
 
     def violation(self, scores: np.ndarray, labels: np.ndarray) -> Tuple[float, np.ndarray]:
         """Most violated constraint of one query.
 
-        Returns ``(Δ(ŷ), c(y*) − c(ŷ))``: the constraint of OP 1 reads
-        wᵀΦᵀ(c(y*) − c(ŷ)) ≥ Δ(ŷ) − ξ.
+        Parameters
+        ----------
+        scores : ndarray of shape (n,)
+            The model's scores of the query's candidates.
+        labels : ndarray of shape (n,)
+            The query's relevance labels (> 0 relevant).
+
+        Returns
+        -------
+        (float, ndarray of shape (n,))
+            ``(Δ(ŷ), c(y*) − c(ŷ))``: the constraint of OP 1 reads wᵀΦᵀ(c(y*) − c(ŷ)) ≥ Δ(ŷ) − ξ.
         """
         labels = np.asarray(labels)
         y_hat = self.argmax(scores, labels)
@@ -112,9 +191,22 @@ class Loss(ABC):
 
     def batch_violation(self, scores: np.ndarray, labels: np.ndarray,
                         offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-        """:meth:`violation` for every query; returns (Δ per query, coefficients for all candidates).
+        """:meth:`violation` for every query. Losses with a vectorised form override this; the default loops
+        over queries.
 
-        Losses with a vectorised form override this; the default loops over queries.
+        Parameters
+        ----------
+        scores : ndarray of shape (n,)
+            The model's scores of all candidates.
+        labels : ndarray of shape (n,)
+            Their relevance labels (> 0 relevant).
+        offsets : ndarray of shape (Q + 1,)
+            Query boundaries.
+
+        Returns
+        -------
+        (ndarray of shape (Q,), ndarray of shape (n,))
+            Δ per query, and the coefficients c(y*) − c(ŷ) of all candidates.
         """
         n_queries = len(offsets) - 1
         deltas = np.empty(n_queries)
