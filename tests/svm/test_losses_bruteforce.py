@@ -19,7 +19,7 @@ from pyterrier_svmmap.svm.losses import (ComboLoss, DORMLoss, MAPLoss, MRRLoss, 
                                      ClassificationLoss, get_loss, most_violated)
 from pyterrier_svmmap.svm.slack import make_slack_groups
 from pyterrier_svmmap.svm.losses.base import Loss
-from oracles.losses_reference import ndcg_counts
+from tests.oracles.losses_reference import ndcg_counts
 from pyterrier_svmmap.svm.cutting_plane import SlackGroup, train_structural_svm
 
 TOL = 1e-12

@@ -13,7 +13,7 @@ from pyterrier_svmmap.svm.losses import MAPLoss
 from pyterrier_svmmap.svm.losses.base import Loss
 from pyterrier_svmmap.svm.losses.map import interleave, map_slots, sort_by_score
 
-from oracles.losses_reference import map_batch_violation, map_slots_batch, map_slots_reference
+from tests.oracles.losses_reference import map_batch_violation, map_slots_batch, map_slots_reference
 
 LOSS = MAPLoss()
 

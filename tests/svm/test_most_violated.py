@@ -13,8 +13,8 @@ import pytest
 from pyterrier_svmmap.svm.losses import (ComboLoss, DORMLoss, MAPLoss, MRRLoss, NDCGLoss, ROCLoss, get_loss,
                                           most_violated)
 
-from oracles.losses_reference import argmax_reference
-from test_losses_bruteforce import brute_max, INSTANCES
+from tests.oracles.losses_reference import argmax_reference
+from tests.svm.test_losses_bruteforce import brute_max, INSTANCES
 
 LOSSES = [MAPLoss(), ROCLoss(), NDCGLoss(None), NDCGLoss(1), NDCGLoss(3), NDCGLoss(10), MRRLoss(None), MRRLoss(1),
           MRRLoss(4), DORMLoss(k=None, window=None), DORMLoss(k=2, window=3), DORMLoss(k=3, window=None)]

@@ -24,7 +24,6 @@ from pyterrier_svmmap.experiments.reproduce.trials import _Trials
 from pyterrier_svmmap.experiments.reproduce.protocol import Split
 from pyterrier_svmmap.ties import break_ties
 
-from data_paths import VASWANI  # noqa: E402
 
 
 # ------------------------------------------------------------------------------------------
@@ -230,7 +229,7 @@ def _bad_frames():
         (dup, {}, r"2 duplicate \(qid, docno\) rows, e.g. qid="),
         (bad_score, {}, r"column 'score' is nan for qid="),
         (res, {"n_functions": 5}, r"the model was trained with 5 features per row but these rows have 4"),
-    ]   # a frame without features is refused with a hint now (tests/test_user_facing.py)
+    ]   # a frame without features is refused with a hint now (tests/package/test_user_facing.py)
 
 
 @pytest.mark.parametrize("case", range(len(_bad_frames())))
@@ -330,14 +329,13 @@ def test_evaluator_equals_ir_measures_with_ties_grades_and_missing_queries(seed)
     assert (Evaluator(qrels.iloc[:0]).per_query(run, qids) == 0).all().all()
 
 
-@pytest.mark.skipif(not (VASWANI / "docs.trec").exists(), reason=f"Vaswani not found at {VASWANI}")
-def test_evaluator_equals_ir_measures_on_vaswani_pisa_runs(tmp_path):
+def test_evaluator_equals_ir_measures_on_vaswani_pisa_runs(tmp_path, vaswani_dir):
     pytest.importorskip("pyterrier_pisa", reason="pyterrier-pisa is needed for the base runs")
     from pyterrier_pisa import PisaIndex
     from pyterrier_svmmap.experiments.reproduce.collection import iter_trec_docs, read_trec_qrels, read_trec_topics
-    docs = [d for _, d in zip(range(4000), iter_trec_docs(VASWANI / "docs.trec"))]
-    qrels = read_trec_qrels(VASWANI / "qrels")
-    topics = read_trec_topics(VASWANI / "topics.trec")
+    docs = [d for _, d in zip(range(4000), iter_trec_docs(vaswani_dir / "docs.trec"))]
+    qrels = read_trec_qrels(vaswani_dir / "qrels")
+    topics = read_trec_topics(vaswani_dir / "topics.trec")
     PisaIndex(str(tmp_path / "idx"), stemmer="porter2").index(iter(docs))
     index = PisaIndex(str(tmp_path / "idx"))
     runs = {"bm25": index.bm25(num_results=1000)(topics), "dph": index.dph(num_results=1000)(topics),

@@ -15,7 +15,7 @@ from typing import Dict, List, Set, Tuple
 import pytest
 
 PACKAGE = "pyterrier_svmmap"
-ROOT = Path(__file__).resolve().parents[1] / PACKAGE
+ROOT = Path(__file__).resolve().parents[2] / PACKAGE
 
 #: the rooms (top-level modules and packages), from the bottom up: a room may import its own layer's rooms
 #: only when listed in :data:`SAME_LAYER`, and any room of a lower layer
