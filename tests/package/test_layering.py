@@ -160,6 +160,15 @@ def package_graph():
     return graph()
 
 
+def test_the_checks_read_the_package(package_graph):
+    """The graph is the package's own: ROOT is its folder (were it not, the checks below would pass on an
+    empty graph), with rooms and imports between its modules."""
+    mods, internal, _ = package_graph
+    assert (ROOT / "__init__.py").is_file(), f"the package is not at {ROOT}"
+    assert PACKAGE in mods and len({room(m) for m in mods} - {""}) > 1
+    assert any(internal.values())
+
+
 def test_every_room_has_a_layer(package_graph):
     mods, _, _ = package_graph
     rooms = {room(m) for m in mods} - {""}
