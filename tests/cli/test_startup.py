@@ -107,7 +107,7 @@ def test_warm_up_command_runs(caplog, monkeypatch):
         return seconds
     monkeypatch.setattr(warm_up, "_fits", timed_fits)
     monkeypatch.setattr(warm_up, "warm_up", timed_warm_up)
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.INFO, logger=warm_up.log.name):     # whatever level an earlier test left
         assert cli.main(["warm-up"]) == 0
     (seconds, outside), = calls
     assert len(fits) == 1 and 0 < fits[0] <= seconds <= outside
