@@ -16,7 +16,7 @@ from pyterrier_svmmap.measures import average_precision, ndcg_at, reciprocal_ran
 from tests.helpers import _synthetic_runs  # noqa: E402
 
 #: the paper's protocol (C on the validation queries, or CV over the training ones), which these tests pin;
-#: the package's default selection is tested in test_selection_rule.py
+#: the package's default selection is tested in tests/selection/test_selection.py
 PAPER = dict(features="bins", prior=None, selection="validation")
 
 
