@@ -1,5 +1,6 @@
 """Where the tests' data lives: the repository's examples and the shared collections beside the clone
-(``../shared/data``; the tests that need them are skipped when it is absent)."""
+(``../shared/data``). Tests take them as the fixtures of ``tests/conftest.py`` (which skip when a shared
+collection is absent); the constants are for what is needed at collection time (parameter lists)."""
 from pathlib import Path
 
 REPOSITORY = Path(__file__).resolve().parents[1]

@@ -9,7 +9,7 @@ import pyterrier_svmmap.approx.ranker as approx
 from pyterrier_svmmap.features.encoder import DenseBlock, FeatureEncoder, FeatureMatrix
 from pyterrier_svmmap.measures import average_precision
 
-import oracles.approx_reference as reference
+import tests.oracles.approx_reference as reference
 
 jit = approx.jit()
 

@@ -4,7 +4,7 @@ import numpy as np
 from pyterrier_svmmap.boosting.adarank import AdaRankRanker
 from pyterrier_svmmap.measures import average_precision
 
-from peers_data import random_map, synthetic
+from tests.boosting.peers_data import random_map, synthetic
 
 
 def test_adarank_learns_and_beats_random():

@@ -5,7 +5,7 @@ import pytest
 import pyterrier_svmmap.boosting.common as common
 from pyterrier_svmmap.boosting.mcrank import McRankRanker
 
-from peers_data import synthetic
+from tests.boosting.peers_data import synthetic
 
 
 def test_fill_missing_ranks_missing_last():

@@ -3,7 +3,7 @@ import pytest
 
 from pyterrier_svmmap.boosting.lambdamart import LambdaMARTRanker
 
-from peers_data import held_out_map, synthetic
+from tests.boosting.peers_data import held_out_map, synthetic
 
 
 def test_lambdamart_beats_random():

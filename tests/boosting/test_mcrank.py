@@ -3,7 +3,7 @@ import pytest
 
 from pyterrier_svmmap.boosting.mcrank import McRankRanker
 
-from peers_data import held_out_map, synthetic
+from tests.boosting.peers_data import held_out_map, synthetic
 
 
 def test_mcrank_beats_random():

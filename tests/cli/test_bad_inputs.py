@@ -15,11 +15,10 @@ import pytest
 
 from pyterrier_svmmap.cli import main
 
-from bad_inputs import CASES, SEPARATE
-from data_paths import LETOR_TEST as TEST, LETOR_TRAIN as TRAIN, SHARED_DATA  # noqa: E402
+from tests.cli.bad_inputs import CASES, SEPARATE
+from tests.data_paths import LETOR_TEST as TEST, LETOR_TRAIN as TRAIN
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
-MQ2008 = SHARED_DATA / "letor" / "MQ2008"
 
 
 @pytest.fixture(scope="module")
@@ -85,8 +84,7 @@ def _svmmap(*argv, **kwargs):
                             stderr=subprocess.PIPE, text=True, **kwargs)
 
 
-@pytest.mark.skipif(not (MQ2008 / "Fold1" / "train.txt").is_file(), reason="needs the shared MQ2008 folds")
-def test_interrupted(tmp_path):
+def test_interrupted(tmp_path, mq2008_fold1):
     """Ctrl-C during training: one line, exit status 130, no model and nothing partial; an existing model
     stays as it was."""
     old = tmp_path / "old"
@@ -95,7 +93,7 @@ def test_interrupted(tmp_path):
     for target in (tmp_path / "new" / "model", old):
         listing = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
         proc = _svmmap("learn", "-v", "2", "-c", "0.001,0.01,0.1,1,10,100,1000", "--features", "auto", "--n-bins", "20",
-                       MQ2008 / "Fold1" / "train.txt", target)
+                       mq2008_fold1 / "train.txt", target)
         started = time.monotonic()
         seen = ""
         while "cutting_plane: iteration" not in seen and time.monotonic() - started < 300:   # training

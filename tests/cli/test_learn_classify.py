@@ -15,7 +15,7 @@ from pyterrier_svmmap.cli import main
 from pyterrier_svmmap.io.model_files import FORMAT_VERSION, ModelFormatError, load_artifact, load_model
 from pyterrier_svmmap.io.svmlight import SvmlightError, read_svmlight
 
-from data_paths import LETOR_TEST as TEST, LETOR_TRAIN as TRAIN  # noqa: E402
+from tests.data_paths import LETOR_TEST as TEST, LETOR_TRAIN as TRAIN
 
 
 def write(tmp_path, text, name="f.txt"):

@@ -9,17 +9,18 @@ from pyterrier_svmmap.cli import main
 from pyterrier_svmmap.io.svmlight import read_svmlight
 from pyterrier_svmmap.measures import letor_average_precision
 
-from data_paths import LETOR_TEST, LETOR_TRAIN, SHARED_DATA  # noqa: E402
 
-FOLD1 = SHARED_DATA / "letor" / "MQ2008" / "Fold1"
+@pytest.fixture(params=["examples", "mq2008"])
+def train_test(request):
+    """(train, test): the examples' two files, or MQ2008's Fold1 (skipped when the shared folds are absent)."""
+    if request.param == "examples":
+        return request.getfixturevalue("letor_example_files")
+    fold = request.getfixturevalue("mq2008_fold1")
+    return fold / "train.txt", fold / "test.txt"
 
 
-@pytest.mark.parametrize("train,test", [
-    (LETOR_TRAIN, LETOR_TEST),
-    pytest.param(FOLD1 / "train.txt", FOLD1 / "test.txt", marks=pytest.mark.skipif(
-        not (FOLD1 / "test.txt").is_file(), reason="needs the shared MQ2008 folds")),
-], ids=["examples", "mq2008"])
-def test_trec_run_evaluates_with_ir_measures_to_the_package_map(tmp_path, train, test):
+def test_trec_run_evaluates_with_ir_measures_to_the_package_map(tmp_path, train_test):
+    train, test = train_test
     model, run, qrels, plain = tmp_path / "m", tmp_path / "out" / "run", tmp_path / "out" / "qrels", tmp_path / "p"
     assert main(["learn", "-c", "1", str(train), str(model)]) == 0
     assert main(["classify", "--trec", "--run-name", "mine", "--qrels", str(qrels), str(test), str(model), str(run)]) == 0

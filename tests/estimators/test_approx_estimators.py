@@ -7,7 +7,7 @@ import pyterrier_svmmap as ae  # noqa: E402
 from pyterrier_svmmap.estimators.base import RankerEstimator  # noqa: E402
 from pyterrier_svmmap.frames import candidates_from_frame  # noqa: E402
 from pyterrier_svmmap.measures import average_precision  # noqa: E402
-from helpers import run  # noqa: E402
+from tests.helpers import run  # noqa: E402
 
 
 

@@ -18,7 +18,7 @@ import pyterrier_svmmap  # noqa: E402
 from pyterrier_svmmap import (AdaRank, ApproxAP, ApproxNDCG, LambdaMART, McRank, StructSVM,  # noqa: E402
                               SVMMap)
 
-from helpers import run  # noqa: E402
+from tests.helpers import run  # noqa: E402
 
 #: one small configuration per learner; a C grid (SVMMap, acc) chooses C by cross-validation without
 #: validation data

@@ -17,9 +17,9 @@ from pyterrier_svmmap import (AdaRank, ApproxAP, ApproxNDCG, LambdaMART, McRank,
 from pyterrier_svmmap.cli import main  # noqa: E402
 from pyterrier_svmmap.io.model_files import ModelFormatError, load_model, load_ranker  # noqa: E402
 
-from helpers import run  # noqa: E402
+from tests.helpers import run  # noqa: E402
 
-from data_paths import LETOR_TEST as TEST, LETOR_TRAIN as TRAIN  # noqa: E402
+from tests.data_paths import LETOR_TEST as TEST, LETOR_TRAIN as TRAIN
 
 #: one small configuration of every learner; the structural SVMs cover every loss and its parameters
 LEARNERS = {

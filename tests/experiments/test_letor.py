@@ -391,13 +391,9 @@ def test_command_bad_fold_file_names_the_line(letor_dir, tmp_path, capsys):
 # -------------------------------------------------------------------------------------------------
 # opt-in: the protocol on MQ2008
 # -------------------------------------------------------------------------------------------------
-from data_paths import MQ2008  # noqa: E402
-
-
-@pytest.mark.skipif(os.environ.get("PYTERRIER_SVMMAP_MQ2008") != "1" or not MQ2008.is_dir(),
-                    reason="opt-in (PYTERRIER_SVMMAP_MQ2008=1) and needs the MQ2008 folds")
-def test_mq2008_svm_map():
-    res = letor.run_letor(MQ2008, ["svm-map-raw"])
+@pytest.mark.skipif(os.environ.get("PYTERRIER_SVMMAP_MQ2008") != "1", reason="opt-in (PYTERRIER_SVMMAP_MQ2008=1)")
+def test_mq2008_svm_map(mq2008_dir):
+    res = letor.run_letor(mq2008_dir, ["svm-map-raw"])
     mean = res.mean("svm-map-raw")
     # measured 5-fold test MAP of SVM-map (raw, as svm_map_learn); svm_map_learn reached 0.4718 on the same folds
     assert 0.465 <= mean["MAP"] <= 0.485

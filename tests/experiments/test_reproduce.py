@@ -12,8 +12,6 @@ from pyterrier_svmmap.experiments.reproduce.collection import (clean_query, iter
 from pyterrier_svmmap.experiments.reproduce.evaluation import aggregate, compare, per_query_means
 from pyterrier_svmmap.experiments.reproduce.protocol import make_splits, role_counts
 
-from data_paths import VASWANI  # noqa: E402
-
 
 # ------------------------------------------------------------------------------------------
 # readers
@@ -138,21 +136,21 @@ def test_compare_aligns_on_query_ids():
 # ------------------------------------------------------------------------------------------
 # end to end on a Vaswani subset
 # ------------------------------------------------------------------------------------------
-def _write_subset(dest: Path, n_docs=2000, n_queries=20):
+def _write_subset(vaswani: Path, dest: Path, n_docs=2000, n_queries=20):
     docs = []
-    for d in iter_trec_docs(VASWANI / "docs.trec"):
+    for d in iter_trec_docs(vaswani / "docs.trec"):
         docs.append(d)
         if len(docs) == n_docs:
             break
     kept = {d["docno"] for d in docs}
-    qrels = read_trec_qrels(VASWANI / "qrels")
+    qrels = read_trec_qrels(vaswani / "qrels")
     qrels = qrels[qrels["docno"].isin(kept)]
-    topics = read_trec_topics(VASWANI / "topics.trec")
+    topics = read_trec_topics(vaswani / "topics.trec")
     qids = [q for q in topics["qid"] if q in set(qrels["qid"])][:n_queries]
     topics = topics[topics["qid"].isin(qids)]
     # one extra topic without relevant documents: must be left out
-    extra = next(q for q in read_trec_topics(VASWANI / "topics.trec")["qid"] if q not in set(qrels["qid"]))
-    all_topics = read_trec_topics(VASWANI / "topics.trec")
+    extra = next(q for q in read_trec_topics(vaswani / "topics.trec")["qid"] if q not in set(qrels["qid"]))
+    all_topics = read_trec_topics(vaswani / "topics.trec")
     topics = pd.concat([topics, all_topics[all_topics["qid"] == extra]])
     dest.mkdir()
     (dest / "docs.trec").write_text("".join(f"<DOC>\n<DOCNO>{d['docno']}</DOCNO>\n{d['text']}\n</DOC>\n"
@@ -164,16 +162,13 @@ def _write_subset(dest: Path, n_docs=2000, n_queries=20):
     return qids
 
 
-@pytest.mark.skipif(not (VASWANI / "docs.trec").exists(),
-                    reason=f"Vaswani collection not found at {VASWANI} (the repo is expected to be "
-                           "cloned next to shared/)")
-def test_reproduce_end_to_end_on_vaswani_subset(tmp_path, monkeypatch, capsys):
+def test_reproduce_end_to_end_on_vaswani_subset(tmp_path, monkeypatch, capsys, vaswani_dir):
     pytest.importorskip("pyterrier_pisa", reason="pyterrier-pisa is needed for the base runs")
     from pyterrier_svmmap.cli import main
     import pyterrier_svmmap.experiments.systems as systems
 
     coll = tmp_path / "coll"
-    qids = _write_subset(coll)
+    qids = _write_subset(vaswani_dir, coll)
     from pyterrier_svmmap import SVMMap
     monkeypatch.setitem(systems.SYSTEMS, "svm-map", lambda: SVMMap(C=[0.1, 1.0], n_bins=10))
     out = tmp_path / "out"

@@ -22,7 +22,7 @@ from pyterrier_svmmap.experiments.reproduce.checkpoints import TrialStore, estim
 from pyterrier_svmmap.experiments.reproduce.evaluation import Evaluator, MEASURES
 from pyterrier_svmmap.experiments.reproduce.trials import _Trials
 from pyterrier_svmmap.experiments.reproduce.collection import load_directory  # noqa: E402
-from helpers import _docs_text, _write_collection  # noqa: E402
+from tests.helpers import _docs_text, _write_collection  # noqa: E402
 
 NAMES = ["bm25.none.none", "dph.porter2.terrier"]      # two base runs: one per index
 

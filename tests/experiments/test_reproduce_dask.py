@@ -16,7 +16,7 @@ from pyterrier_svmmap.experiments.reproduce.checkpoints import TrialStore  # noq
 @pytest.fixture
 def tiny(monkeypatch, tmp_path):
     """A synthetic collection; svm-map with one C and 10 bins, and AdaRank (the task carries two systems)."""
-    from helpers import _write_collection
+    from tests.helpers import _write_collection
     from pyterrier_svmmap import SVMMap
     import pyterrier_svmmap.experiments.reproduce.experiment as experiment
     import pyterrier_svmmap.experiments.systems as systems

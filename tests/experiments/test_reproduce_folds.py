@@ -177,7 +177,7 @@ def test_option_conflicts_are_one_line_errors_before_any_work(tmp_path, capsys, 
 
 def test_reproduce_folds_end_to_end_and_resume(tmp_path, capsys, monkeypatch):
     pytest.importorskip("pyterrier_pisa", reason="pyterrier-pisa is needed for the base runs")
-    from helpers import _write_collection
+    from tests.helpers import _write_collection
     from pyterrier_svmmap import SVMMap
     from pyterrier_svmmap.cli import main
     import pyterrier_svmmap.experiments.reproduce.experiment as experiment

@@ -11,7 +11,7 @@ import pytest
 
 import pyterrier_svmmap.features.encoder as features
 from pyterrier_svmmap.features.encoder import BinnedBlock, DenseBlock, FeatureEncoder, FeatureMatrix
-import oracles.features_reference as reference
+import tests.oracles.features_reference as reference
 
 # (n, F, T): empty and single candidates, F below/at/above numpy's pairwise block sizes (8, 128)
 SHAPES = [(0, 3, 5), (1, 1, 1), (1, 7, 50), (2, 8, 3), (17, 9, 50), (50, 16, 50), (33, 46, 50),

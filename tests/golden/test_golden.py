@@ -9,16 +9,15 @@ The cases run in a child interpreter with the reference's OpenBLAS kernel and th
 small products still go through numpy's ``@``, whose CPU kernels round in orders of their own.
 """
 import json
-import sys
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.golden import cases
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import cases  # noqa: E402
 
 _FILE = json.loads((HERE / "reference.json").read_text())
 REFERENCE = _FILE["cases"]

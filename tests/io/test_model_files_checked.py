@@ -16,14 +16,13 @@ from pyterrier_svmmap import AdaRank, SVMMap
 from pyterrier_svmmap.cli import main
 from pyterrier_svmmap.io.model_files import ModelFormatError, load_model, load_ranker
 
-from data_paths import LETOR_TRAIN  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def saved(tmp_path_factory):
+def saved(tmp_path_factory, letor_example_files):
     """A model of 5 base functions with bins (4 per function) and a grid of C, written by svmmap learn."""
     path = tmp_path_factory.mktemp("saved") / "model"
-    assert main(["learn", "-c", "1,10", "--cv", "2", "--bins", "4", str(LETOR_TRAIN), str(path)]) == 0
+    assert main(["learn", "-c", "1,10", "--cv", "2", "--bins", "4", str(letor_example_files.train), str(path)]) == 0
     return path
 
 
@@ -147,13 +146,13 @@ def test_an_edited_tie_function_is_refused_for_every_learner(fitted, tmp_path):
 
 
 @pytest.mark.parametrize("umask,files,folder", [(0o022, 0o644, 0o755), (0o077, 0o600, 0o700), (0o002, 0o664, 0o775)])
-def test_model_files_honour_the_umask(fitted, tmp_path, umask, files, folder):
+def test_model_files_honour_the_umask(fitted, tmp_path, umask, files, folder, letor_example_files):
     old = os.umask(umask)
     try:
         fitted[0].save(tmp_path / "new" / "m")                 # a new folder
         (tmp_path / "empty").mkdir(mode=0o777)
         fitted[0].save(tmp_path / "empty")                     # an existing one
-        assert main(["learn", str(LETOR_TRAIN), str(tmp_path / "cli")]) == 0
+        assert main(["learn", str(letor_example_files.train), str(tmp_path / "cli")]) == 0
     finally:
         os.umask(old)
     for d in (tmp_path / "new" / "m", tmp_path / "empty", tmp_path / "cli"):

@@ -15,7 +15,6 @@ from pyterrier_svmmap.scale.shards import quantile_thresholds_from_counts, sampl
 from pyterrier_svmmap.features.encoder import function_thresholds
 from pyterrier_svmmap.svm.ranker import StructSVMRanker
 
-from data_paths import EXAMPLES  # noqa: E402
 
 
 # ---------------------------------------------------------------- exact thresholds (no cluster needed)
@@ -153,14 +152,14 @@ def test_one_and_two_workers_give_the_same_model(client2):
     assert np.array_equal(one.coef_, two.coef_) and one.n_iter_ == two.n_iter_     # same shards, same sums
 
 
-def test_files_are_read_by_the_workers(client2, tmp_path):
-    lines = (EXAMPLES / "letor_train.txt").read_text().splitlines(keepends=True)   # a comment, then 8 lines a query
+def test_files_are_read_by_the_workers(client2, tmp_path, letor_example_files):
+    lines = letor_example_files.train.read_text().splitlines(keepends=True)   # a comment, then 8 lines a query
     (tmp_path / "a.txt").write_text("".join(lines[:41]))
     (tmp_path / "b.txt").write_text("".join(lines[41:]))
     files = [str(tmp_path / "a.txt"), str(tmp_path / "b.txt")]
-    serial = StructSVMRanker(C=[0.1, 10.0], features="bins", n_bins=4).fit_shards(files, valid=str(EXAMPLES / "letor_test.txt"))
+    serial = StructSVMRanker(C=[0.1, 10.0], features="bins", n_bins=4).fit_shards(files, valid=str(letor_example_files.test))
     dist = StructSVMRanker(C=[0.1, 10.0], features="bins", n_bins=4, executor=client2).fit_shards(
-        files, valid=str(EXAMPLES / "letor_test.txt"))
+        files, valid=str(letor_example_files.test))
     _close(serial, dist)
     # a query whose lines are in two files cannot be a shard
     (tmp_path / "c.txt").write_text("".join(lines[:45]))
@@ -213,8 +212,8 @@ def test_a_worker_lost_mid_fit_gives_the_same_model(monkeypatch):
     assert all(tasks <= 2 for _, tasks in seen[-3:])
 
 
-def test_estimator_and_cli_on_a_cluster(client2, tmp_path):
-    from helpers import _synthetic_runs
+def test_estimator_and_cli_on_a_cluster(client2, tmp_path, letor_example_files):
+    from tests.helpers import _synthetic_runs
     from pyterrier_svmmap import RunFeatures, SVMMap
     from pyterrier_svmmap.cli import main
     from pyterrier_svmmap.io.model_files import load_model
@@ -226,12 +225,12 @@ def test_estimator_and_cli_on_a_cluster(client2, tmp_path):
     dist = SVMMap(C=[0.1, 10.0], n_bins=5, executor=client2, queries_per_shard=3, **paper).fit(tr, qrels, va, qrels)
     _close(serial.ranker_, dist.ranker_)
     assert repr(serial) == repr(dist)                           # the executor does not change the model
-    lines = (EXAMPLES / "letor_train.txt").read_text().splitlines(keepends=True)
+    lines = letor_example_files.train.read_text().splitlines(keepends=True)
     (tmp_path / "a.txt").write_text("".join(lines[:41]))
     (tmp_path / "b.txt").write_text("".join(lines[41:]))
-    assert main(["learn", "-c", "0.1,10", "--valid", str(EXAMPLES / "letor_test.txt"), str(tmp_path / "a.txt"),
+    assert main(["learn", "-c", "0.1,10", "--valid", str(letor_example_files.test), str(tmp_path / "a.txt"),
                  str(tmp_path / "b.txt"), str(tmp_path / "serial")]) == 0
-    assert main(["learn", "-c", "0.1,10", "--valid", str(EXAMPLES / "letor_test.txt"), "--scheduler",
+    assert main(["learn", "-c", "0.1,10", "--valid", str(letor_example_files.test), "--scheduler",
                  client2.scheduler.address, str(tmp_path / "*.txt"), str(tmp_path / "dist")]) == 0
     _close(load_model(tmp_path / "serial").ranker_, load_model(tmp_path / "dist").ranker_)
 

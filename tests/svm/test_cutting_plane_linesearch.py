@@ -8,7 +8,7 @@ from pyterrier_svmmap.svm.slack import make_slack_groups
 from pyterrier_svmmap.svm.ranker import StructSVMRanker, _usable_shard_sizes
 from pyterrier_svmmap.svm.cutting_plane import DataOracle, reduce_shard_sums, shard_sums, train_path, train_structural_svm
 
-from helpers import EPS, _close, _instance
+from tests.helpers import EPS, _close, _instance
 
 LOSSES = {"map": dict(), "combo": dict(losses=["map", "ndcg@10"], slack="separate", C_weights=[1.0, 0.25])}
 

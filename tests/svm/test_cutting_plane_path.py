@@ -9,7 +9,7 @@ from pyterrier_svmmap.svm.slack import make_slack_groups
 from pyterrier_svmmap.svm.cutting_plane import (DataOracle, SlackGroup, train_path,
                                                 train_structural_svm)
 
-from helpers import EPS, _close, _instance  # noqa: E402
+from tests.helpers import EPS, _close, _instance  # noqa: E402
 
 GRID = [0.1, 1.0, 10.0, 100.0]
 

@@ -3,7 +3,6 @@ with one warning that names the gap, instead of a crawl to max_iter with a line 
 from __future__ import annotations
 
 import logging
-import sys
 import warnings
 from pathlib import Path
 
@@ -14,8 +13,7 @@ from pyterrier_svmmap import StructSVMRanker
 from pyterrier_svmmap.svm.cutting_plane import QP_CAP_PATIENCE, train_path, train_structural_svm
 from pyterrier_svmmap.svm.slack import make_slack_groups
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "features"))
-from test_invariance import problem  # noqa: E402
+from tests.features.test_invariance import problem
 
 
 def _noisy(seed=3):

@@ -8,7 +8,6 @@ independently of the losses' code; a random subset of permutations is checked ag
 from __future__ import annotations
 
 import itertools
-from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -19,15 +18,10 @@ from pyterrier_svmmap.svm.losses import (ComboLoss, DORMLoss, MAPLoss, MRRLoss, 
                                      ClassificationLoss, get_loss, most_violated)
 from pyterrier_svmmap.svm.slack import make_slack_groups
 from pyterrier_svmmap.svm.losses.base import Loss
-from oracles.losses_reference import ndcg_counts
+from tests.oracles.losses_reference import ndcg_counts
 from pyterrier_svmmap.svm.cutting_plane import SlackGroup, train_structural_svm
 
 TOL = 1e-12
-
-
-@lru_cache(maxsize=None)
-def all_perms(n: int) -> np.ndarray:
-    return np.array(list(itertools.permutations(range(n))), dtype=np.int64)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -90,8 +84,9 @@ def score_all(loss: Loss, R: np.ndarray, labels: np.ndarray, scores: np.ndarray)
     raise TypeError(loss)
 
 
-def brute_max(loss: Loss, scores: np.ndarray, labels: np.ndarray) -> float:
-    R = all_perms(len(scores))
+def brute_max(loss: Loss, scores: np.ndarray, labels: np.ndarray, rankings) -> float:
+    """max over every ranking of Δ + c·s; ``rankings``: the fixture of tests/svm/conftest.py."""
+    R = rankings(len(scores))
     return float((delta_all(loss, R, labels) + score_all(loss, R, labels, scores)).max())
 
 
@@ -132,26 +127,26 @@ def single_losses():
 
 
 @pytest.mark.parametrize("loss", single_losses(), ids=repr)
-def test_argmax_matches_brute_force(loss):
+def test_argmax_matches_brute_force(loss, rankings):
     rng = np.random.default_rng(1)
     for scores, labels in INSTANCES:
         y_hat = loss.argmax(scores, labels)
         assert sorted(y_hat.tolist()) == list(range(len(scores))), "argmax must return a permutation"
         h_hat = loss.objective(y_hat, scores, labels)
-        best = brute_max(loss, scores, labels)
+        best = brute_max(loss, scores, labels, rankings)
         assert abs(h_hat - best) <= TOL, (loss, scores, labels, y_hat, h_hat, best)
         # the vectorised evaluators agree with the loss's own Δ and Ψ on a few rankings
-        R = all_perms(len(scores))
+        R = rankings(len(scores))
         pick = rng.choice(len(R), min(len(R), 4), replace=False)
         vec = delta_all(loss, R[pick], labels) + score_all(loss, R[pick], labels, scores)
         own = [loss.objective(r, scores, labels) for r in R[pick]]
         np.testing.assert_allclose(vec, own, rtol=0, atol=TOL)
 
 
-def test_brute_force_is_not_vacuous():
+def test_brute_force_is_not_vacuous(rankings):
     """A deliberately wrong argmax (sort by score) must lose to the brute force somewhere."""
     loss = NDCGLoss(3)
-    gaps = [brute_max(loss, s, z) - loss.objective(np.argsort(-s, kind="stable"), s, z) for s, z in INSTANCES]
+    gaps = [brute_max(loss, s, z, rankings) - loss.objective(np.argsort(-s, kind="stable"), s, z) for s, z in INSTANCES]
     assert max(gaps) > 1e-3
 
 
@@ -189,10 +184,10 @@ COMBOS = [["map", "ndcg@3"], ["roc", "mrr@2"], ["map", "ndcg", "mrr@4", "roc"], 
 
 
 @pytest.mark.parametrize("names", COMBOS, ids="+".join)
-def test_combo_shared_slack_is_most_violated_member(names):
+def test_combo_shared_slack_is_most_violated_member(names, rankings):
     combo = get_loss("combo", losses=names)
     for scores, labels in INSTANCES[::3]:
-        R = all_perms(len(scores))
+        R = rankings(len(scores))
         best = -np.inf
         for l in combo.losses:
             c_star = l.ideal_psi_coef(labels) @ scores

@@ -18,7 +18,7 @@ from pyterrier_svmmap.svm.losses import BalancedClassificationLoss, Classificati
 from pyterrier_svmmap.svm.losses import _numba
 from pyterrier_svmmap.svm.losses.combo import ComboLoss, combine_members, most_violated_member
 
-from oracles.losses_reference import argmax_reference, batch_violation_reference
+from tests.oracles.losses_reference import argmax_reference, batch_violation_reference
 
 REL = 1e-12
 

@@ -3,8 +3,6 @@ implementation vectorised across queries) against the paper's O(|P|·|N|) Algori
 equal H on random instances, ties included."""
 from __future__ import annotations
 
-import functools
-import itertools
 
 import numpy as np
 import pytest
@@ -13,7 +11,7 @@ from pyterrier_svmmap.svm.losses import MAPLoss
 from pyterrier_svmmap.svm.losses.base import Loss
 from pyterrier_svmmap.svm.losses.map import interleave, map_slots, sort_by_score
 
-from oracles.losses_reference import map_batch_violation, map_slots_batch, map_slots_reference
+from tests.oracles.losses_reference import map_batch_violation, map_slots_batch, map_slots_reference
 
 LOSS = MAPLoss()
 
@@ -69,19 +67,13 @@ def _gain(pos, neg, j, t):
                for i in range(t + 1, P + 1))
 
 
-@functools.lru_cache(maxsize=None)
-def _permutations(n):
-    """All n! rankings of n candidates as one (n!, n) integer matrix, best first."""
-    return np.array(list(itertools.permutations(range(n))), dtype=np.intp)
-
-
-def brute_force_H(scores, labels):
+def brute_force_H(scores, labels, rankings):
     """H(y) = Δ(y) + wᵀΨ(x, y) of every ranking y of one query at once, computed from the paper's
     definitions (independently of the package): Δ = 1 − AP(y) and
     wᵀΨ = 1/(|P||N|) Σ_{i∈P} Σ_{j∈N} y_ij (s_i − s_j), y_ij = +1 when i is ranked above j, else −1.
-    Returns (all rankings, H of each)."""
+    ``rankings``: the fixture of tests/svm/conftest.py. Returns (all rankings, H of each)."""
     scores, labels = np.asarray(scores, float), np.asarray(labels)
-    perms = _permutations(len(scores))
+    perms = rankings(len(scores))
     rel = labels[perms] > 0                                    # (n!, n): relevance by rank
     ranks = np.arange(1, len(scores) + 1)
     ap = (np.cumsum(rel, axis=1) / ranks * rel).sum(axis=1) / rel[0].sum()
@@ -93,10 +85,10 @@ def brute_force_H(scores, labels):
     return perms, (1.0 - ap) + psi
 
 
-def test_brute_force_H_agrees_with_hand_computation_and_loss_objective():
+def test_brute_force_H_agrees_with_hand_computation_and_loss_objective(rankings):
     # two candidates, relevant one scored 1.0, non-relevant 3.0: ranking (0, 1) has AP 1, wᵀΨ = 1 − 3;
     # ranking (1, 0) has AP 1/2, wᵀΨ = −(1 − 3) = 2
-    perms, h = brute_force_H([1.0, 3.0], [1, 0])
+    perms, h = brute_force_H([1.0, 3.0], [1, 0], rankings)
     assert perms.tolist() == [[0, 1], [1, 0]]
     np.testing.assert_allclose(h, [0.0 + -2.0, 0.5 + 2.0], rtol=0, atol=1e-15)
     rng = np.random.default_rng(0)
@@ -104,13 +96,13 @@ def test_brute_force_H_agrees_with_hand_computation_and_loss_objective():
         scores, labels = _instance(rng, int(rng.integers(2, 7)), False)
         if labels.all() or not labels.any():
             continue
-        perms, h = brute_force_H(scores, labels)
+        perms, h = brute_force_H(scores, labels, rankings)
         for k in rng.integers(0, len(perms), 5):
             assert abs(LOSS.objective(perms[k], scores, labels) - h[k]) <= 1e-12
 
 
 @pytest.mark.parametrize("tie", [False, True])
-def test_fast_argmax_matches_brute_force(tie):
+def test_fast_argmax_matches_brute_force(tie, rankings):
     rng = np.random.default_rng(11 + tie)
     checked = 0
     for _ in range(60):
@@ -118,7 +110,7 @@ def test_fast_argmax_matches_brute_force(tie):
         scores, labels = _instance(rng, n, tie)
         if labels.all() or not labels.any():
             continue
-        best = brute_force_H(scores, labels)[1].max()
+        best = brute_force_H(scores, labels, rankings)[1].max()
         got = LOSS.objective(LOSS.argmax(scores, labels), scores, labels)
         assert abs(got - best) <= 1e-12
         delta, coef = LOSS.violation(scores, labels)

@@ -7,7 +7,7 @@ import pytest
 from scipy.optimize import minimize
 
 import pyterrier_svmmap.svm.qp as qp
-from oracles.qp_reference import gradient_scale, solve_dual_reference
+from tests.oracles.qp_reference import gradient_scale, solve_dual_reference
 
 TOL = 1e-13                     # solve_dual's default: no pair may gain more than TOL × gradient scale
 

@@ -144,25 +144,27 @@ CASES = {
 }
 LIGHTGBM = {"lambdamart", "mcrank", "mcrank-binary"}
 
-_fitted = {}
+@pytest.fixture(scope="module")
+def fitted():
+    """``fitted(name)``: (model, score function, kwargs) of a case, fitted once for the module's tests."""
+    models = {}
 
-
-def fitted(name):
-    """(model, score function, kwargs) of a case, fitted once per test session."""
-    cls, kwargs, fit = CASES[name]
-    if name in LIGHTGBM:
-        pytest.importorskip("lightgbm")
-    if name not in _fitted:
-        model, score = fit(kwargs)
-        _fitted[name] = (model, score)
-    return _fitted[name] + (kwargs,)
+    def get(name):
+        cls, kwargs, fit = CASES[name]
+        if name in LIGHTGBM:
+            pytest.importorskip("lightgbm")
+        if name not in models:
+            model, score = fit(kwargs)
+            models[name] = (model, score)
+        return models[name] + (kwargs,)
+    return get
 
 
 # ---------------------------------------------------------------------------------------------
 # round trip
 # ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", list(CASES))
-def test_state_roundtrip_scores_bit_identical(name):
+def test_state_roundtrip_scores_bit_identical(name, fitted):
     model, score, _ = fitted(name)
     loaded = type(model).from_state(*roundtrip(model.get_state()))
     raw, _, offsets = synthetic(7, n_queries=5)       # unseen candidates, with missing scores
@@ -173,7 +175,7 @@ def test_state_roundtrip_scores_bit_identical(name):
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_state_roundtrip_keeps_every_attribute(name):
+def test_state_roundtrip_keeps_every_attribute(name, fitted):
     model, _, _ = fitted(name)
     loaded = type(model).from_state(*roundtrip(model.get_state()))
     assert_same_model(model, loaded)
@@ -185,7 +187,7 @@ def test_state_roundtrip_keeps_every_attribute(name):
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_state_is_a_copy(name):
+def test_state_is_a_copy(name, fitted):
     """Changing the state's arrays afterwards changes neither the model nor the loaded model."""
     model, score, _ = fitted(name)
     meta, arrays = roundtrip(model.get_state())
@@ -200,7 +202,7 @@ def test_state_is_a_copy(name):
     assert np.array_equal(score(model, raw, offsets), before)
 
 
-def test_approx_state_layout():
+def test_approx_state_layout(fitted):
     """The documented keys: NaN β of ApproxNDCG as "nan", grid curves stacked (grid × T)."""
     model, _, _ = fitted("approx-ndcg")
     meta, arrays = model.get_state()
@@ -213,7 +215,7 @@ def test_approx_state_layout():
 
 
 @pytest.mark.parametrize("name", ["lambdamart", "mcrank"])
-def test_booster_is_lightgbm_text(name):
+def test_booster_is_lightgbm_text(name, fitted):
     model, _, _ = fitted(name)
     meta, arrays = model.get_state()
     assert arrays["booster"].dtype == np.uint8
@@ -224,7 +226,7 @@ def test_booster_is_lightgbm_text(name):
 # get_params
 # ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", list(CASES))
-def test_get_params_are_the_constructor_parameters(name):
+def test_get_params_are_the_constructor_parameters(name, fitted):
     cls, kwargs, _ = CASES[name]
     model = fitted(name)[0]
     names = [n for n in inspect.signature(cls.__init__).parameters if n != "self"]
@@ -263,7 +265,7 @@ def test_unfitted_has_no_state(cls):
 # bad states
 # ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", list(CASES))
-def test_missing_keys_are_named(name):
+def test_missing_keys_are_named(name, fitted):
     model, _, _ = fitted(name)
     meta, arrays = roundtrip(model.get_state())
     cls = type(model)
@@ -284,7 +286,7 @@ def test_missing_keys_are_named(name):
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_wrong_shapes_are_named(name):
+def test_wrong_shapes_are_named(name, fitted):
     model, _, _ = fitted(name)
     meta, arrays = roundtrip(model.get_state())
     cls = type(model)
@@ -299,7 +301,7 @@ def test_wrong_shapes_are_named(name):
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_state_of_another_ranker_is_refused(name):
+def test_state_of_another_ranker_is_refused(name, fitted):
     model, _, _ = fitted(name)
     meta, arrays = model.get_state()
     other = adarank.AdaRankRanker if not isinstance(model, adarank.AdaRankRanker) else mcrank.McRankRanker
@@ -307,7 +309,7 @@ def test_state_of_another_ranker_is_refused(name):
         other.from_state(meta, arrays)
 
 
-def test_approx_inconsistent_states():
+def test_approx_inconsistent_states(fitted):
     model, _, _ = fitted("approx-ap")
     meta, arrays = roundtrip(model.get_state())
     cls = approx.ApproxRanker
@@ -332,7 +334,7 @@ def test_approx_inconsistent_states():
         cls.from_state(dict(meta, search_results=bad), arrays)
 
 
-def test_peer_inconsistent_states():
+def test_peer_inconsistent_states(fitted):
     pytest.importorskip("lightgbm")
     meta, arrays = roundtrip(fitted("mcrank")[0].get_state())
     mc = mcrank.McRankRanker

@@ -18,7 +18,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+from tests.data_paths import EXAMPLES
 NOTEBOOKS = sorted(EXAMPLES.glob("*.ipynb"))
 BUDGET_S = 600          # the notebook's promise: at most 10 minutes on 2 cores (it takes about one)
 

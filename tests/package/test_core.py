@@ -13,11 +13,10 @@ from pyterrier_svmmap.frames import candidates_from_frame
 from pyterrier_svmmap.svm.losses.map import MAPLoss, average_precision_of_ranking
 from pyterrier_svmmap.measures import average_precision, ndcg_at, reciprocal_rank_at
 
-from data_paths import VASWANI  # noqa: E402
-from helpers import _synthetic_runs  # noqa: E402
+from tests.helpers import _synthetic_runs  # noqa: E402
 
 #: the paper's protocol (C on the validation queries, or CV over the training ones), which these tests pin;
-#: the package's default selection is tested in test_selection_rule.py
+#: the package's default selection is tested in tests/selection/test_selection.py
 PAPER = dict(features="bins", prior=None, selection="validation")
 
 
@@ -214,14 +213,13 @@ def test_transform_before_fit_is_a_clear_error():
         SVMMap().transform(RunFeatures(runs).transform(topics))
 
 
-@pytest.mark.skipif(not (VASWANI / "docs.trec").exists(), reason=f"Vaswani not found at {VASWANI}")
-def test_pisa_pipeline_on_vaswani_subset_with_experiment(tmp_path):
+def test_pisa_pipeline_on_vaswani_subset_with_experiment(tmp_path, vaswani_dir):
     from pyterrier_pisa import PisaIndex
     from pyterrier_svmmap.experiments.reproduce.collection import iter_trec_docs, read_trec_qrels, read_trec_topics
-    docs = [d for _, d in zip(range(3000), iter_trec_docs(VASWANI / "docs.trec"))]
-    qrels = read_trec_qrels(VASWANI / "qrels")
+    docs = [d for _, d in zip(range(3000), iter_trec_docs(vaswani_dir / "docs.trec"))]
+    qrels = read_trec_qrels(vaswani_dir / "qrels")
     qrels = qrels[qrels.docno.isin({d["docno"] for d in docs})]
-    topics = read_trec_topics(VASWANI / "topics.trec")
+    topics = read_trec_topics(vaswani_dir / "topics.trec")
     topics = topics[topics.qid.isin(qrels.qid.unique())].reset_index(drop=True)
     PisaIndex(str(tmp_path / "idx"), stemmer="porter2").index(iter(docs))
     index = PisaIndex(str(tmp_path / "idx"))

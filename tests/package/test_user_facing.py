@@ -14,7 +14,7 @@ import pytest
 from pyterrier_svmmap import SVMMap, StructSVM
 from pyterrier_svmmap.cli import main
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+from tests.data_paths import EXAMPLES
 
 
 def _frames(seed=0, n_queries=12, n_docs=30, names=("bm25", "dph")):
@@ -278,7 +278,7 @@ def test_a_folder_in_use_is_refused_with_the_holders_pid_and_freed_after(tmp_pat
 
 def test_reproduce_into_a_folder_in_use_exits_2_with_one_line(tmp_path):
     from pyterrier_svmmap.experiments.reproduce.base_runs import folder_lock
-    from helpers import _write_collection
+    from tests.helpers import _write_collection
     out = tmp_path / "out"
     collection = _write_collection(tmp_path / "collection", n_docs=60, n_topics=8)
     with folder_lock(out):

@@ -9,14 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from data_paths import EXAMPLES, VASWANI  # noqa: E402
 
-
-@pytest.mark.skipif(not (VASWANI / "docs.trec").is_file(), reason="needs the shared Vaswani collection")
-def test_vaswani_example_prints_a_whole_table_quietly_and_cleans_up(tmp_path):
+def test_vaswani_example_prints_a_whole_table_quietly_and_cleans_up(tmp_path, vaswani_dir, examples_dir):
     pytest.importorskip("pyterrier_pisa")
-    env = dict(os.environ, TMPDIR=str(tmp_path), PYTHONPATH=str(Path(__file__).resolve().parents[1]))
-    proc = subprocess.run([sys.executable, "vaswani_svmmap.py", str(VASWANI)], cwd=EXAMPLES, env=env,
+    env = dict(os.environ, TMPDIR=str(tmp_path), PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    proc = subprocess.run([sys.executable, "vaswani_svmmap.py", str(vaswani_dir)], cwd=examples_dir, env=env,
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.splitlines()

@@ -243,7 +243,7 @@ def test_model_files_keep_the_paper_protocol_format_and_old_models_load_as_it(tm
     back = SVMMap.load(tmp_path / "auto")
     assert back.selection == "auto" and back.choice_ == auto.choice_ and back.selection_ == "cv"
     assert np.array_equal(back.decision_function(raw, off), auto.decision_function(raw, off))
-    old = SVMMap.load(Path(__file__).resolve().parent / "golden" / "saved_models" / "vaswani-svmmap")
+    old = SVMMap.load(Path(__file__).resolve().parents[1] / "golden" / "saved_models" / "vaswani-svmmap")
     assert old.selection == "validation" and old.features == "bins" and old.prior is None
 
 
@@ -251,7 +251,7 @@ def test_svmmap_learn_runs_the_rule_when_asked(tmp_path, capsys):
     from pathlib import Path
     from pyterrier_svmmap import SVMMap
     from pyterrier_svmmap.cli import main
-    train = Path(__file__).resolve().parents[1] / "examples" / "letor_train.txt"
+    train = Path(__file__).resolve().parents[2] / "examples" / "letor_train.txt"
     assert main(["learn", "--selection", "auto", "--prior", "best", "--raw", "--cv", "2", "-c", "0.001,1",
                  str(train), str(tmp_path / "m")]) == 0
     model = SVMMap.load(tmp_path / "m")

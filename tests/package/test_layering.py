@@ -15,7 +15,7 @@ from typing import Dict, List, Set, Tuple
 import pytest
 
 PACKAGE = "pyterrier_svmmap"
-ROOT = Path(__file__).resolve().parents[1] / PACKAGE
+ROOT = Path(__file__).resolve().parents[2] / PACKAGE
 
 #: the rooms (top-level modules and packages), from the bottom up: a room may import its own layer's rooms
 #: only when listed in :data:`SAME_LAYER`, and any room of a lower layer
@@ -158,6 +158,15 @@ def package_cycles(internal) -> List[Tuple[str, List[str]]]:
 @pytest.fixture(scope="module")
 def package_graph():
     return graph()
+
+
+def test_the_checks_read_the_package(package_graph):
+    """The graph is the package's own: ROOT is its folder (were it not, the checks below would pass on an
+    empty graph), with rooms and imports between its modules."""
+    mods, internal, _ = package_graph
+    assert (ROOT / "__init__.py").is_file(), f"the package is not at {ROOT}"
+    assert PACKAGE in mods and len({room(m) for m in mods} - {""}) > 1
+    assert any(internal.values())
 
 
 def test_every_room_has_a_layer(package_graph):

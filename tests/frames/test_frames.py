@@ -10,6 +10,7 @@
 * the harness's shared-conversion path gives the per-query measures of the frame path.
 """
 import logging
+import time
 import warnings
 
 import numpy as np
@@ -24,7 +25,6 @@ from pyterrier_svmmap.experiments.reproduce.trials import _Trials
 from pyterrier_svmmap.experiments.reproduce.protocol import Split
 from pyterrier_svmmap.ties import break_ties
 
-from data_paths import VASWANI  # noqa: E402
 
 
 # ------------------------------------------------------------------------------------------
@@ -230,7 +230,7 @@ def _bad_frames():
         (dup, {}, r"2 duplicate \(qid, docno\) rows, e.g. qid="),
         (bad_score, {}, r"column 'score' is nan for qid="),
         (res, {"n_functions": 5}, r"the model was trained with 5 features per row but these rows have 4"),
-    ]   # a frame without features is refused with a hint now (tests/test_user_facing.py)
+    ]   # a frame without features is refused with a hint now (tests/package/test_user_facing.py)
 
 
 @pytest.mark.parametrize("case", range(len(_bad_frames())))
@@ -330,14 +330,13 @@ def test_evaluator_equals_ir_measures_with_ties_grades_and_missing_queries(seed)
     assert (Evaluator(qrels.iloc[:0]).per_query(run, qids) == 0).all().all()
 
 
-@pytest.mark.skipif(not (VASWANI / "docs.trec").exists(), reason=f"Vaswani not found at {VASWANI}")
-def test_evaluator_equals_ir_measures_on_vaswani_pisa_runs(tmp_path):
+def test_evaluator_equals_ir_measures_on_vaswani_pisa_runs(tmp_path, vaswani_dir):
     pytest.importorskip("pyterrier_pisa", reason="pyterrier-pisa is needed for the base runs")
     from pyterrier_pisa import PisaIndex
     from pyterrier_svmmap.experiments.reproduce.collection import iter_trec_docs, read_trec_qrels, read_trec_topics
-    docs = [d for _, d in zip(range(4000), iter_trec_docs(VASWANI / "docs.trec"))]
-    qrels = read_trec_qrels(VASWANI / "qrels")
-    topics = read_trec_topics(VASWANI / "topics.trec")
+    docs = [d for _, d in zip(range(4000), iter_trec_docs(vaswani_dir / "docs.trec"))]
+    qrels = read_trec_qrels(vaswani_dir / "qrels")
+    topics = read_trec_topics(vaswani_dir / "topics.trec")
     PisaIndex(str(tmp_path / "idx"), stemmer="porter2").index(iter(docs))
     index = PisaIndex(str(tmp_path / "idx"))
     runs = {"bm25": index.bm25(num_results=1000)(topics), "dph": index.dph(num_results=1000)(topics),
@@ -422,16 +421,32 @@ def test_kernel_warm_up_fits_every_system_on_a_tiny_split_and_leaves_no_trace(mo
     store = TrialStore(tmp_path, "ctx")
     trials = _Trials(res, qrels, systems, depth=7, store=store)
     real_compute, real_solve = _Trials.compute, qp.solve_dual
-    monkeypatch.setattr(_Trials, "compute", lambda self, s, names, **k: fitted.append((s, names)) or
-                        real_compute(self, s, names, **k))
-    def spy(*a, **k):
-        qp_calls.append(True)
-        return real_solve(*a, **k)
+    compute_seconds = []
+
+    def timed_compute(self, s, names, **k):
+        fitted.append((s, names))
+        start = time.perf_counter()
+        try:
+            return real_compute(self, s, names, **k)
+        finally:
+            compute_seconds.append(time.perf_counter() - start)
+    monkeypatch.setattr(_Trials, "compute", timed_compute)
+
+    def spy(*a, **k):                                       # records each solve's seconds
+        start = time.perf_counter()
+        try:
+            return real_solve(*a, **k)
+        finally:
+            qp_calls.append(time.perf_counter() - start)
     monkeypatch.setattr(qp, "solve_dual", spy)
     monkeypatch.setattr(solver, "solve_dual", spy)
     monkeypatch.setattr(workers, "_WORKER_TRIALS", trials)
     level = logging.getLogger("pyterrier_svmmap").level
-    assert _warm_up(1, split) >= 0
+    start = time.perf_counter()
+    seconds = _warm_up(1, split)
+    outside = time.perf_counter() - start
+    # the seconds returned are measured around the part's work: at least its fits' time, at most the call's
+    assert len(compute_seconds) == 3 and 0 < sum(compute_seconds) <= seconds <= outside
     assert [names for _, names in fitted] == [["svm-map"], ["broken"], ["adarank"]]
     tiny = fitted[0][0]
     assert (tiny.train, tiny.valid, tiny.test) == (split.train[:3], split.valid[:2], split.test[:2])
@@ -442,7 +457,10 @@ def test_kernel_warm_up_fits_every_system_on_a_tiny_split_and_leaves_no_trace(mo
     assert logging.getLogger("pyterrier_svmmap").level == level
     assert not list(tmp_path.iterdir())                     # nothing checkpointed
     fitted.clear(), qp_calls.clear()
-    _warm_up(0, split)
+    start = time.perf_counter()
+    seconds = _warm_up(0, split)
+    outside = time.perf_counter() - start
     assert not fitted and len(qp_calls) == 1
+    assert 0 < qp_calls[0] <= seconds <= outside            # part 0's seconds include its QP's
     _warm_up(2, split)
     assert not fitted and len(qp_calls) == 1

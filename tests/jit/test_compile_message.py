@@ -11,7 +11,7 @@ import pytest
 
 from pyterrier_svmmap import _jit
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 SCRIPT = """
 import logging, numpy as np

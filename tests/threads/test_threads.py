@@ -19,7 +19,7 @@ from pyterrier_svmmap.svm.losses.map import query_score_order
 from pyterrier_svmmap.selection import best_function
 from pyterrier_svmmap.svm.ranker import StructSVMRanker
 
-import oracles.features_reference as reference
+import tests.oracles.features_reference as reference
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pytest
 from pyterrier_svmmap import RunFeatures, SVMMap
 from pyterrier_svmmap.ties import break_ties, float32_ordered, tie_base_order, tie_order
 
-from helpers import _synthetic_runs
+from tests.helpers import _synthetic_runs
 
 
 def test_hand_example():
@@ -119,11 +119,11 @@ def test_validation_transform_and_ir_measures_agree():
     assert out.groupby("qid")["score"].apply(lambda s: s.is_unique).all()
 
 
-def test_classify_writes_the_tie_broken_scores(tmp_path):
+def test_classify_writes_the_tie_broken_scores(tmp_path, examples_dir):
     from pyterrier_svmmap.cli import main
     from pyterrier_svmmap.io.model_files import load_ranker
     from pyterrier_svmmap.io.svmlight import read_svmlight
-    from data_paths import EXAMPLES as examples
+    examples = examples_dir
     assert main(["learn", "--bins", "2", str(examples / "letor_train.txt"), str(tmp_path / "m")]) == 0
     assert main(["classify", str(examples / "letor_test.txt"), str(tmp_path / "m"), str(tmp_path / "p")]) == 0
     got = np.array([float(x) for x in (tmp_path / "p").read_text().split()])
