@@ -2,7 +2,6 @@
 shape and prior agree with the φ the encoder builds, and a kind registered from outside the package is trained,
 named, scored, saved and drawn with no other change."""
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,7 +11,6 @@ from pyterrier_svmmap.features.layout import FeatureLayout
 from pyterrier_svmmap.selection import model_class
 from pyterrier_svmmap.svm.ranker import StructSVMRanker
 
-REPOSITORY = Path(__file__).resolve().parents[2]
 
 
 def _data(seed=0, n_q=8, per_q=20, F=3):

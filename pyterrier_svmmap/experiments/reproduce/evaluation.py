@@ -31,7 +31,7 @@ class Evaluator:
 
     ``AP``, ``nDCG@10`` and ``RR@10`` (relevant: label ≥ 1) exactly as ``ir_measures`` computes them, in
     one vectorised pass over the run (:mod:`pyterrier_svmmap.measures` on the run sorted once), with
-    ir_measures' semantics (tests/test_frames_fast.py compares them per query on Vaswani runs):
+    ir_measures' semantics (tests/frames/test_frames.py compares them per query on Vaswani runs):
 
     * AP and nDCG@10 come from trec_eval (ir_measures' pytrec_eval backend): scores compared as float32,
       equal ones ordered by docno descending; AP divides by all relevant documents in the qrels (those
