@@ -24,8 +24,7 @@ from typing import Dict
 #: the logger of the notice (a child of the package's, so that it can be silenced on its own)
 COMPILE_LOGGER = "pyterrier_svmmap.compile"
 
-#: about how many seconds the kernels of a first fit take to compile on a 2-core machine
-#: (``benchmarks/bench_coldstart.py`` measures it)
+#: the seconds the notice announces for compiling the kernels of a first fit
 COMPILE_SECONDS = 30
 
 #: logged once per process, when numba first compiles (not loads from its cache) a kernel of this package

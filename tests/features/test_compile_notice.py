@@ -15,13 +15,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 #: two kernels of one module (the second compiles too, and must not repeat the notice); a filter on the logger
 #: (not a handler: Python's own last-resort output stays in use) records, when the notice passes, how many
-#: signatures numba had finished compiling for the first kernel
+#: signatures numba had finished compiling over every kernel of the package then loaded
 SCRIPT = """
 import logging, sys, numpy as np
 seen = []
 def see(record):
-    from pyterrier_svmmap.features import _kernels
-    seen.append(len(_kernels.binned_dot.signatures))
+    seen.append(sum(len(getattr(f, "signatures", ())) for name, m in list(sys.modules.items())
+                    if name.startswith("pyterrier_svmmap.") for f in vars(m).values() if hasattr(f, "py_func")))
     return True
 if len(sys.argv) > 1:
     logging.getLogger("pyterrier_svmmap.compile").setLevel(logging.ERROR)
