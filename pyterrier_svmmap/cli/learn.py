@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import threading
 import time
 import warnings
 from typing import List, Optional, Union
@@ -221,7 +220,6 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("on a cluster C (and --features auto) is chosen on --valid FILE: give it, or a single -c")
     t = time.perf_counter()
     data = valid = None
-    loading = preload_kernels() if executor is None else None
     if executor is None:                    # bad files raise SvmlightError (file:line) before any training
         try:
             data = read_svmlight(files, max_features=args.max_features)
@@ -236,7 +234,6 @@ def run(args: argparse.Namespace) -> int:
         warnings.simplefilter("always")
         try:
             if executor is None:
-                loading.join()
                 fit_ranking_data(ranker, data, valid)
             else:
                 fit_on_cluster(ranker, files, args.valid, executor)
@@ -258,31 +255,6 @@ def run(args: argparse.Namespace) -> int:
              f" {chosen[ranker.selection_]}" if ranker.selection_ in chosen else "", ranker.n_iter_,
              "converged" if ranker.converged_ else "NOT converged: raise --max-iter or -e", args.model)
     return 0
-
-
-def _load_kernels() -> None:
-    """Import numba and run one small cached kernel of the fit (numba sets up its compiler's tables on the first
-    kernel it loads); a failure is left for the fit to report."""
-    try:
-        import numpy as np
-        import pyterrier_svmmap._jit as _jit
-        _jit.load("features._kernels").cumulative_table(np.zeros(4), 2, 2)
-    except Exception as e:                                           # noqa: BLE001 (the fit meets it again)
-        log.debug("loading the kernels ahead failed: %r", e)
-
-
-def preload_kernels() -> threading.Thread:
-    """Start loading numba and the fit's first kernel (:func:`_load_kernels`) in a thread, while the main thread
-    reads the files (numpy parses them without holding the GIL); join it before the fit.
-
-    Returns
-    -------
-    threading.Thread
-        The started (daemon) thread.
-    """
-    thread = threading.Thread(target=_load_kernels, name="svmmap-load-kernels", daemon=True)
-    thread.start()
-    return thread
 
 
 def training_files(specs: List[str]) -> List[str]:

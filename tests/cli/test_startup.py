@@ -104,39 +104,3 @@ def test_classify_jobs_option_gives_the_same_scores(tmp_path):
         outs.append(out.read_text())
     assert outs[0] == outs[1]
 
-
-def test_learn_loads_the_kernels_while_it_reads_the_files_and_waits_for_them_before_the_fit(tmp_path, monkeypatch):
-    from pyterrier_svmmap.cli import learn
-    import pyterrier_svmmap.io.svmlight as svmlight
-    write_file(tmp_path / "train.txt")
-    events, threads = [], []
-    real_preload, real_read, real_fit = learn.preload_kernels, svmlight.read_svmlight, learn.fit_ranking_data
-
-    def preload():
-        threads.append(real_preload())
-        events.append("preload")
-        return threads[-1]
-
-    def read(*args, **kwargs):
-        events.append("read")
-        return real_read(*args, **kwargs)
-
-    def fit(*args, **kwargs):
-        events.append(("fit", threads[0].is_alive()))
-        return real_fit(*args, **kwargs)
-    monkeypatch.setattr(learn, "preload_kernels", preload)
-    monkeypatch.setattr(svmlight, "read_svmlight", read)
-    monkeypatch.setattr(learn, "fit_ranking_data", fit)
-    args = ["learn", "-c", "1", "--valid", str(tmp_path / "train.txt"), str(tmp_path / "train.txt"), str(tmp_path / "m")]
-    assert cli.main(args) == 0
-    assert events == ["preload", "read", "read", ("fit", False)]
-
-
-def test_the_preload_imports_numba_and_loads_a_kernel_in_a_thread():
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    code = ("import sys, threading\nfrom pyterrier_svmmap.cli.learn import preload_kernels\n"
-            "t = preload_kernels()\nassert t is not threading.current_thread() and t.daemon\nt.join()\n"
-            "k = sys.modules['pyterrier_svmmap.features._kernels']\nprint(len(k.cumulative_table.signatures))")
-    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stderr
-    assert p.stdout.strip().splitlines()[-1] == "1"
