@@ -103,4 +103,3 @@ def test_classify_jobs_option_gives_the_same_scores(tmp_path):
         assert cli.main(["classify", "-j", j, str(tmp_path / "train.txt"), str(tmp_path / "m"), str(out)]) == 0
         outs.append(out.read_text())
     assert outs[0] == outs[1]
-
