@@ -268,9 +268,72 @@ def part_cli(repeat: int, quick: bool):
             maps.append(letor_map(np.loadtxt(Path(tmp) / f"p{k}"), test))
     ours = float(np.median(runs))
     print(f"svmmap, 5 folds: {ours:.2f} s (runs {np.round(runs, 2).tolist()}), mean test MAP {np.mean(maps):.4f}")
+    fold_breakdown(env, grid, 1 if quick else max(1, repeat // 2))
     print(f"svm_rank's per-C workflow (recorded): {SVM_RANK_WORKFLOW[0]:.1f} s, mean test MAP {SVM_RANK_WORKFLOW[1]:.4f}")
     print(f"ratio ours / svm_rank: {ours / SVM_RANK_WORKFLOW[0]:.2f}×  (target ≤ 0.3×); MAP difference "
           f"{np.mean(maps) - SVM_RANK_WORKFLOW[1]:+.4f} (target within 0.005)")
+
+
+#: one ``svmmap learn`` or ``classify`` in a fresh process, its phases timed: the interpreter and the command's
+#: imports (to ``main``), parsing (``read_svmlight``), numba (its import and its first cached kernel's load,
+#: done ahead of the fit), the fit, and what follows (scoring, writing); printed as JSON on stdout
+PHASES = """
+import json, sys, time
+t0 = time.perf_counter()
+import pyterrier_svmmap.io.svmlight as svmlight
+from pyterrier_svmmap.cli import main
+spent = dict(parse=0.0, numba=0.0, fit=0.0)
+read = svmlight.read_svmlight
+def timed_read(*a, **k):
+    t = time.perf_counter(); out = read(*a, **k); spent["parse"] += time.perf_counter() - t; return out
+svmlight.read_svmlight = timed_read
+if sys.argv[1] == "learn":
+    import pyterrier_svmmap.cli.learn as learn
+    fit = learn.fit_ranking_data
+    def timed_fit(*a, **k):
+        t = time.perf_counter()
+        import numpy as np, pyterrier_svmmap._jit as jit
+        jit.load("features._kernels").cumulative_table(np.zeros(4), 2, 2)
+        t1 = time.perf_counter(); out = fit(*a, **k)
+        spent["numba"] += t1 - t; spent["fit"] += time.perf_counter() - t1; return out
+    learn.fit_ranking_data = timed_fit
+t1 = time.perf_counter()
+assert main(sys.argv[1:]) == 0
+total = time.perf_counter() - t0
+spent["imports"] = t1 - t0
+spent["rest"] = total - sum(spent.values())
+print(json.dumps(spent))
+"""
+
+
+def fold_breakdown(env: dict, grid: str, repeat: int) -> None:
+    """Where one fold's ``svmmap learn`` and ``classify`` spend their time (Fold 1, medians of ``repeat``),
+    the interpreter's start (``python -c pass``) apart."""
+    import json
+    fold = Path(__file__).resolve().parents[2] / "shared" / "data" / "letor" / "MQ2008" / "Fold1"
+    rows = {"learn": [], "classify": [], "start": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        model, pred = Path(tmp) / "m", Path(tmp) / "p"
+        learn = ["learn", "-c", grid, "--valid", str(fold / "vali.txt"), "--force", str(fold / "train.txt"), str(model)]
+        classify = ["classify", str(fold / "test.txt"), str(model), str(pred)]
+        for _ in range(repeat):
+            t = time.perf_counter()
+            subprocess.run([sys.executable, "-c", "pass"], env=env, check=True)
+            rows["start"].append(time.perf_counter() - t)
+            for name, argv in (("learn", learn), ("classify", classify)):
+                t = time.perf_counter()
+                p = subprocess.run([sys.executable, "-c", PHASES, *argv], env=env, check=True, capture_output=True,
+                                   text=True)
+                phases = json.loads(p.stdout.strip().splitlines()[-1])
+                phases["process"] = time.perf_counter() - t
+                rows[name].append(phases)
+    start = float(np.median(rows["start"]))
+    print(f"per fold (Fold 1, medians of {repeat}): interpreter start {start:.2f} s")
+    for name in ("learn", "classify"):
+        med = {k: float(np.median([r[k] for r in rows[name]])) for k in rows[name][0]}
+        print(f"  svmmap {name:8s} {med['process']:.2f} s: imports {med['imports']:.2f}, parse {med['parse']:.2f}, "
+              f"numba {med['numba']:.2f}, fit {med['fit']:.2f}, rest {med['rest']:.2f} (+ start and exit "
+              f"{med['process'] - sum(v for k, v in med.items() if k != 'process'):.2f})")
 
 
 def part_dask(repeat: int, quick: bool):

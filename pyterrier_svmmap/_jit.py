@@ -3,12 +3,16 @@
 Every kernel module — ``_product_kernels``, ``svm._qp_kernels``, ``features._kernels``, ``approx._kernels``,
 ``measures._kernels``, ``measures._order_kernels``, ``svm.losses._map_kernels``, ``svm.losses._rank_kernels``,
 each beside the module it serves — is imported on first use (``load(...)`` inside the function that needs
-it), so that importing the package does not load numba.
+it), so that importing the package does not load numba, and a fit compiles only the kernels it runs.
 
-The kernels are cached on disk by numba (``cache=True``): only the first run after an install compiles them.
-That run says so, once per process, in one INFO line of the ``pyterrier_svmmap`` logger
-(:data:`COMPILE_MESSAGE`), when numba really compiles one of this package's kernels — not when it loads them
-from its cache. ``svmmap warm-up`` compiles them all ahead.
+The kernels are cached on disk by numba (``cache=True``): in ``__pycache__`` beside the installed package
+when that folder is writable (an editable install: the source tree's), else in numba's per-user cache
+folder, or in ``NUMBA_CACHE_DIR`` when set. Only the first run after an install compiles them. That run says
+so, once per process, in one WARNING line of the ``pyterrier_svmmap.compile`` logger
+(:data:`COMPILE_MESSAGE`), the moment numba starts compiling one of this package's kernels — not when it
+loads them from its cache. With no logging configured, Python prints it on stderr as it is; silence it with
+``logging.getLogger("pyterrier_svmmap.compile").setLevel(logging.ERROR)``. ``svmmap warm-up`` compiles them
+ahead.
 """
 from __future__ import annotations
 
@@ -17,21 +21,28 @@ import logging
 from types import ModuleType
 from typing import Dict
 
+#: the logger of the notice (a child of the package's, so that it can be silenced on its own)
+COMPILE_LOGGER = "pyterrier_svmmap.compile"
+
+#: the seconds the notice announces for compiling the kernels of a first fit
+COMPILE_SECONDS = 30
+
 #: logged once per process, when numba first compiles (not loads from its cache) a kernel of this package
-COMPILE_MESSAGE = ("compiling the numba kernels, once (about 15-60 s); later runs load them from numba's cache "
-                   "(`svmmap warm-up` compiles them ahead)")
+COMPILE_MESSAGE = (f"pyterrier-svmmap: compiling kernels, once, about {COMPILE_SECONDS} s (later runs load them "
+                   f"from numba's cache; `svmmap warm-up` compiles them ahead)")
 
 _announced = False
 _listening = False
 
 
 def _on_first_compile(dispatcher) -> None:
-    """Log :data:`COMPILE_MESSAGE` the first time one of this package's kernels compiles in this process."""
+    """Log :data:`COMPILE_MESSAGE` (WARNING, :data:`COMPILE_LOGGER`) the first time one of this package's
+    kernels compiles in this process."""
     global _announced
     module = getattr(getattr(dispatcher, "py_func", None), "__module__", "") or ""
     if not _announced and module.startswith("pyterrier_svmmap."):
         _announced = True
-        logging.getLogger("pyterrier_svmmap").info(COMPILE_MESSAGE)
+        logging.getLogger(COMPILE_LOGGER).warning(COMPILE_MESSAGE)
 
 
 def _listen_for_compiles() -> None:
