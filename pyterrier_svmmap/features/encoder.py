@@ -174,17 +174,22 @@ class ColumnStatistics:
 
 def column_top(raw, offsets: Optional[np.ndarray] = None) -> np.ndarray:
     """Per column, the largest |retrieved score| (0 for a column of NaN), read block by block
-    (:func:`~pyterrier_svmmap.chunks.query_blocks`; ``offsets``: query boundaries, default blocks of rows)."""
+    (:func:`~pyterrier_svmmap.chunks.query_blocks`; ``offsets``: query boundaries, default blocks of rows;
+    :func:`._kernels.column_abs_max`, rows spread over threads)."""
     raw = score_matrix(raw)
     top = np.zeros(raw.shape[1])
     if not len(raw):
         return top
     if offsets is None:
         offsets = row_offsets(len(raw), raw.shape[1])
+    jit = kernels()
     for block in query_blocks(raw, offsets):
-        if len(block.values):
-            top = np.fmax(top, np.fmax.reduce(np.abs(block.values), axis=0))
-    return np.nan_to_num(top, nan=0.0)
+        values = block.values
+        bounds = threads.even_bounds(len(values), threads.pieces(values.size))
+        tops = np.zeros((len(bounds) - 1, raw.shape[1]))
+        threads.run(lambda i: jit.column_abs_max(values[bounds[i]:bounds[i + 1]], tops[i]), len(bounds) - 1)
+        top = np.max(np.vstack([top[None], tops]), axis=0)
+    return top
 
 
 def power_of_two_scale(top: np.ndarray) -> np.ndarray:
@@ -529,7 +534,7 @@ def _thresholds_of_columns(columns: List[np.ndarray], n_bins: int, retrieved: bo
 
 
 #: bytes of threshold samples gathered in one pass over the scores (more columns take more passes)
-SAMPLE_BYTES = 1 << 30
+SAMPLE_BYTES = 1 << 29
 
 
 def sample_thresholds(raw, offsets: np.ndarray, n_bins: int, depth: Optional[int] = None,
@@ -539,8 +544,10 @@ def sample_thresholds(raw, offsets: np.ndarray, n_bins: int, depth: Optional[int
     with memory bounded by the sample, not the matrix.
 
     The exact method: per function, every sampled retrieved score is gathered (in ``raw``'s dtype, float32 or
-    float64, which holds every score exactly), sorted, and read at the quantiles' ranks. Functions are gathered
-    a group at a time, about ``max_bytes`` (default :data:`SAMPLE_BYTES`) of samples per pass over the scores.
+    float64, which holds every score exactly; :func:`._kernels.gather_columns`), sorted, and read at the
+    quantiles' ranks (:func:`lower_quantiles`). Functions are gathered a group at a time, about ``max_bytes``
+    (default :data:`SAMPLE_BYTES`) of samples per pass over the scores: one pass for a sample that fits, more
+    for a larger one; nothing else of the size of the scores is held.
 
     Parameters
     ----------
@@ -568,21 +575,35 @@ def sample_thresholds(raw, offsets: np.ndarray, n_bins: int, depth: Optional[int
         return np.tile(pad_thresholds(np.zeros(0), n_bins), (n_funcs, 1))
     dtype = np.dtype(np.float32) if getattr(raw, "dtype", None) == np.float32 else np.dtype(np.float64)
     per_function = dtype.itemsize * (n if depth is None else min(n, int(depth) * (len(offsets) - 1)))
-    group = max(1, int(max_bytes or SAMPLE_BYTES) // max(1, per_function))
+    group = min(n_funcs, max(1, int(max_bytes or SAMPLE_BYTES) // max(1, per_function)))
+    jit = kernels()
     out = []
+    store = gathered = None
     for f0 in range(0, n_funcs, group):
         f1 = min(n_funcs, f0 + group)
-        parts: List[List[np.ndarray]] = [[] for _ in range(f0, f1)]
+        if store is None:                         # one store for every group: its memory is touched once
+            store = np.empty((group, max(1, per_function // dtype.itemsize)), dtype=dtype)
+        filled = np.zeros(f1 - f0, dtype=np.int64)
         for block in query_blocks(raw, offsets):
-            values = block.values[:, f0:f1]
-            if depth is not None:
-                values = top_of_queries(values, block.offsets, depth)
-            for j, part in enumerate(parts):
-                col = values[:, j]
-                part.append(col[~np.isnan(col)].astype(dtype))
-        columns = [np.concatenate(part) if part else np.zeros(0, dtype) for part in parts]
-        del parts
-        out.append(_thresholds_of_columns(columns, n_bins, retrieved=True))
+            if gathered is None or gathered.shape[1] < len(block.values):
+                gathered = np.empty((group, len(block.values)))
+            counts = np.zeros(f1 - f0, dtype=np.int64)
+            bounds = threads.even_bounds(f1 - f0, min(f1 - f0, threads.pieces(block.values.size)))
+
+            def gather(i: int) -> None:           # functions, not rows: each column's scores stay in row order
+                j0, j1 = int(bounds[i]), int(bounds[i + 1])
+                jit.gather_columns(block.values, block.offsets, -1 if depth is None else int(depth),
+                                   f0 + j0, f0 + j1, gathered[j0:j1], counts[j0:j1])
+            threads.run(gather, len(bounds) - 1)
+            need = int((filled + counts).max())
+            if need > store.shape[1]:             # ties at the depth kept more than depth scores
+                grown = np.empty((len(store), max(need, 2 * store.shape[1])), dtype=dtype)
+                grown[:, :store.shape[1]] = store
+                store = grown
+            for j in range(f1 - f0):
+                store[j, filled[j]:filled[j] + counts[j]] = gathered[j, :counts[j]]
+            filled += counts
+        out.append(_thresholds_of_columns([store[j, :filled[j]] for j in range(f1 - f0)], n_bins, retrieved=True))
     return np.concatenate(out)
 
 
