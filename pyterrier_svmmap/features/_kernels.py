@@ -295,28 +295,6 @@ def percentiles(raw, offsets, out):
 
 
 @njit(cache=True, nogil=True)
-def column_quantiles(sample, levels, f0, f1, out, counts):
-    """For the functions f0 ≤ f < f1: ``counts[f]`` = the retrieved (non-NaN) scores of column f of ``sample``,
-    and ``out[f, i]`` = ``np.quantile(retrieved, levels[i], method="lower")``, i.e. the sorted scores at
-    ⌊(count − 1)·levels[i]⌋ — numpy's own index arithmetic, so the same values."""
-    n = sample.shape[0]
-    buf = np.empty(n)
-    for f in range(f0, f1):
-        m = 0
-        for d in range(n):
-            x = sample[d, f]
-            if x == x:
-                buf[m] = x
-                m += 1
-        counts[f] = m
-        if m == 0:
-            continue
-        vals = np.sort(buf[:m])
-        for i in range(levels.shape[0]):
-            out[f, i] = vals[np.int64(np.floor((m - 1) * levels[i]))]
-
-
-@njit(cache=True, nogil=True)
 def query_spread(raw, offsets, prescale, sumsq, counts, varies):
     """Per query q of ``offsets`` (absolute row indices; row q of ``sumsq``, ``counts`` and ``varies``) and
     function f: the retrieved (non-NaN) scores y = raw·prescale[f] counted in ``counts[q, f]``, whether they
