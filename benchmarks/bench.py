@@ -14,8 +14,8 @@ b. Vaswani (16 PISA base functions, union of their top 1000, 50 quantile bins): 
    (train on half of the queries, test on the other half). The PISA indices and runs are cached under
    ``--cache`` (default: a folder in the temp directory);
 c. scaling on synthetic data (1,000 candidates per query, 16 functions, 50 bins), 10⁴ … 10⁷ candidates
-   (10⁶ with --quick): fit time and peak RSS, each size in its own subprocess; slope of log time vs
-   log size;
+   (10⁶ with --quick): encode and fit time and peak RSS, each size in its own subprocess; slope of log time
+   vs log size; the encoding's time ÷ the fit's at the largest size (target ≤ 1, printed with ✓/✗);
 d. cutting-plane iterations and final duality gap, reported next to every fit above;
 e. an svmlight file of 2,000 queries × 500 documents × 50 dense features: parse time (our reader) and
    SVM-map training time (features="raw", fixed C) separately, and the test MAP on held-out queries;
@@ -290,6 +290,9 @@ def part_c(quick):
         big = [r for r in got if r["n"] >= 10 ** 5]
         slope_big = np.polyfit(np.log10([r["n"] for r in big]), np.log10([r["fit"] for r in big]), 1)[0] \
             if len(big) >= 2 else float("nan")
+        last = got[-1]
+        print(f"encoding at {last['n']:,}: {last['encode'] / last['fit']:.2f}× the fit (target ≤ 1×) "
+              f"{'✓' if last['encode'] <= last['fit'] else '✗'}")
         print(f"slope of log fit time vs log size: {slope:.3f} overall, {slope_big:.3f} from 10^5 "
               f"(10× data → {10 ** slope:.1f}× / {10 ** slope_big:.1f}× time); per iteration {slope_i:.3f} "
               f"(10× → {10 ** slope_i:.1f}×). target: 10× data ≤ 12× time, 10^7 within 24 GB")
