@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/bench.py [--quick] [--collection DIR] [--cache DIR] [--parts abcefgh]
+    python benchmarks/bench.py [--quick] [--collection DIR] [--cache DIR] [--parts abcefghm]
 
 Parts (each prints a table; ratios are against reference runs made in the same process):
 
@@ -14,8 +14,8 @@ b. Vaswani (16 PISA base functions, union of their top 1000, 50 quantile bins): 
    (train on half of the queries, test on the other half). The PISA indices and runs are cached under
    ``--cache`` (default: a folder in the temp directory);
 c. scaling on synthetic data (1,000 candidates per query, 16 functions, 50 bins), 10⁴ … 10⁷ candidates
-   (10⁶ with --quick): fit time and peak RSS, each size in its own subprocess; slope of log time vs
-   log size;
+   (10⁶ with --quick): encode and fit time and peak RSS, each size in its own subprocess; slope of log time
+   vs log size; the encoding's time ÷ the fit's at the largest size (target ≤ 1, printed with ✓/✗);
 d. cutting-plane iterations and final duality gap, reported next to every fit above;
 e. an svmlight file of 2,000 queries × 500 documents × 50 dense features: parse time (our reader) and
    SVM-map training time (features="raw", fixed C) separately, and the test MAP on held-out queries;
@@ -27,7 +27,12 @@ f. the LETOR 4.0 MQ2008 protocol (benchmarks/mq2008.py): 5 folds, hyper-paramete
 g. C path: seconds of StructSVMRanker(C=6-value grid, validation) ÷ one fit at C = 1, on MQ2008 Fold1
    (raw, 50 bins) and a synthetic set, with the iterations per C;
 h. each loss's batch argmax (get_loss(name).batch_violation) on 300 queries × 1,000 candidates (5 %
-   relevant), µs and ratio to MAP's.
+   relevant), µs and ratio to MAP's;
+m. bounded memory: StructSVMRanker(features="bins", C=1) trained from a float32 memory map (an .npy file
+   written in a temporary directory and removed after) of 10⁷ and 10⁸ candidates (1,000 per query, 16
+   functions; 10⁶ and 10⁷ with --quick), each in its own subprocess: seconds preparing the data (checks,
+   thresholds, bin codes) and in the solver, and the subprocess's peak RSS (VmHWM); the targets (peak ≤ 8 GB,
+   total time ≤ 12× the smaller size's) printed as ratios with ✓/✗.
 
 Wall-clock targets are printed, never asserted.
 """
@@ -285,9 +290,98 @@ def part_c(quick):
         big = [r for r in got if r["n"] >= 10 ** 5]
         slope_big = np.polyfit(np.log10([r["n"] for r in big]), np.log10([r["fit"] for r in big]), 1)[0] \
             if len(big) >= 2 else float("nan")
+        last = got[-1]
+        print(f"encoding at {last['n']:,}: {last['encode'] / last['fit']:.2f}× the fit (target ≤ 1×) "
+              f"{'✓' if last['encode'] <= last['fit'] else '✗'}")
         print(f"slope of log fit time vs log size: {slope:.3f} overall, {slope_big:.3f} from 10^5 "
               f"(10× data → {10 ** slope:.1f}× / {10 ** slope_big:.1f}× time); per iteration {slope_i:.3f} "
               f"(10× → {10 ** slope_i:.1f}×). target: 10× data ≤ 12× time, 10^7 within 24 GB")
+
+
+# -------------------------------------------------------------------------------------------------
+# m. bounded memory: training from a float32 memory map (one subprocess per size)
+# -------------------------------------------------------------------------------------------------
+MEMMAP_PEAK_GB = 8.0
+MEMMAP_TIME_RATIO = 12.0
+
+
+def write_memmap(path, n, n_funcs=16, per_query=1000, seed=0, rel_rate=0.05):
+    """The synthetic scores of :func:`synthetic` (same model, other draws) written as a float32 .npy memory map of
+    ``n`` candidates, 1,000 queries at a time, and their labels as int8 beside it (``path``.labels.npy)."""
+    n_q = max(1, n // per_query)
+    n = n_q * per_query
+    raw = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(n, n_funcs))
+    labels = np.lib.format.open_memmap(str(path) + ".labels.npy", mode="w+", dtype=np.int8, shape=(n,))
+    rng = np.random.default_rng(seed)
+    step = 1000 * per_query
+    for lo in range(0, n, step):
+        hi = min(n, lo + step)
+        lab = (rng.random(hi - lo) < rel_rate).astype(np.int8)
+        block = rng.standard_normal((hi - lo, n_funcs)).astype(np.float32)
+        block += ((0.3 + 0.1 * (np.arange(n_funcs) % 4)) * lab[:, None]).astype(np.float32)
+        block[rng.random(block.shape) < 0.1] = np.nan
+        raw[lo:hi] = block
+        labels[lo:hi] = lab
+    raw.flush()
+    labels.flush()
+    del raw, labels
+
+
+def peak_rss_gb():
+    """This process's peak resident set (VmHWM), GB."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024 ** 2
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 ** 2
+
+
+def memmap_one(path):
+    """Child process: StructSVMRanker(features="bins", C=1) on the memory map at ``path``; one JSON line."""
+    from pyterrier_svmmap.svm.ranker import StructSVMRanker
+    raw = np.load(path, mmap_mode="r")
+    labels = np.load(str(path) + ".labels.npy", mmap_mode="r")
+    offsets = np.arange(0, len(raw) + 1, 1000, dtype=np.int64)
+    r0, l0, o0 = synthetic(4000, seed=1)          # compile the kernels outside the measurement
+    StructSVMRanker(features="bins", C=C_FIXED, epsilon=EPSILON).fit(r0.astype(np.float32), l0, o0)
+    t = time.perf_counter()
+    ranker = StructSVMRanker(features="bins", C=C_FIXED, epsilon=EPSILON).fit(raw, labels, offsets)
+    total = time.perf_counter() - t
+    solver = float(ranker.path_[0]["seconds"])
+    print(json.dumps(dict(n=len(raw), prepare=total - solver, solver=solver, total=total, iters=int(ranker.n_iter_),
+                          rss_gb=peak_rss_gb(), file_gb=os.path.getsize(path) / 1024 ** 3)), flush=True)
+
+
+def part_m(quick):
+    hdr("m. bounded memory: float32 memory map, 1,000 candidates/query, 16 functions, bins, C=%g" % C_FIXED)
+    sizes = [10 ** 6, 10 ** 7] if quick else [10 ** 7, 10 ** 8]
+    print(f"{'candidates':>12} {'file':>8} {'prepare s':>10} {'solver s':>9} {'total s':>8} {'iters':>6} "
+          f"{'peak RSS':>9} {'bytes/cand':>10}")
+    got = []
+    for n in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "scores.npy")
+            gen = subprocess.run([sys.executable, __file__, "--_write-memmap", path, str(n)], capture_output=True,
+                                 text=True)
+            if gen.returncode:
+                print(f"{n:>12,} could not write the memory map: {gen.stderr.strip()[-300:]}")
+                continue
+            p = subprocess.run([sys.executable, __file__, "--_memmap-one", path], capture_output=True, text=True)
+        if p.returncode:
+            print(f"{n:>12,} failed: {p.stderr.strip()[-500:] if p.stderr else p.returncode}")
+            continue
+        r = json.loads(p.stdout.strip().splitlines()[-1])
+        got.append(r)
+        print(f"{r['n']:>12,} {r['file_gb']:>6.2f}GB {r['prepare']:>10.1f} {r['solver']:>9.1f} {r['total']:>8.1f} "
+              f"{r['iters']:>6} {r['rss_gb']:>7.2f}GB {r['rss_gb'] * 1024 ** 3 / r['n']:>10.1f}", flush=True)
+    if len(got) == 2:
+        small, big = got
+        ratio = big["total"] / small["total"]
+        ok_t, ok_m = ratio <= MEMMAP_TIME_RATIO, big["rss_gb"] <= MEMMAP_PEAK_GB
+        print(f"{big['n']:,} vs {small['n']:,}: total time ×{ratio:.2f} (target ≤ ×{MEMMAP_TIME_RATIO:g}) "
+              f"{'✓' if ok_t else '✗'}; prepare ×{big['prepare'] / small['prepare']:.2f}, solver "
+              f"×{big['solver'] / small['solver']:.2f}; peak RSS {big['rss_gb']:.2f} GB (target ≤ {MEMMAP_PEAK_GB:g} GB) "
+              f"{'✓' if ok_m else '✗'}, {big['rss_gb'] / big['file_gb']:.2f}× the file")
 
 
 # -------------------------------------------------------------------------------------------------
@@ -378,11 +472,19 @@ def main():
     ap.add_argument("--quick", action="store_true", help="smaller part a, scaling up to 10^6 only")
     ap.add_argument("--collection", default=str(REPO.parent / "shared" / "data" / "vaswani"))
     ap.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "pyterrier-svmmap-bench"))
-    ap.add_argument("--parts", default="abcefgh", help="letters of the parts to run (default: all)")
+    ap.add_argument("--parts", default="abcefghm", help="letters of the parts to run (default: all)")
     ap.add_argument("--_scale-one", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--_write-memmap", nargs=2, help=argparse.SUPPRESS)
+    ap.add_argument("--_memmap-one", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args._scale_one:
         scale_one(args._scale_one)
+        return
+    if args._write_memmap:
+        write_memmap(args._write_memmap[0], int(args._write_memmap[1]))
+        return
+    if args._memmap_one:
+        memmap_one(args._memmap_one)
         return
     print(f"pyterrier-svmmap speed benchmark; numpy {np.__version__}, {os.cpu_count()} cores, "
           f"numba {numba.__version__}{' (quick)' if args.quick else ''}")
@@ -408,6 +510,8 @@ def main():
                 print(f"\n({letter} skipped: no MQ2008 at {REPO.parent / 'shared/data/letor/MQ2008'})")
     if "h" in args.parts:
         part_h(args.quick)
+    if "m" in args.parts:
+        part_m(args.quick)
     print(f"\ntotal {time.perf_counter() - t0:.0f}s")
 
 

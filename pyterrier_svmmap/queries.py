@@ -15,6 +15,8 @@ from typing import Dict, List, Optional, Protocol, Sequence, Tuple, runtime_chec
 
 import numpy as np
 
+from pyterrier_svmmap.chunks import first_infinite, score_matrix, select_queries
+
 
 def query_ids(offsets: np.ndarray) -> np.ndarray:
     """Query index (0..Q-1) of every candidate."""
@@ -23,8 +25,11 @@ def query_ids(offsets: np.ndarray) -> np.ndarray:
 
 def check_ranking_arrays(raw, labels, offsets, what: str = "training") -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``raw`` (n × F float, NaN allowed, inf not), ``labels`` (n,) and ``offsets`` (Q + 1, from 0 to n,
-    non-decreasing) as arrays, or a ValueError that says which is wrong."""
-    raw = np.asarray(raw, dtype=float)
+    non-decreasing) as arrays, or a ValueError that says which is wrong.
+
+    A float32 or float64 ``raw`` (a ``numpy.memmap`` included) is kept as it is, not copied: it is read in
+    blocks of whole queries (:mod:`~pyterrier_svmmap.chunks`); other scores are converted to float64."""
+    raw = score_matrix(raw)
     if raw.ndim != 2:
         raise ValueError(f"{what} scores must be a 2-d array (candidates × base functions), got shape {raw.shape}")
     offsets = np.asarray(offsets)
@@ -32,15 +37,17 @@ def check_ranking_arrays(raw, labels, offsets, what: str = "training") -> Tuple[
             or offsets[0] != 0 or offsets[-1] != len(raw) or (np.diff(offsets) < 0).any():
         raise ValueError(f"{what} offsets must be non-decreasing integers from 0 to the number of candidates "
                          f"({len(raw)}), one more than the number of queries")
-    if np.isinf(raw).any():
-        r, c = np.argwhere(np.isinf(raw))[0]
+    offsets = offsets.astype(np.int64)
+    bad = first_infinite(raw, offsets)
+    if bad is not None:
+        r, c = bad
         raise ValueError(f"{what} score of base function {c} is infinite for candidate {r}: scores must be "
                          "finite (NaN marks a candidate a base function did not retrieve)")
     if labels is not None:
         labels = np.asarray(labels, dtype=float)
         if labels.shape != (len(raw),) or not np.isfinite(labels).all():
             raise ValueError(f"{what} labels must be {len(raw)} finite numbers, one per candidate")
-    return raw, labels, offsets.astype(np.int64)
+    return raw, labels, offsets
 
 
 def usable_queries(labels: np.ndarray, offsets: np.ndarray) -> np.ndarray:
@@ -54,11 +61,16 @@ def usable_queries(labels: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 
 def subset_queries(raw, labels, offsets, keep: np.ndarray, n_relevant=None):
-    """The candidates of the queries where ``keep`` is True (arrays re-offset)."""
+    """The candidates of the queries where ``keep`` is True (arrays re-offset). The scores are copied from an
+    in-memory float64 matrix up to :data:`~pyterrier_svmmap.chunks.COPY_LIMIT` bytes, else selected without a
+    copy (:func:`~pyterrier_svmmap.chunks.select_queries`)."""
+    offsets = np.asarray(offsets, dtype=np.int64)
     sizes = np.diff(offsets)
+    keep = np.asarray(keep, dtype=bool)
     rows = np.repeat(keep, sizes)
     new_offsets = np.concatenate([[0], np.cumsum(sizes[keep])]).astype(np.int64)
-    return raw[rows], labels[rows], new_offsets, (None if n_relevant is None else np.asarray(n_relevant)[keep])
+    scores = select_queries(score_matrix(raw), offsets, keep) if raw is not None else None
+    return scores, labels[rows], new_offsets, (None if n_relevant is None else np.asarray(n_relevant)[keep])
 
 
 def shard_sizes(n_queries: int, queries_per_shard: int) -> np.ndarray:

@@ -41,6 +41,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 import pyterrier_svmmap._jit as _jit
+from pyterrier_svmmap.chunks import query_blocks, score_matrix
 from pyterrier_svmmap.features.blocks import BLOCK_KINDS
 from pyterrier_svmmap.features.encoder import parse_blocks
 from pyterrier_svmmap.features.layout import EncodedQueries, FeatureLayout
@@ -243,17 +244,23 @@ def function_aps(raw: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> np
     sorts; the bits of :func:`.measures.average_precision`), on blocks of whole
     queries spread over :func:`~pyterrier_svmmap.threads.current` threads.
     """
-    raw = np.ascontiguousarray(raw, dtype=float)
+    raw = score_matrix(raw)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     rel = np.ascontiguousarray(np.asarray(labels) > 0)
     jit = _jit.load("measures._kernels")
-    qb = threads.query_bounds(offsets, threads.pieces(raw.size))
+    out = np.empty((raw.shape[1], len(offsets) - 1))
+    for chunk in query_blocks(raw, offsets):           # a query's APs are the same in any block
+        values, offs = chunk.values, chunk.offsets
+        labels_here = rel[chunk.start:chunk.stop]
+        qb = threads.query_bounds(offs, threads.pieces(values.size))
 
-    def block(i: int) -> np.ndarray:                 # a query's APs are the same in any block
-        part = np.empty((raw.shape[1], int(qb[i + 1] - qb[i])))
-        jit.function_ap(raw, rel, offsets[qb[i]:qb[i + 1] + 1], part)
-        return part
-    return np.hstack(threads.run(block, len(qb) - 1))
+        def block(i: int) -> None:
+            lo, hi = int(qb[i]), int(qb[i + 1])
+            part = np.empty((values.shape[1], hi - lo))
+            jit.function_ap(values, labels_here, offs[lo:hi + 1], part)
+            out[:, chunk.first + lo:chunk.first + hi] = part
+        threads.run(block, len(qb) - 1)
+    return out
 
 
 # -- the package's default rule: selection="auto" --------------------------------------------------

@@ -12,7 +12,8 @@ kernels compute in the references' order, so they return the same bits:
 * :func:`minmax_normalise`: (f − min_q f)/(max_q f − min_q f) per query and function, with the reference's
   arithmetic (the same bits);
 * :func:`bin_codes`: the codes themselves, ``np.searchsorted(thresholds[f], score, side="left")`` per
-  retrieved score (a binary search on ``threshold < score``: NaN thresholds, sorted last, are never below);
+  retrieved score (thresholds below the score counted, or a binary search on ``threshold < score`` for many
+  thresholds: NaN thresholds, sorted last, are never below);
 * :func:`percentiles`: SVM_acc3's per-query percentiles, one sort per query and function (the same bits).
 """
 from __future__ import annotations
@@ -142,10 +143,16 @@ def top_of_queries(raw, offsets, depth, out):
                 out[d, f] = x if x >= kth else np.nan
 
 
+#: up to this many thresholds, :func:`bin_codes` counts them all (compares the compiler vectorises), above it
+#: searches them
+LINEAR_CODES_MAX = 64
+
+
 @njit(cache=True, nogil=True)
 def bin_codes(scaled, thresholds, codes):
     """``codes[d, f]`` = how many of ``thresholds[f]`` (ascending) lie strictly below ``scaled[d, f]``;
-    NaN scores (not retrieved) keep the code already there (0)."""
+    NaN scores (not retrieved) keep the code already there (0). Up to :data:`LINEAR_CODES_MAX` thresholds
+    every one is compared, above a binary search (NaN thresholds, sorted last, are never below)."""
     n, n_funcs = scaled.shape
     n_thr = thresholds.shape[1]
     for d in range(n):
@@ -153,15 +160,69 @@ def bin_codes(scaled, thresholds, codes):
             x = scaled[d, f]
             if x != x:
                 continue
+            row = thresholds[f]
+            if n_thr <= LINEAR_CODES_MAX:
+                c = 0
+                for t in range(n_thr):
+                    c += row[t] < x
+                codes[d, f] = c
+                continue
             lo = 0
             hi = n_thr
             while lo < hi:
                 mid = (lo + hi) >> 1
-                if thresholds[f, mid] < x:
+                if row[mid] < x:
                     lo = mid + 1
                 else:
                     hi = mid
             codes[d, f] = lo
+
+
+@njit(cache=True, nogil=True)
+def column_abs_max(raw, out):
+    """``out[f]`` = max(``out[f]``, the largest |x| of column f's retrieved (non-NaN) scores)."""
+    n, n_funcs = raw.shape
+    for d in range(n):
+        for f in range(n_funcs):
+            x = abs(raw[d, f])
+            if x > out[f]:
+                out[f] = x
+
+
+@njit(cache=True, nogil=True)
+def gather_columns(raw, offsets, depth, f0, f1, out, counts):
+    """The retrieved (non-NaN) scores of columns f0 ≤ f < f1 of ``raw`` (queries of ``offsets``, from row 0),
+    in row order, into ``out[f − f0, :counts[f − f0]]``; with ``depth`` > 0 only the scores
+    :func:`top_of_queries` keeps (per query and function, those at least the ``depth``-th highest; a query of
+    fewer candidates keeps all)."""
+    for j in range(f1 - f0):
+        counts[j] = 0
+    if depth <= 0:
+        for d in range(raw.shape[0]):
+            for f in range(f0, f1):
+                x = raw[d, f]
+                if x == x:
+                    out[f - f0, counts[f - f0]] = x
+                    counts[f - f0] += 1
+        return
+    for q in range(offsets.shape[0] - 1):
+        a = offsets[q]
+        b = offsets[q + 1]
+        m = b - a
+        buf = np.empty(m)
+        for f in range(f0, f1):
+            kth = -np.inf
+            if m >= depth:
+                for d in range(a, b):
+                    x = raw[d, f]
+                    buf[d - a] = x if x == x else -np.inf
+                kth = np.partition(buf, m - depth)[m - depth]
+            j = f - f0
+            for d in range(a, b):
+                x = raw[d, f]
+                if x >= kth:
+                    out[j, counts[j]] = x
+                    counts[j] += 1
 
 
 @njit(cache=True, nogil=True)
@@ -231,28 +292,6 @@ def percentiles(raw, offsets, out):
                 for t in range(i, j + 1):
                     out[rows[order[t]], f] = p
                 i = j + 1
-
-
-@njit(cache=True, nogil=True)
-def column_quantiles(sample, levels, f0, f1, out, counts):
-    """For the functions f0 ≤ f < f1: ``counts[f]`` = the retrieved (non-NaN) scores of column f of ``sample``,
-    and ``out[f, i]`` = ``np.quantile(retrieved, levels[i], method="lower")``, i.e. the sorted scores at
-    ⌊(count − 1)·levels[i]⌋ — numpy's own index arithmetic, so the same values."""
-    n = sample.shape[0]
-    buf = np.empty(n)
-    for f in range(f0, f1):
-        m = 0
-        for d in range(n):
-            x = sample[d, f]
-            if x == x:
-                buf[m] = x
-                m += 1
-        counts[f] = m
-        if m == 0:
-            continue
-        vals = np.sort(buf[:m])
-        for i in range(levels.shape[0]):
-            out[f, i] = vals[np.int64(np.floor((m - 1) * levels[i]))]
 
 
 @njit(cache=True, nogil=True)

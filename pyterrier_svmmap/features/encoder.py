@@ -59,6 +59,7 @@ import numpy as np
 import pyterrier_svmmap._jit as _jit
 import pyterrier_svmmap.products as products
 import pyterrier_svmmap.threads as threads
+from pyterrier_svmmap.chunks import query_blocks, row_offsets, score_matrix
 from pyterrier_svmmap.features.blocks import BLOCK_KINDS
 from pyterrier_svmmap.queries import query_ids
 
@@ -173,11 +174,24 @@ class ColumnStatistics:
         return power_of_two_scale(self.top)
 
 
-def column_top(raw: np.ndarray) -> np.ndarray:
-    """Per column, the largest |retrieved score| (0 for a column of NaN)."""
+def column_top(raw, offsets: Optional[np.ndarray] = None) -> np.ndarray:
+    """Per column, the largest |retrieved score| (0 for a column of NaN), read block by block
+    (:func:`~pyterrier_svmmap.chunks.query_blocks`; ``offsets``: query boundaries, default blocks of rows;
+    :func:`._kernels.column_abs_max`, rows spread over threads)."""
+    raw = score_matrix(raw)
+    top = np.zeros(raw.shape[1])
     if not len(raw):
-        return np.zeros(raw.shape[1])
-    return np.nanmax(np.abs(np.where(np.isnan(raw), 0.0, raw)), axis=0)
+        return top
+    if offsets is None:
+        offsets = row_offsets(len(raw), raw.shape[1])
+    jit = kernels()
+    for block in query_blocks(raw, offsets):
+        values = block.values
+        bounds = threads.even_bounds(len(values), threads.pieces(values.size))
+        tops = np.zeros((len(bounds) - 1, raw.shape[1]))
+        threads.run(lambda i: jit.column_abs_max(values[bounds[i]:bounds[i + 1]], tops[i]), len(bounds) - 1)
+        top = np.max(np.vstack([top[None], tops]), axis=0)
+    return top
 
 
 def power_of_two_scale(top: np.ndarray) -> np.ndarray:
@@ -215,12 +229,22 @@ def statistics_from_sums(top: np.ndarray, sumsq: np.ndarray, counts: np.ndarray,
     return ColumnStatistics(np.asarray(top, dtype=float), spread, varies.any(axis=0), partly.any(axis=0))
 
 
-def column_statistics(raw: np.ndarray, offsets: np.ndarray) -> ColumnStatistics:
-    """:class:`ColumnStatistics` of candidates ``raw`` (n × F, NaN = not retrieved) grouped by ``offsets``."""
-    raw = np.asarray(raw, dtype=float)
-    top = column_top(raw)
-    sums = query_spread_sums(raw, offsets, power_of_two_scale(top))
-    return statistics_from_sums(top, *sums, np.diff(np.asarray(offsets, dtype=np.int64)))
+def column_statistics(raw, offsets: np.ndarray) -> ColumnStatistics:
+    """:class:`ColumnStatistics` of candidates ``raw`` (n × F, NaN = not retrieved; a float32 or float64 array or
+    memory map, read in blocks of whole queries) grouped by ``offsets``: two passes, the largest scores first
+    (they set the prescale), then every query's spread sums."""
+    raw = score_matrix(raw)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    top = column_top(raw, offsets)
+    prescale = power_of_two_scale(top)
+    n_queries, n_funcs = len(offsets) - 1, raw.shape[1]
+    sumsq = np.zeros((n_queries, n_funcs))
+    counts = np.zeros((n_queries, n_funcs), dtype=np.int64)
+    varies = np.zeros((n_queries, n_funcs), dtype=np.bool_)
+    for block in query_blocks(raw, offsets):
+        rows = slice(block.first, block.first + block.n_queries)
+        sumsq[rows], counts[rows], varies[rows] = query_spread_sums(block.values, block.offsets, prescale)
+    return statistics_from_sums(top, sumsq, counts, varies, np.diff(offsets))
 
 
 def check_unnormalised_range(top: np.ndarray, base_names: Optional[Sequence[str]] = None) -> None:
@@ -317,8 +341,15 @@ class BinnedBlock:
         return out
 
     def take(self, rows: np.ndarray) -> "BinnedBlock":
+        return self._with_codes(np.ascontiguousarray(self.codes[rows]))
+
+    def rows(self, start: int, stop: int) -> "BinnedBlock":
+        """Rows ``start`` … ``stop`` − 1, a view of the codes (no copy)."""
+        return self._with_codes(self.codes[start:stop])
+
+    def _with_codes(self, codes: np.ndarray) -> "BinnedBlock":
         out = BinnedBlock.__new__(BinnedBlock)                 # codes already checked and compact
-        out.__setstate__({"codes": np.ascontiguousarray(self.codes[rows]), "n_thresholds": self.n_thresholds})
+        out.__setstate__({"codes": codes, "n_thresholds": self.n_thresholds})
         return out
 
 
@@ -384,6 +415,10 @@ class DenseBlock:
     def take(self, rows: np.ndarray) -> "DenseBlock":
         return DenseBlock(self.values[rows])
 
+    def rows(self, start: int, stop: int) -> "DenseBlock":
+        """Rows ``start`` … ``stop`` − 1, a view of the values (no copy)."""
+        return DenseBlock(self.values[start:stop])
+
 
 Block = Union[BinnedBlock, DenseBlock]
 
@@ -421,6 +456,10 @@ class FeatureMatrix:
 
     def take(self, rows: np.ndarray) -> "FeatureMatrix":
         return FeatureMatrix([b.take(rows) for b in self.blocks])
+
+    def rows(self, start: int, stop: int) -> "FeatureMatrix":
+        """Candidates ``start`` … ``stop`` − 1, views of the blocks (no copy)."""
+        return FeatureMatrix([b.rows(start, stop) for b in self.blocks])
 
     def query_sumsq(self, offsets: np.ndarray) -> np.ndarray:
         """Per query, Σ_d ‖φ(d) − φ̄_q‖² (φ̄_q the mean of the query's candidates), the blocks added in order."""
@@ -466,19 +505,108 @@ def function_thresholds(sample: np.ndarray, n_bins: int) -> np.ndarray:
     The first is −inf, so its indicator says "the function retrieved this candidate" and a missing
     candidate (code 0) is told apart from the lowest retrieved ones; the others are the scores at
     quantiles 1/n_bins, 2/n_bins, ... (``method="lower"``) of the function's retrieved scores
-    (:func:`pad_thresholds`). Compiled (:func:`._kernels.column_quantiles`, functions spread over
-    :func:`~pyterrier_svmmap.threads.current` threads)."""
-    n_funcs = sample.shape[1]
-    if n_bins == 1 or len(sample) == 0:
-        return np.tile(pad_thresholds(np.zeros(0), n_bins), (n_funcs, 1))
-    jit = kernels()
-    sample = np.ascontiguousarray(sample, dtype=float)
+    (:func:`pad_thresholds`, :func:`lower_quantiles`), functions spread over
+    :func:`~pyterrier_svmmap.threads.current` threads."""
+    sample = np.asarray(sample)
+    columns = [sample[:, f] for f in range(sample.shape[1])]
+    return _thresholds_of_columns(columns, n_bins, retrieved=False)
+
+
+def lower_quantiles(values: np.ndarray, n_bins: int) -> np.ndarray:
+    """The retrieved ``values``' quantiles 1/n_bins, …, (n_bins − 1)/n_bins of method ``"lower"`` (those of
+    ``np.quantile``): the sorted values at ⌊(m − 1)·k/n_bins⌋, m the number of values; sorts ``values`` in
+    place (numpy's sort, which releases the GIL)."""
+    values.sort()
     levels = np.arange(1, n_bins) / n_bins
-    qs = np.empty((n_funcs, n_bins - 1))
-    counts = np.zeros(n_funcs, dtype=np.int64)
-    bounds = threads.even_bounds(n_funcs, min(n_funcs, threads.pieces(sample.size)))
-    threads.run(lambda i: jit.column_quantiles(sample, levels, bounds[i], bounds[i + 1], qs, counts), len(bounds) - 1)
-    return np.stack([pad_thresholds(qs[f] if counts[f] else np.zeros(0), n_bins) for f in range(n_funcs)])
+    return values[np.floor((len(values) - 1) * levels).astype(np.int64)].astype(float)
+
+
+def _thresholds_of_columns(columns: List[np.ndarray], n_bins: int, retrieved: bool) -> np.ndarray:
+    """:func:`pad_thresholds` of every column's :func:`lower_quantiles` (``retrieved``: the columns hold only
+    retrieved scores, else their NaN are left out first), columns spread over threads."""
+    def one(f: int) -> np.ndarray:
+        col = columns[f]
+        if not retrieved:
+            col = col[~np.isnan(col)]
+        columns[f] = None
+        if n_bins == 1 or not len(col):
+            return pad_thresholds(np.zeros(0), n_bins)
+        return pad_thresholds(lower_quantiles(col, n_bins), n_bins)
+    return np.stack(threads.run(one, len(columns))) if columns else np.zeros((0, n_bins))
+
+
+#: bytes of threshold samples gathered in one pass over the scores (more columns take more passes)
+SAMPLE_BYTES = 1 << 29
+
+
+def sample_thresholds(raw, offsets: np.ndarray, n_bins: int, depth: Optional[int] = None,
+                      max_bytes: Optional[int] = None) -> np.ndarray:
+    """:func:`function_thresholds` of the training candidates ``raw`` (or, with ``depth``, of each query's top
+    ``depth`` scores per function, :func:`top_of_queries`) read in blocks of whole queries: the same thresholds
+    with memory bounded by the sample, not the matrix.
+
+    The exact method: per function, every sampled retrieved score is gathered (in ``raw``'s dtype, float32 or
+    float64, which holds every score exactly; :func:`._kernels.gather_columns`), sorted, and read at the
+    quantiles' ranks (:func:`lower_quantiles`). Functions are gathered a group at a time, about ``max_bytes``
+    (default :data:`SAMPLE_BYTES`) of samples per pass over the scores: one pass for a sample that fits, more
+    for a larger one; nothing else of the size of the scores is held.
+
+    Parameters
+    ----------
+    raw : numpy.ndarray
+        (n, F) scores, NaN = not retrieved: a float32 or float64 array or memory map, or
+        :class:`~pyterrier_svmmap.chunks.QueryRows`.
+    offsets : numpy.ndarray
+        (Q + 1,) query boundaries.
+    n_bins : int
+        Thresholds per function.
+    depth : int, optional
+        The ``threshold_depth``: sample each query's ``depth`` highest scores per function.
+    max_bytes : int, optional
+        The samples' bytes per pass.
+
+    Returns
+    -------
+    numpy.ndarray
+        (F, n_bins) thresholds, as :func:`function_thresholds` of the whole sample.
+    """
+    raw = score_matrix(raw)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    n, n_funcs = raw.shape
+    if n_bins == 1 or n == 0:
+        return np.tile(pad_thresholds(np.zeros(0), n_bins), (n_funcs, 1))
+    dtype = np.dtype(np.float32) if getattr(raw, "dtype", None) == np.float32 else np.dtype(np.float64)
+    per_function = dtype.itemsize * (n if depth is None else min(n, int(depth) * (len(offsets) - 1)))
+    group = min(n_funcs, max(1, int(max_bytes or SAMPLE_BYTES) // max(1, per_function)))
+    jit = kernels()
+    out = []
+    store = gathered = None
+    for f0 in range(0, n_funcs, group):
+        f1 = min(n_funcs, f0 + group)
+        if store is None:                         # one store for every group: its memory is touched once
+            store = np.empty((group, max(1, per_function // dtype.itemsize)), dtype=dtype)
+        filled = np.zeros(f1 - f0, dtype=np.int64)
+        for block in query_blocks(raw, offsets):
+            if gathered is None or gathered.shape[1] < len(block.values):
+                gathered = np.empty((group, len(block.values)))
+            counts = np.zeros(f1 - f0, dtype=np.int64)
+            bounds = threads.even_bounds(f1 - f0, min(f1 - f0, threads.pieces(block.values.size)))
+
+            def gather(i: int) -> None:           # functions, not rows: each column's scores stay in row order
+                j0, j1 = int(bounds[i]), int(bounds[i + 1])
+                jit.gather_columns(block.values, block.offsets, -1 if depth is None else int(depth),
+                                   f0 + j0, f0 + j1, gathered[j0:j1], counts[j0:j1])
+            threads.run(gather, len(bounds) - 1)
+            need = int((filled + counts).max())
+            if need > store.shape[1]:             # ties at the depth kept more than depth scores
+                grown = np.empty((len(store), max(need, 2 * store.shape[1])), dtype=dtype)
+                grown[:, :store.shape[1]] = store
+                store = grown
+            for j in range(f1 - f0):
+                store[j, filled[j]:filled[j] + counts[j]] = gathered[j, :counts[j]]
+            filled += counts
+        out.append(_thresholds_of_columns([store[j, :filled[j]] for j in range(f1 - f0)], n_bins, retrieved=True))
+    return np.concatenate(out)
 
 
 def pad_thresholds(quantiles: np.ndarray, n_bins: int) -> np.ndarray:
@@ -554,15 +682,15 @@ class FeatureEncoder:
         if int(self.n_bins) < 1:
             raise ValueError(f"n_bins must be at least 1, got {self.n_bins}")
 
-    def fit(self, raw: np.ndarray, offsets: np.ndarray, base_names: Optional[Sequence[str]] = None
-            ) -> "FeatureEncoder":
+    def fit(self, raw, offsets: np.ndarray, base_names: Optional[Sequence[str]] = None) -> "FeatureEncoder":
         """Learn the thresholds and scales on training candidates (``raw``: candidates × base functions, NaN =
-        not retrieved; ``offsets``: query boundaries); ``base_names`` name the functions in errors."""
-        raw = np.asarray(raw, dtype=float)
+        not retrieved, a float32 or float64 array or memory map, read in blocks of whole queries and never
+        copied whole; ``offsets``: query boundaries); ``base_names`` name the functions in errors."""
+        raw = score_matrix(raw)
+        offsets = np.asarray(offsets, dtype=np.int64)
         thresholds = None
         if self.fits_thresholds:
-            sample = raw if self.threshold_depth is None else top_of_queries(raw, offsets, self.threshold_depth)
-            thresholds = function_thresholds(sample, self.n_bins)
+            thresholds = sample_thresholds(raw, offsets, self.n_bins, self.threshold_depth)
         return self.fit_statistics(column_statistics(raw, offsets), thresholds, base_names)
 
     def fit_statistics(self, stats: ColumnStatistics, thresholds: Optional[np.ndarray] = None,
@@ -600,22 +728,39 @@ class FeatureEncoder:
         """Whether the dense blocks' columns are scaled (``prescale_`` known: fitted by this version)."""
         return self.prescale_ is not None
 
-    def transform(self, raw: np.ndarray, offsets: np.ndarray) -> FeatureMatrix:
-        raw = np.asarray(raw, dtype=float)
+    def transform(self, raw, offsets: np.ndarray) -> FeatureMatrix:
+        """φ of candidates ``raw`` (n × F, a float32 or float64 array or memory map) grouped by ``offsets``,
+        computed in blocks of whole queries: only φ is allocated (bin codes; the dense blocks' columns)."""
+        raw = score_matrix(raw)
+        offsets = np.asarray(offsets, dtype=np.int64)
         if self.n_functions_ is None:
             raise RuntimeError("FeatureEncoder.transform called before fit")
-        if raw.shape[1] != self.n_functions_:
+        if raw.ndim != 2 or raw.shape[1] != self.n_functions_:
             raise ValueError(f"the model was trained on {self.n_functions_} base functions but these "
-                             f"candidates have {raw.shape[1]}; use the same RunFeatures as in training")
+                             f"candidates have {raw.shape[1] if raw.ndim == 2 else raw.shape}; use the same "
+                             "RunFeatures as in training")
         blocks: List[Block] = []
-        missing = np.isnan(raw)
-        indicators = ~missing if self.indicator_scale_ is None else ~missing * self.indicator_scale_
         for kind in self.blocks:
             block = BLOCK_KINDS[kind]
-            values = block.values(self, raw, offsets)
-            blocks.append(DenseBlock(np.hstack([values, indicators])) if block.dense
-                          else BinnedBlock(values, self.n_bins))
+            if block.dense:
+                blocks.append(DenseBlock(self.dense_values(kind, raw, offsets)))
+            else:
+                blocks.append(BinnedBlock(block.values(self, raw, offsets), self.n_bins))
         return FeatureMatrix(blocks)
+
+    def dense_values(self, kind: str, raw, offsets: np.ndarray) -> np.ndarray:
+        """(n, 2F) columns of a dense block kind (:data:`~pyterrier_svmmap.features.blocks.BLOCK_KINDS`): its
+        values, then the "retrieved" indicators (times ``indicator_scale_``), filled block of whole queries by
+        block."""
+        n, n_funcs = raw.shape
+        out = np.empty((n, 2 * n_funcs))
+        for block in query_blocks(raw, np.asarray(offsets, dtype=np.int64)):
+            part, offs = block.values, block.offsets
+            missing = np.isnan(part)
+            out[block.start:block.stop, :n_funcs] = BLOCK_KINDS[kind].values(self, part, offs)
+            out[block.start:block.stop, n_funcs:] = ~missing if self.indicator_scale_ is None else \
+                ~missing * self.indicator_scale_
+        return out
 
     def filled_scores(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """The scores as they are, a missing one as its query's lowest of that function (0 when the function
@@ -648,22 +793,26 @@ class FeatureEncoder:
             return 0.0, 0.0
         if self.normalise == "query" and self.normalises:
             one = slice(function, function + 1)
-            return 0.0, float(standardise_scores(raw[:, one], offsets, self.prescale_[one],
+            return 0.0, float(standardise_scores(np.asarray(col, dtype=float)[:, None], offsets, self.prescale_[one],
                                                  self.column_scale_[one]).max())
         return float(np.nanmin(col)), float(np.nanmax(col))
 
-    def bin_codes(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        """Number of thresholds each score exceeds, per (candidate, function); missing → 0."""
-        scaled = scale_for_binning(raw, offsets, self.binning)
+    def bin_codes(self, raw, offsets: np.ndarray) -> np.ndarray:
+        """Number of thresholds each score exceeds, per (candidate, function); missing → 0. Computed in blocks
+        of whole queries (:func:`._kernels.bin_codes`, rows spread over threads)."""
+        raw = score_matrix(raw)
         dtype = np.uint8 if self.n_bins < 256 else np.uint16
-        codes = np.zeros(scaled.shape, dtype=dtype)
-        if len(scaled):
-            jit = kernels()
-            scaled = np.ascontiguousarray(scaled, dtype=float)
-            thresholds = np.ascontiguousarray(self.thresholds_, dtype=float)
+        codes = np.zeros(raw.shape, dtype=dtype)
+        if not len(raw):
+            return codes
+        jit = kernels()
+        thresholds = np.ascontiguousarray(self.thresholds_, dtype=float)
+        for block in query_blocks(raw, np.asarray(offsets, dtype=np.int64)):
+            scaled = np.ascontiguousarray(scale_for_binning(block.values, block.offsets, self.binning), dtype=float)
+            out = codes[block.start:block.stop]
             bounds = threads.even_bounds(len(scaled), threads.pieces(scaled.size))
             threads.run(lambda i: jit.bin_codes(scaled[bounds[i]:bounds[i + 1]], thresholds,
-                                                codes[bounds[i]:bounds[i + 1]]), len(bounds) - 1)
+                                                out[bounds[i]:bounds[i + 1]]), len(bounds) - 1)
         return codes
 
     def feature_names(self, base_names: Sequence[str]) -> List[str]:

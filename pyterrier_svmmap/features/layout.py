@@ -102,7 +102,7 @@ class FeatureLayout:
         """φ of candidates (never materialised as one matrix), the bias block included. A ``raw`` block with
         ``normalise=None`` refuses scores beyond ±1e100, as training does (a ValueError naming the function)."""
         if "raw" in self.blocks and self.encoder.normalise is None:
-            check_unnormalised_range(column_top(np.asarray(raw, dtype=float)), self.base_names)
+            check_unnormalised_range(column_top(raw, offsets), self.base_names)
         X = self.encoder.transform(raw, offsets)
         if self.bias:
             X = FeatureMatrix(list(X.blocks) + [DenseBlock(np.ones((X.n_rows, 1)))])
@@ -223,7 +223,7 @@ class EncodedQueries:
         for size in np.asarray(queries_per_shard, dtype=np.int64):
             stop = start + int(size)
             lo, hi = self.offsets[start], self.offsets[stop]
-            out.append((self.X.take(np.arange(lo, hi)), self.offsets[start:stop + 1] - lo))
+            out.append((self.X.rows(int(lo), int(hi)), self.offsets[start:stop + 1] - lo))
             start = stop
         return out
 

@@ -25,6 +25,7 @@ import pyterrier_svmmap.svm.cutting_plane as solver
 import pyterrier_svmmap.svm.model_state as model_state
 import pyterrier_svmmap.threads as threads
 from pyterrier_svmmap.features.layout import EncodedQueries, FeatureLayout, default_base_names
+from pyterrier_svmmap.chunks import score_matrix
 from pyterrier_svmmap.params import Parametrized
 from pyterrier_svmmap.svm.docs import compose
 from pyterrier_svmmap.svm.params import STRUCT_SVM_PARAMS
@@ -424,9 +425,9 @@ class StructSVMRanker(Parametrized):
         equal scores ordered by the tie-break function (the base function with the best training MAP,
         ``tie_function_``), then by docno descending when ``docnos`` are given. What ``transform`` and
         ``svmmap classify`` output, and what validation MAP is computed on."""
-        raw = np.asarray(raw, dtype=float)
+        raw = score_matrix(raw)
         scores = self.decision_function(raw, offsets)
-        return break_ties(scores, offsets, raw[:, self.tie_function_], docnos)[0]
+        return break_ties(scores, offsets, np.asarray(raw[:, self.tie_function_], dtype=float), docnos)[0]
 
     # -- state ------------------------------------------------------------------------------------
     def get_state(self) -> Tuple[dict, Dict[str, np.ndarray]]:

@@ -20,9 +20,10 @@ ROOT = Path(__file__).resolve().parents[2] / PACKAGE
 #: the rooms (top-level modules and packages), from the bottom up: a room may import its own layer's rooms
 #: only when listed in :data:`SAME_LAYER`, and any room of a lower layer
 LAYERS: List[Tuple[str, ...]] = [
-    ("_version", "_jit", "string_codes", "state", "threads", "user_warnings", "params"),   # leaves: kernel loader,
-                                                                  # string codes, state checks, threads, warnings,
-                                                                  # parameter specifications
+    ("_version", "_jit", "string_codes", "state", "threads", "user_warnings", "params", "chunks"),   # leaves:
+                                                                  # kernel loader, string codes, state checks,
+                                                                  # threads, warnings, parameter specifications,
+                                                                  # blocks of whole queries
     ("_product_kernels", "products"),                    # sums in a fixed order
     ("queries",),                                        # query-grouped arrays
     ("measures", "ties", "features"),                    # IR measures, the tie policy, φ
@@ -40,7 +41,7 @@ SAME_LAYER = {("ties", "measures"), ("measures", "features"), ("ties", "features
 #: the lowest layer whose rooms may import the package's public names from its root (its lazy facade)
 PUBLIC_API_USERS = "experiments"
 #: rooms that form the numeric core, and the libraries they must not import
-CORE = {"_version", "_jit", "string_codes", "state", "threads", "user_warnings", "params", "_product_kernels", "products", "queries", "measures", "ties", "features", "selection",
+CORE = {"_version", "_jit", "string_codes", "state", "threads", "user_warnings", "params", "chunks", "_product_kernels", "products", "queries", "measures", "ties", "features", "selection",
         "fusion", "svm", "approx", "boosting"}
 NOT_IN_CORE = {"pandas", "pyterrier", "pyterrier_pisa", "dask", "distributed", "ir_measures", "matplotlib"}
 #: and what the array-level rooms above the core (files, Dask) must not import
