@@ -685,7 +685,21 @@ class FeatureEncoder:
     def fit(self, raw, offsets: np.ndarray, base_names: Optional[Sequence[str]] = None) -> "FeatureEncoder":
         """Learn the thresholds and scales on training candidates (``raw``: candidates × base functions, NaN =
         not retrieved, a float32 or float64 array or memory map, read in blocks of whole queries and never
-        copied whole; ``offsets``: query boundaries); ``base_names`` name the functions in errors."""
+        copied whole; ``offsets``: query boundaries); ``base_names`` name the functions in errors.
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n, F)
+            Base-function scores, NaN where a function did not retrieve the candidate.
+        offsets : ndarray of shape (Q + 1,)
+            Query boundaries: query q holds rows ``offsets[q]:offsets[q + 1]``.
+        base_names : sequence of str, optional
+            A name per base function.
+
+        Returns
+        -------
+        self
+        """
         raw = score_matrix(raw)
         offsets = np.asarray(offsets, dtype=np.int64)
         thresholds = None
@@ -697,7 +711,21 @@ class FeatureEncoder:
                        base_names: Optional[Sequence[str]] = None) -> "FeatureEncoder":
         """:meth:`fit` from what it learns from the data: the functions' :class:`ColumnStatistics` and, for
         quantile bins, their thresholds (:func:`function_thresholds`), however they were computed (one
-        process or the shards of a cluster)."""
+        process or the shards of a cluster).
+
+        Parameters
+        ----------
+        stats : ColumnStatistics
+            The functions' statistics (:func:`column_statistics`, or summed over shards).
+        thresholds : ndarray of shape (F, n_bins), optional
+            Quantile bins' thresholds (:func:`sample_thresholds`).
+        base_names : sequence of str, optional
+            A name per base function.
+
+        Returns
+        -------
+        self
+        """
         self.n_functions_ = len(stats.top)
         if "raw" in self.blocks and self.normalise is None:
             check_unnormalised_range(stats.top, base_names)
@@ -730,7 +758,20 @@ class FeatureEncoder:
 
     def transform(self, raw, offsets: np.ndarray) -> FeatureMatrix:
         """φ of candidates ``raw`` (n × F, a float32 or float64 array or memory map) grouped by ``offsets``,
-        computed in blocks of whole queries: only φ is allocated (bin codes; the dense blocks' columns)."""
+        computed in blocks of whole queries: only φ is allocated (bin codes; the dense blocks' columns).
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n, F)
+            Base-function scores, NaN where a function did not retrieve the candidate.
+        offsets : ndarray of shape (Q + 1,)
+            Query boundaries: query q holds rows ``offsets[q]:offsets[q + 1]``.
+
+        Returns
+        -------
+        FeatureMatrix
+            φ, one block per kind of ``features``.
+        """
         raw = score_matrix(raw)
         offsets = np.asarray(offsets, dtype=np.int64)
         if self.n_functions_ is None:
@@ -751,7 +792,21 @@ class FeatureEncoder:
     def dense_values(self, kind: str, raw, offsets: np.ndarray) -> np.ndarray:
         """(n, 2F) columns of a dense block kind (:data:`~pyterrier_svmmap.features.blocks.BLOCK_KINDS`): its
         values, then the "retrieved" indicators (times ``indicator_scale_``), filled block of whole queries by
-        block."""
+        block.
+
+        Parameters
+        ----------
+        kind : str
+            A block kind of :data:`~pyterrier_svmmap.features.blocks.BLOCK_KINDS` (or ``"bias"``).
+        raw : ndarray of shape (n, F)
+            Base-function scores, NaN where a function did not retrieve the candidate.
+        offsets : ndarray of shape (Q + 1,)
+            Query boundaries: query q holds rows ``offsets[q]:offsets[q + 1]``.
+
+        Returns
+        -------
+        ndarray of shape (n, 2F)
+        """
         n, n_funcs = raw.shape
         out = np.empty((n, 2 * n_funcs))
         for block in query_blocks(raw, np.asarray(offsets, dtype=np.int64)):
@@ -764,30 +819,91 @@ class FeatureEncoder:
 
     def filled_scores(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """The scores as they are, a missing one as its query's lowest of that function (0 when the function
-        retrieved none of the query's candidates)."""
+        retrieved none of the query's candidates).
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n, F)
+            Base-function scores, NaN where a function did not retrieve the candidate.
+        offsets : ndarray of shape (Q + 1,)
+            Query boundaries: query q holds rows ``offsets[q]:offsets[q + 1]``.
+
+        Returns
+        -------
+        ndarray of shape (n, F)
+        """
         lo, _ = query_min_max(raw, offsets)
         fill = np.nan_to_num(lo[query_ids(offsets)], nan=0.0)
         return np.where(np.isnan(raw), fill, raw)
 
     def minmax_scores(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        """The scores min–max normalised per query and function, missing → 0."""
+        """The scores min–max normalised per query and function, missing → 0.
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n, F)
+            Base-function scores, NaN where a function did not retrieve the candidate.
+        offsets : ndarray of shape (Q + 1,)
+            Query boundaries: query q holds rows ``offsets[q]:offsets[q + 1]``.
+
+        Returns
+        -------
+        ndarray of shape (n, F)
+        """
         return np.nan_to_num(minmax_normalise(raw, offsets), nan=0.0)
 
     def masked(self, values: np.ndarray) -> np.ndarray:
         """Dense block ``values`` with the columns of functions whose scores never vary within a training query
-        set to 0 (a model of an earlier version, which scales nothing, keeps them)."""
+        set to 0 (a model of an earlier version, which scales nothing, keeps them).
+
+        Parameters
+        ----------
+        values : ndarray of shape (n, F)
+            A dense block's score columns.
+
+        Returns
+        -------
+        ndarray of shape (n, F)
+        """
         return values * (self.column_scale_ != 0) if self.normalises else values
 
     def standardise(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """The ``raw`` block's scores with ``normalise="query"``: (f − min_q f)·``column_scale_`` per query and
-        function, missing → 0 (:func:`standardise_scores`)."""
+        function, missing → 0 (:func:`standardise_scores`).
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n, F)
+            Base-function scores, NaN where a function did not retrieve the candidate.
+        offsets : ndarray of shape (Q + 1,)
+            Query boundaries: query q holds rows ``offsets[q]:offsets[q + 1]``.
+
+        Returns
+        -------
+        ndarray of shape (n, F)
+        """
         return standardise_scores(raw, offsets, self.prescale_, self.column_scale_)
 
     def score_extent(self, raw: np.ndarray, offsets: np.ndarray, function: int) -> Tuple[float, float]:
         """The (min, max) of base function ``function``'s score column in the ``raw`` block on candidates
         ``raw`` ((0, 0) when it retrieved none of them). Its range is the unit of the prior's weight (a weight of
         1/(max − min) gives that column a range of 1 on these candidates); a cluster takes the min and max over
-        its shards."""
+        its shards.
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n, F)
+            Base-function scores, NaN where a function did not retrieve the candidate.
+        offsets : ndarray of shape (Q + 1,)
+            Query boundaries: query q holds rows ``offsets[q]:offsets[q + 1]``.
+        function : int
+            The index of a base function.
+
+        Returns
+        -------
+        (float, float)
+            The column's minimum and maximum.
+        """
         col = raw[:, function]
         if not np.isfinite(col).any():
             return 0.0, 0.0
@@ -799,7 +915,19 @@ class FeatureEncoder:
 
     def bin_codes(self, raw, offsets: np.ndarray) -> np.ndarray:
         """Number of thresholds each score exceeds, per (candidate, function); missing → 0. Computed in blocks
-        of whole queries (:func:`._kernels.bin_codes`, rows spread over threads)."""
+        of whole queries (:func:`._kernels.bin_codes`, rows spread over threads).
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n, F)
+            Base-function scores, NaN where a function did not retrieve the candidate.
+        offsets : ndarray of shape (Q + 1,)
+            Query boundaries: query q holds rows ``offsets[q]:offsets[q + 1]``.
+
+        Returns
+        -------
+        ndarray of shape (n, F), uint8 or uint16
+        """
         raw = score_matrix(raw)
         dtype = np.uint8 if self.n_bins < 256 else np.uint16
         codes = np.zeros(raw.shape, dtype=dtype)
@@ -816,5 +944,15 @@ class FeatureEncoder:
         return codes
 
     def feature_names(self, base_names: Sequence[str]) -> List[str]:
-        """A readable name per dimension of φ, in the weight vector's order."""
+        """A readable name per dimension of φ, in the weight vector's order.
+
+        Parameters
+        ----------
+        base_names : sequence of str
+            A name per base function.
+
+        Returns
+        -------
+        list of str
+        """
         return [name for kind in self.blocks for name in BLOCK_KINDS[kind].names(self, base_names)]

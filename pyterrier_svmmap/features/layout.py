@@ -44,7 +44,33 @@ class FeatureLayout:
             binning: str = "quantile", threshold_depth: Optional[int] = None, bias: bool = False,
             base_names: Optional[Sequence[str]] = None, normalise: Optional[str] = "query") -> "FeatureLayout":
         """Learn the thresholds and scales on training candidates (``raw``: candidates × base functions, NaN =
-        not retrieved; ``offsets``: query boundaries)."""
+        not retrieved; ``offsets``: query boundaries).
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n, F)
+            Base-function scores, NaN where a function did not retrieve the candidate.
+        offsets : ndarray of shape (Q + 1,)
+            Query boundaries: query q holds rows ``offsets[q]:offsets[q + 1]``.
+        features : str or sequence of str
+            The blocks of φ (``"bins+raw"``, ...).
+        n_bins : int
+            Thresholds per function of a block with thresholds.
+        binning : str
+            How scores are scaled before thresholds apply (:data:`~pyterrier_svmmap.features.encoder.BINNINGS`).
+        threshold_depth : int, optional
+            Quantiles over each query's top candidates only.
+        bias : bool
+            Whether φ ends with a constant dimension (the classification losses).
+        base_names : sequence of str, optional
+            A name per base function.
+        normalise : {'query', None}
+            The ``raw`` block's scale.
+
+        Returns
+        -------
+        FeatureLayout
+        """
         names = list(base_names) if base_names is not None else []
         encoder = FeatureEncoder(features, n_bins, binning, threshold_depth, normalise).fit(
             raw, offsets, names or None)
@@ -61,7 +87,17 @@ class FeatureLayout:
 
     def block_width(self, kind: str) -> int:
         """Dimensions of one block (:meth:`~pyterrier_svmmap.features.blocks.FeatureBlock.width`: F·n_bins for
-        ``bins``, 2F — scores, then indicators — for ``raw``/``minmax``), 1 for ``bias``."""
+        ``bins``, 2F — scores, then indicators — for ``raw``/``minmax``), 1 for ``bias``.
+
+        Parameters
+        ----------
+        kind : str
+            A block kind of :data:`~pyterrier_svmmap.features.blocks.BLOCK_KINDS` (or ``"bias"``).
+
+        Returns
+        -------
+        int
+        """
         if kind == "bias":
             return 1
         return BLOCK_KINDS[kind].width(self.n_functions, int(self.encoder.n_bins))
@@ -83,7 +119,19 @@ class FeatureLayout:
     def block_weights(self, w: np.ndarray, kind: str) -> np.ndarray:
         """The weights of one block, shaped as its kind says
         (:meth:`~pyterrier_svmmap.features.blocks.FeatureBlock.weight_shape`: (F, n_bins) for ``bins``, (2, F) —
-        scores, indicators — for ``raw``/``minmax``)."""
+        scores, indicators — for ``raw``/``minmax``).
+
+        Parameters
+        ----------
+        w : ndarray of shape (dim,)
+            A weight vector of this layout.
+        kind : str
+            A block kind of :data:`~pyterrier_svmmap.features.blocks.BLOCK_KINDS` (or ``"bias"``).
+
+        Returns
+        -------
+        ndarray
+        """
         w = np.asarray(w)
         if w.shape != (self.dim,):
             raise ValueError(f"w has shape {w.shape}, this layout has {self.dim} dimensions")
@@ -100,7 +148,19 @@ class FeatureLayout:
     # -- features ---------------------------------------------------------------------------------
     def transform(self, raw: np.ndarray, offsets: np.ndarray) -> FeatureMatrix:
         """φ of candidates (never materialised as one matrix), the bias block included. A ``raw`` block with
-        ``normalise=None`` refuses scores beyond ±1e100, as training does (a ValueError naming the function)."""
+        ``normalise=None`` refuses scores beyond ±1e100, as training does (a ValueError naming the function).
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n, F)
+            Base-function scores, NaN where a function did not retrieve the candidate.
+        offsets : ndarray of shape (Q + 1,)
+            Query boundaries: query q holds rows ``offsets[q]:offsets[q + 1]``.
+
+        Returns
+        -------
+        FeatureMatrix
+        """
         if "raw" in self.blocks and self.encoder.normalise is None:
             check_unnormalised_range(column_top(raw, offsets), self.base_names)
         X = self.encoder.transform(raw, offsets)
@@ -120,7 +180,22 @@ class FeatureLayout:
         regularisation ½‖w − w₀‖², in :meth:`prior_block`: 1/``span`` on its score column (``span``: the range
         of that column on the training candidates, :meth:`score_span`), or in a ``bins`` block 1/n_bins on each
         of its thresholds (a score of about 1 at the top); every other weight 0. The whole vector is multiplied
-        by ``scale``."""
+        by ``scale``.
+
+        Parameters
+        ----------
+        function : int
+            The index of a base function.
+        scale : float
+            The factor of the whole vector.
+        span : float
+            The range of the function's column on the training candidates (:meth:`score_span`).
+
+        Returns
+        -------
+        ndarray of shape (dim,)
+            w₀.
+        """
         w0 = np.zeros(self.dim)
         kind = self.prior_block()
         w0[dict(self.block_slices())[kind]] = BLOCK_KINDS[kind].prior_head(self.n_functions, int(self.encoder.n_bins),
@@ -130,11 +205,39 @@ class FeatureLayout:
     def score_extent(self, raw: np.ndarray, offsets: np.ndarray, function: int) -> Tuple[float, float]:
         """The (min, max) of base function ``function``'s score column of :meth:`prior_block` on candidates
         ``raw`` (:meth:`FeatureEncoder.score_extent` for ``raw``; (0, 1) for ``bins`` and ``minmax``, whose prior
-        weights need no range)."""
+        weights need no range).
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n, F)
+            Base-function scores, NaN where a function did not retrieve the candidate.
+        offsets : ndarray of shape (Q + 1,)
+            Query boundaries: query q holds rows ``offsets[q]:offsets[q + 1]``.
+        function : int
+            The index of a base function.
+
+        Returns
+        -------
+        (float, float)
+        """
         return BLOCK_KINDS[self.prior_block()].score_extent(self.encoder, raw, offsets, function)
 
     def score_span(self, raw: np.ndarray, offsets: np.ndarray, function: int) -> float:
-        """max − min of :meth:`score_extent`: the ``span`` of :meth:`prior_weights`."""
+        """max − min of :meth:`score_extent`: the ``span`` of :meth:`prior_weights`.
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n, F)
+            Base-function scores, NaN where a function did not retrieve the candidate.
+        offsets : ndarray of shape (Q + 1,)
+            Query boundaries: query q holds rows ``offsets[q]:offsets[q + 1]``.
+        function : int
+            The index of a base function.
+
+        Returns
+        -------
+        float
+        """
         lo, hi = self.score_extent(raw, offsets, function)
         return hi - lo
 
