@@ -645,13 +645,23 @@ def even_thresholds(n_bins: int) -> np.ndarray:
 class FeatureEncoder:
     """Learns the thresholds K_f (on training candidates) and encodes candidates as a FeatureMatrix.
 
-    Parameters follow the estimators': ``features`` (blocks, see the module doc), ``n_bins`` (|K_f|),
-    ``binning`` (how scores are scaled before thresholds apply), ``threshold_depth`` (quantile binning
-    only: take the quantiles over each training query's top ``threshold_depth`` candidates of the
-    function instead of over all candidates, so that the thresholds sit where rankings are decided —
-    the paper's "sensitive region" — rather than among the many low-scoring candidates), ``normalise``
-    (the ``raw`` block's scale: ``"query"`` or ``None``, see the module doc).
+    Parameters
+    ----------
+    features : str or sequence of str, default "bins"
+        The blocks of φ (:data:`~pyterrier_svmmap.features.blocks.BLOCK_KINDS`, joined by ``+``).
+    n_bins : int, default 50
+        |K_f|, thresholds per function of a block with thresholds.
+    binning : {'quantile', 'minmax', 'percentile'}, default 'quantile'
+        How scores are scaled before thresholds apply.
+    threshold_depth : int or None, default None
+        Quantile binning only: the quantiles over each training query's top ``threshold_depth`` candidates of
+        the function instead of over all candidates, so that the thresholds sit where rankings are decided (the
+        paper's "sensitive region") rather than among the many low-scoring candidates.
+    normalise : {'query', None}, default 'query'
+        The ``raw`` block's scale (see the module doc).
 
+    Notes
+    -----
     Learned by :meth:`fit`: ``thresholds_`` ((F, n_bins), None without bins; a function that carries no
     ranking information has thresholds +inf, so its codes are 0), ``prescale_`` (F powers of two),
     ``column_scale_`` (the factor of each function's score column in the dense blocks: 1/spread with

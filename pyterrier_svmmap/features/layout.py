@@ -24,6 +24,15 @@ class FeatureLayout:
     """A fitted :class:`FeatureEncoder` (thresholds), whether φ ends with a bias, and the base names.
 
     Build it with :meth:`fit` on training candidates, or :meth:`from_state` from a model file.
+
+    Parameters
+    ----------
+    encoder : FeatureEncoder
+        Fitted.
+    bias : bool, default False
+        Whether φ ends with a constant dimension (the classification losses of §5.2).
+    base_names : list of str, optional
+        A name per base function (default ``f0, f1, ...``).
     """
 
     encoder: FeatureEncoder
