@@ -211,12 +211,10 @@ def run(args: argparse.Namespace) -> int:
     files = training_files(args.train)
     executor = None
     if args.workers is not None or args.scheduler:
-        if ranker._selects_auto():
-            raise UsageError("--selection auto cross-validates in one process: give --selection validation with "
-                             "--valid FILE on a cluster, or a single -c")
         from pyterrier_svmmap.scale.client import dask_client
         executor, _ = dask_client(args.scheduler or "local", workers=args.workers)
-        if args.valid is None and (isinstance(args.C, str) or len(args.C) > 1 or features == "auto"):
+        if not ranker.selects_auto() and args.valid is None and \
+                (isinstance(args.C, str) or len(args.C) > 1 or features == "auto"):
             raise UsageError("on a cluster C (and --features auto) is chosen on --valid FILE: give it, or a single -c")
     t = time.perf_counter()
     data = valid = None
