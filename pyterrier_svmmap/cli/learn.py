@@ -281,7 +281,10 @@ def fit_on_cluster(ranker, files: List[str], valid_file, client):
     ranker.executor = client
     ranker.fit_shards(files, valid=valid_file)
     ranker.executor = None                                 # the model does not keep the client
-    ranker.base_names_ = default_base_names(ranker.n_functions_, start=1)
+    names = dict(zip(ranker.base_names_, default_base_names(ranker.n_functions_, start=1)))
+    if getattr(ranker, "prior_function_", None) is not None:
+        ranker.prior_function_ = names[ranker.prior_function_]
+    ranker.base_names_ = list(names.values())
     ranker.layout_.base_names = list(ranker.base_names_)
     ranker.feature_names_ = ranker.layout_.names()
     ranker.training_summary_["source"] = ", ".join(files)
