@@ -634,8 +634,8 @@ def default_on_dask(repeat: int = 1) -> dict:
                 print(f"  {mark(ok)} {name}: C_ {worst['C']:.6g} ({'equal' if worst['same_c'] else 'differs'}), "
                       f"features_ {worst['features']} ({'equal' if worst['same_features'] else 'differs'}), "
                       f"{'fallback' if worst['fallback'] else 'learned'}, selection {worst['selection']}; coef_ "
-                      f"max relative difference {worst['rel']:.1e} ({'bit for bit' if worst['bits'] else 'not bit for bit'}"
-                      f"; target ≤ {EQUALITY_TARGET:g}); time cluster / one process {out[name]['ratio']:.2f}",
+                      f"max relative difference {worst['rel']:.1e} "
+                      f"({'bit for bit' if worst['bits'] else 'not bit for bit'}; target ≤ {EQUALITY_TARGET:g}); time cluster / one process {out[name]['ratio']:.2f}",
                       flush=True)
     finally:
         cluster = client.cluster

@@ -138,7 +138,7 @@ class DaskExecutor:
             valid = read_valid(valid, ranker.n_functions_)
             ranker.tie_function_ = data.best_function()
             trained, grids = zip(*[_train_sharded(ranker, data, option) for option in options])
-            ranker._select(list(grids), options, list(trained), valid, None)
+            ranker.select_paths(list(grids), list(trained), valid)
             ranker.training_summary_ = dict(n_queries=data.n_queries, n_candidates=data.n_candidates,
                                             skipped_queries=data.n_queries_given - data.n_queries,
                                             skipped_candidates=data.n_candidates_given - data.n_candidates,
@@ -196,8 +196,9 @@ def _resolved(source):
 
 def _train_sharded(ranker, data: "ShardedData", features):
     """The ranker's layout and C path on a :class:`ShardedData`: ((layout, results, index of the prior's
-    base function or None), the C values), as :meth:`~pyterrier_svmmap.svm.ranker.StructSVMRanker._train` in
-    one process."""
+    base function or None), the C values), as :meth:`~pyterrier_svmmap.svm.ranker.StructSVMRanker.train_path`
+    in one process, with the ranker's prior rule (:meth:`~pyterrier_svmmap.svm.ranker.StructSVMRanker.uses_prior`,
+    :meth:`~pyterrier_svmmap.svm.ranker.StructSVMRanker.prior_weights`)."""
     encoder = FeatureEncoder(features, ranker.n_bins, ranker.binning, ranker.threshold_depth, ranker.normalise)
     thresholds = None
     if "bins" in encoder.blocks and ranker.binning == "quantile":
@@ -205,9 +206,9 @@ def _train_sharded(ranker, data: "ShardedData", features):
     encoder.fit_statistics(data.column_statistics(), thresholds, ranker.base_names_)
     layout = FeatureLayout(encoder, ranker.needs_bias, ranker.base_names_)
     w0, f = None, None
-    if ranker.prior:
+    if ranker.uses_prior():
         f = ranker.tie_function_                                       # the best function on all shards
-        w0 = layout.prior_weights(f, ranker.prior_scale, data.score_span(layout, f))
+        w0 = ranker.prior_weights(layout, f, data.score_span(layout, f))
     data.set_layout(layout)
     grid = resolve_c_grid(ranker.C, data.spread() if is_auto_c(ranker.C) else 0.0)
     oracle = data.oracle(ranker.slack_groups(1.0), layout.dim)

@@ -9,8 +9,9 @@ on first touch, and the heap is returned to the system as soon as 64 kB are free
 iterations allocate arrays of a few hundred kB per shard and call, so they pay for that in every call.
 
 :class:`AllocatorSettings` is a Dask ``WorkerPlugin`` that sets the same two thresholds in running workers
-with glibc's ``mallopt`` (:func:`~pyterrier_svmmap.scale.allocator.set_allocator`, the call the environment variables stand for), and records them in the worker's
-``os.environ`` so that they can be checked and are inherited by the worker's subprocesses. It changes nothing
+with glibc's ``mallopt`` (:func:`~pyterrier_svmmap.scale.allocator.set_allocator`, the call the environment
+variables stand for), and records them in the worker's ``os.environ`` so that they can be checked and are
+inherited by the worker's subprocesses. It changes nothing
 else: no restart, no data moved, no thread settings (Dask's nannies already start workers with
 ``OMP_NUM_THREADS=1`` and the like, and the package's kernels use the worker's threads). It does nothing where
 ``mallopt`` is not glibc's (macOS, Windows, musl), and nothing in a worker that runs inside the process that

@@ -31,7 +31,7 @@ from pyterrier_svmmap.svm.docs import compose
 from pyterrier_svmmap.svm.params import STRUCT_SVM_PARAMS
 from pyterrier_svmmap.svm.executors import resolve as resolve_executor
 from pyterrier_svmmap.svm.slack import make_slack_groups
-from pyterrier_svmmap.selection import (base_function_weights, best_function, c_grid, cross_validate,
+from pyterrier_svmmap.selection import (best_function, c_grid, cross_validate,
                                         encode_settings, feature_options, features_name, is_auto_c, prior_options,
                                         queries_best_function, ranked_ap, resolve_c_grid, select, select_auto)
 from pyterrier_svmmap.queries import (Queries, check_ranking_arrays, shard_sizes, split_queries, subset_queries,
@@ -277,10 +277,66 @@ class StructSVMRanker(Parametrized):
             self.check_params()
         return resolve_executor(self.executor).fit_shards(self, sources, valid, base_names)
 
+    def uses_prior(self, prior: Optional[str] = "default") -> bool:
+        """Whether a path is trained towards a prior: ``prior`` (``"default"``: the parameter ``prior``) is
+        given. The prior's centre is :meth:`prior_weights` of the base function with the best MAP on the
+        training queries (:func:`~pyterrier_svmmap.selection.best_function`).
+
+        Parameters
+        ----------
+        prior : str or None
+            ``"best"``, None, or ``"default"`` for ``self.prior``.
+
+        Returns
+        -------
+        bool
+        """
+        return bool(self.prior if prior == "default" else prior)
+
+    def prior_weights(self, layout: FeatureLayout, function: int, span: float) -> np.ndarray:
+        """The prior's centre w₀ in ``layout``: the weights that rank like base function ``function`` alone,
+        its score column scaled by ``prior_scale`` over the column's range ``span`` on the training candidates
+        (:meth:`~pyterrier_svmmap.features.layout.FeatureLayout.prior_weights`).
+
+        Parameters
+        ----------
+        layout : FeatureLayout
+            The fitted layout of the path.
+        function : int
+            The prior's base function (the best on the training queries).
+        span : float
+            The range of ``function``'s score column on the training candidates
+            (:meth:`~pyterrier_svmmap.features.layout.FeatureLayout.score_span`, or its value over shards).
+
+        Returns
+        -------
+        ndarray
+            w₀, of φ's dimension.
+        """
+        return layout.prior_weights(function, self.prior_scale, span)
+
+    def select_paths(self, grids: Sequence[Sequence[float]], trained: Sequence[tuple], valid: Optional[ValidSet],
+                     cv_scores: Optional[np.ndarray] = None) -> None:
+        """``selection="validation"``: score every (feature option, C) of the trained paths on the validation
+        queries (or take the cross-validation scores), choose one (:func:`~pyterrier_svmmap.selection.select`)
+        and set the learned attributes (``path_``, ``C_``, ``coef_``, ...), as :meth:`fit` does.
+
+        Parameters
+        ----------
+        grids : sequence of sequences of float
+            The C values of each feature option of :meth:`feature_options` (one length).
+        trained : sequence of tuple
+            Per feature option, its path: (layout, one training result per C, the prior's base function or
+            None), as :meth:`train_path` returns it.
+        valid : Queries or tuple, optional
+            The validation queries (as in :meth:`fit`), or None.
+        cv_scores : ndarray, optional
+            Held-out MAP of every (fold, option·C), option-major, when chosen by cross-validation.
+        """
+        self._select(list(grids), self.feature_options(), list(trained), valid, cv_scores)
+
     def _select(self, grids, options, trained, valid, cv_scores) -> None:
-        """Score every (features, C) on the validation queries (or take the cross-validation scores), choose
-        one (:func:`~pyterrier_svmmap.selection.select`), and set the learned attributes. ``grids``: the C
-        values of each feature option (one length)."""
+        """:meth:`select_paths` of the feature options ``options``."""
         G = len(grids[0])
         scores: List[float] = []
         for o, (option, (layout, results, _)) in enumerate(zip(options, trained)):
@@ -427,9 +483,9 @@ class StructSVMRanker(Parametrized):
             encoded = EncodedQueries.of(self._make_layout(queries, features), raw, offsets)
         layout = encoded.layout
         w0, f = None, None
-        if (self.prior if prior == "default" else prior):
+        if self.uses_prior(prior):
             f = queries_best_function(queries)
-            w0 = base_function_weights(layout, raw, offsets, f, self.prior_scale)
+            w0 = self.prior_weights(layout, f, layout.score_span(raw, offsets, f))
         losses = [g.loss for g in self.slack_groups(1.0)]
         if shards is None or len(shards) <= 1:
             oracle = solver.DataOracle(encoded.X, labels, offsets, losses)

@@ -49,8 +49,9 @@ def plain_client():
     cluster.close()
 
 
-glibc = pytest.mark.skipif(not (hasattr(os, "confstr") and (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc")),
-                           reason="the allocator settings are glibc's")
+glibc = pytest.mark.skipif(
+    not (hasattr(os, "confstr") and (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc")),
+    reason="the allocator settings are glibc's")
 
 
 @glibc
