@@ -437,6 +437,20 @@ def paper_estimate(n, res, parse_s):
 OVERHEAD_CASE = dict(n_queries=1000, per_query=300, params=dict(C=100.0, features="bins", queries_per_shard=100))
 
 
+def overhead_data():
+    """The arrays and the ranker's parameters of :data:`OVERHEAD_CASE`."""
+    case = OVERHEAD_CASE
+    raw, labels, offsets = synthetic(case["n_queries"] * case["per_query"], n_funcs=N_FUNCS,
+                                     per_query=case["per_query"], seed=7)
+    return raw, labels, offsets, case["params"]
+
+
+def plain_local_cluster():
+    """A client of ``LocalCluster(n_workers=2, threads_per_worker=1)`` as a user makes it (no dashboard)."""
+    from dask.distributed import Client, LocalCluster
+    return Client(LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None))
+
+
 def noop(x):
     return x
 
@@ -500,20 +514,17 @@ def overhead(repeat: int, plain: bool = False) -> dict:
     + gather of ``noop`` on one worker). Overhead = oracle wall − busiest worker's compute."""
     import statistics
     import warnings
-    from dask.distributed import Client, LocalCluster
     from pyterrier_svmmap.scale.client import close_client, dask_client
     from pyterrier_svmmap.svm.ranker import StructSVMRanker
     case = OVERHEAD_CASE
-    raw, labels, offsets = synthetic(case["n_queries"] * case["per_query"], n_funcs=N_FUNCS,
-                                     per_query=case["per_query"], seed=7)
-    params = case["params"]
+    raw, labels, offsets, params = overhead_data()
     hdr(f"per-iteration overhead: {case['n_queries']:,} queries × {case['per_query']} candidates × {N_FUNCS} "
         f"functions, StructSVMRanker({', '.join(f'{k}={v!r}' for k, v in params.items())}); 2 workers: "
         + ("a LocalCluster with Dask's defaults" if plain else 'the LocalCluster of executor="local"'))
     if plain:
         import dask
         dask.config.set({"svmmap.worker-settings": False})          # Dask's defaults: no worker plugin
-        client = Client(LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None))
+        client = plain_local_cluster()
     else:
         client, _ = dask_client("local", workers=2)
     try:
@@ -653,24 +664,18 @@ def overhead_targets(repeat: int) -> dict:
     import statistics
     import warnings
     import dask
-    from dask.distributed import Client, LocalCluster
     from pyterrier_svmmap.scale.client import close_client, dask_client
     from pyterrier_svmmap.svm.ranker import StructSVMRanker
     case = OVERHEAD_CASE
-    raw, labels, offsets = synthetic(case["n_queries"] * case["per_query"], n_funcs=N_FUNCS,
-                                     per_query=case["per_query"], seed=7)
-    params = case["params"]
+    raw, labels, offsets, params = overhead_data()
     hdr(f"Dask overhead: {case['n_queries']:,} queries × {case['per_query']} candidates × {N_FUNCS} functions, "
         f"StructSVMRanker({', '.join(f'{k}={v!r}' for k, v in params.items())}); 2 single-threaded workers against "
         f"one process, interleaved, {repeat} rounds")
-
-    def plain():
-        return Client(LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None))
     clients = {}
     try:
         with dask.config.set({"svmmap.worker-settings": False}):
-            clients["plain LocalCluster, without the plugin"] = plain()
-        clients["plain LocalCluster (the plugin applied)"] = plain()
+            clients["plain LocalCluster, without the plugin"] = plain_local_cluster()
+        clients["plain LocalCluster (the plugin applied)"] = plain_local_cluster()
         clients['executor="local"'] = dask_client("local", workers=2)[0]
         times = {name: [] for name in ["one process", *clients]}
 

@@ -14,14 +14,9 @@ DEFAULT = dict(selection="auto", C="auto", features="auto", prior="best")
 
 
 @pytest.fixture(scope="module")
-def client():
+def client(two_workers):
     """Two worker processes, so that every fit's job is pickled to another process."""
-    c = distributed.Client(distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                                    dashboard_address=None))
-    yield c
-    cluster = c.cluster
-    c.close()
-    cluster.close()
+    return two_workers
 
 
 def _data(seed=0, n_q=40, n=20, F=4):

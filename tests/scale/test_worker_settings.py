@@ -39,14 +39,9 @@ def _mmapped_by_malloc(size: int = 1 << 20):
 
 
 @pytest.fixture
-def plain_client():
+def plain_client(one_worker):
     """A user's cluster as Dask makes it: one worker process, Dask's own allocator settings."""
-    c = distributed.Client(distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                                    dashboard_address=None))
-    yield c
-    cluster = c.cluster
-    c.close()
-    cluster.close()
+    return one_worker
 
 
 glibc = pytest.mark.skipif(
@@ -82,16 +77,10 @@ def test_the_settings_can_be_turned_off(plain_client):
     assert set(plain_client.run(_environ).values()) == {(None, "65536")}
 
 
-def test_a_worker_in_the_users_process_is_left_alone(monkeypatch):
+def test_a_worker_in_the_users_process_is_left_alone(in_process_worker, monkeypatch):
     """LocalCluster(processes=False): the workers are threads of the caller's process, whose allocator and
     environment stay the caller's."""
     monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
     before = dict(os.environ)
-    c = distributed.Client(distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=None))
-    try:
-        dask_client(c)
-        assert c.run(_environ) and dict(os.environ) == before
-    finally:
-        cluster = c.cluster
-        c.close()
-        cluster.close()
+    dask_client(in_process_worker)
+    assert in_process_worker.run(_environ) and dict(os.environ) == before
