@@ -37,7 +37,8 @@ SVMlight's C (unnormalised): C_light = C/n.
 Several TRAIN files (or index files, or quoted globs such as "shards/*.txt") are one training set. With
 --workers N (a local Dask cluster) or --scheduler ADDRESS (an existing one) every file is a shard that a worker
 reads and keeps: the driver never holds the training set, and the model is the one a single process trains (a
-query's lines must all be in one file). Cross-validation is not distributed: give --valid with a grid of C.
+query's lines must all be in one file). With --selection auto the files are read into the driver and the
+rule's cross-validation fits run on the workers; otherwise a grid of C on a cluster needs --valid.
 
 -c takes one value or a comma-separated grid (e.g. -c 0.01,0.1,1,10,100,1000): every C is trained, and the
 one with the best MAP on --valid FILE is kept, or, without --valid, the best mean held-out MAP of --cv-fold
