@@ -4,6 +4,13 @@ Usage::
 
     python benchmarks/bench_dask.py [--quick] [--repeat R] [--tmp DIR]
     python benchmarks/bench_dask.py --overhead      # the per-iteration overhead case only (about 2 minutes)
+    python benchmarks/bench_dask.py --targets       # the default on Dask's targets only, with ✓/✗
+
+The targets (:func:`targets`, first in every full run): the package's default (``selection="auto"``) with
+``executor=client`` on a plain 2-worker LocalCluster gives one process's model (C_, features_, coef_ within
+relative 1e-8), with cross-validation only and with a validation set; and the overhead case below on a plain
+user ``LocalCluster(n_workers=2, threads_per_worker=1)`` (without and with the package's worker plugin) and on
+``executor="local"``, each as its median ratio to one process in interleaved rounds (target ≤ 1.5).
 
 First, the per-iteration overhead (:func:`overhead`): 1,000 queries × 300 candidates × 16 functions,
 ``StructSVMRanker(C=100, features="bins", queries_per_shard=100)`` (10 shards, about 70 iterations and 210
@@ -430,6 +437,20 @@ def paper_estimate(n, res, parse_s):
 OVERHEAD_CASE = dict(n_queries=1000, per_query=300, params=dict(C=100.0, features="bins", queries_per_shard=100))
 
 
+def overhead_data():
+    """The arrays and the ranker's parameters of :data:`OVERHEAD_CASE`."""
+    case = OVERHEAD_CASE
+    raw, labels, offsets = synthetic(case["n_queries"] * case["per_query"], n_funcs=N_FUNCS,
+                                     per_query=case["per_query"], seed=7)
+    return raw, labels, offsets, case["params"]
+
+
+def plain_local_cluster():
+    """A client of ``LocalCluster(n_workers=2, threads_per_worker=1)`` as a user makes it (no dashboard)."""
+    from dask.distributed import Client, LocalCluster
+    return Client(LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None))
+
+
 def noop(x):
     return x
 
@@ -493,18 +514,17 @@ def overhead(repeat: int, plain: bool = False) -> dict:
     + gather of ``noop`` on one worker). Overhead = oracle wall − busiest worker's compute."""
     import statistics
     import warnings
-    from dask.distributed import Client, LocalCluster
     from pyterrier_svmmap.scale.client import close_client, dask_client
     from pyterrier_svmmap.svm.ranker import StructSVMRanker
     case = OVERHEAD_CASE
-    raw, labels, offsets = synthetic(case["n_queries"] * case["per_query"], n_funcs=N_FUNCS,
-                                     per_query=case["per_query"], seed=7)
-    params = case["params"]
+    raw, labels, offsets, params = overhead_data()
     hdr(f"per-iteration overhead: {case['n_queries']:,} queries × {case['per_query']} candidates × {N_FUNCS} "
         f"functions, StructSVMRanker({', '.join(f'{k}={v!r}' for k, v in params.items())}); 2 workers: "
         + ("a LocalCluster with Dask's defaults" if plain else 'the LocalCluster of executor="local"'))
     if plain:
-        client = Client(LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None))
+        import dask
+        dask.config.set({"svmmap.worker-settings": False})          # Dask's defaults: no worker plugin
+        client = plain_local_cluster()
     else:
         client, _ = dask_client("local", workers=2)
     try:
@@ -560,6 +580,147 @@ def overhead(repeat: int, plain: bool = False) -> dict:
           f"(report + gather) {trip['to_client']:.1f} ms")
     return out
 
+# -------------------------------------------------------------------------------------------------
+# the targets of the issue "the default on Dask": equality with one process, overhead on a user's cluster
+# -------------------------------------------------------------------------------------------------
+#: the default's case: 200 queries × 50 candidates × 16 functions (bench.py part c's generator)
+DEFAULT_CASE = dict(n_queries=200, per_query=50)
+#: the overhead target: a plain user LocalCluster within this factor of one process
+OVERHEAD_TARGET = 1.5
+#: the equality target: C_ and coef_ of the cluster's default within this relative difference of one process's
+EQUALITY_TARGET = 1e-8
+
+
+def mark(ok: bool) -> str:
+    return "✓" if ok else "✗"
+
+
+def default_on_dask(repeat: int = 1) -> dict:
+    """The package's default (``selection="auto"``: C, feature blocks and the fallback chosen by 5-fold
+    cross-validation, the prior "best") fitted in one process and with ``executor=client`` (a plain 2-worker
+    LocalCluster), with cross-validation only and with a validation set (cross-validated over training ∪
+    validation): C_, features_, the choice and the relative difference of coef_; the time ratio for
+    information (interleaved, medians over ``repeat``)."""
+    import statistics
+    import warnings
+    from dask.distributed import Client, LocalCluster
+    from pyterrier_svmmap.svm.params import ESTIMATOR_PARAMS
+    from pyterrier_svmmap.svm.ranker import StructSVMRanker
+    case = DEFAULT_CASE
+    default = {k: ESTIMATOR_PARAMS.defaults[k] for k in ("C", "features", "prior", "selection")}
+    raw, labels, offsets = synthetic(case["n_queries"] * case["per_query"], n_funcs=N_FUNCS,
+                                     per_query=case["per_query"], seed=11)
+    cut = offsets[case["n_queries"] // 4]
+    valid = (raw[:cut], labels[:cut], offsets[:case["n_queries"] // 4 + 1])
+    train = (raw[cut:], labels[cut:], offsets[case["n_queries"] // 4:] - cut)
+    hdr(f"the default on Dask: StructSVMRanker({', '.join(f'{k}={v!r}' for k, v in default.items())}), "
+        f"{case['n_queries']} queries × {case['per_query']} candidates × {N_FUNCS} functions; one process against "
+        "executor=Client(LocalCluster(n_workers=2, threads_per_worker=1))")
+    client = Client(LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None))
+    out = {}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for name, data, v in (("cross-validation only", (raw, labels, offsets), None),
+                                  ("with a validation set", train, valid)):
+                ratios, rows = [], []
+                for _ in range(repeat):
+                    t = time.perf_counter()
+                    one = StructSVMRanker(**default).fit(*data, valid=v)
+                    t_one = time.perf_counter() - t
+                    t = time.perf_counter()
+                    dist = StructSVMRanker(**default, executor=client).fit(*data, valid=v)
+                    ratios.append((time.perf_counter() - t) / t_one)
+                    rel = float(np.max(np.abs(dist.coef_ - one.coef_)) / max(np.max(np.abs(one.coef_)), 1e-300))
+                    c_rel = abs(dist.C_ - one.C_) / max(abs(one.C_), 1e-300)
+                    rows.append(dict(rel=rel, c_rel=c_rel, same_c=one.C_ == dist.C_,
+                                     same_features=one.features_ == dist.features_,
+                                     bits=bool(np.array_equal(one.coef_, dist.coef_)),
+                                     fallback=bool(one.choice_ and one.choice_["fallback"]),
+                                     C=one.C_, features=one.features_, selection=one.selection_))
+                worst = max(rows, key=lambda r: (r["rel"], r["c_rel"]))
+                ok = all(r["same_features"] and r["c_rel"] <= EQUALITY_TARGET and r["rel"] <= EQUALITY_TARGET
+                         for r in rows)
+                out[name] = dict(ok=ok, ratio=statistics.median(ratios), **worst)
+                print(f"  {mark(ok)} {name}: C_ {worst['C']:.6g} ({'equal' if worst['same_c'] else 'differs'}), "
+                      f"features_ {worst['features']} ({'equal' if worst['same_features'] else 'differs'}), "
+                      f"{'fallback' if worst['fallback'] else 'learned'}, selection {worst['selection']}; coef_ "
+                      f"max relative difference {worst['rel']:.1e} "
+                      f"({'bit for bit' if worst['bits'] else 'not bit for bit'}; target ≤ {EQUALITY_TARGET:g}); time cluster / one process {out[name]['ratio']:.2f}",
+                      flush=True)
+    finally:
+        cluster = client.cluster
+        client.close()
+        cluster.close()
+    return out
+
+
+def overhead_targets(repeat: int) -> dict:
+    """The overhead case (:data:`OVERHEAD_CASE`) in one process and on three 2-worker clusters, interleaved in
+    every round: a plain user ``LocalCluster(n_workers=2, threads_per_worker=1)`` without the package's worker
+    plugin (Dask's configuration ``svmmap.worker-settings: false``), the same kind of cluster given as
+    ``executor=client`` as a user gives it (the plugin registered), and the cluster of ``executor="local"``.
+    Per round, each cluster's fit time over the round's one-process time; medians over ``repeat`` rounds."""
+    import statistics
+    import warnings
+    import dask
+    from pyterrier_svmmap.scale.client import close_client, dask_client
+    from pyterrier_svmmap.svm.ranker import StructSVMRanker
+    case = OVERHEAD_CASE
+    raw, labels, offsets, params = overhead_data()
+    hdr(f"Dask overhead: {case['n_queries']:,} queries × {case['per_query']} candidates × {N_FUNCS} functions, "
+        f"StructSVMRanker({', '.join(f'{k}={v!r}' for k, v in params.items())}); 2 single-threaded workers against "
+        f"one process, interleaved, {repeat} rounds")
+    clients = {}
+    try:
+        with dask.config.set({"svmmap.worker-settings": False}):
+            clients["plain LocalCluster, without the plugin"] = plain_local_cluster()
+        clients["plain LocalCluster (the plugin applied)"] = plain_local_cluster()
+        clients['executor="local"'] = dask_client("local", workers=2)[0]
+        times = {name: [] for name in ["one process", *clients]}
+
+        def fit(name, client):
+            with dask.config.set({"svmmap.worker-settings": "without" not in name}):
+                t = time.perf_counter()
+                model = StructSVMRanker(**params, executor=client).fit(raw, labels, offsets)
+                times[name].append(time.perf_counter() - t)
+            return model
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            warm_up()
+            one = StructSVMRanker(**params).fit(raw, labels, offsets)
+            for name, client in clients.items():
+                client.run(warm_up)
+                fit(name, client)
+                times[name].clear()
+            same = {name: True for name in clients}
+            for r in range(repeat):
+                t = time.perf_counter()
+                StructSVMRanker(**params).fit(raw, labels, offsets)
+                times["one process"].append(time.perf_counter() - t)
+                for name, client in (clients.items() if r % 2 == 0 else reversed(list(clients.items()))):
+                    same[name] &= bool(np.array_equal(fit(name, client).coef_, one.coef_))
+                print("  round " + str(r + 1) + ": " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items()),
+                      flush=True)
+    finally:
+        for c in clients.values():
+            close_client(c)
+    out = {}
+    for name in clients:
+        ratio = statistics.median(c / o for c, o in zip(times[name], times["one process"]))
+        out[name] = ratio
+        target = f" (target ≤ {OVERHEAD_TARGET})" if "plugin applied" in name or "local" in name else ""
+        print(f"  {mark(ratio <= OVERHEAD_TARGET) if target else ' '} {name}: {ratio:.2f}× one process{target}; "
+              f"models equal to one process's: {same[name]}", flush=True)
+    return out
+
+
+def targets(repeat: int) -> dict:
+    """Both targets of the default on Dask, with ✓/✗: the default's model equal to one process's, and the
+    overhead on a plain user LocalCluster and on ``executor="local"``."""
+    return dict(default=default_on_dask(), overhead=overhead_targets(repeat))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="10^5 and 10^6 candidates only")
@@ -570,10 +731,15 @@ def main():
     ap.add_argument("--sizes", default=None, help="comma-separated sizes instead of the defaults")
     ap.add_argument("--overhead", action="store_true",
                     help="only the per-iteration overhead case (2 workers vs one process, small data)")
+    ap.add_argument("--targets", action="store_true",
+                    help="only the targets of the default on Dask (equality with one process, overhead ratios)")
     ap.add_argument("--_child", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args._child:
         child(*args._child)
+        return
+    if args.targets:
+        targets(max(args.repeat, 5))
         return
     if args.overhead:
         overhead(max(args.repeat, 3))
@@ -591,6 +757,7 @@ def main():
           + ("generated on the workers (NaN kept)" if args.source == "workers" else
              "read from svmlight files (NaN written as 0)"))
     t0 = time.perf_counter()
+    targets(max(args.repeat, 5))
     overhead(max(args.repeat, 3))
     root = Path(tempfile.mkdtemp(prefix="svmmap-dask-", dir=args.tmp))
     try:

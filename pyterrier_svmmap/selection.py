@@ -468,9 +468,66 @@ class HeldOut:
 CONCURRENT_FOLDS_MAX_CANDIDATES = 1 << 20
 
 
+#: ``fit_map(job, n) -> [job(0), …, job(n − 1)]``: how the independent fits of a search run (the
+#: (fold, setting) paths of :func:`cross_validate`, the settings of :func:`select_auto` on validation queries).
+#: ``job`` is a picklable callable of module level (:class:`FoldFits`, :class:`SettingFits`), so that a shard
+#: executor may run the fits on other processes (:mod:`~pyterrier_svmmap.svm.executors`); None runs them here.
+FitMap = Callable[[Callable[[int], Any], int], list]
+
+
+@dataclass
+class FoldFits:
+    """The (fold, setting) fits of :func:`cross_validate` as one job: ``job(j)`` trains fit ``j`` (fold ``j //
+    len(settings)``, setting ``j % len(settings)``) on the other folds and returns (the weights of every C,
+    the held-out queries' APs under each C, queries × C). A pure function of its fields, so that it gives the
+    same bits in any process."""
+    queries: Queries
+    fold: np.ndarray
+    settings: List[Any]
+    grids: List[List[float]]
+    train_path: "TrainPath"
+    encodings: List[EncodedQueries]
+    ties: List[int]
+
+    def __call__(self, j: int) -> Tuple[List[np.ndarray], np.ndarray]:
+        k, s = divmod(j, len(self.settings))
+        held = self.fold == k
+        tr, te = self.queries.subset(~held), self.queries.subset(held)
+        tr.__dict__["_best_function"] = self.ties[k]                  # queries_best_function(tr), known
+        _, results, _ = self.train_path(tr, self.grids[s], self.settings[s], k, None, self.encodings[s].subset(~held))
+        X_te = self.encodings[s].subset(held).X
+        ap = np.stack([ranked_ap(X_te, r.w, te, te.raw[:, self.ties[k]]) for r in results], axis=1)
+        return [r.w for r in results], ap
+
+
+@dataclass
+class SettingFits:
+    """The settings of :func:`select_auto` trained on the training queries (evidence from validation queries)
+    as one job: ``job(s)`` is setting ``s``'s path (layout, results, prior function)."""
+    queries: Queries
+    settings: List[Any]
+    grids: List[List[float]]
+    train_path: "TrainPath"
+    encodings: List[EncodedQueries]
+    shards: Optional[np.ndarray]
+
+    def __call__(self, s: int):
+        return self.train_path(self.queries, self.grids[s], self.settings[s], None, self.shards, self.encodings[s])
+
+
+def run_here(job: Callable[[int], Any], n: int, n_candidates: int) -> list:
+    """The fits of a search in this process: side by side on the threads of
+    :func:`~pyterrier_svmmap.threads.current` (one thread each) below :data:`CONCURRENT_FOLDS_MAX_CANDIDATES`
+    candidates, else one after another, each on every thread; the same results either way."""
+    if n_candidates < CONCURRENT_FOLDS_MAX_CANDIDATES:
+        return threads.run_concurrently(job, n)
+    return [job(j) for j in range(n)]
+
+
 def cross_validate(queries: Queries, settings: Sequence[Any], grids: Sequence[Sequence[float]], train_path: TrainPath,
                    encodings: Sequence[EncodedQueries], cv: int, random_state: Optional[int],
-                   fallback: Optional[Callable[[Queries], Tuple[FeatureLayout, np.ndarray, int]]] = None) -> HeldOut:
+                   fallback: Optional[Callable[[Queries], Tuple[FeatureLayout, np.ndarray, int]]] = None,
+                   fit_map: Optional[FitMap] = None) -> HeldOut:
     """``cv``-fold cross-validation over ``queries``: for each fold, the path of C of every setting (its C
     values ``grids[s]``, all of the same length) trained on the other folds
     (``train_path(train, grids[s], setting, fold, None, encoded)``, with the rows of ``encodings[s]``, φ of
@@ -479,9 +536,9 @@ def cross_validate(queries: Queries, settings: Sequence[Any], grids: Sequence[Se
     the training part whose held-out APs are measured too. The one cross-validation loop of the learners with
     a grid.
 
-    The (fold, setting) fits are independent: on fewer than :data:`CONCURRENT_FOLDS_MAX_CANDIDATES`
-    candidates they run side by side on the threads of :func:`~pyterrier_svmmap.threads.current`, which gives
-    the results of running them one after another."""
+    The (fold, setting) fits are independent (:class:`FoldFits`): ``fit_map`` runs them (:data:`FitMap`, e.g.
+    on a cluster); without it they run in this process (:func:`run_here`). Each fit's result depends on its
+    inputs only, so the held-out APs and the fold weights are the same however the fits are run."""
     settings = list(settings)
     G = len(grids[0])
     fold = cv_folds(queries.n_queries, cv, random_state, len(settings) * G)
@@ -489,20 +546,13 @@ def cross_validate(queries: Queries, settings: Sequence[Any], grids: Sequence[Se
     fallback_ap = None if fallback is None else np.empty(queries.n_queries)
     parts = [(queries.subset(fold != k), queries.subset(fold == k)) for k in range(cv)]
     ties = [queries_best_function(tr) for tr, _ in parts]             # each fold's tie-break function
-
-    def fit(j: int) -> List[np.ndarray]:
-        k, s = divmod(j, len(settings))
-        (tr, te), held = parts[k], fold == k
-        _, results, _ = train_path(tr, grids[s], settings[s], k, None, encodings[s].subset(~held))
-        X_te = encodings[s].subset(held).X
-        ap[held, s * G:(s + 1) * G] = np.stack([ranked_ap(X_te, r.w, te, te.raw[:, ties[k]]) for r in results],
-                                                axis=1)
-        return [r.w for r in results]
+    job = FoldFits(queries, fold, settings, [list(g) for g in grids], train_path, list(encodings), ties)
     n_tasks = cv * len(settings)
-    spread = threads.run_concurrently if len(queries.raw) < CONCURRENT_FOLDS_MAX_CANDIDATES else \
-        (lambda task, n: [task(j) for j in range(n)])
-    paths = spread(fit, n_tasks)
-    weights = [[np.stack(paths[k * len(settings) + s]) for k in range(cv)] for s in range(len(settings))]
+    paths = fit_map(job, n_tasks) if fit_map is not None else run_here(job, n_tasks, len(queries.raw))
+    for j, (_, held_ap) in enumerate(paths):
+        k, s = divmod(j, len(settings))
+        ap[fold == k, s * G:(s + 1) * G] = held_ap
+    weights = [[np.stack(paths[k * len(settings) + s][0]) for k in range(cv)] for s in range(len(settings))]
     if fallback is not None:
         for k, (tr, te) in enumerate(parts):
             fb_layout, fb_w, fb_f = fallback(tr)
@@ -589,7 +639,8 @@ def select_auto(train: Queries, valid: Optional[Queries], settings: Sequence[Tup
                 C, train_path: TrainPath, make_layout: MakeLayout, *,
                 cv: int = 5, random_state: Optional[int] = 0, alpha: Optional[float] = DEFAULT_ALPHA,
                 min_valid_queries: Optional[int] = DEFAULT_MIN_VALID_QUERIES, average_folds: bool = True,
-                prior_scale: float = 1.0, shards: Optional[np.ndarray] = None) -> AutoSelection:
+                prior_scale: float = 1.0, shards: Optional[np.ndarray] = None,
+                fit_map: Optional[FitMap] = None) -> AutoSelection:
     """``selection="auto"``: per-query held-out AP of every (setting, C) and of the *fallback* (the base
     function with the best MAP on the same training part, as a model of the ``raw`` layout: C = 0 of the
     prior), from the validation queries when there are at least ``min_valid_queries`` of them, else from
@@ -604,7 +655,9 @@ def select_auto(train: Queries, valid: Optional[Queries], settings: Sequence[Tup
 
     ``train`` and ``valid`` hold binary labels (``valid``: None or with labels; its ``docnos`` break ties on
     validation); ``train_path`` trains a path of C (:data:`TrainPath`); ``make_layout`` fits a layout
-    (:data:`MakeLayout`); ``shards``: the training queries per shard, for the fits on ``train`` alone."""
+    (:data:`MakeLayout`); ``shards``: the training queries per shard, for the fits on ``train`` alone;
+    ``fit_map`` runs the independent fits (the cross-validation's, or the settings' on the validation
+    evidence; :data:`FitMap`, default: in this process), the final refit and the fallback run here."""
     settings = list(settings)
     S = len(settings)
     n_valid = 0 if valid is None else valid.n_queries
@@ -630,8 +683,8 @@ def select_auto(train: Queries, valid: Optional[Queries], settings: Sequence[Tup
         # the given validation queries: train on the training queries, score the validation queries
         tie = queries_best_function(train)
         codes = sorted_string_codes(valid.docnos)[0] if valid.docnos is not None else None
-        trained = [train_path(train, grids[s], setting, None, shards, encodings[s])
-                   for s, setting in enumerate(settings)]
+        job = SettingFits(train, settings, grids, train_path, encodings, shards)
+        trained = fit_map(job, S) if fit_map is not None else [job(s) for s in range(S)]
         E = np.stack([per_query_ap(layout, r.w, valid, tie, codes) for layout, results, _ in trained
                       for r in results], axis=1)
         fb_layout, fb_w, fb_f = fallback_model(train, raw_layout, prior_scale)
@@ -640,7 +693,7 @@ def select_auto(train: Queries, valid: Optional[Queries], settings: Sequence[Tup
         source, E, F = "none", np.zeros((0, S * G)), None
     else:
         held_out = cross_validate(fit, settings, grids, train_path, encodings, cv, random_state,
-                                  fallback=lambda tr: fallback_model(tr, raw_layout, prior_scale))
+                                  fallback=lambda tr: fallback_model(tr, raw_layout, prior_scale), fit_map=fit_map)
         fold, E, F, fold_w = held_out.fold, held_out.ap, held_out.fallback_ap, held_out.fold_weights
         fold_means = np.stack([np.r_[E[fold == k].mean(axis=0), F[fold == k].mean()] for k in range(cv)])
     tie_function = queries_best_function(fit) if source != "validation" else tie

@@ -198,7 +198,8 @@ def run_concurrently(task: Callable[[int], T], n_tasks: int) -> List[T]:
     (inside ``using(1)``): for independent pieces of work too small to be cut among threads, such as the fits of
     a cross-validation on a few thousand candidates. Every task computes what it would alone (the kernels'
     results do not depend on the thread count), so the results do not depend on the schedule. An exception of
-    a task is raised here once all tasks have ended.
+    a task is raised here once all tasks have ended; when the calling thread is interrupted (Ctrl-C), the tasks
+    that have not started are cancelled and the interruption is raised at once.
     """
     k = min(current(), n_tasks)
     if k <= 1:
@@ -209,6 +210,11 @@ def run_concurrently(task: Callable[[int], T], n_tasks: int) -> List[T]:
             return task(i)
     pool = _executor(k)
     futures = [pool.submit(alone, i) for i in range(n_tasks)]
-    for f in futures:                        # every task ends before this call returns or raises
-        f.exception()
+    try:
+        for f in futures:                    # every task ends before this call returns or raises
+            f.exception()
+    except BaseException:                    # this thread interrupted (Ctrl-C): the tasks not started are not run
+        for f in futures:
+            f.cancel()
+        raise
     return [f.result() for f in futures]

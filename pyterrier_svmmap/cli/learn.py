@@ -37,7 +37,8 @@ SVMlight's C (unnormalised): C_light = C/n.
 Several TRAIN files (or index files, or quoted globs such as "shards/*.txt") are one training set. With
 --workers N (a local Dask cluster) or --scheduler ADDRESS (an existing one) every file is a shard that a worker
 reads and keeps: the driver never holds the training set, and the model is the one a single process trains (a
-query's lines must all be in one file). Cross-validation is not distributed: give --valid with a grid of C.
+query's lines must all be in one file). With --selection auto the files are read into the driver and the
+rule's cross-validation fits run on the workers; otherwise a grid of C on a cluster needs --valid.
 
 -c takes one value or a comma-separated grid (e.g. -c 0.01,0.1,1,10,100,1000): every C is trained, and the
 one with the best MAP on --valid FILE is kept, or, without --valid, the best mean held-out MAP of --cv-fold
@@ -220,12 +221,10 @@ def run(args: argparse.Namespace) -> int:
     files = training_files(args.train)
     executor = None
     if args.workers is not None or args.scheduler:
-        if ranker._selects_auto():
-            raise UsageError("--selection auto cross-validates in one process: give --selection validation with "
-                             "--valid FILE on a cluster, or a single -c")
         from pyterrier_svmmap.scale.client import dask_client
         executor, _ = dask_client(args.scheduler or "local", workers=args.workers)
-        if args.valid is None and (isinstance(args.C, str) or len(args.C) > 1 or ranker.features == "auto"):
+        if not ranker.selects_auto() and args.valid is None and \
+                (isinstance(args.C, str) or len(args.C) > 1 or ranker.features == "auto"):
             raise UsageError("on a cluster C (and --features auto) is chosen on --valid FILE: give it, or a single -c")
     t = time.perf_counter()
     data = valid = None
@@ -292,7 +291,10 @@ def fit_on_cluster(ranker, files: List[str], valid_file, client):
     ranker.executor = client
     ranker.fit_shards(files, valid=valid_file)
     ranker.executor = None                                 # the model does not keep the client
-    ranker.base_names_ = default_base_names(ranker.n_functions_, start=1)
+    names = dict(zip(ranker.base_names_, default_base_names(ranker.n_functions_, start=1)))
+    if getattr(ranker, "prior_function_", None) is not None:
+        ranker.prior_function_ = names[ranker.prior_function_]
+    ranker.base_names_ = list(names.values())
     ranker.layout_.base_names = list(ranker.base_names_)
     ranker.feature_names_ = ranker.layout_.names()
     ranker.training_summary_["source"] = ", ".join(files)

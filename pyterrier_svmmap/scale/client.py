@@ -8,15 +8,7 @@ import signal
 import warnings
 from typing import Any, Iterator, Optional, Tuple
 
-#: set in the worker processes of a LocalCluster made here (Dask's ``distributed.nanny.pre-spawn-environ``).
-#: Dask sets ``MALLOC_TRIM_THRESHOLD_=65536``, which also turns off glibc's dynamic mmap threshold: every
-#: array above 128 kB is then a fresh mmap whose pages fault in on first touch, and the heap is given back to
-#: the system whenever 64 kB are free at its top, so that the next iteration faults its pages in again. The
-#: per-iteration arrays of a shard (scores, coefficients, a few hundred kB each) then cost 1.3–1.8× the CPU
-#: time of the same work in an ordinary process (measured: 5 shards of 30,000 candidates, 5.6 ms in a shard
-#: holder's thread against 4.2 ms). Here blocks below 32 MiB come from the heap, and the heap is trimmed when
-#: more than 32 MiB are free at its top, so a worker still returns large freed memory.
-WORKER_ENVIRON = {"MALLOC_MMAP_THRESHOLD_": str(32 * 1024 * 1024), "MALLOC_TRIM_THRESHOLD_": str(32 * 1024 * 1024)}
+from pyterrier_svmmap.scale.allocator import WORKER_ENVIRON
 
 DASK_HINT = "training on a Dask cluster (--workers/--scheduler, executor=) needs dask.distributed: " \
             "pip install 'pyterrier-svmmap[dask]'"
@@ -37,10 +29,12 @@ def dask_client(executor: Any = "local", workers: Optional[int] = None) -> Tuple
     (the workers inherit it, so that Ctrl-C reaches this process only). Dask's nannies write their workers'
     settings (``OMP_NUM_THREADS=1``, ``OPENBLAS_NUM_THREADS=1``, ...) into this process's ``os.environ``
     before they spawn; they are taken out again, so that the caller's later subprocesses keep the caller's
-    settings. ValueError, in one line, without dask.distributed (:data:`DASK_HINT`), for an unreachable
-    scheduler or for any other ``executor``.
+    settings. A client given, or connected to an address, gets the workers' allocator settings of ``"local"``
+    through a worker plugin (:mod:`~pyterrier_svmmap.scale.worker_settings`). ValueError, in one line,
+    without dask.distributed (:data:`DASK_HINT`), for an unreachable scheduler or for any other ``executor``.
     """
     if is_dask_client(executor):
+        _tune(executor)
         return executor, False
     if not isinstance(executor, str):
         raise ValueError(f"executor must be None, 'local', a scheduler address or a dask.distributed.Client, "
@@ -51,9 +45,11 @@ def dask_client(executor: Any = "local", workers: Optional[int] = None) -> Tuple
         raise ValueError(DASK_HINT) from None
     if executor != "local":
         try:
-            return Client(executor, timeout="20s"), True
+            client = Client(executor, timeout="20s")
         except (OSError, TimeoutError) as e:
             raise ValueError(f"cannot reach the Dask scheduler at {executor}: {e}") from None
+        _tune(client)
+        return client, True
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         with warnings.catch_warnings(), local_worker_environ():
@@ -63,6 +59,13 @@ def dask_client(executor: Any = "local", workers: Optional[int] = None) -> Tuple
     finally:
         signal.signal(signal.SIGINT, previous)
     return Client(cluster), True
+
+
+def _tune(client) -> None:
+    """A cluster the package did not start gets its workers' allocator settings
+    (:func:`~pyterrier_svmmap.scale.worker_settings.apply_worker_settings`)."""
+    from pyterrier_svmmap.scale.worker_settings import apply_worker_settings
+    apply_worker_settings(client)
 
 
 def close_client(client) -> None:

@@ -28,8 +28,16 @@ What else needs all the data is done the same way, exactly:
 * the tie-break function and ``prior="best"``: every shard returns its per-query APs of every base function,
   which the driver puts in shard order and averages as one process does.
 
-Validation queries are scored on the driver. Choosing C by cross-validation is not distributed: give
-validation data (or a single C) when training on a cluster.
+Validation queries are scored on the driver.
+
+The default, ``selection="auto"`` (:func:`~pyterrier_svmmap.selection.select_auto`), is a search over settings
+whose evidence is cross-validation: its (fold, setting) paths of C are independent fits. The ranker runs the
+search in the driver process, as in one process, and hands the fits to :meth:`DaskExecutor.fit_map`: the
+search's data (the judged queries, φ of every feature block, the folds) is sent once to every worker, each
+fit is one task, and the answers (weights of every C, held-out APs) come back in the fits' order, so that the
+fallback test, the fold averaging and the refit on the driver see what one process sees, bit for bit. With
+``selection="validation"`` and a grid, C is chosen on validation data (cross-validation over shards is not
+distributed).
 
 Failure: shards are Dask tasks (loading a file, or building the shard from arrays held in the task
 graph). When a worker is lost, the call of its holder fails at once; Dask recomputes its shards on another
@@ -39,23 +47,25 @@ worker left, retries exhausted), training stops with :class:`DistributedTraining
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 import pyterrier_svmmap.svm.cutting_plane as solver
+import pyterrier_svmmap.threads as threads
 from pyterrier_svmmap.features.encoder import (ColumnStatistics, FeatureEncoder, power_of_two_scale, spread_of,
                                               statistics_from_sums)
 from pyterrier_svmmap.features.layout import FeatureLayout, default_base_names
 from pyterrier_svmmap.scale.client import close_client, dask_client
-from pyterrier_svmmap.scale.local import read_valid
+from pyterrier_svmmap.scale.local import concatenate_sources, read_valid
 from pyterrier_svmmap.scale.shards import (ShardHolder, quantile_thresholds_from_counts, sample_extent,
                                            shard_column_top, shard_from_arrays, shard_from_svmlight,
                                            shard_function_aps, shard_problem, shard_sample, shard_score_extent,
                                            shard_spread_sums, shard_summary, usable_shard, worker_counts,
-                                           worker_query_sumsq, worker_violation)
+                                           worker_query_sumsq, worker_threads, worker_violation)
 from pyterrier_svmmap.svm.cutting_plane import reduce_shard_sums
 from pyterrier_svmmap.selection import best_row, c_grid, features_name, is_auto_c, resolve_c_grid
 from pyterrier_svmmap.svm.ranker import warn_skipped
@@ -85,11 +95,30 @@ class DaskExecutor:
     def __init__(self, executor):
         self.executor = executor
 
+    @contextlib.contextmanager
+    def fit_map(self) -> Iterator[Callable[[Callable[[int], Any], int], list]]:
+        """The cluster's :data:`~pyterrier_svmmap.selection.FitMap`, for the block: ``fit_map(job, n)`` sends
+        ``job`` (a picklable callable, e.g. :class:`~pyterrier_svmmap.selection.FoldFits`) once to every
+        worker and runs ``job(0)``, …, ``job(n − 1)`` as ``n`` tasks, each on its worker's threads; the answers
+        come back in that order. A client made here (``"local"``, an address) is closed after the block."""
+        client, owned = dask_client(self.executor)
+        try:
+            yield lambda job, n: map_fits(client, job, n)
+        finally:
+            if owned:
+                close_client(client)
+
     def fit_shards(self, ranker, sources: Sequence, valid, base_names: Optional[Sequence[str]]):
         """Thresholds, prior and every cutting-plane iteration's constraint computed by the shards on the
-        workers, the QP and the model selection on the driver."""
+        workers, the QP and the model selection on the driver. With ``selection="auto"``, the shards are
+        gathered into the driver and :meth:`~pyterrier_svmmap.svm.ranker.StructSVMRanker.fit` runs the
+        search there, its independent fits on the workers (:meth:`fit_map`)."""
+        if ranker.selects_auto():
+            train, sizes = concatenate_sources([_resolved(s) for s in sources])
+            return ranker.fit(train.raw, train.labels, train.offsets, valid=read_valid(valid, train.n_functions),
+                              base_names=base_names, shard_queries=sizes)
         grid = c_grid(ranker.C)                          # C="auto": relative, resolved per feature block
-        options = ranker._feature_options()
+        options = ranker.feature_options()
         if valid is None and len(grid) * len(options) > 1:
             raise ValueError(f"{len(grid) * len(options)} (features, C) settings but no validation data: on a cluster "
                              "C (and features='auto') is chosen on validation queries; give valid=(raw, labels, "
@@ -109,7 +138,7 @@ class DaskExecutor:
             valid = read_valid(valid, ranker.n_functions_)
             ranker.tie_function_ = data.best_function()
             trained, grids = zip(*[_train_sharded(ranker, data, option) for option in options])
-            ranker._select(list(grids), options, list(trained), valid, None)
+            ranker.select_paths(list(grids), list(trained), valid)
             ranker.training_summary_ = dict(n_queries=data.n_queries, n_candidates=data.n_candidates,
                                             skipped_queries=data.n_queries_given - data.n_queries,
                                             skipped_candidates=data.n_candidates_given - data.n_candidates,
@@ -122,10 +151,54 @@ class DaskExecutor:
         return ranker
 
 
+def map_fits(client, job: Callable[[int], Any], n: int) -> list:
+    """``[job(0), …, job(n − 1)]`` on the workers of ``client``: ``job`` sent once to every worker
+    (``scatter(broadcast=True)``), one task per index (:func:`run_fit`), the answers gathered in order.
+
+    Parameters
+    ----------
+    client : distributed.Client
+        The cluster's client.
+    job : callable
+        A picklable callable of one index (:data:`~pyterrier_svmmap.selection.FitMap`).
+    n : int
+        The number of fits.
+
+    Returns
+    -------
+    list
+        The answers, in index order.
+    """
+    if n == 0:
+        return []
+    [shared] = client.scatter([job], broadcast=True, hash=False)
+    futures = client.map(run_fit, range(n), job=shared, pure=False, retries=3)
+    try:
+        return client.gather(futures)
+    finally:
+        for f in futures + [shared]:
+            f.release()
+
+
+def run_fit(j: int, job: Callable[[int], Any]) -> Any:
+    """``job(j)`` on a worker, its kernels on the worker's threads (their results do not depend on the thread
+    count, :mod:`~pyterrier_svmmap.threads`)."""
+    with threads.using(worker_threads()):
+        return job(j)
+
+
+def _resolved(source):
+    """A source with any Dask futures among its arrays replaced by their values (gathered to the driver)."""
+    if _arrays(source):
+        return tuple(x.result() if hasattr(x, "result") and hasattr(x, "key") else x for x in source)
+    return source
+
+
 def _train_sharded(ranker, data: "ShardedData", features):
     """The ranker's layout and C path on a :class:`ShardedData`: ((layout, results, index of the prior's
-    base function or None), the C values), as :meth:`~pyterrier_svmmap.svm.ranker.StructSVMRanker._train` in
-    one process."""
+    base function or None), the C values), as :meth:`~pyterrier_svmmap.svm.ranker.StructSVMRanker.train_path`
+    in one process, with the ranker's prior rule (:meth:`~pyterrier_svmmap.svm.ranker.StructSVMRanker.uses_prior`,
+    :meth:`~pyterrier_svmmap.svm.ranker.StructSVMRanker.prior_weights`)."""
     encoder = FeatureEncoder(features, ranker.n_bins, ranker.binning, ranker.threshold_depth, ranker.normalise)
     thresholds = None
     if encoder.fits_thresholds:
@@ -133,13 +206,13 @@ def _train_sharded(ranker, data: "ShardedData", features):
     encoder.fit_statistics(data.column_statistics(), thresholds, ranker.base_names_)
     layout = FeatureLayout(encoder, ranker.needs_bias, ranker.base_names_)
     w0, f = None, None
-    if ranker.prior:
+    if ranker.uses_prior():
         f = ranker.tie_function_                                       # the best function on all shards
-        w0 = layout.prior_weights(f, ranker.prior_scale, data.score_span(layout, f))
+        w0 = ranker.prior_weights(layout, f, data.score_span(layout, f))
     data.set_layout(layout)
     grid = resolve_c_grid(ranker.C, data.spread() if is_auto_c(ranker.C) else 0.0)
-    oracle = data.oracle(ranker._groups(1.0), layout.dim)
-    results = solver.train_path(None, None, None, ranker._groups(1.0), grid, epsilon=ranker.epsilon,
+    oracle = data.oracle(ranker.slack_groups(1.0), layout.dim)
+    results = solver.train_path(None, None, None, ranker.slack_groups(1.0), grid, epsilon=ranker.epsilon,
                                 max_iter=ranker.max_iter, prior=w0, oracle=oracle)
     data.traffic[features_name(features)] = dict(iterations=oracle.calls,
                                                  bytes_per_iteration=oracle.bytes_per_iteration,

@@ -7,11 +7,15 @@ know those places: :class:`StructSVMRanker` hands shards to a *shard executor*, 
 (``None``, a ``dask.distributed.Client``, a scheduler address, ``"local"``) through the factories that
 packages register under the entry-point group :data:`ENTRY_POINT_GROUP`. This package registers
 :func:`pyterrier_svmmap.scale.executors.executor_for`.
+
+An executor may also run the independent fits of a search (``selection="auto"``, whose search runs in the
+calling process): then it has ``fit_map()``, a context manager that yields a
+:data:`~pyterrier_svmmap.selection.FitMap` (:meth:`~pyterrier_svmmap.svm.ranker.StructSVMRanker.search_map`).
 """
 from __future__ import annotations
 
 from importlib.metadata import entry_points
-from typing import Any, Optional, Protocol, Sequence
+from typing import Any, Callable, ContextManager, Optional, Protocol, Sequence
 
 #: entry-point group of the shard-executor factories: callables ``executor -> ShardExecutor | None``
 ENTRY_POINT_GROUP = "pyterrier_svmmap.executors"
@@ -23,6 +27,14 @@ class ShardExecutor(Protocol):
 
     def fit_shards(self, ranker: Any, sources: Sequence, valid: Optional[tuple],
                    base_names: Optional[Sequence[str]]) -> Any:
+        ...
+
+
+class SearchExecutor(ShardExecutor, Protocol):
+    """A shard executor that also runs the independent fits of a search (optional: ``selection="auto"`` on an
+    executor needs it)."""
+
+    def fit_map(self) -> ContextManager[Callable[[Callable[[int], Any], int], list]]:
         ...
 
 

@@ -13,11 +13,12 @@ trains the paths it asks for).
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import sys
 import time
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, ContextManager, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -31,7 +32,7 @@ from pyterrier_svmmap.svm.docs import compose
 from pyterrier_svmmap.svm.params import STRUCT_SVM_PARAMS
 from pyterrier_svmmap.svm.executors import resolve as resolve_executor
 from pyterrier_svmmap.svm.slack import make_slack_groups
-from pyterrier_svmmap.selection import (base_function_weights, best_function, c_grid, cross_validate,
+from pyterrier_svmmap.selection import (best_function, c_grid, cross_validate,
                                         encode_settings, feature_options, features_name, is_auto_c, prior_options,
                                         queries_best_function, ranked_ap, resolve_c_grid, select, select_auto)
 from pyterrier_svmmap.queries import (Queries, check_ranking_arrays, shard_sizes, split_queries, subset_queries,
@@ -63,7 +64,7 @@ class StructSVMRanker(Parametrized):
         """ValueError naming the first parameter that cannot work, alone (:data:`STRUCT_SVM_PARAMS`' checks) or
         with another: the loss with its ``loss_params``, ``prior="auto"`` with ``selection``."""
         super().check_params()
-        self._groups(1.0)                                   # the loss and its parameters
+        self.slack_groups(1.0)                              # the loss and its parameters
         if self.prior == "auto" and self.selection != "auto":
             raise ValueError("prior='auto' (with and without the prior, chosen with C) needs selection='auto'")
 
@@ -71,24 +72,42 @@ class StructSVMRanker(Parametrized):
         """Labels as 1.0 (label ≥ ``rel``) and 0.0 — the package's relevance rule."""
         return (np.asarray(labels, dtype=float) >= self.rel).astype(float)
 
-    def _feature_options(self) -> List[Union[str, Sequence[str]]]:
-        """The feature blocks to train (:func:`~pyterrier_svmmap.selection.feature_options`)."""
+    def feature_options(self) -> List[Union[str, Sequence[str]]]:
+        """The feature blocks to train (:func:`~pyterrier_svmmap.selection.feature_options` of ``features``).
+
+        Returns
+        -------
+        list
+            One entry per feature option, in the order their paths are trained and recorded in ``path_``.
+        """
         return feature_options(self.features)
 
-    def _selects_auto(self) -> bool:
+    def selects_auto(self) -> bool:
         """Whether :meth:`fit` selects by ``selection="auto"``: asked, and more than one setting (a single C,
-        features and prior given by the user is trained as given: nothing to select, no fallback)."""
+        features and prior given by the user is trained as given: nothing to select, no fallback).
+
+        Returns
+        -------
+        bool
+            True when the fit runs :func:`~pyterrier_svmmap.selection.select_auto`.
+        """
         return self.selection == "auto" and \
-            len(c_grid(self.C)) * len(self._feature_options()) * len(prior_options(self.prior)) > 1
+            len(c_grid(self.C)) * len(self.feature_options()) * len(prior_options(self.prior)) > 1
 
-    def _check_executor(self) -> None:
-        if self.executor is not None and self._selects_auto():
-            raise ValueError("selection='auto' cross-validates every judged query in this process; on a cluster "
-                             "(executor) give selection='validation' with validation data (e.g. features='bins', "
-                             "prior=None: the paper's protocol), or a single C")
+    def slack_groups(self, C: float) -> list:
+        """The solver's slack groups of ``loss`` and ``loss_params`` at constant C.
 
-    def _groups(self, C: float):
-        """The solver's slack groups at constant C (loss errors re-raised as ValueError with the loss named)."""
+        Parameters
+        ----------
+        C : float
+            The constant of every group (the paths are trained from groups at C = 1).
+
+        Returns
+        -------
+        list
+            :func:`~pyterrier_svmmap.svm.slack.make_slack_groups` of the loss (loss errors re-raised as
+            ValueError with the loss named).
+        """
         try:
             return make_slack_groups(self.loss, C, **dict(self.loss_params or {}))
         except TypeError as e:
@@ -97,7 +116,7 @@ class StructSVMRanker(Parametrized):
     @property
     def needs_bias(self) -> bool:
         """Whether φ ends with a constant 1 (the classification losses' bias, Yue et al. §5.2)."""
-        return any(getattr(g.loss, "needs_bias", False) for g in self._groups(1.0))
+        return any(getattr(g.loss, "needs_bias", False) for g in self.slack_groups(1.0))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(f'{k}={getattr(self, k)!r}' for k in self.MODEL_PARAMS)})"
@@ -108,38 +127,42 @@ class StructSVMRanker(Parametrized):
             ) -> "StructSVMRanker":
         """Train on candidates grouped by query.
 
-        Parameters
-        ----------
-        raw : ndarray of shape (n, F)
-            Base-function scores, NaN where a function did not retrieve the candidate.
-        labels : ndarray of shape (n,)
-            Relevance (> 0 relevant).
-        offsets : ndarray of shape (Q + 1,)
-            Query boundaries.
-        n_relevant : ndarray of shape (Q,), optional
-            Relevant documents per query in the qrels (default: among the candidates); used by validation MAP
-            only.
-        valid : Queries or tuple, optional
-            Validation queries that choose C of a grid: :class:`~pyterrier_svmmap.queries.Queries`, or
-            ``(raw, labels, offsets)``, optionally with ``n_relevant`` and ``docnos``; without them C is chosen
-            by ``cv``-fold cross-validation.
-        base_names : sequence of str, optional
-            A name per base function (for ``feature_names_`` and pictures).
-
-        Returns
-        -------
-        StructSVMRanker
-            self.
-
-        Notes
-        -----
         Queries without a relevant or without a non-relevant candidate cannot form constraints: they are
         skipped with one warning that counts them.
 
         The cutting-plane sums are taken over shards of whole queries, in order, as a Dask cluster takes
         them (:mod:`~pyterrier_svmmap.scale.dask`), so that this process and a cluster give the same model
-        bit for bit: shards of ``queries_per_shard`` queries, or ``shard_queries`` (keyword-only: the
-        number of queries of each shard, e.g. one per file; :meth:`fit_shards` passes it).
+        bit for bit: shards of ``queries_per_shard`` queries, or ``shard_queries``.
+
+        With an ``executor``, ``selection="auto"`` (the default) runs its search here and its independent
+        fits (the cross-validation's (fold, setting) paths) on the executor's processes
+        (:meth:`search_map`), which gives the model of one process bit for bit; any other selection trains
+        on shards of the data held by the executor (its ``fit_shards``).
+
+        Parameters
+        ----------
+        raw : array-like
+            (n, F) base-function scores, NaN where a function did not retrieve the candidate.
+        labels : array-like
+            (n,) relevance (≥ ``rel`` relevant).
+        offsets : array-like
+            (Q + 1,) query boundaries.
+        n_relevant : array-like, optional
+            (Q,) relevant documents per query in the qrels (default: among the candidates); used by
+            validation and held-out MAP only.
+        valid : Queries or tuple, optional
+            Validation queries that choose among the settings: :class:`~pyterrier_svmmap.queries.Queries`, or
+            ``(raw, labels, offsets)``, optionally with ``n_relevant`` and ``docnos``; without them the
+            settings are chosen by ``cv``-fold cross-validation.
+        base_names : sequence of str, optional
+            A name per base function (for ``feature_names_`` and pictures).
+        shard_queries : sequence of int, optional
+            Keyword-only: the number of queries of each shard, e.g. one per file (:meth:`fit_shards` passes it).
+
+        Returns
+        -------
+        StructSVMRanker
+            self, fitted.
         """
         self.check_params()
         raw, labels, offsets = check_ranking_arrays(raw, labels, offsets)
@@ -150,18 +173,43 @@ class StructSVMRanker(Parametrized):
             valid = valid.validation_set()
         if base_names is not None and len(base_names) != raw.shape[1]:
             raise ValueError(f"{len(base_names)} base names for {raw.shape[1]} base functions")
-        if self.executor is not None:
-            self._check_executor()
+        if self.executor is not None and not self.selects_auto():
             shards = split_queries(raw, labels, offsets, shard_sizes(len(offsets) - 1, self.queries_per_shard))
             return resolve_executor(self.executor).fit_shards(self, shards, valid, base_names)
         labels = self.relevant(labels)
         ok = usable_queries(labels, offsets)
         warn_skipped(int((~ok).sum()), len(ok))
-        with threads.using(self.n_jobs):
-            return self._fit_here(raw, labels, offsets, ok, n_relevant, valid, base_names, shard_queries)
+        with threads.using(self.n_jobs), self.search_map() as fit_map:
+            return self._fit_here(raw, labels, offsets, ok, n_relevant, valid, base_names, shard_queries, fit_map)
 
-    def _fit_here(self, raw, labels, offsets, ok, n_relevant, valid, base_names, shard_queries) -> "StructSVMRanker":
-        """:meth:`fit` in this process, on checked arrays, relevance labels and the usable queries ``ok``."""
+    def search_map(self) -> ContextManager[Optional[Callable[[Callable[[int], Any], int], list]]]:
+        """Where the independent fits of ``selection="auto"`` run: a context manager that gives the
+        :data:`~pyterrier_svmmap.selection.FitMap` of ``executor`` (its shard executor's ``fit_map()``, e.g. the
+        workers of a Dask cluster, open for the block), or None without an executor (this process).
+
+        Returns
+        -------
+        context manager
+            Yields the fit map, or None.
+
+        Raises
+        ------
+        ValueError
+            When the executor's shard executor cannot run independent fits (it has no ``fit_map``).
+        """
+        if self.executor is None:
+            return contextlib.nullcontext(None)
+        executor = resolve_executor(self.executor)
+        if not callable(getattr(executor, "fit_map", None)):
+            raise ValueError(f"the shard executor {type(executor).__name__} of executor={self.executor!r} cannot "
+                             "run the independent fits of selection='auto' (it has no fit_map()); give "
+                             "selection='validation' with validation data, or a single C")
+        return executor.fit_map()
+
+    def _fit_here(self, raw, labels, offsets, ok, n_relevant, valid, base_names, shard_queries, fit_map=None
+                  ) -> "StructSVMRanker":
+        """:meth:`fit` in this process, on checked arrays, relevance labels and the usable queries ``ok``;
+        ``fit_map`` runs the independent fits of ``selection="auto"`` (None: here)."""
         grid = c_grid(self.C)
         n_queries, n_candidates = len(offsets) - 1, len(raw)
         shards = _usable_shard_sizes(ok, shard_queries, self.queries_per_shard)
@@ -170,11 +218,11 @@ class StructSVMRanker(Parametrized):
         self.n_functions_ = raw.shape[1]
         self.base_names_ = list(base_names) if base_names is not None else default_base_names(self.n_functions_)
         t0 = time.perf_counter()
-        options = self._feature_options()
-        if self._selects_auto():
+        options = self.feature_options()
+        if self.selects_auto():
             if valid is not None and not self._can_choose(valid):
                 valid = None
-            used = self._fit_auto(raw, labels, offsets, n_relevant, ok, valid, grid, options, shards)
+            used = self._fit_auto(raw, labels, offsets, n_relevant, ok, valid, grid, options, shards, fit_map)
             self.training_summary_ = dict(n_queries=int(ok.sum()), n_candidates=int(len(raw)),
                                           skipped_queries=int(n_queries - ok.sum()),
                                           skipped_candidates=int(n_candidates - len(raw)),
@@ -223,17 +271,73 @@ class StructSVMRanker(Parametrized):
         without one they are read and concatenated in this process and :meth:`fit` trains as usual, with the
         sums taken shard by shard; on a Dask cluster (:mod:`~pyterrier_svmmap.scale.dask`) each worker reads
         and keeps its shards, and the model equals one process's fit up to the summation order of
-        floating-point sums. A grid of C (or ``features="auto"``) on a cluster needs validation data:
-        cross-validation is not distributed."""
+        floating-point sums. With ``selection="validation"``, a grid of C (or ``features="auto"``) on a cluster
+        needs validation data; ``selection="auto"`` gathers the shards into this process and cross-validates
+        on the cluster (:meth:`fit`)."""
         if self.executor is not None:             # in this process, fit() checks the parameters
             self.check_params()
-            self._check_executor()
         return resolve_executor(self.executor).fit_shards(self, sources, valid, base_names)
 
+    def uses_prior(self, prior: Optional[str] = "default") -> bool:
+        """Whether a path is trained towards a prior: ``prior`` (``"default"``: the parameter ``prior``) is
+        given. The prior's centre is :meth:`prior_weights` of the base function with the best MAP on the
+        training queries (:func:`~pyterrier_svmmap.selection.best_function`).
+
+        Parameters
+        ----------
+        prior : str or None
+            ``"best"``, None, or ``"default"`` for ``self.prior``.
+
+        Returns
+        -------
+        bool
+        """
+        return bool(self.prior if prior == "default" else prior)
+
+    def prior_weights(self, layout: FeatureLayout, function: int, span: float) -> np.ndarray:
+        """The prior's centre w₀ in ``layout``: the weights that rank like base function ``function`` alone,
+        its score column scaled by ``prior_scale`` over the column's range ``span`` on the training candidates
+        (:meth:`~pyterrier_svmmap.features.layout.FeatureLayout.prior_weights`).
+
+        Parameters
+        ----------
+        layout : FeatureLayout
+            The fitted layout of the path.
+        function : int
+            The prior's base function (the best on the training queries).
+        span : float
+            The range of ``function``'s score column on the training candidates
+            (:meth:`~pyterrier_svmmap.features.layout.FeatureLayout.score_span`, or its value over shards).
+
+        Returns
+        -------
+        ndarray
+            w₀, of φ's dimension.
+        """
+        return layout.prior_weights(function, self.prior_scale, span)
+
+    def select_paths(self, grids: Sequence[Sequence[float]], trained: Sequence[tuple], valid: Optional[ValidSet],
+                     cv_scores: Optional[np.ndarray] = None) -> None:
+        """``selection="validation"``: score every (feature option, C) of the trained paths on the validation
+        queries (or take the cross-validation scores), choose one (:func:`~pyterrier_svmmap.selection.select`)
+        and set the learned attributes (``path_``, ``C_``, ``coef_``, ...), as :meth:`fit` does.
+
+        Parameters
+        ----------
+        grids : sequence of sequences of float
+            The C values of each feature option of :meth:`feature_options` (one length).
+        trained : sequence of tuple
+            Per feature option, its path: (layout, one training result per C, the prior's base function or
+            None), as :meth:`train_path` returns it.
+        valid : Queries or tuple, optional
+            The validation queries (as in :meth:`fit`), or None.
+        cv_scores : ndarray, optional
+            Held-out MAP of every (fold, option·C), option-major, when chosen by cross-validation.
+        """
+        self._select(list(grids), self.feature_options(), list(trained), valid, cv_scores)
+
     def _select(self, grids, options, trained, valid, cv_scores) -> None:
-        """Score every (features, C) on the validation queries (or take the cross-validation scores), choose
-        one (:func:`~pyterrier_svmmap.selection.select`), and set the learned attributes. ``grids``: the C
-        values of each feature option (one length)."""
+        """:meth:`select_paths` of the feature options ``options``."""
         G = len(grids[0])
         scores: List[float] = []
         for o, (option, (layout, results, _)) in enumerate(zip(options, trained)):
@@ -271,24 +375,23 @@ class StructSVMRanker(Parametrized):
         self.converged_ = bool(kept.converged)
         self.feature_names_ = self.layout_.names()
 
-    def _fit_auto(self, raw, labels, offsets, n_relevant, ok, valid, grid, options, shards) -> dict:
+    def _fit_auto(self, raw, labels, offsets, n_relevant, ok, valid, grid, options, shards, fit_map=None) -> dict:
         """``selection="auto"``: the rule of :func:`~pyterrier_svmmap.selection.select_auto` decides, this
-        learner trains (:meth:`_train`); sets the learned attributes. Returns what the training summary adds."""
+        learner trains (:meth:`train_path`, the independent fits through ``fit_map`` when given); sets the
+        learned attributes. Returns what the training summary adds."""
         settings = [(o, p) for o in options for p in prior_options(self.prior)]
         n_rel = None if n_relevant is None else np.asarray(n_relevant, dtype=float)[ok]
         train = Queries(raw, labels, offsets, n_relevant=n_rel)
         valid = None if valid is None else self._valid_queries(valid)
         folds = self.cv if valid is None or (self.min_valid_queries is None
                                              or valid.n_queries < self.min_valid_queries) else 0
-        self._progress = _Progress(self.verbose, (folds * len(settings) + (1 if folds else len(settings))) * len(grid),
-                                   type(self).__name__, self.epsilon, self.max_iter)
+        here = folds * len(settings) + (1 if folds else len(settings)) if fit_map is None else 1
+        self._progress = _Progress(self.verbose, here * len(grid), type(self).__name__, self.epsilon, self.max_iter)
         try:
-            auto = select_auto(train, valid, settings, self.C,
-                               lambda q, g, setting, fold, sh, enc: self._train(q, g, setting[0], sh, fold=fold,
-                                                                               prior=setting[1], encoded=enc),
-                               self._make_layout, cv=self.cv, random_state=self.random_state, alpha=self.fallback_alpha,
+            auto = select_auto(train, valid, settings, self.C, self.path_trainer(), self._make_layout, cv=self.cv,
+                               random_state=self.random_state, alpha=self.fallback_alpha,
                                min_valid_queries=self.min_valid_queries, average_folds=self.average_folds,
-                               prior_scale=self.prior_scale, shards=shards)
+                               prior_scale=self.prior_scale, shards=shards, fit_map=fit_map)
         finally:
             self._progress.close()
             del self._progress
@@ -379,10 +482,10 @@ class StructSVMRanker(Parametrized):
             encoded = EncodedQueries.of(self._make_layout(queries, features), raw, offsets)
         layout = encoded.layout
         w0, f = None, None
-        if (self.prior if prior == "default" else prior):
+        if self.uses_prior(prior):
             f = queries_best_function(queries)
-            w0 = base_function_weights(layout, raw, offsets, f, self.prior_scale)
-        losses = [g.loss for g in self._groups(1.0)]
+            w0 = self.prior_weights(layout, f, layout.score_span(raw, offsets, f))
+        losses = [g.loss for g in self.slack_groups(1.0)]
         if shards is None or len(shards) <= 1:
             oracle = solver.DataOracle(encoded.X, labels, offsets, losses)
         else:
@@ -392,18 +495,52 @@ class StructSVMRanker(Parametrized):
             oracle = solver.DataOracle(None, None, None, losses, shards=parts)      # the sums shard by shard
         progress = getattr(self, "_progress", None)
         report = None if progress is None else progress.reporter(features_name(features), fold)
-        results = solver.train_path(None, None, None, self._groups(1.0), grid, epsilon=self.epsilon,
+        results = solver.train_path(None, None, None, self.slack_groups(1.0), grid, epsilon=self.epsilon,
                                     max_iter=self.max_iter, prior=w0, oracle=oracle, on_result=report,
                                     warn=report is None)
         return layout, results, f
+
+    def train_path(self, queries: Queries, grid: Sequence[float], setting: Tuple[Any, Optional[str]],
+                   fold: Optional[int] = None, shards: Optional[np.ndarray] = None,
+                   encoded: Optional[EncodedQueries] = None):
+        """The path of C of one setting on these (usable) training queries: the
+        :data:`~pyterrier_svmmap.selection.TrainPath` that the searches of :mod:`~pyterrier_svmmap.selection`
+        call.
+
+        Parameters
+        ----------
+        queries : Queries
+            The training queries, labels binary.
+        grid : sequence of float
+            The C values, trained in order, each warm-started from the previous.
+        setting : (features, prior)
+            The feature blocks and the prior (``None`` or ``"best"``; ``"default"``: ``self.prior``).
+        fold : int, optional
+            The cross-validation fold being trained (for progress reports), None for a final fit.
+        shards : ndarray, optional
+            Queries per shard (the order of the sums, see :meth:`fit`); None: all queries at once.
+        encoded : EncodedQueries, optional
+            φ of ``queries`` (its layout fitted on them or on more queries); else a layout of ``features`` is
+            fitted on them.
+
+        Returns
+        -------
+        tuple
+            (layout, one training result per C, index of the prior's base function or None).
+        """
+        return self._train(queries, grid, setting[0], shards, fold=fold, prior=setting[1], encoded=encoded)
+
+    def path_trainer(self) -> "PathTrainer":
+        """:meth:`train_path` as a picklable callable (:class:`PathTrainer`): called in this process it trains
+        with this ranker (progress reports included); pickled, e.g. to a cluster's worker, it carries a copy
+        of this ranker's parameters without the executor, with the base names of the fit."""
+        return PathTrainer(self)
 
     def _cross_validate(self, queries: Queries, n_relevant, usable, grids, settings, encodings) -> np.ndarray:
         """Held-out MAP of every (feature option, C) on ``cv`` folds of the (usable) training queries:
         (folds × options·C), option-major (:func:`~pyterrier_svmmap.selection.cross_validate`)."""
         n_rel = None if n_relevant is None else np.asarray(n_relevant, dtype=float)[usable]
-        held_out = cross_validate(dataclasses.replace(queries, n_relevant=n_rel), settings, grids,
-                                  lambda q, g, setting, fold, sh, enc: self._train(q, g, setting[0], sh, fold=fold,
-                                                                                  encoded=enc),
+        held_out = cross_validate(dataclasses.replace(queries, n_relevant=n_rel), settings, grids, self.path_trainer(),
                                   encodings, self.cv, self.random_state)
         return np.array([held_out.fold_means(k) for k in range(self.cv)])
 
@@ -502,6 +639,26 @@ class StructSVMRanker(Parametrized):
         if meta.get("choice") is not None:
             self.choice_ = meta["choice"]
         return self
+
+
+class PathTrainer:
+    """A ranker's :meth:`~StructSVMRanker.train_path`, picklable: what the searches of
+    :mod:`~pyterrier_svmmap.selection` call, here or on another process (a shard executor's ``fit_map``).
+    Pickled, it becomes the trainer of a copy of the ranker's parameters with ``executor=None`` and the
+    fit's ``base_names_`` (the copy trains what the ranker would: the paths depend on the parameters and the
+    arguments only)."""
+
+    def __init__(self, ranker: StructSVMRanker):
+        self.ranker = ranker
+
+    def __call__(self, queries, grid, setting, fold=None, shards=None, encoded=None):
+        return self.ranker.train_path(queries, grid, setting, fold, shards, encoded)
+
+    def __reduce__(self):
+        copy = type(self.ranker)(**dict(self.ranker.get_params(deep=False), executor=None))
+        if hasattr(self.ranker, "base_names_"):
+            copy.base_names_ = list(self.ranker.base_names_)
+        return PathTrainer, (copy,)
 
 
 class _Progress:

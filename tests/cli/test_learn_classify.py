@@ -108,7 +108,7 @@ def test_learn_bins_and_loss(tmp_path):
     assert main(["learn", "--bins", "4", "--loss", "ndcg@5", str(TRAIN), str(tmp_path / "m")]) == 0
     m = load_model(tmp_path / "m")
     assert isinstance(m, StructSVM) and m.encoder_.thresholds_.shape == (5, 4) and m.loss == "ndcg@5"
-    assert m.ranker_._groups(1.0)[0].loss.k == 5 and repr(m).startswith("StructSVM(C=1.0, loss='ndcg@5'")
+    assert m.ranker_.slack_groups(1.0)[0].loss.k == 5 and repr(m).startswith("StructSVM(C=1.0, loss='ndcg@5'")
 
 
 @pytest.mark.parametrize("argv,expected", [

@@ -220,7 +220,7 @@ def test_estimator_and_cli_on_a_cluster(client2, tmp_path, letor_example_files):
     topics, runs, qrels = _synthetic_runs(np.random.default_rng(7))
     res = RunFeatures(runs).transform(topics)
     tr, va = res[res.qid.astype(int) < 8], res[res.qid.astype(int) >= 8]
-    paper = dict(features="bins", prior=None, selection="validation")        # selection="auto" is one-process
+    paper = dict(features="bins", prior=None, selection="validation")        # the iterations on the shards
     serial = SVMMap(C=[0.1, 10.0], n_bins=5, queries_per_shard=3, **paper).fit(tr, qrels, va, qrels)
     dist = SVMMap(C=[0.1, 10.0], n_bins=5, executor=client2, queries_per_shard=3, **paper).fit(tr, qrels, va, qrels)
     _close(serial.ranker_, dist.ranker_)

@@ -1,0 +1,42 @@
+"""Dask clusters for the tests of the scale room: LocalClusters of single-threaded workers, without a
+dashboard, closed with their client."""
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator
+
+import pytest
+
+
+@contextlib.contextmanager
+def _local_client(n_workers: int, processes: bool = True) -> Iterator:
+    distributed = pytest.importorskip("dask.distributed")
+    client = distributed.Client(distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1,
+                                                         processes=processes, dashboard_address=None))
+    try:
+        yield client
+    finally:
+        cluster = client.cluster
+        client.close()
+        cluster.close()
+
+
+@pytest.fixture(scope="module")
+def two_workers():
+    """Two worker processes shared by a test module (every task's arguments are pickled to another process)."""
+    with _local_client(2) as client:
+        yield client
+
+
+@pytest.fixture
+def one_worker():
+    """A new cluster of one worker process, as Dask makes it (nothing registered on it yet)."""
+    with _local_client(1) as client:
+        yield client
+
+
+@pytest.fixture
+def in_process_worker():
+    """A new cluster whose worker is a thread of this process (``processes=False``)."""
+    with _local_client(1, processes=False) as client:
+        yield client
