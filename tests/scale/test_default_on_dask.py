@@ -70,7 +70,7 @@ def test_the_default_on_a_cluster_equals_one_process(client, case):
 
 def test_the_estimators_default_on_a_cluster(client):
     """SVMMap() with executor=client: the frames' default, the model of one process."""
-    from helpers import _synthetic_runs
+    from tests.helpers import _synthetic_runs
     from pyterrier_svmmap import RunFeatures, SVMMap
     topics, runs, qrels = _synthetic_runs(np.random.default_rng(7))
     res = RunFeatures(runs).transform(topics)
@@ -84,7 +84,7 @@ def test_the_estimators_default_on_a_cluster(client):
 def test_shards_are_gathered_for_the_default(client, tmp_path):
     """fit_shards with the default on a cluster: the files are read into the driver, the search's fits run on
     the workers, and the model is fit_shards' in one process."""
-    from data_paths import EXAMPLES
+    from tests.data_paths import EXAMPLES
     lines = (EXAMPLES / "letor_train.txt").read_text().splitlines(keepends=True)
     (tmp_path / "a.txt").write_text("".join(lines[:41]))
     (tmp_path / "b.txt").write_text("".join(lines[41:]))
