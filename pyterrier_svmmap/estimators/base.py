@@ -20,7 +20,7 @@ import pyterrier as pt
 from pyterrier_svmmap.features.layout import default_base_names
 from pyterrier_svmmap.frames import Candidates, candidates_from_frame
 import pyterrier_svmmap.io.model_files as model_io
-from pyterrier_svmmap.params import Parametrized
+from pyterrier_svmmap.params import Parametrized, ParamSpec
 from pyterrier_svmmap.measures import ranks_within_queries
 from pyterrier_svmmap.queries import query_ids
 from pyterrier_svmmap.selection import best_function
@@ -42,6 +42,8 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
     base functions' names when the frames carried them (``RunFeatures`` does).
     """
 
+    #: no parameters of its own: each learner declares its ``PARAMS``
+    PARAMS = ParamSpec([])
     #: the array-level ranker class whose state is the model's (scores without PyTerrier), or None
     RANKER: Optional[type] = None
 

@@ -69,7 +69,18 @@ class StructSVMRanker(Parametrized):
             raise ValueError("prior='auto' (with and without the prior, chosen with C) needs selection='auto'")
 
     def relevant(self, labels: np.ndarray) -> np.ndarray:
-        """Labels as 1.0 (label ≥ ``rel``) and 0.0 — the package's relevance rule."""
+        """Labels as 1.0 (label ≥ ``rel``) and 0.0 — the package's relevance rule.
+
+        Parameters
+        ----------
+        labels : ndarray of shape (n,)
+            Relevance labels (> 0 relevant).
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            1.0 where label ≥ ``rel``, else 0.0.
+        """
         return (np.asarray(labels, dtype=float) >= self.rel).astype(float)
 
     def feature_options(self) -> List[Union[str, Sequence[str]]]:
@@ -257,7 +268,20 @@ class StructSVMRanker(Parametrized):
     def fit_queries(self, train: Queries, valid: Optional[Queries] = None) -> "StructSVMRanker":
         """:meth:`fit` on :class:`~pyterrier_svmmap.queries.Queries` (the
         :class:`~pyterrier_svmmap.queries.QueryRanker` protocol): ``train.n_relevant`` normalises validation
-        MAP, ``valid`` chooses C (else cross-validation, as in :meth:`fit`)."""
+        MAP, ``valid`` chooses C (else cross-validation, as in :meth:`fit`).
+
+        Parameters
+        ----------
+        train : Queries
+            Training queries with labels (``n_relevant`` normalises validation MAP).
+        valid : Queries, optional
+            Validation queries that choose the setting (else cross-validation).
+
+        Returns
+        -------
+        StructSVMRanker
+            self, fitted.
+        """
         return self.fit(train.raw, train.labels, train.offsets, train.n_relevant, valid=valid)
 
     def fit_shards(self, sources: Sequence, valid: Optional[ValidSet] = None,
@@ -273,7 +297,23 @@ class StructSVMRanker(Parametrized):
         and keeps its shards, and the model equals one process's fit up to the summation order of
         floating-point sums. With ``selection="validation"``, a grid of C (or ``features="auto"``) on a cluster
         needs validation data; ``selection="auto"`` gathers the shards into this process and cross-validates
-        on the cluster (:meth:`fit`)."""
+        on the cluster (:meth:`fit`).
+
+        Parameters
+        ----------
+        sources : sequence
+            svmlight/LETOR file paths or ``(raw, labels, offsets)`` tuples (of arrays, or on a Dask cluster of
+            futures of arrays made on the workers); a query's candidates all in one shard.
+        valid : Queries, tuple or path, optional
+            As in :meth:`fit`, or an svmlight file path.
+        base_names : sequence of str, optional
+            A name per base function.
+
+        Returns
+        -------
+        StructSVMRanker
+            self, fitted.
+        """
         if self.executor is not None:             # in this process, fit() checks the parameters
             self.check_params()
         return resolve_executor(self.executor).fit_shards(self, sources, valid, base_names)
@@ -547,7 +587,20 @@ class StructSVMRanker(Parametrized):
     # -- prediction -------------------------------------------------------------------------------
     def decision_function(self, raw, offsets) -> np.ndarray:
         """Scores wᵀφ(x, d) of candidates (``raw``: n × F, NaN = not retrieved; ``offsets``: query
-        boundaries). For the classification losses the bias is included, so ``> 0`` predicts relevance."""
+        boundaries). For the classification losses the bias is included, so ``> 0`` predicts relevance.
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n, F)
+            Base-function scores, NaN where a function did not retrieve the candidate.
+        offsets : ndarray of shape (Q + 1,)
+            Query boundaries: query q holds rows ``offsets[q]:offsets[q + 1]``.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            The model's scores, ties not broken.
+        """
         if not hasattr(self, "coef_"):
             raise RuntimeError(f"{type(self).__name__} is not fitted: call fit() or load a model first")
         raw, _, offsets = check_ranking_arrays(raw, None, offsets, what="input")
@@ -561,7 +614,22 @@ class StructSVMRanker(Parametrized):
         """:meth:`decision_function` with ties broken by the package's policy (:mod:`~pyterrier_svmmap.ties`):
         equal scores ordered by the tie-break function (the base function with the best training MAP,
         ``tie_function_``), then by docno descending when ``docnos`` are given. What ``transform`` and
-        ``svmmap classify`` output, and what validation MAP is computed on."""
+        ``svmmap classify`` output, and what validation MAP is computed on.
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n, F)
+            Base-function scores, NaN where a function did not retrieve the candidate.
+        offsets : ndarray of shape (Q + 1,)
+            Query boundaries: query q holds rows ``offsets[q]:offsets[q + 1]``.
+        docnos : ndarray of shape (n,), optional
+            The candidates' document ids (the tie policy's last key).
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            Scores whose order is the package's ranking (ties broken by the tie policy).
+        """
         raw = score_matrix(raw)
         scores = self.decision_function(raw, offsets)
         return break_ties(scores, offsets, np.asarray(raw[:, self.tie_function_], dtype=float), docnos)[0]
