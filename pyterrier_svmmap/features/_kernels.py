@@ -121,6 +121,19 @@ def binned_rdot(codes, c, n_thresholds, f0, f1, out):
 
 
 @njit(cache=True, nogil=True)
+def _depth_threshold(raw, a, b, f, depth, buf):
+    """The ``depth``-th highest score of function ``f`` among rows ``a:b`` (a query), NaN counting as −inf; −inf
+    when the query has fewer than ``depth`` candidates (every retrieved score is kept). ``buf``: b − a floats."""
+    m = b - a
+    if m < depth:
+        return -np.inf
+    for d in range(a, b):
+        x = raw[d, f]
+        buf[d - a] = x if x == x else -np.inf
+    return np.partition(buf, m - depth)[m - depth]
+
+
+@njit(cache=True, nogil=True)
 def top_of_queries(raw, offsets, depth, out):
     """:func:`pyterrier_svmmap.features.encoder.top_of_queries` for the queries of ``offsets`` (absolute row
     indices) into ``out``: per query and function, the scores at least the ``depth``-th highest (NaN counting
@@ -132,12 +145,7 @@ def top_of_queries(raw, offsets, depth, out):
         m = b - a
         buf = np.empty(m)
         for f in range(n_funcs):
-            kth = -np.inf
-            if m >= depth:
-                for d in range(a, b):
-                    x = raw[d, f]
-                    buf[d - a] = x if x == x else -np.inf
-                kth = np.partition(buf, m - depth)[m - depth]
+            kth = _depth_threshold(raw, a, b, f, depth, buf)
             for d in range(a, b):
                 x = raw[d, f]
                 out[d, f] = x if x >= kth else np.nan
@@ -211,12 +219,7 @@ def gather_columns(raw, offsets, depth, f0, f1, out, counts):
         m = b - a
         buf = np.empty(m)
         for f in range(f0, f1):
-            kth = -np.inf
-            if m >= depth:
-                for d in range(a, b):
-                    x = raw[d, f]
-                    buf[d - a] = x if x == x else -np.inf
-                kth = np.partition(buf, m - depth)[m - depth]
+            kth = _depth_threshold(raw, a, b, f, depth, buf)
             j = f - f0
             for d in range(a, b):
                 x = raw[d, f]
