@@ -173,8 +173,33 @@ class Queries:
                    joined("docnos"))
 
     def validation_set(self) -> tuple:
-        """``(raw, labels, offsets, n_relevant, docnos)``: the ``valid`` argument of the rankers' ``fit``."""
+        """``(raw, labels, offsets, n_relevant, docnos)``: the tuple form of the ``valid`` argument of the
+        rankers' ``fit`` (:func:`as_queries` reads it back)."""
         return self.raw, self.labels, self.offsets, self.n_relevant, self.docnos
+
+
+def as_queries(valid) -> Optional["Queries"]:
+    """The ``valid`` argument of the rankers' ``fit`` as :class:`Queries`: Queries as they are, or a tuple
+    ``(raw, labels, offsets)`` optionally followed by ``n_relevant`` and ``docnos`` (values as given, checked
+    where they are used); None stays None.
+
+    Parameters
+    ----------
+    valid : Queries, tuple or None
+        Validation queries.
+
+    Returns
+    -------
+    Queries or None
+    """
+    if valid is None or isinstance(valid, Queries):
+        return valid
+    if not isinstance(valid, (tuple, list)) or len(valid) not in (3, 4, 5):
+        raise ValueError("valid must be Queries, (raw, labels, offsets), (raw, labels, offsets, n_relevant) or "
+                         "(raw, labels, offsets, n_relevant, docnos)")
+    raw, labels, offsets, *rest = valid
+    rest = list(rest) + [None] * (2 - len(rest))
+    return Queries(raw, labels, offsets, n_relevant=rest[0], docnos=rest[1])
 
 
 @runtime_checkable

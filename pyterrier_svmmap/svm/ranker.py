@@ -35,8 +35,8 @@ from pyterrier_svmmap.svm.slack import make_slack_groups
 from pyterrier_svmmap.selection import (best_function, c_grid, cross_validate,
                                         encode_settings, feature_options, features_name, is_auto_c, prior_options,
                                         queries_best_function, ranked_ap, resolve_c_grid, select, select_auto)
-from pyterrier_svmmap.queries import (Queries, check_ranking_arrays, shard_sizes, split_queries, subset_queries,
-                                     usable_queries)
+from pyterrier_svmmap.queries import (Queries, as_queries, check_ranking_arrays, shard_sizes, split_queries,
+                                     subset_queries, usable_queries)
 from pyterrier_svmmap.state import StateError
 from pyterrier_svmmap.string_codes import sorted_string_codes
 from pyterrier_svmmap.ties import break_ties
@@ -180,8 +180,7 @@ class StructSVMRanker(Parametrized):
         if labels is None:
             raise ValueError("fit() needs labels")
         self.__dict__.pop("choice_", None)                      # set by selection="auto" only
-        if isinstance(valid, Queries):
-            valid = valid.validation_set()
+        valid = as_queries(valid)
         if base_names is not None and len(base_names) != raw.shape[1]:
             raise ValueError(f"{len(base_names)} base names for {raw.shape[1]} base functions")
         if self.executor is not None and not self.selects_auto():
@@ -459,29 +458,25 @@ class StructSVMRanker(Parametrized):
     def _valid_queries(self, valid: ValidSet) -> Queries:
         """Validation data as :class:`~pyterrier_svmmap.queries.Queries`, checked, labels binary (``rel``),
         ``n_relevant`` as float when given."""
-        if isinstance(valid, Queries):
-            valid = valid.validation_set()
-        if len(valid) not in (3, 4, 5):
-            raise ValueError("valid must be (raw, labels, offsets), (raw, labels, offsets, n_relevant) or "
-                             "(raw, labels, offsets, n_relevant, docnos)")
-        raw, labels, offsets = check_ranking_arrays(*valid[:3], what="validation")
+        valid = as_queries(valid)
+        raw, labels, offsets = check_ranking_arrays(valid.raw, valid.labels, valid.offsets, what="validation")
         if labels is None:
             raise ValueError("validation needs labels")
         if raw.shape[1] != self.n_functions_:
             raise ValueError(f"validation candidates have {raw.shape[1]} base functions, training ones {self.n_functions_}")
-        n_rel = valid[3] if len(valid) >= 4 and valid[3] is not None else None
-        docnos = valid[4] if len(valid) == 5 and valid[4] is not None else None
+        n_rel = valid.n_relevant
         return Queries(raw, self.relevant(labels), offsets, n_relevant=None if n_rel is None else
-                       np.asarray(n_rel, dtype=float), docnos=docnos)
+                       np.asarray(n_rel, dtype=float), docnos=valid.docnos)
 
     def _can_choose(self, valid: ValidSet) -> bool:
         """Whether validation queries can rank the settings: some candidate of theirs is relevant (label ≥
         ``rel``). Otherwise every setting scores MAP 0 and a choice would be arbitrary: a warning says so and
         the caller chooses by cross-validation instead."""
-        labels = np.asarray(valid[1], dtype=float) if len(valid) >= 2 and valid[1] is not None else None
+        valid = as_queries(valid)
+        labels = None if valid.labels is None else np.asarray(valid.labels, dtype=float)
         if labels is None or (labels >= self.rel).any():
             return True
-        warn(f"no validation candidate is relevant (label >= {self.rel:g}) in {len(valid[2]) - 1} "
+        warn(f"no validation candidate is relevant (label >= {self.rel:g}) in {len(valid.offsets) - 1} "
              "validation queries, so validation MAP cannot choose among the settings; they are chosen by "
              f"{self.cv}-fold cross-validation over the training queries instead (check that the "
              "validation qrels name the validation candidates' qids and docnos)")
@@ -491,10 +486,9 @@ class StructSVMRanker(Parametrized):
         """w ↦ validation MAP (AP normalised by the qrels' relevant count when given), or None."""
         if valid is None:
             return None
-        if isinstance(valid, Queries):
-            valid = valid.validation_set()
+        valid = as_queries(valid)
         v = self._valid_queries(valid)
-        v.n_relevant = valid[3] if len(valid) >= 4 and valid[3] is not None else None   # as given, uncast
+        v.n_relevant = valid.n_relevant                                                  # as given, uncast
         codes = sorted_string_codes(v.docnos)[0] if v.docnos is not None else None   # once, not per C
         X = layout.transform(v.raw, v.offsets)
         secondary = v.raw[:, self.tie_function_]

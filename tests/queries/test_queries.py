@@ -121,3 +121,18 @@ def test_every_array_level_learner_follows_the_query_ranker_protocol(make):
     assert np.array_equal(direct.decision_function(test.raw, test.offsets), scores)
     meta, arrays = ranker.get_state()
     assert np.array_equal(type(ranker).from_state(meta, arrays).decision_function(test.raw, test.offsets), scores)
+
+
+def test_as_queries_reads_the_forms_of_valid():
+    from pyterrier_svmmap.queries import Queries, as_queries
+    raw, labels, offsets = np.zeros((3, 2)), np.array([1.0, 0, 0]), np.array([0, 3])
+    q = Queries(raw, labels, offsets, n_relevant=np.array([2]), docnos=np.array(["a", "b", "c"]))
+    assert as_queries(q) is q and as_queries(None) is None
+    three = as_queries((raw, labels, offsets))
+    assert three.raw is raw and three.labels is labels and three.n_relevant is None and three.docnos is None
+    five = as_queries(q.validation_set())
+    assert five.n_relevant is q.n_relevant and five.docnos is q.docnos
+    four = as_queries((raw, labels, offsets, q.n_relevant))
+    assert four.n_relevant is q.n_relevant and four.docnos is None
+    with pytest.raises(ValueError, match="valid must be Queries, \\(raw, labels, offsets\\)"):
+        as_queries((raw, labels))
