@@ -34,7 +34,11 @@ def test_a_kind_agrees_with_the_phi_the_encoder_builds(name):
     w = np.arange(width, dtype=float)
     assert layout.block_weights(w, name).shape == kind.weight_shape(3, 4)
     w0 = layout.prior_weights(1, span=2.0)
-    assert w0.shape == (width,) and np.count_nonzero(w0) >= 1
+    assert w0.shape == (width,)
+    if kind.dense:                                  # 1/span on the function's score column, nothing else
+        assert np.flatnonzero(w0).tolist() == [1] and w0[1] == 0.5
+    else:                                           # 1/n_bins on each of the function's thresholds
+        assert np.flatnonzero(w0).tolist() == [4, 5, 6, 7] and np.all(w0[4:8] == 0.25)
     assert model_class(name) == kind.model_class
 
 
@@ -103,3 +107,20 @@ def test_the_documentation_and_help_name_every_kind():
     for name, kind in BLOCK_KINDS.items():
         assert f'``"{name}"`` ({kind.description})' in doc
         assert re.search(rf"\b{name}\b", help_text), name
+
+
+@pytest.mark.parametrize("name,x", [("raw", [-1.0, 3.0]), ("minmax", [0.0, 1.0])])
+def test_a_dense_kind_draws_its_line_over_its_scale(name, x):
+    """raw's picture spans the x_range asked for; minmax's is on its own [0, 1] scale whatever is asked."""
+    raw, labels, offsets = _data(2)
+    ranker = StructSVMRanker(C=1.0, features=name).fit(raw, labels, offsets)
+
+    class Fitted:
+        layout_, coef_ = ranker.layout_, ranker.coef_
+    from pyterrier_svmmap.plot import contributions
+    curves = contributions(Fitted(), x_range=(-1.0, 3.0))
+    W = ranker.layout_.block_weights(ranker.coef_, name)
+    for f, (_, kind, xs, ys, base) in enumerate(curves):
+        assert kind == name and xs.tolist() == x
+        np.testing.assert_array_equal(ys, W[0, f] * np.array(x))
+        assert base == W[1, f]
