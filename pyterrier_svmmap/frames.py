@@ -40,10 +40,6 @@ class Candidates(Queries):
     #: tie_base_order per tie-break function, computed on first use (not copied by dataclasses.replace)
     _tie_orders: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
-    def queries(self) -> Queries:
-        """These rows as plain :class:`~pyterrier_svmmap.queries.Queries` (without the frame)."""
-        return Queries(self.raw, self.labels, self.offsets, qids=self.qids, n_relevant=self.n_relevant)
-
     def tie_base_order(self, function: int) -> np.ndarray:
         """:func:`~pyterrier_svmmap.ties.tie_base_order` of these rows with base function ``function`` as
         the tie-break function: computed once per function, for every estimator that scores these rows."""
