@@ -9,7 +9,10 @@ is not imported.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import os
+import tempfile
 import time
 import warnings
 from typing import List, Optional, Union
@@ -155,6 +158,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-features", type=_count, default=MAX_FEATURES, metavar="N",
                         help=f"the largest feature index read (default {MAX_FEATURES:,}): every index up to the largest "
                              "is a column of a dense matrix")
+    parser.add_argument("--scratch", metavar="DIR",
+                        help="read TRAIN into memory-mapped files in a temporary folder in DIR, removed "
+                             "after training: for data larger than memory (done in the system's temporary folder "
+                             "without this option when the data would take more than half the available memory)")
     parser.add_argument("--force", action="store_true",
                         help="write MODEL into an existing directory that holds other files (refused otherwise)")
     parser.add_argument("model", metavar="MODEL", help="model directory to write (new, empty, or a model to replace)")
@@ -196,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
     from pyterrier_svmmap.io.atomic import check_creatable
     from pyterrier_svmmap.io.model_files import check_writable
     from pyterrier_svmmap.svm.ranker import StructSVMRanker
-    from pyterrier_svmmap.io.svmlight import FeatureIndexTooLarge, read_svmlight
+    from pyterrier_svmmap.io.svmlight import FeatureIndexTooLarge
 
     if args.verbosity is not None:
         logging.getLogger("pyterrier_svmmap").setLevel(
@@ -226,18 +233,58 @@ def run(args: argparse.Namespace) -> int:
         if not ranker.selects_auto() and args.valid is None and \
                 (isinstance(args.C, str) or len(args.C) > 1 or ranker.features == "auto"):
             raise UsageError("on a cluster C (and --features auto) is chosen on --valid FILE: give it, or a single -c")
-    t = time.perf_counter()
-    data = valid = None
-    if executor is None:                    # bad files raise SvmlightError (file:line) before any training
-        try:
-            data = read_svmlight(files, max_features=args.max_features)
-        except FeatureIndexTooLarge as e:
-            raise UsageError(e.message("give --max-features N with N at least the largest index")) from None
-        valid = read_svmlight(args.valid, n_features=data.n_features) if args.valid else None
-        log.info("read %d lines, %d queries, %d features from %s (%.1fs)", data.n_lines, len(data.query_ids),
-                 data.n_features, ", ".join(data.sources), time.perf_counter() - t)
-        for d in (data, valid):
-            warn_unusual_labels(d, args.rel)
+    if args.scratch is not None and not os.path.isdir(args.scratch):
+        raise UsageError(f"--scratch {args.scratch}: not a directory; give an existing folder with room for the "
+                         "data (8 bytes a line and feature)")
+    with contextlib.ExitStack() as scratch:
+        t = time.perf_counter()
+        data = valid = None
+        if executor is None:                    # bad files raise SvmlightError (file:line) before any training
+            try:
+                data, valid = read_training_data(files, args, scratch)
+            except FeatureIndexTooLarge as e:
+                raise UsageError(e.message("give --max-features N with N at least the largest index")) from None
+            log.info("read %d lines, %d queries, %d features from %s (%.1fs)", data.n_lines, len(data.query_ids),
+                     data.n_features, ", ".join(data.sources), time.perf_counter() - t)
+            for d in (data, valid):
+                warn_unusual_labels(d, args.rel)
+        caught = fit(ranker, data, valid, files, args, executor)
+    for w in caught:
+        log.warning("%s", w.message)
+    estimator = "pyterrier_svmmap.estimator:SVMMap" if args.loss == "map" else "pyterrier_svmmap.estimator:StructSVM"
+    save_ranker(ranker, args.model, estimator, overwrite=args.force)
+    chosen = {"validation": "chosen on --valid", "cv": f"chosen by {args.cv}-fold cross-validation"}
+    log.info("C=%g%s%s; %d iterations (%s); model written to %s", ranker.C_,
+             f", features={ranker.features_}" if ranker.features == "auto" else "",
+             f" {chosen[ranker.selection_]}" if ranker.selection_ in chosen else "", ranker.n_iter_,
+             "converged" if ranker.converged_ else "NOT converged: raise --max-iter or -e", args.model)
+    return 0
+
+
+def read_training_data(files: List[str], args: argparse.Namespace, scratch: contextlib.ExitStack) -> tuple:
+    """(training data, validation data or None) as :class:`~pyterrier_svmmap.io.svmlight.RankingData`. The
+    training data are read into memory, or into memory maps in a temporary folder (removed when ``scratch``
+    closes) in ``--scratch DIR``, or in the system's temporary folder when the in-memory read would take more
+    than half the available memory; the validation data into memory."""
+    from pyterrier_svmmap.io.svmlight import available_memory, estimated_read_bytes, read_svmlight
+    needed, available = estimated_read_bytes(files), available_memory()
+    if args.scratch is None and (needed is None or available is None or needed <= available / 2):
+        data = read_svmlight(files, max_features=args.max_features)
+    else:
+        from pyterrier_svmmap.io.svmlight_mapped import read_svmlight_mapped
+        folder = scratch.enter_context(tempfile.TemporaryDirectory(prefix="svmmap-learn-", dir=args.scratch))
+        if args.scratch is None:
+            log.info("TRAIN would take about %.1f GB of the %.1f GB of memory available: reading it into memory maps "
+                     "in %s (--scratch DIR to choose the folder)", needed / 1e9, available / 1e9, folder)
+        data = read_svmlight_mapped(files, folder, max_features=args.max_features)
+    # in memory with its docids, which break ties in the validation MAP
+    return data, read_svmlight(args.valid, n_features=data.n_features) if args.valid else None
+
+
+def fit(ranker, data, valid, files: List[str], args: argparse.Namespace, executor) -> list:
+    """Fit ``ranker`` on the data read (or, with an ``executor``, on the files as shards of its cluster);
+    returns the warnings the fit raised. A ValueError becomes a UsageError naming the training files."""
+    from pyterrier_svmmap.cli import UsageError
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -253,16 +300,7 @@ def run(args: argparse.Namespace) -> int:
             if executor is not None:
                 from pyterrier_svmmap.scale.client import close_client
                 close_client(executor)
-    for w in caught:
-        log.warning("%s", w.message)
-    estimator = "pyterrier_svmmap.estimator:SVMMap" if args.loss == "map" else "pyterrier_svmmap.estimator:StructSVM"
-    save_ranker(ranker, args.model, estimator, overwrite=args.force)
-    chosen = {"validation": "chosen on --valid", "cv": f"chosen by {args.cv}-fold cross-validation"}
-    log.info("C=%g%s%s; %d iterations (%s); model written to %s", ranker.C_,
-             f", features={ranker.features_}" if ranker.features == "auto" else "",
-             f" {chosen[ranker.selection_]}" if ranker.selection_ in chosen else "", ranker.n_iter_,
-             "converged" if ranker.converged_ else "NOT converged: raise --max-iter or -e", args.model)
-    return 0
+    return caught
 
 
 def training_files(specs: List[str]) -> List[str]:

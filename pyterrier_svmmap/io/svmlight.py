@@ -11,8 +11,12 @@ The format of ``svm_map_learn``, ``svm_rank_learn`` and the LETOR collections:
   svmlight format cannot say "this base function did not score the document";
 * anything after ``#`` is a comment; ``#docid = X`` (LETOR) or ``# X`` is kept per line as its docid.
 
-The numbers are parsed in 64 MB chunks by ``np.fromstring(sep=' ')`` (C ``strtod``, correctly rounded) after
-numpy blanks comments, ``qid`` and ``:``, with the structure checked by counting tokens and colons per line.
+The numbers are parsed in 64 MB chunks by a compiled parser (``io/_svmlight_kernels.py``: well-formed lines
+of plain numbers, converted only where the conversion is provably correctly rounded) and, for any chunk it
+does not take whole, by ``np.fromstring(sep=' ')`` (C ``strtod``, correctly rounded) after numpy blanks
+comments, ``qid`` and ``:``, with the structure checked by counting tokens and colons per line; the values are
+the same bits either way. Small reads (:func:`use_compiled_parser`) use numpy's alone, so that ``svmmap
+classify`` does not load numba for them.
 pandas' C tokenizer parses 1.2–1.6× faster but costs 0.15 s to import, more than it saves below ~40 MB, and
 it would sit on the start-up path of every ``svmmap`` command.
 scikit-learn's ``load_svmlight_file`` was measured and not used: ~50 µs a line (≈ 1 min for a million
@@ -39,6 +43,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +51,7 @@ from typing import List, Optional, Sequence, Union
 
 import numpy as np
 
+from pyterrier_svmmap._jit import load
 from pyterrier_svmmap.queries import Queries
 
 
@@ -75,7 +81,7 @@ MAX_FEATURES = 100_000
 
 
 @dataclass(frozen=True)
-class _Width:
+class Width:
     """The largest feature index a read accepts: a model's width (``model``) or the width bound."""
     limit: int
     model: bool
@@ -89,7 +95,7 @@ class _Width:
                              "(trained on data of another width?)")
 
 
-class _TooLarge(Exception):
+class IndexAboveLimit(Exception):
     """The fast parser found a feature index above the limit: (0-based line of the chunk, the index)."""
 
     def __init__(self, line: int, index: float):
@@ -103,17 +109,18 @@ class RankingData:
 
     ``features`` (n, F) float, 0 where a line omits a feature; ``labels`` (n,); ``qids`` (n,) int;
     ``comments`` (n,) str ("" without one) and ``docids`` (n,) str (from ``#docid = X``, else the
-    comment's first word, else the line number); ``order`` is a stable permutation that groups the lines
-    by query (queries in order of first appearance) and ``offsets`` (Q + 1) delimits the queries in that
-    grouped order, ``query_ids`` (Q,) their qids. ``sources`` lists the files read, ``source_lines`` how
-    many data lines each holds and ``line_numbers`` (n,) each line's 1-based line number in its file.
+    comment's first word, else the line number), both None when not kept; ``order`` is a stable permutation
+    that groups the lines by query (queries in order of first appearance; None: the lines are grouped as
+    they are) and ``offsets`` (Q + 1) delimits the queries in that grouped order, ``query_ids`` (Q,) their
+    qids. ``sources`` lists the files read, ``source_lines`` how many data lines each holds and
+    ``line_numbers`` (n,) each line's 1-based line number in its file.
     """
     features: np.ndarray
     labels: np.ndarray
     qids: np.ndarray
-    comments: np.ndarray
-    docids: np.ndarray
-    order: np.ndarray
+    comments: Optional[np.ndarray]
+    docids: Optional[np.ndarray]
+    order: Optional[np.ndarray]
     offsets: np.ndarray
     query_ids: np.ndarray
     sources: List[str]
@@ -140,6 +147,12 @@ class RankingData:
             return None
         if len(self.offsets) < 2:
             return None
+        if self.order is None:          # the lines are grouped: a query's first and last line tell its sources
+            ends = np.cumsum(self.source_lines)
+            first = np.searchsorted(ends, self.offsets[:-1], side="right")
+            if (first != np.searchsorted(ends, self.offsets[1:] - 1, side="right")).any():
+                return None
+            return np.bincount(first, minlength=len(self.source_lines))
         source = np.repeat(np.arange(len(self.source_lines)), self.source_lines)[self.order]
         first = np.minimum.reduceat(source, self.offsets[:-1])
         if (first != np.maximum.reduceat(source, self.offsets[:-1])).any():
@@ -151,18 +164,23 @@ class RankingData:
         return self.features.shape[1]
 
     def grouped(self, values: np.ndarray) -> np.ndarray:
-        """``values`` given in input order, re-ordered by query (as ``offsets`` delimits)."""
+        """``values`` given in input order, re-ordered by query (as ``offsets`` delimits); None stays None, and
+        values of lines that are grouped already (``order`` None) are returned as they are (a memory map too)."""
+        if values is None or self.order is None:
+            return values
         return np.asarray(values)[self.order]
 
     def queries(self, n_features: Optional[int] = None) -> Queries:
         """The lines as :class:`~pyterrier_svmmap.queries.Queries`, grouped by query: float labels, the
         query ids as str, the docids as document ids; ``n_features`` columns at least (absent ones 0)."""
-        q = Queries(self.grouped(self.features), self.grouped(self.labels).astype(float), self.offsets,
+        q = Queries(self.grouped(self.features), np.asarray(self.grouped(self.labels), dtype=float), self.offsets,
                     self.query_ids.astype(str), None, self.grouped(self.docids))
         return q if n_features is None else q.widened(n_features)
 
     def ungroup(self, values: np.ndarray) -> np.ndarray:
         """``values`` given in grouped order, back in input order."""
+        if self.order is None:
+            return values
         out = np.empty_like(np.asarray(values))
         out[self.order] = values
         return out
@@ -229,15 +247,16 @@ def _int(token: bytes) -> int:
     return int(token)
 
 
-def _explain(path: Path, data: bytes, width: _Width) -> SvmlightError:
-    """The error of the first line of ``data`` that is not valid svmlight ranking data ('file:line: problem')."""
-    problem = _first_problem(path, data, width)
+def explain(path: Path, data: bytes, width: Width, first_line: int = 1) -> SvmlightError:
+    """The error of the first line of ``data`` (lines of ``path`` from line ``first_line`` on) that is not valid
+    svmlight ranking data ('file:line: problem')."""
+    problem = _first_problem(path, data, width, first_line)
     return problem if isinstance(problem, SvmlightError) else SvmlightError(problem)
 
 
-def _first_problem(path: Path, data: bytes, width: _Width) -> Union[str, SvmlightError]:
-    """:func:`_explain`'s scan: the first bad line's message, or its error when it has its own type."""
-    for no, line in enumerate(data.split(b"\n"), 1):
+def _first_problem(path: Path, data: bytes, width: Width, first_line: int = 1) -> Union[str, SvmlightError]:
+    """:func:`explain`'s scan: the first bad line's message, or its error when it has its own type."""
+    for no, line in enumerate(data.split(b"\n"), first_line):
         body = line.split(b"#", 1)[0].strip()
         if not body:
             continue
@@ -284,7 +303,7 @@ _SPACE = bytes.maketrans(b"\t\r\v\f:", b"     ")
 _CHUNK = 1 << 26     # parse 64 MB at a time (bounded memory)
 
 
-class _Bad(Exception):
+class Malformed(Exception):
     """The fast parser found something wrong; the slow scan says what and where."""
 
 
@@ -296,10 +315,34 @@ def _token_starts(a: np.ndarray) -> np.ndarray:
     return np.flatnonzero(start)
 
 
-def _parse_chunk(data: bytes, limit: int):
+def parse_chunk(data: bytes, limit: int, comments: bool = True, compiled: bool = True):
     """Numbers of the data lines in ``data`` (whole lines): labels, qids, pair counts, indices, values,
-    comments and the lines' 0-based numbers in ``data``. Vectorised with numpy; raises _Bad on anything not
-    well-formed, _TooLarge on the first feature index above ``limit``."""
+    comments (None unless ``comments``) and the lines' 0-based numbers in ``data``; None without data lines.
+
+    The compiled parser (``io/_svmlight_kernels.py``) reads well-formed lines of plain numbers; a chunk it does
+    not accept whole is read by :func:`_parse_chunk_numpy`, which decides what is valid, so both give the same
+    values (``strtod``'s) and accept the same files. Raises Malformed on anything not well-formed, IndexAboveLimit on the
+    first feature index above ``limit``. ``compiled`` False: numpy's reader only (no numba to load)."""
+    if not compiled:
+        return _parse_chunk_numpy(data, limit, comments)
+    k = load("io._svmlight_kernels")
+    status, labels, qids, n_pairs, idx, val, hash_pos, line_end, line_no = \
+        k.parse_lines(np.frombuffer(data, dtype=np.uint8), limit, k._POW10)
+    if status:
+        return _parse_chunk_numpy(data, limit, comments)
+    if len(labels) == 0:
+        return None
+    text = None
+    if comments:
+        text = np.full(len(labels), "", dtype=object)
+        for r in np.flatnonzero(hash_pos >= 0).tolist():
+            text[r] = data[hash_pos[r] + 1:line_end[r]].strip().decode("utf-8", "replace")
+    return labels, qids, n_pairs, idx, val, text, line_no
+
+
+def _parse_chunk_numpy(data: bytes, limit: int, comments: bool = True):
+    """:func:`parse_chunk` vectorised with numpy (numbers by ``np.fromstring``, C ``strtod``): the reader of
+    every chunk the compiled parser does not take, and the judge of what is well-formed."""
     a = np.frombuffer(data, dtype=np.uint8).copy()
     a[(a == 9) | (a == 13) | (a == 11) | (a == 12)] = 32
     nl = np.flatnonzero(a == 10)
@@ -309,12 +352,12 @@ def _parse_chunk(data: bytes, limit: int):
     line_end = nl
     # comments: from the first '#' of a line to its end
     hashes = np.flatnonzero(a == 35)
-    comments = None
+    comment_lines = None
     if len(hashes):
         hline = np.searchsorted(line_end, hashes)
         first = np.r_[True, hline[1:] != hline[:-1]]
         hpos, hline = hashes[first], hline[first]
-        comments = (hline, hpos)
+        comment_lines = (hline, hpos)
         mark = np.zeros(len(a) + 1, dtype=np.int8)
         mark[hpos] += 1
         mark[line_end[hline]] -= 1
@@ -330,15 +373,15 @@ def _parse_chunk(data: bytes, limit: int):
     q = np.flatnonzero((a[:-3] == 113) & (a[1:-2] == 105) & (a[2:-1] == 100) & (a[3:] == 58))
     first_tok = np.cumsum(ntok) - ntok
     if len(q) != len(data_lines):
-        raise _Bad
+        raise Malformed
     if not np.array_equal(starts[first_tok[data_lines] + 1] if (ntok[data_lines] >= 2).all() else q + 1, q):
-        raise _Bad
+        raise Malformed
     a[q[:, None] + np.arange(3)] = 32          # 'qid:' -> '   :' (the ':' goes with the others)
     colons = np.flatnonzero(a == 58)
     ncolon = np.bincount(np.searchsorted(line_end, colons), minlength=len(line_end))[data_lines]
     n_pairs = ntok[data_lines] - 2
     if (ncolon != n_pairs + 1).any():
-        raise _Bad
+        raise Malformed
     a[colons] = 32
     per_line = 2 + 2 * n_pairs
     with warnings.catch_warnings():     # a token that is not a number stops the parse with a warning
@@ -346,9 +389,9 @@ def _parse_chunk(data: bytes, limit: int):
         try:    # C strtod per token: correctly rounded, and no pandas on the command line's start-up path
             flat = np.fromstring(a.tobytes(), dtype=np.float64, sep=" ")
         except (ValueError, DeprecationWarning):
-            raise _Bad from None
+            raise Malformed from None
     if len(flat) != per_line.sum():
-        raise _Bad                              # a token split into other than two parts by its ':'
+        raise Malformed                              # a token split into other than two parts by its ':'
     lstart = np.cumsum(per_line) - per_line
     labels, qids = flat[lstart], flat[lstart + 1]
     pair_mask = np.ones(len(flat), dtype=bool)
@@ -357,22 +400,22 @@ def _parse_chunk(data: bytes, limit: int):
     pairs = flat[pair_mask]
     idx, val = pairs[0::2], pairs[1::2]
     if not (np.isfinite(labels).all() and np.isfinite(val).all() and np.isfinite(qids).all()):
-        raise _Bad
+        raise Malformed
     if (qids != np.round(qids)).any() or (idx != np.round(idx)).any() or (idx < 1).any():
-        raise _Bad
+        raise Malformed
     if len(idx) > 1:
         new_line = np.zeros(len(idx), dtype=bool)
         pstart = np.cumsum(n_pairs) - n_pairs
         new_line[pstart[n_pairs > 0]] = True
         if ((np.diff(idx) <= 0) & ~new_line[1:]).any():
-            raise _Bad
+            raise Malformed
     over = idx > limit                          # before the int cast: an index beyond int64 would wrap
     if over.any():
         pair = int(np.argmax(over))
-        raise _TooLarge(int(data_lines[np.searchsorted(np.cumsum(n_pairs), pair, side="right")]), float(idx[pair]))
-    text = np.full(len(data_lines), "", dtype=object)
-    if comments is not None:
-        hline, hpos = comments
+        raise IndexAboveLimit(int(data_lines[np.searchsorted(np.cumsum(n_pairs), pair, side="right")]), float(idx[pair]))
+    text = np.full(len(data_lines), "", dtype=object) if comments else None
+    if comment_lines is not None and comments:
+        hline, hpos = comment_lines
         row = np.searchsorted(data_lines, hline)
         ok = (row < len(data_lines)) & (data_lines[np.minimum(row, len(data_lines) - 1)] == hline)
         for r, p, e in zip(row[ok], hpos[ok], line_end[hline[ok]]):
@@ -389,7 +432,70 @@ def _chunks(data: bytes):
         pos = end
 
 
-def _read_one(path: Path, width: _Width):
+def file_chunks(path: Path, chunk_bytes: int = _CHUNK):
+    """``(bytes, line)`` pieces of the file at ``path``, each of whole lines (the last one may lack its
+    newline), about ``chunk_bytes`` long, ``line`` the 1-based line number of its first line; a UTF-8
+    byte-order mark at the start is skipped."""
+    try:
+        f = open(path, "rb")
+    except IsADirectoryError:
+        raise SvmlightError(f"{path} is a directory, not an svmlight file") from None
+    with f:
+        rest, line, start = b"", 1, True
+        while True:
+            block = f.read(chunk_bytes)
+            if start:
+                block, start = block.removeprefix(BOM), False
+            if not block:
+                if rest:
+                    yield rest, line
+                return
+            data = rest + block
+            cut = data.rfind(b"\n") + 1
+            if cut == 0:
+                rest = data
+                continue
+            yield data[:cut], line
+            line += data.count(b"\n", 0, cut)
+            rest = data[cut:]
+
+
+def estimated_read_bytes(files: Sequence[Path], sample_bytes: int = 1 << 18) -> Optional[int]:
+    """About the memory :func:`read_svmlight` takes for ``files``: the dense float64 matrix, the (index, value)
+    pairs it is built from and ~100 bytes a line of comments and docids, extrapolated from each file's first
+    ``sample_bytes``; None when a sample is not well-formed (the read will say why)."""
+    lines = pairs = width = 0.0
+    for path in files:
+        size = Path(path).stat().st_size
+        chunk, _ = next(file_chunks(path, sample_bytes), (b"", 1))
+        if not chunk:
+            continue
+        try:
+            parsed = parse_chunk(chunk, MAX_FEATURES, comments=False, compiled=use_compiled_parser(len(chunk)))
+        except (Malformed, IndexAboveLimit):
+            return None
+        if parsed is None:
+            continue
+        scale = size / len(chunk)
+        lines += len(parsed[0]) * scale
+        pairs += len(parsed[3]) * scale
+        width = max(width, float(parsed[3].max()) if len(parsed[3]) else 0.0)
+    return int(8 * lines * width + 16 * pairs + 100 * lines)
+
+
+#: data from which a read uses the compiled parser even when numba is not loaded yet: loading it and its cached
+#: parser (~1 s) costs what numpy's reader takes for about 10 MB, and the compiled one reads 8-10 times as fast
+COMPILED_FROM_BYTES = 1 << 25
+
+
+def use_compiled_parser(n_bytes: int) -> bool:
+    """Whether to read ``n_bytes`` of svmlight text with the compiled parser: when numba is loaded already, or
+    when the data are large enough (:data:`COMPILED_FROM_BYTES`) that loading it pays; both readers give the
+    same values."""
+    return "numba" in sys.modules or n_bytes >= COMPILED_FROM_BYTES
+
+
+def _read_one(path: Path, width: Width, compiled: bool = True):
     """(labels, qids, CSR pieces, comments, 1-based line numbers) of one data file; SvmlightError names
     file:line, also for the first feature index above ``width.limit``."""
     try:
@@ -401,21 +507,21 @@ def _read_one(path: Path, width: _Width):
     try:
         for chunk in _chunks(data):
             try:
-                r = _parse_chunk(chunk, width.limit)
-            except _TooLarge as e:
+                r = parse_chunk(chunk, width.limit, compiled=compiled)
+            except IndexAboveLimit as e:
                 raise width.error(f"{path}:{lines_before + e.line + 1}", e.index) from None
             if r is not None:
                 parts.append(r[:6] + (r[6] + lines_before + 1,))
             lines_before += chunk.count(b"\n")
-    except _Bad:
-        raise _explain(path, data, width) from None
+    except Malformed:
+        raise explain(path, data, width) from None
     if not parts:
         return np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), \
             np.zeros(0), np.zeros(0, dtype=object), np.zeros(0, np.int64)
     return tuple(np.concatenate([p[i] for p in parts]) for i in range(7))
 
 
-def _available_memory() -> Optional[int]:
+def available_memory() -> Optional[int]:
     """Bytes this process can still allocate: the system's available memory (Linux ``MemAvailable``),
     and at most the address-space limit minus the address space in use when such a limit is set; None
     when neither is known (then no memory check)."""
@@ -450,7 +556,7 @@ def _check_memory(files: List[Path], parts, n: int, width: int, n_features: Opti
     largest index used, or the model's ``n_features``. The message names the first line using F."""
     F = width if n_features is None else max(width, n_features)
     need = 8 * n * F
-    avail = _available_memory()
+    avail = available_memory()
     if avail is None or need <= avail:
         return
     if F == width and width > 0:
@@ -474,19 +580,10 @@ def read_svmlight(paths: Union[str, Path, Sequence[Union[str, Path]]],
     :class:`SvmlightError` (a ValueError) with ``file:line`` for bad input, FileNotFoundError for a
     missing file.
     """
-    for name, value in (("n_features", n_features), ("max_features", max_features)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0):
-            raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
-    width_rule = _Width(int(n_features), True) if n_features is not None else _Width(int(max_features), False)
-    if isinstance(paths, (str, Path)):
-        paths = [paths]
-    files: List[Path] = []
-    for p in map(Path, paths):
-        if not p.exists():
-            raise FileNotFoundError(f"{p} not found")
-        members = index_file_members(p) if p.is_file() else None
-        files.extend(members if members is not None else [p])
-    parts = [_read_one(f, width_rule) for f in files]     # no index above width_rule.limit past here
+    width_rule = check_width_arguments(n_features, max_features)
+    files = data_files(paths)
+    compiled = use_compiled_parser(sum(f.stat().st_size for f in files))
+    parts = [_read_one(f, width_rule, compiled) for f in files]     # no index above width_rule.limit past here
     _check_queries_in_one_file(files, parts)
     width = int(max((p[3].max() if len(p[3]) else 0) for p in parts))
     labels = np.concatenate([p[0] for p in parts])
@@ -517,6 +614,29 @@ def read_svmlight(paths: Union[str, Path, Sequence[Union[str, Path]]],
                        source_lines=[len(p[0]) for p in parts], line_numbers=np.concatenate([p[6] for p in parts]))
 
 
+def data_files(paths: Union[str, Path, Sequence[Union[str, Path]]]) -> List[Path]:
+    """The data files ``paths`` name, index files replaced by the files they list; FileNotFoundError for a
+    missing one."""
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    files: List[Path] = []
+    for p in map(Path, paths):
+        if not p.exists():
+            raise FileNotFoundError(f"{p} not found")
+        members = index_file_members(p) if p.is_file() else None
+        files.extend(members if members is not None else [p])
+    return files
+
+
+def check_width_arguments(n_features, max_features) -> Width:
+    """The width rule of a read: a model's ``n_features`` if given, else the ``max_features`` bound; ValueError
+    for a value that is not a non-negative integer."""
+    for name, value in (("n_features", n_features), ("max_features", max_features)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0):
+            raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    return Width(int(n_features), True) if n_features is not None else Width(int(max_features), False)
+
+
 def _check_queries_in_one_file(files: List[Path], parts) -> None:
     """Refuse a qid that occurs in more than one of the files read together (their lines are one set of
     queries, grouped by qid): the two would be merged into one query with both files' candidates. Within one
@@ -528,13 +648,19 @@ def _check_queries_in_one_file(files: List[Path], parts) -> None:
             if q in seen:
                 j, line = seen[q]
                 shared = len(set(np.unique(parts[j][1]).tolist()) & set(qids.tolist()))
-                raise SvmlightError(
-                    f"qid {q} is in {files[j]} (line {line}) and in {files[i]} (line {int(part[6][at])}); {shared} "
-                    "qids are in both: files read together are one set of queries, and a query's lines must all be "
-                    "in one file (else the two would be merged into one query with the candidates of both): make "
-                    "the qids unique across the files, and give each query once (two folds' training files share "
-                    "queries)")
+                raise qid_in_two_files(q, f"{files[j]} (line {line})", f"{files[i]} (line {int(part[6][at])})",
+                                       shared)
             seen[q] = (i, int(part[6][at]))
+
+
+def qid_in_two_files(qid, first: str, second: str, shared: Optional[int]) -> SvmlightError:
+    """The error of a qid found in two files read together (``first`` and ``second``: 'file (line N)'),
+    ``shared`` of their qids in both (None: not counted)."""
+    return SvmlightError(
+        f"qid {qid} is in {first} and in {second}; {'' if shared is None else f'{shared} qids are in both: '}"
+        "files read together are one set of queries, and a query's lines must all be in one file (else the two "
+        "would be merged into one query with the candidates of both): make the qids unique across the files, "
+        "and give each query once (two folds' training files share queries)")
 
 
 def _docid(comment: str, line_no: int) -> str:

@@ -117,30 +117,30 @@ def test_first_bad_line_wins_when_another_line_is_malformed(tmp_path, no_big_all
 
 
 # ---------------------------------------------------------------- memory
-def test_matrix_larger_than_available_memory_is_refused(tmp_path, monkeypatch):
+def test_matrix_larger_thanavailable_memory_is_refused(tmp_path, monkeypatch):
     p = write(tmp_path, "1 qid:1 1:0.5\n1 qid:1 2:0.5\n0 qid:1 100:0.3\n0 qid:1 100:0.4\n")
-    monkeypatch.setattr(svmlight, "_available_memory", lambda: 8 * 4 * 100 - 1)
+    monkeypatch.setattr(svmlight, "available_memory", lambda: 8 * 4 * 100 - 1)
     with pytest.raises(SvmlightError) as e:
         read_svmlight(p)
     msg = str(e.value)
     assert msg.startswith(f"{p}:3: feature index 100 makes the dense features matrix 4 lines × 100 features")
     assert "memory available" in msg and "renumber the features" in msg
-    monkeypatch.setattr(svmlight, "_available_memory", lambda: 8 * 4 * 100)      # exactly fits
+    monkeypatch.setattr(svmlight, "available_memory", lambda: 8 * 4 * 100)      # exactly fits
     assert read_svmlight(p).features.shape == (4, 100)
-    monkeypatch.setattr(svmlight, "_available_memory", lambda: None)             # unknown: no check
+    monkeypatch.setattr(svmlight, "available_memory", lambda: None)             # unknown: no check
     assert read_svmlight(p).features.shape == (4, 100)
 
 
 def test_model_width_counts_for_memory(tmp_path, monkeypatch):
     p = write(tmp_path, "1 qid:1 1:0.5\n")
-    monkeypatch.setattr(svmlight, "_available_memory", lambda: 8 * 50)
+    monkeypatch.setattr(svmlight, "available_memory", lambda: 8 * 50)
     assert read_svmlight(p, n_features=50).features.shape == (1, 50)
     with pytest.raises(SvmlightError, match=r"the model's 51 features make the dense features matrix 1 lines"):
         read_svmlight(p, n_features=51)
 
 
-def test_available_memory_is_a_positive_byte_count():
-    avail = svmlight._available_memory()
+def testavailable_memory_is_a_positive_byte_count():
+    avail = svmlight.available_memory()
     assert avail is None or (isinstance(avail, int) and avail > 0)
 
 

@@ -1,0 +1,248 @@
+"""Reading svmlight files larger than memory: the dense features written to a memory map on disk.
+
+:func:`read_svmlight_mapped` reads what :func:`~pyterrier_svmmap.io.svmlight.read_svmlight` reads — the same
+lines, the same float64 values, the same errors (``file:line``) and the same grouping by query — in one
+streaming pass of 64 MB chunks, and writes the dense features, one row per line, to a file in a folder the
+caller gives, opened as a read-only ``numpy.memmap``. Only the labels (8 bytes a line) and the queries'
+boundaries stay in memory; the qids and the line numbers are memory maps beside the features. Comments and
+docids are not kept (training does not use them). The learners read such a map in blocks of whole queries
+(:mod:`pyterrier_svmmap.chunks`), so a fit from it holds only what it builds (bin codes, φ).
+
+The lines are returned grouped by query (``order`` None). A file whose queries' lines are contiguous (every
+LETOR file, anything written query by query) is kept in its order; otherwise the rows are regrouped into a
+second map — queries in order of first appearance, lines in input order, as ``read_svmlight`` groups them —
+by a gather over the first map (random reads) and 16 bytes a line of memory for the permutation.
+
+The width is ``read_svmlight``'s: the largest feature index used (or a model's ``n_features``). The map
+starts as wide as the first chunk's largest index and is rewritten wider, by one sequential copy, when a
+later chunk uses a larger one.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional, Sequence, Union
+
+import numpy as np
+
+from pyterrier_svmmap.io.svmlight import (MAX_FEATURES, IndexAboveLimit, Malformed, RankingData, SvmlightError,
+                                          check_width_arguments, data_files, explain, file_chunks, parse_chunk,
+                                          qid_in_two_files)
+
+#: bytes read from a file at a time
+CHUNK_BYTES = 1 << 26
+#: bytes of the dense rows built in memory at a time (a wide sparse file's rows are written in batches)
+BATCH_BYTES = 1 << 26
+
+
+class _RowWriter:
+    """Dense float64 rows appended to a raw file, as wide as the widest row so far (at least ``width``)."""
+
+    def __init__(self, path: Path, width: int):
+        self.path, self.width, self.rows = path, width, 0
+        self.file = open(path, "wb")
+
+    def append(self, n_pairs: np.ndarray, idx: np.ndarray, val: np.ndarray) -> None:
+        """Append one row per entry of ``n_pairs``, its pairs (1-based ``idx``, ``val``) in order."""
+        n_rows = len(n_pairs)
+        need = int(idx.max()) if len(idx) else 0
+        if need > self.width:
+            self._widen(need)
+        ends = np.concatenate([[0], np.cumsum(n_pairs)])
+        batch = max(1, BATCH_BYTES // (8 * max(self.width, 1)))
+        for lo in range(0, n_rows, batch):
+            hi = min(n_rows, lo + batch)
+            block = np.zeros((hi - lo, self.width))
+            p0, p1 = ends[lo], ends[hi]
+            block[np.repeat(np.arange(hi - lo), n_pairs[lo:hi]), idx[p0:p1] - 1] = val[p0:p1]
+            block.tofile(self.file)
+        self.rows += n_rows
+
+    def _widen(self, width: int) -> None:
+        """Rewrite the rows written so far ``width`` wide (zeros in the new columns)."""
+        if self.rows:
+            self.file.close()
+            wider = self.path.with_suffix(".wider")
+            old = np.memmap(self.path, dtype=np.float64, mode="r", shape=(self.rows, self.width))
+            batch = max(1, BATCH_BYTES // (8 * width))
+            with open(wider, "wb") as out:
+                for lo in range(0, self.rows, batch):
+                    block = np.zeros((min(self.rows, lo + batch) - lo, width))
+                    block[:, :self.width] = old[lo:lo + batch]
+                    block.tofile(out)
+            del old
+            wider.replace(self.path)
+            self.file = open(self.path, "ab")
+        self.width = width
+
+    def close(self) -> np.ndarray:
+        """The rows written, as a read-only memory map ((rows, 0) zeros in memory for no columns)."""
+        self.file.close()
+        if self.rows == 0 or self.width == 0:
+            return np.zeros((self.rows, self.width))
+        return np.memmap(self.path, dtype=np.float64, mode="r", shape=(self.rows, self.width))
+
+
+class _Column:
+    """A 1-d array appended to a raw file chunk by chunk."""
+
+    def __init__(self, path: Path, dtype):
+        self.path, self.dtype, self.file, self.n = path, np.dtype(dtype), open(path, "wb"), 0
+
+    def append(self, values: np.ndarray) -> None:
+        np.asarray(values, dtype=self.dtype).tofile(self.file)
+        self.n += len(values)
+
+    def close(self, in_memory: bool = False) -> np.ndarray:
+        """The values: read into memory (``in_memory``), else a read-only memory map."""
+        self.file.close()
+        if in_memory or self.n == 0:
+            return np.fromfile(self.path, dtype=self.dtype)
+        return np.memmap(self.path, dtype=self.dtype, mode="r", shape=(self.n,))
+
+
+def read_svmlight_mapped(paths: Union[str, Path, Sequence[Union[str, Path]]], folder: Union[str, Path],
+                         n_features: Optional[int] = None, max_features: int = MAX_FEATURES,
+                         chunk_bytes: int = CHUNK_BYTES) -> RankingData:
+    """Read svmlight/LETOR ranking files (or index files listing them) with the features in a memory map.
+
+    The same lines, values, checks and errors as :func:`~pyterrier_svmmap.io.svmlight.read_svmlight`,
+    without its memory check: the memory used is about 8 bytes a line (the labels) and a 64 MB chunk, the
+    disk 8 bytes a line and feature plus 16 a line.
+
+    Parameters
+    ----------
+    paths : str, Path or sequence of them
+        The files, in order.
+    folder : str or Path
+        An existing folder for the memory-mapped files (``features.f8``, ``qids.i8``, ``lines.i8``); they
+        stay there, and the caller removes the folder when done with the data.
+    n_features : int, optional
+        A model's width: a larger index is an error, and narrower files get zero columns.
+    max_features : int, default=MAX_FEATURES
+        Without ``n_features``: the largest feature index accepted.
+    chunk_bytes : int, default=CHUNK_BYTES
+        Bytes read and parsed at a time (whole lines; a longer line is read whole).
+
+    Returns
+    -------
+    RankingData
+        The lines grouped by query (``order`` None): ``features`` a read-only float64 ``numpy.memmap``,
+        ``qids`` and ``line_numbers`` memory maps, ``labels`` in memory, ``comments`` and ``docids`` None.
+    """
+    width_rule = check_width_arguments(n_features, max_features)
+    files = data_files(paths)
+    folder = Path(folder)
+    rows = _RowWriter(folder / "features.f8", 0 if n_features is None else int(n_features))
+    labels, qids, lines = _Column(folder / "labels.f8", np.float64), _Column(folder / "qids.i8", np.int64), \
+        _Column(folder / "lines.i8", np.int64)
+    runs = _Runs()
+    source_lines: List[int] = []
+    try:
+        for file_index, path in enumerate(files):
+            before = rows.rows
+            for chunk, first_line in file_chunks(path, chunk_bytes):
+                try:
+                    parsed = parse_chunk(chunk, width_rule.limit, comments=False)
+                except IndexAboveLimit as e:
+                    raise width_rule.error(f"{path}:{first_line + e.line}", e.index) from None
+                except Malformed:
+                    raise explain(path, chunk, width_rule, first_line) from None
+                if parsed is None:
+                    continue
+                chunk_labels, chunk_qids, n_pairs, idx, val, _, line_no = parsed
+                runs.add(chunk_qids, rows.rows, file_index, first_line + line_no, new_file=rows.rows == before)
+                rows.append(n_pairs, idx, val)
+                labels.append(chunk_labels)
+                qids.append(chunk_qids)
+                lines.append(first_line + line_no)
+            source_lines.append(rows.rows - before)
+    finally:
+        features = rows.close()
+        label_values, qid_values, line_values = labels.close(in_memory=True), qids.close(), lines.close()
+    if rows.rows == 0:
+        raise SvmlightError(f"{', '.join(map(str, files))}: no data lines (empty file?)")
+    run = runs.arrays(rows.rows)
+    _check_queries_in_one_file(files, run)
+    first_run = np.unique(run["qid"], return_index=True)[1]
+    if len(first_run) == len(run["qid"]):           # one run a query: grouped as the lines are
+        offsets = np.concatenate([run["row"], [rows.rows]]).astype(np.int64)
+        query_ids = run["qid"]
+    else:
+        features, label_values, qid_values, line_values, offsets, query_ids = _regroup(
+            folder, run, features, label_values, qid_values, line_values)
+    return RankingData(features=features, labels=label_values, qids=qid_values, comments=None, docids=None,
+                       order=None, offsets=offsets, query_ids=query_ids, sources=[str(f) for f in files],
+                       source_lines=source_lines, line_numbers=line_values)
+
+
+class _Runs:
+    """The runs of equal qids, in input order: each run's qid, first row, file and first line."""
+
+    def __init__(self):
+        self.parts: List[tuple] = []
+        self.last_qid: Optional[int] = None
+
+    def add(self, qids: np.ndarray, row0: int, file_index: int, lines: np.ndarray, new_file: bool) -> None:
+        """Record the runs starting in a chunk of ``qids`` (rows from ``row0``); a run continues across chunks
+        of a file, never across files."""
+        starts = np.flatnonzero(np.r_[True, qids[1:] != qids[:-1]])
+        if not new_file and self.last_qid == int(qids[0]):
+            starts = starts[1:]
+        self.parts.append((qids[starts], row0 + starts, np.full(len(starts), file_index), lines[starts]))
+        self.last_qid = int(qids[-1])
+
+    def arrays(self, n_rows: int) -> dict:
+        """The runs as arrays ``qid``, ``row``, ``file``, ``line`` and ``length``."""
+        qid, row, file, line = (np.concatenate([p[i] for p in self.parts]).astype(np.int64) for i in range(4))
+        return dict(qid=qid, row=row, file=file, line=line, length=np.diff(np.r_[row, n_rows]))
+
+
+def _check_queries_in_one_file(files: List[Path], run: dict) -> None:
+    """Refuse a qid in two of the files, with :func:`read_svmlight`'s message: the first qid (file by file,
+    in order of appearance) that an earlier file has."""
+    pairs = np.unique(np.stack([run["file"], run["qid"]]), axis=1).shape[1]
+    if pairs == len(np.unique(run["qid"])):             # no qid in two files
+        return
+    seen = np.zeros(0, dtype=np.int64)
+    bounds = np.searchsorted(run["file"], np.arange(len(files) + 1))
+    for i in range(len(files)):
+        lo, hi = bounds[i], bounds[i + 1]
+        here = run["qid"][lo:hi]
+        again = np.flatnonzero(np.isin(here, seen))
+        if len(again):
+            q = int(here[again[0]])
+            earlier = int(np.flatnonzero(run["qid"][:lo] == q)[0])
+            j = int(run["file"][earlier])
+            shared = len(np.intersect1d(run["qid"][bounds[j]:bounds[j + 1]], here))
+            raise qid_in_two_files(q, f"{files[j]} (line {int(run['line'][earlier])})",
+                                   f"{files[i]} (line {int(run['line'][lo + again[0]])})", shared)
+        seen = np.union1d(seen, here)
+
+
+def _regroup(folder: Path, run: dict, features, labels, qids, lines):
+    """The lines re-ordered by query (queries in order of first appearance, lines in input order): features
+    into a second map (``grouped.f8``, the first removed), the other columns permuted."""
+    uniq, first, inverse = np.unique(run["qid"], return_index=True, return_inverse=True)
+    rank = np.empty(len(uniq), dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(uniq))
+    order = np.argsort(np.repeat(rank[inverse], run["length"]), kind="stable")
+    sizes = np.bincount(rank[inverse], weights=run["length"], minlength=len(uniq)).astype(np.int64)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    query_ids = uniq[np.argsort(rank)]
+    if isinstance(features, np.memmap):
+        path = folder / "grouped.f8"
+        batch = max(1, BATCH_BYTES // (8 * features.shape[1]))
+        with open(path, "wb") as out:
+            for lo in range(0, len(order), batch):
+                rows = order[lo:lo + batch]
+                by_position = np.argsort(rows)                  # read the map's rows in increasing order
+                block = np.empty((len(rows), features.shape[1]))
+                block[by_position] = features[rows[by_position]]
+                block.tofile(out)
+        shape = features.shape
+        del features
+        (folder / "features.f8").unlink()
+        features = np.memmap(path, dtype=np.float64, mode="r", shape=shape)
+    grouped_qids = np.asarray(qids)[order]
+    grouped_lines = np.asarray(lines)[order]
+    return features, labels[order], grouped_qids, grouped_lines, offsets, query_ids
