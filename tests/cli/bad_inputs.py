@@ -89,6 +89,8 @@ CASES = [
          "argument --max-features: expected a positive integer"),
     Case("slack-rescaling", ["learn", "-o", "1", "{train}", "{tmp}/m"], 2, "(slack rescaling) is not implemented"),
     Case("workers-zero", ["learn", "--workers", "0", "{train}", "{tmp}/m"], 2, "--workers must be at least 1"),
+    Case("scratch-not-a-folder", ["learn", "--scratch", "{tmp}/nope", "{train}", "{tmp}/m"], 2,
+         "not a directory; give an existing folder with room for the data", stderr="--scratch {tmp}/nope:"),
     Case("letor-folds", ["letor", "{tmp}", "--folds", "x"], 2, "argument --folds: expected comma-separated fold numbers"),
     # ---------------------------------------------------------------- paths
     Case("train-missing", ["learn", "{tmp}/missing.txt", "{tmp}/m"], 2, "not found"),
