@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/bench.py [--quick] [--collection DIR] [--cache DIR] [--parts abcefghm]
+    python benchmarks/bench.py [--quick] [--collection DIR] [--cache DIR] [--parts abcefghms]
 
 Parts (each prints a table; ratios are against reference runs made in the same process):
 
@@ -32,7 +32,11 @@ m. bounded memory: StructSVMRanker(features="bins", C=1) trained from a float32 
    written in a temporary directory and removed after) of 10⁷ and 10⁸ candidates (1,000 per query, 16
    functions; 10⁶ and 10⁷ with --quick), each in its own subprocess: seconds preparing the data (checks,
    thresholds, bin codes) and in the solver, and the subprocess's peak RSS (VmHWM); the targets (peak ≤ 8 GB,
-   total time ≤ 12× the smaller size's) printed as ratios with ✓/✗.
+   total time ≤ 12× the smaller size's) printed as ratios with ✓/✗;
+s. ``svmmap learn --bins 50 -c 1`` on a generated svmlight file of 10⁸ lines (10⁵ queries × 1,000 × 16
+   features, about 17 GB; 10⁷ with --quick; written in a temporary directory and removed after), in its own
+   process as a user runs it: the seconds (reading into memory maps included) and the peak RSS (target
+   ≤ 8 GB, printed with ✓/✗).
 
 Wall-clock targets are printed, never asserted.
 """
@@ -42,6 +46,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -385,6 +390,84 @@ def part_m(quick):
 
 
 # -------------------------------------------------------------------------------------------------
+# s. svmmap learn on an svmlight file larger than memory would hold densely (generated, removed after)
+# -------------------------------------------------------------------------------------------------
+SVMLIGHT_PEAK_GB = 8.0
+
+
+def svmlight_template(n_queries, per_query=1000, n_funcs=16, seed=0):
+    """Fixed-width svmlight lines of ``n_queries`` queries as a uint8 (lines, width) array: label 0/1 (5 %
+    relevant), ``qid:`` of 9 digits (filled in by the caller), features 1 … ``n_funcs`` as ``0.dddd`` drawn
+    from the synthetic model (relevant lines score higher); and the column of the qid's last digit."""
+    rng = np.random.default_rng(seed)
+    n = n_queries * per_query
+    labels = rng.random(n) < 0.05
+    scores = rng.standard_normal((n, n_funcs)) + (0.3 + 0.1 * (np.arange(n_funcs) % 4)) * labels[:, None]
+    digits = np.clip(np.round((scores + 4.0) / 8.0 * 9999), 0, 9999).astype(np.int64)
+    head = b"0 qid:000000000"
+    template = head + b"".join(b" %d:0.0000" % (j + 1) for j in range(n_funcs)) + b"\n"
+    lines = np.tile(np.frombuffer(template, np.uint8), (n, 1))
+    lines[:, 0] = 48 + labels
+    pos = len(head)
+    for j in range(n_funcs):
+        pos += len(b" %d:0." % (j + 1))
+        for k in range(4):
+            lines[:, pos + 3 - k] = 48 + (digits[:, j] // 10 ** k) % 10
+        pos += 4
+    return lines, len(head) - 1
+
+
+def write_svmlight(path, n, per_query=1000, block_queries=1000):
+    """An svmlight file of ``n`` lines (``n / per_query`` queries): blocks of ``block_queries`` queries, ten
+    different blocks of lines repeated, each with its own qids."""
+    n_q = max(1, n // per_query)
+    templates = [svmlight_template(min(block_queries, n_q), per_query, seed=s) for s in range(min(10, -(-n_q // block_queries)))]
+    with open(path, "wb") as f:
+        for b, q0 in enumerate(range(0, n_q, block_queries)):
+            lines, last = templates[b % len(templates)]
+            k = min(block_queries, n_q - q0)
+            rows = lines[:k * per_query]
+            qid = np.repeat(np.arange(q0 + 1, q0 + k + 1), per_query)
+            for d in range(9):
+                rows[:, last - d] = 48 + (qid // 10 ** d) % 10
+            f.write(rows.tobytes())
+
+
+def svmlight_one(path, model):
+    """Child process: ``svmmap learn --bins 50 -c 1`` on the file at ``path``, as a user runs it; one JSON line
+    with the seconds and the process's peak RSS."""
+    import logging
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    from pyterrier_svmmap.cli import main as svmmap
+    t = time.perf_counter()
+    rc = svmmap(["learn", "--bins", "50", "-c", str(C_FIXED), "-e", str(EPSILON), path, model])
+    print(json.dumps(dict(rc=rc, seconds=time.perf_counter() - t, rss_gb=peak_rss_gb())), flush=True)
+
+
+def part_s(quick):
+    n = 10 ** 7 if quick else 10 ** 8
+    hdr(f"s. svmmap learn --bins 50 -c {C_FIXED:g} on an svmlight file of {n:,} lines (1,000 per query, 16 features)")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "train.txt")
+        t = time.perf_counter()
+        write_svmlight(path, n)
+        size = os.path.getsize(path)
+        print(f"file {size / 1024 ** 3:.2f} GB written in {time.perf_counter() - t:.0f}s; dense float64 matrix "
+              f"{8 * n * 16 / 1024 ** 3:.1f} GB; disk free {shutil.disk_usage(tmp).free / 1024 ** 3:.0f} GB", flush=True)
+        p = subprocess.run([sys.executable, __file__, "--_svmlight-one", path, os.path.join(tmp, "model")],
+                           capture_output=True, text=True)
+    if p.returncode:
+        print(f"failed: {p.stderr.strip()[-800:]}")
+        return
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    for line in p.stderr.strip().splitlines():
+        print("  " + line)
+    ok = r["rc"] == 0 and r["rss_gb"] <= SVMLIGHT_PEAK_GB
+    print(f"svmmap learn: exit {r['rc']}, {r['seconds']:.0f}s, peak RSS {r['rss_gb']:.2f} GB "
+          f"({r['rss_gb'] * 1024 ** 3 / n:.0f} B a line; target ≤ {SVMLIGHT_PEAK_GB:g} GB) {'✓' if ok else '✗'}")
+
+
+# -------------------------------------------------------------------------------------------------
 # e. the svmlight case
 # -------------------------------------------------------------------------------------------------
 def part_e(tmp):
@@ -472,11 +555,15 @@ def main():
     ap.add_argument("--quick", action="store_true", help="smaller part a, scaling up to 10^6 only")
     ap.add_argument("--collection", default=str(REPO.parent / "shared" / "data" / "vaswani"))
     ap.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "pyterrier-svmmap-bench"))
-    ap.add_argument("--parts", default="abcefghm", help="letters of the parts to run (default: all)")
+    ap.add_argument("--parts", default="abcefghms", help="letters of the parts to run (default: all)")
     ap.add_argument("--_scale-one", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--_write-memmap", nargs=2, help=argparse.SUPPRESS)
     ap.add_argument("--_memmap-one", help=argparse.SUPPRESS)
+    ap.add_argument("--_svmlight-one", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args._svmlight_one:
+        svmlight_one(*args._svmlight_one)
+        return
     if args._scale_one:
         scale_one(args._scale_one)
         return
@@ -512,6 +599,8 @@ def main():
         part_h(args.quick)
     if "m" in args.parts:
         part_m(args.quick)
+    if "s" in args.parts:
+        part_s(args.quick)
     print(f"\ntotal {time.perf_counter() - t0:.0f}s")
 
 

@@ -535,8 +535,9 @@ def _thresholds_of_columns(columns: List[np.ndarray], n_bins: int, retrieved: bo
     return np.stack(threads.run(one, len(columns))) if columns else np.zeros((0, n_bins))
 
 
-#: bytes of threshold samples gathered in one pass over the scores (more columns take more passes)
-SAMPLE_BYTES = 1 << 29
+#: bytes of threshold samples gathered in one pass over the scores (more columns take more passes): a quarter of
+#: the 8 GB a fit of 10⁸ candidates × 16 functions is held to, so that such a fit gathers in one to four passes
+SAMPLE_BYTES = 1 << 31
 
 
 def sample_thresholds(raw, offsets: np.ndarray, n_bins: int, depth: Optional[int] = None,
