@@ -656,11 +656,12 @@ def default_on_dask(repeat: int = 1) -> dict:
 
 
 def overhead_targets(repeat: int) -> dict:
-    """The overhead case (:data:`OVERHEAD_CASE`) in one process and on three 2-worker clusters, interleaved in
-    every round: a plain user ``LocalCluster(n_workers=2, threads_per_worker=1)`` without the package's worker
-    plugin (Dask's configuration ``svmmap.worker-settings: false``), the same kind of cluster given as
-    ``executor=client`` as a user gives it (the plugin registered), and the cluster of ``executor="local"``.
-    Per round, each cluster's fit time over the round's one-process time; medians over ``repeat`` rounds."""
+    """The overhead case (:data:`OVERHEAD_CASE`) in one process and on three 2-worker clusters: a plain user
+    ``LocalCluster(n_workers=2, threads_per_worker=1)`` without the package's worker plugin (Dask's
+    configuration ``svmmap.worker-settings: false``), the same kind of cluster given as ``executor=client`` as a
+    user gives it (the plugin registered), and the cluster of ``executor="local"``. One cluster is alive at a
+    time (the idle workers of another would share the two cores); with it, ``repeat`` rounds of a one-process
+    fit then a cluster fit, each round's cluster time over its one-process time; medians over the rounds."""
     import statistics
     import warnings
     import dask
@@ -670,48 +671,40 @@ def overhead_targets(repeat: int) -> dict:
     raw, labels, offsets, params = overhead_data()
     hdr(f"Dask overhead: {case['n_queries']:,} queries × {case['per_query']} candidates × {N_FUNCS} functions, "
         f"StructSVMRanker({', '.join(f'{k}={v!r}' for k, v in params.items())}); 2 single-threaded workers against "
-        f"one process, interleaved, {repeat} rounds")
-    clients = {}
-    try:
-        with dask.config.set({"svmmap.worker-settings": False}):
-            clients["plain LocalCluster, without the plugin"] = plain_local_cluster()
-        clients["plain LocalCluster (the plugin applied)"] = plain_local_cluster()
-        clients['executor="local"'] = dask_client("local", workers=2)[0]
-        times = {name: [] for name in ["one process", *clients]}
-
-        def fit(name, client):
-            with dask.config.set({"svmmap.worker-settings": "without" not in name}):
-                t = time.perf_counter()
-                model = StructSVMRanker(**params, executor=client).fit(raw, labels, offsets)
-                times[name].append(time.perf_counter() - t)
-            return model
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            warm_up()
-            one = StructSVMRanker(**params).fit(raw, labels, offsets)
-            for name, client in clients.items():
-                client.run(warm_up)
-                fit(name, client)
-                times[name].clear()
-            same = {name: True for name in clients}
-            for r in range(repeat):
-                t = time.perf_counter()
-                StructSVMRanker(**params).fit(raw, labels, offsets)
-                times["one process"].append(time.perf_counter() - t)
-                for name, client in (clients.items() if r % 2 == 0 else reversed(list(clients.items()))):
-                    same[name] &= bool(np.array_equal(fit(name, client).coef_, one.coef_))
-                print("  round " + str(r + 1) + ": " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items()),
-                      flush=True)
-    finally:
-        for c in clients.values():
-            close_client(c)
+        f"one process, one cluster at a time, {repeat} rounds each")
+    kinds = {"plain LocalCluster, without the plugin": lambda: plain_local_cluster(),
+             "plain LocalCluster (the plugin applied)": lambda: plain_local_cluster(),
+             'executor="local"': lambda: dask_client("local", workers=2)[0]}
     out = {}
-    for name in clients:
-        ratio = statistics.median(c / o for c, o in zip(times[name], times["one process"]))
-        out[name] = ratio
-        target = f" (target ≤ {OVERHEAD_TARGET})" if "plugin applied" in name or "local" in name else ""
-        print(f"  {mark(ratio <= OVERHEAD_TARGET) if target else ' '} {name}: {ratio:.2f}× one process{target}; "
-              f"models equal to one process's: {same[name]}", flush=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        warm_up()
+        one = StructSVMRanker(**params).fit(raw, labels, offsets)
+        for name, start in kinds.items():
+            plugin = "without" not in name
+            with dask.config.set({"svmmap.worker-settings": plugin}):
+                client = start()
+            try:
+                client.run(warm_up)
+                ratios, same = [], True
+                with dask.config.set({"svmmap.worker-settings": plugin}):
+                    StructSVMRanker(**params, executor=client).fit(raw, labels, offsets)        # warm
+                    for r in range(repeat):
+                        t = time.perf_counter()
+                        StructSVMRanker(**params).fit(raw, labels, offsets)
+                        alone = time.perf_counter() - t
+                        t = time.perf_counter()
+                        model = StructSVMRanker(**params, executor=client).fit(raw, labels, offsets)
+                        ratios.append((time.perf_counter() - t) / alone)
+                        same &= bool(np.array_equal(model.coef_, one.coef_))
+                        print(f"  {name}, round {r + 1}: one process {alone:.2f} s, cluster ×{ratios[-1]:.2f}",
+                              flush=True)
+            finally:
+                close_client(client)
+            out[name] = ratio = statistics.median(ratios)
+            target = f" (target ≤ {OVERHEAD_TARGET})" if plugin else ""
+            print(f"  {mark(ratio <= OVERHEAD_TARGET) if target else ' '} {name}: {ratio:.2f}× one process{target}; "
+                  f"models equal to one process's: {same}", flush=True)
     return out
 
 

@@ -269,7 +269,7 @@ def read_training_data(files: List[str], args: argparse.Namespace, scratch: cont
     from pyterrier_svmmap.io.svmlight import available_memory, estimated_read_bytes, read_svmlight
     needed, available = estimated_read_bytes(files), available_memory()
     if args.scratch is None and (needed is None or available is None or needed <= available / 2):
-        data = read_svmlight(files, max_features=args.max_features)
+        data = read_svmlight(files, max_features=args.max_features, parser="compiled")   # the fit loads numba
     else:
         from pyterrier_svmmap.io.svmlight_mapped import read_svmlight_mapped
         folder = scratch.enter_context(tempfile.TemporaryDirectory(prefix="svmmap-learn-", dir=args.scratch))
@@ -278,7 +278,7 @@ def read_training_data(files: List[str], args: argparse.Namespace, scratch: cont
                      "in %s (--scratch DIR to choose the folder)", needed / 1e9, available / 1e9, folder)
         data = read_svmlight_mapped(files, folder, max_features=args.max_features)
     # in memory with its docids, which break ties in the validation MAP
-    return data, read_svmlight(args.valid, n_features=data.n_features) if args.valid else None
+    return data, read_svmlight(args.valid, n_features=data.n_features, parser="compiled") if args.valid else None
 
 
 def fit(ranker, data, valid, files: List[str], args: argparse.Namespace, executor) -> list:

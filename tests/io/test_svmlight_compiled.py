@@ -137,3 +137,16 @@ def test_comments_and_line_numbers_are_numpys():
     assert list(fast[5]) == list(slow[5]) == ["docid = GX1 inc = 1", "spaced"]
     assert list(fast[6]) == list(slow[6]) == [1, 3]
     assert parse_chunk(data, 10, comments=False)[5] is None
+
+
+def test_read_svmlight_gives_the_same_data_with_either_parser(letor_example_files, tmp_path):
+    from pyterrier_svmmap.io.svmlight import read_svmlight
+    odd = tmp_path / "odd.txt"          # a chunk the compiled parser hands to numpy's reader (a 20-digit value)
+    odd.write_text(letor_example_files.train.read_text() + "0 qid:999 1:0.12345678901234567890\n")
+    for path in (letor_example_files.train, odd):
+        a, b = read_svmlight(path, parser="numpy"), read_svmlight(path, parser="compiled")
+        for name in ("features", "labels", "qids", "order", "offsets", "query_ids", "line_numbers"):
+            assert np.array_equal(getattr(a, name), getattr(b, name)), name
+        assert list(a.comments) == list(b.comments) and list(a.docids) == list(b.docids)
+    with pytest.raises(ValueError, match="parser must be one of auto, compiled, numpy"):
+        read_svmlight(odd, parser="fast")
