@@ -123,7 +123,7 @@ OPTION_VALUES = {"-c": "0.5", "--loss": "ndcg", "--features": "bins+raw", "--nor
                  "--fallback-alpha": "0.1", "--min-valid-queries": "4", "--rel": "2", "-j": "2", "--workers": "2"}
 #: options of svmmap learn that set no ranker parameter
 NOT_PARAMETERS = {"-h", "--help", "--bins", "--raw", "--valid", "-v", "-y", "-o", "-p", "--scheduler", "--max-features",
-                  "--force", "--jobs", "-#", "--debug"}
+                  "--scratch", "--force", "--jobs", "-#", "--debug"}
 
 
 def _learn_parser():
