@@ -65,6 +65,13 @@ def test_several_files_an_index_file_and_a_growing_width(tmp_path):
         assert got.n_features == 9 and got.queries_per_source().tolist() == [6, 6]
 
 
+def test_a_byte_order_mark_is_read_as_if_absent(tmp_path):
+    f = write_lines(tmp_path / "a.txt", np.random.default_rng(4))
+    f.write_bytes(b"\xef\xbb\xbf" + f.read_bytes())
+    (tmp_path / "m").mkdir()
+    assert_same_as_in_memory([f], tmp_path / "m", chunk_bytes=64)
+
+
 def test_a_models_width_pads_with_zero_columns(tmp_path):
     f = write_lines(tmp_path / "a.txt", np.random.default_rng(0), width=3)
     (tmp_path / "m").mkdir()
