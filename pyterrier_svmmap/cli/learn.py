@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import logging
 import os
 import tempfile
@@ -225,6 +226,13 @@ def run(args: argparse.Namespace) -> int:
     check_creatable(args.model, "MODEL")       # a path that cannot be written fails now, not after training
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers must be at least 1, got {args.workers}")
+    if args.scratch is not None:
+        if args.workers is not None or args.scheduler:
+            raise UsageError("--scratch reads TRAIN in this process; with --workers/--scheduler each file is a shard "
+                             "that a worker reads: leave out --scratch, or split TRAIN into more files")
+        if not os.path.isdir(args.scratch):
+            raise UsageError(f"--scratch {args.scratch}: not a directory; give an existing folder with room for the "
+                             "data (8 bytes a line and feature)")
     files = training_files(args.train)
     executor = None
     if args.workers is not None or args.scheduler:
@@ -233,9 +241,6 @@ def run(args: argparse.Namespace) -> int:
         if not ranker.selects_auto() and args.valid is None and \
                 (isinstance(args.C, str) or len(args.C) > 1 or ranker.features == "auto"):
             raise UsageError("on a cluster C (and --features auto) is chosen on --valid FILE: give it, or a single -c")
-    if args.scratch is not None and not os.path.isdir(args.scratch):
-        raise UsageError(f"--scratch {args.scratch}: not a directory; give an existing folder with room for the "
-                         "data (8 bytes a line and feature)")
     with contextlib.ExitStack() as scratch:
         t = time.perf_counter()
         data = valid = None
@@ -266,8 +271,11 @@ def read_training_data(files: List[str], args: argparse.Namespace, scratch: cont
     training data are read into memory, or into memory maps in a temporary folder (removed when ``scratch``
     closes) in ``--scratch DIR``, or in the system's temporary folder when the in-memory read would take more
     than half the available memory; the validation data into memory."""
+    from pyterrier_svmmap.cli import UsageError
     from pyterrier_svmmap.io.svmlight import available_memory, estimated_read_bytes, read_svmlight
-    needed, available = estimated_read_bytes(files), available_memory()
+    needed = available = None
+    if args.scratch is None:
+        needed, available = estimated_read_bytes(files), available_memory()
     if args.scratch is None and (needed is None or available is None or needed <= available / 2):
         data = read_svmlight(files, max_features=args.max_features, parser="compiled")   # the fit loads numba
     else:
@@ -276,7 +284,13 @@ def read_training_data(files: List[str], args: argparse.Namespace, scratch: cont
         if args.scratch is None:
             log.info("TRAIN would take about %.1f GB of the %.1f GB of memory available: reading it into memory maps "
                      "in %s (--scratch DIR to choose the folder)", needed / 1e9, available / 1e9, folder)
-        data = read_svmlight_mapped(files, folder, max_features=args.max_features)
+        try:
+            data = read_svmlight_mapped(files, folder, max_features=args.max_features)
+        except OSError as e:
+            if e.errno != errno.ENOSPC:
+                raise
+            raise UsageError(f"no space left in {os.path.dirname(folder)} for the memory maps of TRAIN (8 bytes a "
+                             "line and feature): give --scratch DIR on a disk with room") from None
     # in memory with its docids, which break ties in the validation MAP
     return data, read_svmlight(args.valid, n_features=data.n_features, parser="compiled") if args.valid else None
 

@@ -11,7 +11,8 @@ docids are not kept (training does not use them). The learners read such a map i
 The lines are returned grouped by query (``order`` None). A file whose queries' lines are contiguous (every
 LETOR file, anything written query by query) is kept in its order; otherwise the rows are regrouped into a
 second map — queries in order of first appearance, lines in input order, as ``read_svmlight`` groups them —
-by a gather over the first map (random reads) and 16 bytes a line of memory for the permutation.
+by a gather over the first map (random reads) and about 40 bytes a line of memory (the permutation, and the
+qids, line numbers and labels permuted).
 
 The width is ``read_svmlight``'s: the largest feature index used (or a model's ``n_features``). The map
 starts as wide as the first chunk's largest index and is rewritten wider, by one sequential copy, when a
@@ -107,7 +108,7 @@ def read_svmlight_mapped(paths: Union[str, Path, Sequence[Union[str, Path]]], fo
 
     The same lines, values, checks and errors as :func:`~pyterrier_svmmap.io.svmlight.read_svmlight`,
     without its memory check: the memory used is about 8 bytes a line (the labels) and a 64 MB chunk, the
-    disk 8 bytes a line and feature plus 16 a line.
+    disk 8 bytes a line and feature plus 24 a line (labels, qids, line numbers).
 
     Parameters
     ----------

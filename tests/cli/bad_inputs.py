@@ -91,6 +91,8 @@ CASES = [
     Case("workers-zero", ["learn", "--workers", "0", "{train}", "{tmp}/m"], 2, "--workers must be at least 1"),
     Case("scratch-not-a-folder", ["learn", "--scratch", "{tmp}/nope", "{train}", "{tmp}/m"], 2,
          "not a directory; give an existing folder with room for the data", stderr="--scratch {tmp}/nope:"),
+    Case("scratch-with-workers", ["learn", "--scratch", "{tmp}", "--workers", "2", "{train}", "{tmp}/m"], 2,
+         "--scratch reads TRAIN in this process; with --workers/--scheduler each file is a shard"),
     Case("letor-folds", ["letor", "{tmp}", "--folds", "x"], 2, "argument --folds: expected comma-separated fold numbers"),
     # ---------------------------------------------------------------- paths
     Case("train-missing", ["learn", "{tmp}/missing.txt", "{tmp}/m"], 2, "not found"),

@@ -91,3 +91,19 @@ def test_scratch_is_removed_after_an_error(tmp_path, capsys):
     assert cli.main(["learn", "--scratch", str(scratch), str(bad), str(tmp_path / "m")]) == 2
     assert f"{bad}:2: expected 'index:value' pairs" in capsys.readouterr().err
     assert list(scratch.iterdir()) == [] and not (tmp_path / "m").exists()
+
+
+def test_a_full_disk_is_one_line_naming_the_folder(tmp_path, letor_example_files, monkeypatch, capsys):
+    import errno
+    from pyterrier_svmmap.io import svmlight_mapped
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(svmlight_mapped, "read_svmlight_mapped", full)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    assert cli.main(["learn", "--scratch", str(scratch), str(letor_example_files.train), str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"svmmap learn: error: no space left in {scratch} for the memory maps of TRAIN (8 bytes a line and "
+                   "feature): give --scratch DIR on a disk with room"]
+    assert list(scratch.iterdir()) == []
