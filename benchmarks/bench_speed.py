@@ -270,8 +270,9 @@ def part_cli(repeat: int, quick: bool):
     print(f"svmmap, 5 folds: {ours:.2f} s (runs {np.round(runs, 2).tolist()}), mean test MAP {np.mean(maps):.4f}")
     fold_breakdown(env, grid, 1 if quick else max(1, repeat // 2))
     print(f"svm_rank's per-C workflow (recorded): {SVM_RANK_WORKFLOW[0]:.1f} s, mean test MAP {SVM_RANK_WORKFLOW[1]:.4f}")
-    print(f"ratio ours / svm_rank: {ours / SVM_RANK_WORKFLOW[0]:.2f}×  (target ≤ 0.3×); MAP difference "
-          f"{np.mean(maps) - SVM_RANK_WORKFLOW[1]:+.4f} (target within 0.005)")
+    ratio, gap = ours / SVM_RANK_WORKFLOW[0], np.mean(maps) - SVM_RANK_WORKFLOW[1]
+    print(f"ratio ours / svm_rank (recorded): {ratio:.2f}× (target ≤ 0.3×) {'✓' if ratio <= 0.3 else '✗'}; MAP "
+          f"difference {gap:+.4f} (target within 0.005) {'✓' if abs(gap) <= 0.005 else '✗'}")
 
 
 #: one ``svmmap learn`` or ``classify`` in a fresh process, its phases timed: the interpreter and the command's
