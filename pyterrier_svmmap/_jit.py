@@ -2,7 +2,7 @@
 
 Every kernel module — ``_product_kernels``, ``svm._qp_kernels``, ``features._kernels``, ``approx._kernels``,
 ``measures._kernels``, ``measures._order_kernels``, ``svm.losses._map_kernels``, ``svm.losses._rank_kernels``,
-each beside the module it serves — is imported on first use (``load(...)`` inside the function that needs
+``io._svmlight_kernels``, each beside the module it serves — is imported on first use (``load(...)`` inside the function that needs
 it), so that importing the package does not load numba, and a fit compiles only the kernels it runs.
 
 The kernels are cached on disk by numba (``cache=True``): in ``__pycache__`` beside the installed package

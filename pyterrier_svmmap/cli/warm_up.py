@@ -3,7 +3,8 @@
 numba compiles the package's kernels the first time they run after an install (about 15-60 s) and caches
 them on disk (``__pycache__`` beside the package, or ``NUMBA_CACHE_DIR``); every later run loads them.
 ``svmmap warm-up`` runs tiny fits of every loss and feature block, their predictions, every loss's
-single-query argmax and the ApproxAP/ApproxNDCG learners, which compiles (or, when already cached, just loads) every kernel they use. Run it
+single-query argmax, the ApproxAP/ApproxNDCG learners and the svmlight parser, which compiles (or, when
+already cached, just loads) every kernel they use. Run it
 once after installing, e.g. in a container image's build.
 """
 from __future__ import annotations
@@ -75,6 +76,7 @@ def _fits(raw, labels, offsets, valid, v_raw, v_offsets, v_docnos, n_jobs: int) 
     import numpy as np
     from pyterrier_svmmap.approx.ranker import ApproxRanker
     from pyterrier_svmmap.features.layout import FeatureLayout
+    from pyterrier_svmmap.io.svmlight import parse_chunk
     from pyterrier_svmmap.svm.losses import get_loss, most_violated
     from pyterrier_svmmap.svm.ranker import StructSVMRanker
     with warnings.catch_warnings():
@@ -92,6 +94,7 @@ def _fits(raw, labels, offsets, valid, v_raw, v_offsets, v_docnos, n_jobs: int) 
             X = FeatureLayout.fit(raw, offsets, features, 5).transform(raw, offsets)
             for measure in ("ap", "ndcg"):
                 ApproxRanker(measure=measure, alphas=[10.0], betas=[10.0], n_iter=2).fit(X, labels, offsets)
+        parse_chunk(b"1 qid:1 1:0.5 2:-1e-3 # docid = d1\n0 qid:1 1:0.25\n", 10)   # svmmap learn's svmlight parser
 
 
 def run(args: argparse.Namespace) -> int:

@@ -105,12 +105,20 @@ def test_warm_up_command_runs(caplog, monkeypatch):
         seconds = real_warm_up(*args, **kwargs)
         calls.append((seconds, time.perf_counter() - start))
         return seconds
+    from pyterrier_svmmap.io import svmlight
+    real_parse, parsed = svmlight.parse_chunk, []
+
+    def recorded_parse(data, limit, comments=True, compiled=True):
+        parsed.append(compiled)
+        return real_parse(data, limit, comments, compiled)
     monkeypatch.setattr(warm_up, "_fits", timed_fits)
     monkeypatch.setattr(warm_up, "warm_up", timed_warm_up)
+    monkeypatch.setattr(svmlight, "parse_chunk", recorded_parse)
     with caplog.at_level(logging.INFO, logger=warm_up.log.name):     # whatever level an earlier test left
         assert cli.main(["warm-up"]) == 0
     (seconds, outside), = calls
     assert len(fits) == 1 and 0 < fits[0] <= seconds <= outside
+    assert parsed == [True]                     # svmmap learn's compiled svmlight parser is compiled too
     assert f"kernels ready in {seconds:.1f} s" in caplog.text
 
 
