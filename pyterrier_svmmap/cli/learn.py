@@ -277,7 +277,7 @@ def read_training_data(files: List[str], args: argparse.Namespace, scratch: cont
     if args.scratch is None:
         needed, available = estimated_read_bytes(files), available_memory()
     if args.scratch is None and (needed is None or available is None or needed <= available / 2):
-        data = read_svmlight(files, max_features=args.max_features, parser="compiled")   # the fit loads numba
+        data = read_svmlight(files, max_features=args.max_features, parser="compiled")     # the fit loads numba
     else:
         from pyterrier_svmmap.io.svmlight_mapped import read_svmlight_mapped
         folder = scratch.enter_context(tempfile.TemporaryDirectory(prefix="svmmap-learn-", dir=args.scratch))

@@ -321,8 +321,9 @@ def parse_chunk(data: bytes, limit: int, comments: bool = True, compiled: bool =
 
     The compiled parser (``io/_svmlight_kernels.py``) reads well-formed lines of plain numbers; a chunk it does
     not accept whole is read by :func:`_parse_chunk_numpy`, which decides what is valid, so both give the same
-    values (``strtod``'s) and accept the same files. Raises Malformed on anything not well-formed, IndexAboveLimit on the
-    first feature index above ``limit``. ``compiled`` False: numpy's reader only (no numba to load)."""
+    values (``strtod``'s) and accept the same files. Raises Malformed on anything not well-formed,
+    IndexAboveLimit on the first feature index above ``limit``. ``compiled`` False: numpy's reader only (no
+    numba to load)."""
     if not compiled:
         return _parse_chunk_numpy(data, limit, comments)
     k = load("io._svmlight_kernels")
@@ -391,7 +392,7 @@ def _parse_chunk_numpy(data: bytes, limit: int, comments: bool = True):
         except (ValueError, DeprecationWarning):
             raise Malformed from None
     if len(flat) != per_line.sum():
-        raise Malformed                              # a token split into other than two parts by its ':'
+        raise Malformed                         # a token split into other than two parts by its ':'
     lstart = np.cumsum(per_line) - per_line
     labels, qids = flat[lstart], flat[lstart + 1]
     pair_mask = np.ones(len(flat), dtype=bool)
@@ -412,7 +413,8 @@ def _parse_chunk_numpy(data: bytes, limit: int, comments: bool = True):
     over = idx > limit                          # before the int cast: an index beyond int64 would wrap
     if over.any():
         pair = int(np.argmax(over))
-        raise IndexAboveLimit(int(data_lines[np.searchsorted(np.cumsum(n_pairs), pair, side="right")]), float(idx[pair]))
+        line = int(data_lines[np.searchsorted(np.cumsum(n_pairs), pair, side="right")])
+        raise IndexAboveLimit(line, float(idx[pair]))
     text = np.full(len(data_lines), "", dtype=object) if comments else None
     if comment_lines is not None and comments:
         hline, hpos = comment_lines

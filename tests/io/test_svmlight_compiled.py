@@ -120,7 +120,8 @@ def test_the_compiled_parser_reads_plain_lines_itself():
     assert kernel_status(b"1 qid:1 1:0.5") == 0                        # no final newline
     assert kernel_status(b"1\tqid:1 1:0.5\t2:1e-3 \r\n0 qid:1 1:.5\r\n") == 0      # tabs, Windows line ends
     for hard in (b"1 qid:1 1:123456789012345678901", b"1 qid:1 1:1e23", b"1 qid:1 1:inf", b"1 qid:1 1:0x1",
-                 b"1 qid:1 2:1 1:1", b"1 qid:1 1:1 1:2", b"1 qid:1.5 1:1", b"1 qid:1 0:1", b"1 1:1", b"1 qid:1 1:1:2 3"):
+                 b"1 qid:1 2:1 1:1", b"1 qid:1 1:1 1:2", b"1 qid:1.5 1:1", b"1 qid:1 0:1", b"1 1:1",
+                 b"1 qid:1 1:1:2 3"):
         assert kernel_status(hard) == 1, hard
     assert kernel_status(b"1 qid:1 100001:1") == 1                     # above the limit: numpy's reader raises
 
