@@ -115,8 +115,8 @@ def read_svmlight_mapped(paths: Union[str, Path, Sequence[Union[str, Path]]], fo
     paths : str, Path or sequence of them
         The files, in order.
     folder : str or Path
-        An existing folder for the memory-mapped files (``features.f8``, ``qids.i8``, ``lines.i8``); they
-        stay there, and the caller removes the folder when done with the data.
+        An existing folder for the files (``features.f8`` or, regrouped, ``grouped.f8``; ``labels.f8``,
+        ``qids.i8``, ``lines.i8``); they stay there, and the caller removes the folder when done with the data.
     n_features : int, optional
         A model's width: a larger index is an error, and narrower files get zero columns.
     max_features : int, default=MAX_FEATURES
