@@ -335,10 +335,18 @@ def parse_chunk(data: bytes, limit: int, comments: bool = True, compiled: bool =
         return None
     text = None
     if comments:
-        text = np.full(len(labels), "", dtype=object)
-        for r in np.flatnonzero(hash_pos >= 0).tolist():
-            text[r] = data[hash_pos[r] + 1:line_end[r]].strip().decode("utf-8", "replace")
+        rows = np.flatnonzero(hash_pos >= 0)
+        text = _comment_texts(data, len(labels), rows, hash_pos[rows], line_end[rows])
     return labels, qids, n_pairs, idx, val, text, line_no
+
+
+def _comment_texts(data: bytes, n_lines: int, rows: np.ndarray, hashes: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The comments of ``n_lines`` data lines ("" without one): line ``rows[k]``'s is ``data`` after its ``#`` at
+    ``hashes[k]`` up to its end ``ends[k]``, stripped and decoded."""
+    text = np.full(n_lines, "", dtype=object)
+    for r, p, e in zip(rows.tolist(), hashes.tolist(), ends.tolist()):
+        text[r] = data[p + 1:e].strip().decode("utf-8", "replace")
+    return text
 
 
 def _parse_chunk_numpy(data: bytes, limit: int, comments: bool = True):
@@ -415,23 +423,13 @@ def _parse_chunk_numpy(data: bytes, limit: int, comments: bool = True):
         pair = int(np.argmax(over))
         line = int(data_lines[np.searchsorted(np.cumsum(n_pairs), pair, side="right")])
         raise IndexAboveLimit(line, float(idx[pair]))
-    text = np.full(len(data_lines), "", dtype=object) if comments else None
-    if comment_lines is not None and comments:
-        hline, hpos = comment_lines
+    text = None
+    if comments:
+        hline, hpos = comment_lines if comment_lines is not None else (np.zeros(0, np.int64),) * 2
         row = np.searchsorted(data_lines, hline)
         ok = (row < len(data_lines)) & (data_lines[np.minimum(row, len(data_lines) - 1)] == hline)
-        for r, p, e in zip(row[ok], hpos[ok], line_end[hline[ok]]):
-            text[r] = data[p + 1:e].strip().decode("utf-8", "replace")
+        text = _comment_texts(data, len(data_lines), row[ok], hpos[ok], line_end[hline[ok]])
     return labels, qids.astype(np.int64), n_pairs, idx.astype(np.int64), val, text, data_lines.astype(np.int64)
-
-
-def _chunks(data: bytes):
-    pos = 0
-    while pos < len(data):
-        end = data.find(b"\n", min(pos + _CHUNK, len(data)) - 1)
-        end = len(data) if end < 0 else end + 1
-        yield data[pos:end]
-        pos = end
 
 
 def file_chunks(path: Path, chunk_bytes: int = _CHUNK):
@@ -502,23 +500,17 @@ def use_compiled_parser(n_bytes: int) -> bool:
 def _read_one(path: Path, width: Width, compiled: bool = True):
     """(labels, qids, CSR pieces, comments, 1-based line numbers) of one data file; SvmlightError names
     file:line, also for the first feature index above ``width.limit``."""
-    try:
-        data = path.read_bytes().removeprefix(BOM)
-    except IsADirectoryError:
-        raise SvmlightError(f"{path} is a directory, not an svmlight file") from None
     parts = []
-    lines_before = 0
     try:
-        for chunk in _chunks(data):
+        for chunk, first_line in file_chunks(path, _CHUNK):
             try:
                 r = parse_chunk(chunk, width.limit, compiled=compiled)
             except IndexAboveLimit as e:
-                raise width.error(f"{path}:{lines_before + e.line + 1}", e.index) from None
+                raise width.error(f"{path}:{first_line + e.line}", e.index) from None
             if r is not None:
-                parts.append(r[:6] + (r[6] + lines_before + 1,))
-            lines_before += chunk.count(b"\n")
-    except Malformed:
-        raise explain(path, data, width) from None
+                parts.append(r[:6] + (r[6] + first_line,))
+    except Malformed:      # the first bad line of the whole file, as the slow scan finds it
+        raise explain(path, path.read_bytes().removeprefix(BOM), width) from None
     if not parts:
         return np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), \
             np.zeros(0), np.zeros(0, dtype=object), np.zeros(0, np.int64)
@@ -596,7 +588,10 @@ def read_svmlight(paths: Union[str, Path, Sequence[Union[str, Path]]],
     files = data_files(paths)
     compiled = parser == "compiled" or parser == "auto" and use_compiled_parser(sum(f.stat().st_size for f in files))
     parts = [_read_one(f, width_rule, compiled) for f in files]     # no index above width_rule.limit past here
-    _check_queries_in_one_file(files, parts)
+    starts = [run_starts(p[1]) for p in parts]
+    check_queries_in_one_file(files, *(np.concatenate(x).astype(np.int64) for x in (
+        [p[1][r] for p, r in zip(parts, starts)], [np.full(len(r), i) for i, r in enumerate(starts)],
+        [p[6][r] for p, r in zip(parts, starts)])))
     width = int(max((p[3].max() if len(p[3]) else 0) for p in parts))
     labels = np.concatenate([p[0] for p in parts])
     n = len(labels)
@@ -649,27 +644,43 @@ def check_width_arguments(n_features, max_features) -> Width:
     return Width(int(n_features), True) if n_features is not None else Width(int(max_features), False)
 
 
-def _check_queries_in_one_file(files: List[Path], parts) -> None:
+def check_queries_in_one_file(files: List[Path], qid: np.ndarray, file: np.ndarray, line: np.ndarray) -> None:
     """Refuse a qid that occurs in more than one of the files read together (their lines are one set of
     queries, grouped by qid): the two would be merged into one query with both files' candidates. Within one
-    file the lines of a query are grouped wherever they are."""
-    seen: dict = {}
-    for i, part in enumerate(parts):
-        qids, first = np.unique(part[1], return_index=True)
-        for q, at in zip(qids[np.argsort(first)].tolist(), np.sort(first).tolist()):
-            if q in seen:
-                j, line = seen[q]
-                shared = len(set(np.unique(parts[j][1]).tolist()) & set(qids.tolist()))
-                raise qid_in_two_files(q, f"{files[j]} (line {line})", f"{files[i]} (line {int(part[6][at])})",
-                                       shared)
-            seen[q] = (i, int(part[6][at]))
+    file the lines of a query are grouped wherever they are.
+
+    The lines are given as runs of equal qids in input order: each run's ``qid``, ``file`` (the index of its
+    file in ``files``, non-decreasing) and ``line`` (its first line's number in that file). The error names
+    the first qid, file by file in order of appearance, that an earlier file has, with its first line in each.
+    """
+    if len(qid) == 0 or np.unique(np.stack([file, qid]), axis=1).shape[1] == len(np.unique(qid)):
+        return                                              # no qid in two files
+    seen = np.zeros(0, dtype=qid.dtype)
+    bounds = np.searchsorted(file, np.arange(len(files) + 1))
+    for i in range(len(files)):
+        lo, hi = bounds[i], bounds[i + 1]
+        here = qid[lo:hi]
+        again = np.flatnonzero(np.isin(here, seen))
+        if len(again):
+            q = int(here[again[0]])
+            earlier = int(np.flatnonzero(qid[:lo] == q)[0])
+            j = int(file[earlier])
+            shared = len(np.intersect1d(qid[bounds[j]:bounds[j + 1]], here))
+            raise qid_in_two_files(q, f"{files[j]} (line {int(line[earlier])})",
+                                   f"{files[i]} (line {int(line[lo + again[0]])})", shared)
+        seen = np.union1d(seen, here)
 
 
-def qid_in_two_files(qid, first: str, second: str, shared: Optional[int]) -> SvmlightError:
+def run_starts(qids: np.ndarray) -> np.ndarray:
+    """Where a run of equal qids starts in ``qids``."""
+    return np.flatnonzero(np.r_[True, qids[1:] != qids[:-1]]) if len(qids) else np.zeros(0, np.int64)
+
+
+def qid_in_two_files(qid, first: str, second: str, shared: int) -> SvmlightError:
     """The error of a qid found in two files read together (``first`` and ``second``: 'file (line N)'),
-    ``shared`` of their qids in both (None: not counted)."""
+    ``shared`` of their qids in both."""
     return SvmlightError(
-        f"qid {qid} is in {first} and in {second}; {'' if shared is None else f'{shared} qids are in both: '}"
+        f"qid {qid} is in {first} and in {second}; {shared} qids are in both: "
         "files read together are one set of queries, and a query's lines must all be in one file (else the two "
         "would be merged into one query with the candidates of both): make the qids unique across the files, "
         "and give each query once (two folds' training files share queries)")

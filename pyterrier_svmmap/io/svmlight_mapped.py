@@ -26,8 +26,8 @@ from typing import List, Optional, Sequence, Union
 import numpy as np
 
 from pyterrier_svmmap.io.svmlight import (MAX_FEATURES, IndexAboveLimit, Malformed, RankingData, SvmlightError,
-                                          check_width_arguments, data_files, explain, file_chunks, parse_chunk,
-                                          qid_in_two_files)
+                                          check_queries_in_one_file, check_width_arguments, data_files, explain,
+                                          file_chunks, parse_chunk, run_starts)
 
 #: bytes read from a file at a time
 CHUNK_BYTES = 1 << 26
@@ -93,9 +93,12 @@ class _Column:
         np.asarray(values, dtype=self.dtype).tofile(self.file)
         self.n += len(values)
 
-    def close(self, in_memory: bool = False) -> np.ndarray:
-        """The values: read into memory (``in_memory``), else a read-only memory map."""
+    def close(self) -> None:
         self.file.close()
+
+    def values(self, in_memory: bool = False) -> np.ndarray:
+        """The values written (after :meth:`close`): read into memory (``in_memory``), else a read-only memory
+        map."""
         if in_memory or self.n == 0:
             return np.fromfile(self.path, dtype=self.dtype)
         return np.memmap(self.path, dtype=self.dtype, mode="r", shape=(self.n,))
@@ -158,12 +161,14 @@ def read_svmlight_mapped(paths: Union[str, Path, Sequence[Union[str, Path]]], fo
                 lines.append(first_line + line_no)
             source_lines.append(rows.rows - before)
     finally:
+        for column in (labels, qids, lines):
+            column.close()
         features = rows.close()
-        label_values, qid_values, line_values = labels.close(in_memory=True), qids.close(), lines.close()
+    label_values, qid_values, line_values = labels.values(in_memory=True), qids.values(), lines.values()
     if rows.rows == 0:
         raise SvmlightError(f"{', '.join(map(str, files))}: no data lines (empty file?)")
     run = runs.arrays(rows.rows)
-    _check_queries_in_one_file(files, run)
+    check_queries_in_one_file(files, run["qid"], run["file"], run["line"])
     first_run = np.unique(run["qid"], return_index=True)[1]
     if len(first_run) == len(run["qid"]):           # one run a query: grouped as the lines are
         offsets = np.concatenate([run["row"], [rows.rows]]).astype(np.int64)
@@ -186,7 +191,7 @@ class _Runs:
     def add(self, qids: np.ndarray, row0: int, file_index: int, lines: np.ndarray, new_file: bool) -> None:
         """Record the runs starting in a chunk of ``qids`` (rows from ``row0``); a run continues across chunks
         of a file, never across files."""
-        starts = np.flatnonzero(np.r_[True, qids[1:] != qids[:-1]])
+        starts = run_starts(qids)
         if not new_file and self.last_qid == int(qids[0]):
             starts = starts[1:]
         self.parts.append((qids[starts], row0 + starts, np.full(len(starts), file_index), lines[starts]))
@@ -196,28 +201,6 @@ class _Runs:
         """The runs as arrays ``qid``, ``row``, ``file``, ``line`` and ``length``."""
         qid, row, file, line = (np.concatenate([p[i] for p in self.parts]).astype(np.int64) for i in range(4))
         return dict(qid=qid, row=row, file=file, line=line, length=np.diff(np.r_[row, n_rows]))
-
-
-def _check_queries_in_one_file(files: List[Path], run: dict) -> None:
-    """Refuse a qid in two of the files, with :func:`read_svmlight`'s message: the first qid (file by file,
-    in order of appearance) that an earlier file has."""
-    pairs = np.unique(np.stack([run["file"], run["qid"]]), axis=1).shape[1]
-    if pairs == len(np.unique(run["qid"])):             # no qid in two files
-        return
-    seen = np.zeros(0, dtype=np.int64)
-    bounds = np.searchsorted(run["file"], np.arange(len(files) + 1))
-    for i in range(len(files)):
-        lo, hi = bounds[i], bounds[i + 1]
-        here = run["qid"][lo:hi]
-        again = np.flatnonzero(np.isin(here, seen))
-        if len(again):
-            q = int(here[again[0]])
-            earlier = int(np.flatnonzero(run["qid"][:lo] == q)[0])
-            j = int(run["file"][earlier])
-            shared = len(np.intersect1d(run["qid"][bounds[j]:bounds[j + 1]], here))
-            raise qid_in_two_files(q, f"{files[j]} (line {int(run['line'][earlier])})",
-                                   f"{files[i]} (line {int(run['line'][lo + again[0]])})", shared)
-        seen = np.union1d(seen, here)
 
 
 def _regroup(folder: Path, run: dict, features, labels, qids, lines):
