@@ -58,7 +58,8 @@ class Candidates(Queries):
                           offsets=np.concatenate([[0], np.cumsum(sizes)]), qids=self.qids[query_mask],
                           frame=self.frame.iloc[rows],
                           n_relevant=None if self.n_relevant is None else self.n_relevant[query_mask],
-                          docno_codes=None if self.docno_codes is None else self.docno_codes[rows])
+                          docno_codes=None if self.docno_codes is None else self.docno_codes[rows],
+                          reference=self.reference)
 
 
 def align_feature_names(raw: np.ndarray, names: Optional[Sequence[str]], trained: Sequence[str]) -> np.ndarray:
@@ -183,6 +184,25 @@ def _diagnosed_features(features: pd.Series, qid_str: np.ndarray, docno: pd.Seri
     return np.stack(features.to_numpy()).astype(float).reshape(len(features), -1)
 
 
+#: the frame attribute that names the first stage among ``attrs["feature_names"]`` (set by
+#: :class:`~pyterrier_svmmap.RunFeatures`): the ranking a learner starts from and falls back to
+FIRST_STAGE_ATTR = "first_stage"
+
+
+def first_stage_column(attrs: dict, feature_names: Optional[Sequence[str]] = None) -> Optional[int]:
+    """The column of the first stage a frame declares (``attrs["first_stage"]``, a name of
+    ``attrs["feature_names"]``; after alignment, of ``feature_names``), or None when it declares none.
+    ValueError when the name is not among the features."""
+    first = attrs.get(FIRST_STAGE_ATTR)
+    if first is None:
+        return None
+    names = list(feature_names if feature_names is not None else attrs.get("feature_names") or [])
+    if first not in names:
+        raise ValueError(f"the frame declares the first stage {first!r} (attrs['first_stage']), which is not one "
+                         f"of its features {names}; name one of them, e.g. RunFeatures(base, first=...)")
+    return names.index(first)
+
+
 def candidates_from_frame(res: pd.DataFrame, qrels: Optional[pd.DataFrame] = None,
                           n_functions: Optional[int] = None, context=None, rel: float = 1.0,
                           feature_names: Optional[Sequence[str]] = None) -> Candidates:
@@ -256,7 +276,8 @@ def candidates_from_frame(res: pd.DataFrame, qrels: Optional[pd.DataFrame] = Non
     starts = np.flatnonzero(np.r_[True, q_code[1:] != q_code[:-1]]) if len(res) else np.zeros(0, np.int64)
     qids = qid_str[starts]
     offsets = np.append(starts, len(res)).astype(np.int64)
-    cands = Candidates(raw=raw, labels=None, offsets=offsets, qids=qids, frame=res, docno_codes=d_code)
+    cands = Candidates(raw=raw, labels=None, offsets=offsets, qids=qids, frame=res, docno_codes=d_code,
+                       reference=first_stage_column(res.attrs, feature_names))
     if qrels is not None:
         qrels = check_qrels(qrels)                     # one row per (qid, docno), the last label kept
         _warn_fractional(qrels["label"].to_numpy(), rel)

@@ -111,6 +111,10 @@ class Queries:
         candidates).
     docnos : ndarray of shape (n,) or None
         The candidates' document ids, where known (the tie policy's last key).
+    reference : int or None
+        The column of the *reference function*, the ranking a learner starts from and falls back to: the
+        first stage the user would rank by without learning, where known; None: the base function with the
+        best MAP on these queries (:func:`~pyterrier_svmmap.selection.queries_best_function`). Subsets keep it.
     """
     raw: np.ndarray
     labels: Optional[np.ndarray]
@@ -118,6 +122,7 @@ class Queries:
     qids: Optional[np.ndarray] = None
     n_relevant: Optional[np.ndarray] = None
     docnos: Optional[np.ndarray] = None
+    reference: Optional[int] = None
 
     @classmethod
     def from_arrays(cls, raw, labels, offsets, qids=None, n_relevant=None, docnos=None) -> "Queries":
@@ -158,7 +163,7 @@ class Queries:
     @classmethod
     def concatenate(cls, parts: Sequence["Queries"]) -> "Queries":
         """The parts one after another (as wide as the widest; qids and docnos kept when every part has
-        them)."""
+        them, the reference function when every part has the same)."""
         if not parts:
             raise ValueError("no queries to concatenate")
         F = max(p.n_functions for p in parts)
@@ -168,9 +173,10 @@ class Queries:
         def joined(name):
             values = [getattr(p, name) for p in parts]
             return None if any(v is None for v in values) else np.concatenate([np.asarray(v) for v in values])
+        references = {p.reference for p in parts}
         return cls(np.vstack([p.raw for p in parts]), joined("labels"),
                    np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64), joined("qids"), joined("n_relevant"),
-                   joined("docnos"))
+                   joined("docnos"), references.pop() if len(references) == 1 else None)
 
     def validation_set(self) -> tuple:
         """``(raw, labels, offsets, n_relevant, docnos)``: the tuple form of the ``valid`` argument of the

@@ -10,14 +10,21 @@ NaN for that function rather than a computed score.
 RunFeatures also re-ranks after any first stage (``bm25 >> RunFeatures({...}) >> SVMMap()``): given a
 result frame, its candidates are kept, the first stage's own score is the first feature (``"input"``) and the
 base functions' scores of those candidates follow (NaN where a base run missed one).
+
+The output frame names its features (``attrs["feature_names"]``) and its *first stage*
+(``attrs["first_stage"]``): the base run named by ``first``, or ``"input"`` when re-ranking a result frame.
+That is the ranking the user would have without a learner; ``SVMMap()`` starts from it and keeps it unless
+learning shows held-out evidence against it (``first_stage="auto"``).
 """
 from __future__ import annotations
 
-from typing import List, Mapping, Sequence, Union
+from typing import List, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import pandas as pd
 import pyterrier as pt
+
+from pyterrier_svmmap.frames import FIRST_STAGE_ATTR
 
 BaseItem = Union[pt.Transformer, pd.DataFrame]
 
@@ -42,6 +49,11 @@ class RunFeatures(pt.Transformer):
     base : list or dict
         The base functions, or a dict name → base function. A base function is a PyTerrier transformer
         that retrieves for the input topics, or a run DataFrame (qid, docno, score).
+    first : str, optional
+        The name of the base run that is the first stage: what a user would rank by without learning (e.g.
+        BM25), declared to the learner in ``attrs["first_stage"]``. When re-ranking a result frame the
+        first stage is its own score (``"input"``) unless ``first`` names another. None (and topics in):
+        no first stage is declared, and a learner starts from the best base function on its training queries.
     verbose : bool, default False
         Show a progress bar over the base functions.
 
@@ -55,7 +67,8 @@ class RunFeatures(pt.Transformer):
     functions; the output frame carries the feature names in ``frame.attrs["feature_names"]``.
     """
 
-    def __init__(self, base: Union[Sequence[BaseItem], Mapping[str, BaseItem]], verbose: bool = False):
+    def __init__(self, base: Union[Sequence[BaseItem], Mapping[str, BaseItem]], first: Optional[str] = None,
+                 verbose: bool = False):
         """Keep the base functions and their names (the class docstring describes them)."""
         if isinstance(base, Mapping):
             self.names: List[str] = [str(k) for k in base.keys()]
@@ -75,12 +88,15 @@ class RunFeatures(pt.Transformer):
             elif not isinstance(b, pt.Transformer):
                 raise TypeError(f"base function {name!r} must be a PyTerrier Transformer or a run DataFrame, "
                                 f"got {type(b).__name__}")
+        if first is not None and first not in self.names:
+            raise ValueError(f"first={first!r} is not the name of a base function; give one of {self.names}")
+        self.first = first
         self.verbose = verbose
 
     def __repr__(self) -> str:
         items = ", ".join(f"{n!r}: {('<run of %d rows>' % len(b)) if isinstance(b, pd.DataFrame) else repr(b)}"
                           for n, b in zip(self.names, self.base))
-        return f"RunFeatures({{{items}}})"
+        return f"RunFeatures({{{items}}}{'' if self.first is None else f', first={self.first!r}'})"
 
     def transform_inputs(self) -> List[List[str]]:
         """Topics (the union of the base runs becomes the candidates) or a first stage's result frame."""
@@ -147,6 +163,7 @@ class RunFeatures(pt.Transformer):
         out = res.drop(columns=[c for c in ("features",) if c in res.columns]).copy()
         out["features"] = list(raw)
         out.attrs["feature_names"] = [INPUT_FEATURE] + list(self.names)
+        out.attrs[FIRST_STAGE_ATTR] = self.first if self.first is not None else INPUT_FEATURE
         return out
 
     def transform(self, topics: pd.DataFrame) -> pd.DataFrame:
@@ -186,4 +203,6 @@ class RunFeatures(pt.Transformer):
         cand["features"] = list(raw[order])
         out = topics.merge(cand, on="qid", how="inner")
         out.attrs["feature_names"] = list(self.names)
+        if self.first is not None:
+            out.attrs[FIRST_STAGE_ATTR] = self.first
         return out

@@ -222,8 +222,11 @@ def best_function(raw: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> i
 
 
 def queries_best_function(queries: Queries) -> int:
-    """:func:`best_function` of ``queries`` (binary labels), computed once per :class:`Queries` object: a fold's
+    """The reference function of ``queries``: their ``reference`` (the first stage) when known, else
+    :func:`best_function` of them (binary labels), computed once per :class:`Queries` object. A fold's
     tie-break function, its fallback and each setting's prior all ask for it."""
+    if queries.reference is not None:
+        return int(queries.reference)
     cached = queries.__dict__.get("_best_function")
     if cached is None:
         cached = queries.__dict__["_best_function"] = best_function(queries.raw, queries.labels, queries.offsets)
@@ -673,6 +676,7 @@ def select_auto(train: Queries, valid: Optional[Queries], settings: Sequence[Tup
                 np.add.reduceat(usable.labels, usable.offsets[:-1]) if len(usable.labels) else np.zeros(0)
         fit = Queries.concatenate([Queries(train.raw, train.labels, train.offsets, n_relevant=tr_n),
                                    Queries(usable.raw, usable.labels, usable.offsets, n_relevant=va_n)])
+        fit.reference = train.reference
         shards = None
     encodings = encode_settings(fit, settings, make_layout)
     grids = [resolve_c_grid(C, e.spread) for e in encodings]

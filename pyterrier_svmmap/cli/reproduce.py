@@ -55,6 +55,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeats", type=int, default=None, metavar="R",
                         help="with --folds: R differently shuffled K-fold partitions, so every query is "
                              "tested R times (default 1)")
+    parser.add_argument("--first-stage", default=DEFAULT_FIRST_STAGE, metavar="NAME",
+                        help="the base function that is the first stage, the ranking a user would have without "
+                             "learning: SVMMap() starts from it and keeps it unless learning shows evidence "
+                             f"against it, and every system is compared with it (default {DEFAULT_FIRST_STAGE}, "
+                             "BM25 with porter2 stemming and Terrier's stopwords; 'none': no first stage, "
+                             "SVMMap() starts from the best base function on each split's training queries)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the splits (default 0)")
     parser.add_argument("--out", metavar="DIR", default="svmmap-reproduce",
                         help="output and cache folder: indices/, runs/, results.json, tables.md "
@@ -79,6 +85,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
+#: ``--first-stage``'s default: BM25 with stemming and stopwords, PyTerrier's conventional first stage
+DEFAULT_FIRST_STAGE = "bm25.porter2.terrier"
+
 #: option → smallest allowed value, checked before any work (:func:`check_arguments`)
 MINIMUM = {"trials": 1, "train": 1, "valid": 0, "depth": 1, "threads": 1, "jobs": 1, "seed": 0,
            "folds": 3, "repeats": 1, "workers": 1}
@@ -92,12 +101,22 @@ def check_arguments(args: argparse.Namespace) -> None:
     """Raise ValueError (one line: the option, its value, the bound) for an impossible option value,
     e.g. ``--threads 0`` (PISA would retrieve nothing) or ``--depth 0`` (every ranking empty), or for
     options of the other protocol (``--train`` with ``--folds``, ``--repeats`` without) or of the
-    other executor (``--jobs`` with ``--workers``/``--scheduler``); then fill in the defaults."""
+    other executor (``--jobs`` with ``--workers``/``--scheduler``); then fill in the defaults. A collection
+    folder with ``split.train`` and ``split.test`` is evaluated on that split (``args.split``) unless an option
+    of the other protocols is given."""
     for option, minimum in MINIMUM.items():
         value = getattr(args, option, None)
         if value is not None and value < minimum:
             raise ValueError(f"--{option} must be at least {minimum}, got {value}")
-    if getattr(args, "folds", None) is not None:
+    if getattr(args, "first_stage", None) is not None and args.first_stage.strip().lower() == "none":
+        args.first_stage = None
+    collection = getattr(args, "collection", None)
+    args.split = bool(collection) and getattr(args, "folds", None) is None and getattr(args, "repeats", None) is None \
+        and all(getattr(args, o, None) is None for o in RANDOM_DEFAULTS) \
+        and all((Path(collection) / f"split.{role}").exists() for role in ("train", "test"))
+    if args.split:
+        pass
+    elif getattr(args, "folds", None) is not None:
         given = [f"--{o}" for o in RANDOM_DEFAULTS if getattr(args, o, None) is not None]
         if given:
             raise ValueError(f"{', '.join(given)} belong{'s' if len(given) == 1 else ''} to random splits; "
@@ -157,7 +176,7 @@ def _run(args: argparse.Namespace, progress=None) -> int:
     options = ExperimentOptions(
         out=Path(args.out), systems=args.systems, collection=args.collection, dataset=args.dataset,
         trials=args.trials, train=args.train, valid=args.valid, folds=getattr(args, "folds", None),
-        repeats=getattr(args, "repeats", None), seed=args.seed, threads=args.threads, depth=args.depth,
+        repeats=getattr(args, "repeats", None), split=args.split, first_stage=args.first_stage, seed=args.seed, threads=args.threads, depth=args.depth,
         jobs=args.jobs, workers=args.workers, scheduler=args.scheduler,
         progress_bars=not args.no_progress and sys.stderr.isatty())
     report = run_experiment(options, progress)

@@ -63,12 +63,12 @@ class StructSVM(RankerEstimator):
         valid_arrays = None if valid is None else (valid.raw, valid.labels, valid.offsets, valid.n_relevant,
                                                    valid.frame["docno"].to_numpy())
         ranker = self._ranker().fit(train.raw, train.labels, train.offsets, train.n_relevant, valid=valid_arrays,
-                                    base_names=self.base_names_)
+                                    base_names=self.base_names_, declared_first_stage=train.reference)
         self._adopt(ranker)
 
     #: learned attributes of the ranker that the estimator exposes as its own
     _LEARNED = ("coef_", "coefs_", "C_", "features_", "validation_", "selection_", "path_", "history_", "n_iter_", "converged_",
-                "feature_names_", "base_names_", "n_functions_", "layout_", "training_summary_", "prior_function_",
+                "feature_names_", "base_names_", "n_functions_", "layout_", "training_summary_", "prior_function_", "first_stage_",
                 "tie_function_", "choice_")
 
     def _adopt(self, ranker: StructSVMRanker) -> None:

@@ -117,6 +117,14 @@ def _svm_map_raw():
     return SVMMap(C=list(DEFAULT_C_GRID), **{**PAPER_PARAMS, "features": "raw", "normalise": None})
 
 
+@register("svm-map-bins")
+def _svm_map_bins():
+    """The default's rule on the threshold features alone: bins, C relative to their spread, the prior and the
+    fallback (the first stage), chosen by cross-validation."""
+    from pyterrier_svmmap import SVMMap
+    return SVMMap(features="bins")
+
+
 @register("svm-map-allbins")
 def _svm_map_allbins():
     """The thresholds at quantiles of all training candidates (threshold_depth=None)."""

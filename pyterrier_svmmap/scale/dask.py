@@ -136,7 +136,8 @@ class DaskExecutor:
             ranker.base_names_ = (list(base_names) if base_names is not None
                                   else default_base_names(ranker.n_functions_))
             valid = read_valid(valid, ranker.n_functions_)
-            ranker.tie_function_ = data.best_function()
+            reference = ranker.reference_column()
+            ranker.tie_function_ = data.best_function() if reference is None else reference
             trained, grids = zip(*[_train_sharded(ranker, data, option) for option in options])
             ranker.select_paths(list(grids), list(trained), valid)
             ranker.training_summary_ = dict(n_queries=data.n_queries, n_candidates=data.n_candidates,

@@ -30,6 +30,8 @@ ATTRIBUTES: Dict[str, Tuple[str, str]] = {
     "base_names_": ("list of str", "A name per base function."),
     "tie_function_": ("int", "The base function whose score breaks ties (:mod:`pyterrier_svmmap.ties`)."),
     "prior_function_": ("str", "With ``prior=\"best\"``: the base function regularised towards."),
+    "first_stage_": ("str or None", "The reference function given or declared (``first_stage``), by name; None "
+                                    "when the best base function on the training queries took its place."),
     "choice_": ("dict", "With ``selection=\"auto\"``: the decision and its evidence (the learned arg-max, its "
                         "mean held-out gain over the fallback, t, p_value, alpha, fallback, source, chosen)."),
 }

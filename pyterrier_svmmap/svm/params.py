@@ -60,6 +60,12 @@ def _alpha(v) -> Optional[str]:
     return None if ok else "(the level of the test that keeps the base function) must be in (0, 1] or None"
 
 
+def _first_stage(v) -> Optional[str]:
+    ok = v is None or isinstance(v, str) or (not isinstance(v, (bool, np.bool_)) and isinstance(v, (int, np.integer))
+                                             and v >= 0)
+    return None if ok else "must be None, 'auto', a base function's name or its column (an integer >= 0)"
+
+
 def _rel(v) -> Optional[str]:
     ok = not isinstance(v, (bool, np.bool_)) and isinstance(v, (int, float, np.integer, np.floating)) \
         and math.isfinite(v) and v > 0
@@ -142,6 +148,15 @@ STRUCT_SVM_PARAMS = ParamSpec([
     Param("prior_scale", 1.0, 'float',
           "The size of w₀: the prior function's contribution spans about [0, prior_scale].",
           check=positive_number),
+    Param("first_stage", None, "int, str, 'auto' or None",
+          'The reference function: the ranking a user would have without learning, which the prior '
+          '(``prior="best"``) starts from and ``selection="auto"`` falls back to. A base function by '
+          'column or name, e.g. the first stage a model re-ranks; ``"auto"``: the one the candidates '
+          'declare (``RunFeatures(base, first=name)``, or ``"input"`` when ``RunFeatures`` re-ranks a '
+          "first stage's results), else None; None: the base function with the best MAP on the "
+          'training queries (chosen on them, so with few queries it is often not the best one on '
+          'others: docs/model-selection.md). Also the tie-break function.',
+          check=_first_stage, implied=None),
     Param("cv", 5, 'int',
           'Folds of the cross-validation that chooses C (and features) when ``fit`` gets no '
           'validation data: folds by query, shuffled with ``random_state``, one layout (thresholds '
@@ -205,7 +220,7 @@ STRUCT_SVM_PARAMS = ParamSpec([
 
 #: the PyTerrier estimators' parameters: the package's default model selection (docs/model-selection.md)
 ESTIMATOR_PARAMS = STRUCT_SVM_PARAMS.with_defaults(C=DEFAULT_C, features=DEFAULT_FEATURES, prior=DEFAULT_PRIOR,
-                                                   selection="auto")
+                                                   selection="auto", first_stage="auto")
 
 #: :class:`~pyterrier_svmmap.SVMMap`'s: Δ = 1 − AP, so no loss to choose
 SVMMAP_PARAMS = ESTIMATOR_PARAMS.without("loss", "loss_params")

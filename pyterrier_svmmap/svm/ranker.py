@@ -134,8 +134,8 @@ class StructSVMRanker(Parametrized):
 
     # -- training ---------------------------------------------------------------------------------
     def fit(self, raw, labels, offsets, n_relevant=None, valid: Optional[ValidSet] = None,
-            base_names: Optional[Sequence[str]] = None, *, shard_queries: Optional[Sequence[int]] = None
-            ) -> "StructSVMRanker":
+            base_names: Optional[Sequence[str]] = None, *, shard_queries: Optional[Sequence[int]] = None,
+            declared_first_stage: Optional[int] = None) -> "StructSVMRanker":
         """Train on candidates grouped by query.
 
         Queries without a relevant or without a non-relevant candidate cannot form constraints: they are
@@ -169,6 +169,9 @@ class StructSVMRanker(Parametrized):
             A name per base function (for ``feature_names_`` and pictures).
         shard_queries : sequence of int, optional
             Keyword-only: the number of queries of each shard, e.g. one per file (:meth:`fit_shards` passes it).
+        declared_first_stage : int, optional
+            Keyword-only: the column of the first stage the candidates declare (``RunFeatures(base, first=...)``),
+            the reference function when ``first_stage="auto"``.
 
         Returns
         -------
@@ -183,6 +186,7 @@ class StructSVMRanker(Parametrized):
         valid = as_queries(valid)
         if base_names is not None and len(base_names) != raw.shape[1]:
             raise ValueError(f"{len(base_names)} base names for {raw.shape[1]} base functions")
+        self._declared_first_stage = declared_first_stage
         if self.executor is not None and not self.selects_auto():
             shards = split_queries(raw, labels, offsets, shard_sizes(len(offsets) - 1, self.queries_per_shard))
             return resolve_executor(self.executor).fit_shards(self, shards, valid, base_names)
@@ -227,12 +231,15 @@ class StructSVMRanker(Parametrized):
             raw, labels, offsets, _ = subset_queries(raw, labels, offsets, ok)
         self.n_functions_ = raw.shape[1]
         self.base_names_ = list(base_names) if base_names is not None else default_base_names(self.n_functions_)
+        reference = self.reference_column()
+        self.first_stage_ = None if reference is None else self.base_names_[reference]
         t0 = time.perf_counter()
         options = self.feature_options()
         if self.selects_auto():
             if valid is not None and not self._can_choose(valid):
                 valid = None
-            used = self._fit_auto(raw, labels, offsets, n_relevant, ok, valid, grid, options, shards, fit_map)
+            used = self._fit_auto(raw, labels, offsets, n_relevant, ok, valid, grid, options, shards, fit_map,
+                                  reference)
             self.training_summary_ = dict(n_queries=int(ok.sum()), n_candidates=int(len(raw)),
                                           skipped_queries=int(n_queries - ok.sum()),
                                           skipped_candidates=int(n_candidates - len(raw)),
@@ -245,13 +252,13 @@ class StructSVMRanker(Parametrized):
         self._progress = _Progress(self.verbose, (folds + 1) * len(options) * len(grid), type(self).__name__,
                                    self.epsilon, self.max_iter)
         try:
-            queries = Queries(raw, labels, offsets)
+            queries = Queries(raw, labels, offsets, reference=reference)
             settings = [(option, self.prior) for option in options]
             encodings = encode_settings(queries, settings, self._make_layout)
             grids = [resolve_c_grid(self.C, e.spread) for e in encodings]
             if folds:
                 cv_scores = self._cross_validate(queries, n_relevant, ok, grids, settings, encodings)
-            self.tie_function_ = best_function(raw, labels, offsets)
+            self.tie_function_ = queries_best_function(queries)
             trained = [self._train(queries, g, option, shards, encoded=e)
                        for option, g, e in zip(options, grids, encodings)]
         finally:
@@ -414,13 +421,33 @@ class StructSVMRanker(Parametrized):
         self.converged_ = bool(kept.converged)
         self.feature_names_ = self.layout_.names()
 
-    def _fit_auto(self, raw, labels, offsets, n_relevant, ok, valid, grid, options, shards, fit_map=None) -> dict:
+    def reference_column(self) -> Optional[int]:
+        """The column of ``first_stage`` among the base functions (``base_names_``): for ``"auto"`` the first
+        stage the candidates declared to :meth:`fit` (``declared_first_stage``), for None none: the reference
+        function (:attr:`~pyterrier_svmmap.queries.Queries.reference`) when not None. ValueError for a column
+        out of range or a name that is not a base function's."""
+        first = self.first_stage
+        if isinstance(first, str) and first == "auto" and "auto" not in self.base_names_:
+            first = getattr(self, "_declared_first_stage", None)
+        if first is None:
+            return None
+        if isinstance(first, str):
+            if first not in self.base_names_:
+                raise ValueError(f"first_stage={first!r} is not one of the base functions {self.base_names_}; "
+                                 "give one of their names, a column, or None (the best on the training queries)")
+            return self.base_names_.index(first)
+        if not 0 <= int(first) < self.n_functions_:
+            raise ValueError(f"first_stage={first!r} is not a column of the {self.n_functions_} base functions")
+        return int(first)
+
+    def _fit_auto(self, raw, labels, offsets, n_relevant, ok, valid, grid, options, shards, fit_map=None,
+                  reference: Optional[int] = None) -> dict:
         """``selection="auto"``: the rule of :func:`~pyterrier_svmmap.selection.select_auto` decides, this
         learner trains (:meth:`train_path`, the independent fits through ``fit_map`` when given); sets the
         learned attributes. Returns what the training summary adds."""
         settings = [(o, p) for o in options for p in prior_options(self.prior)]
         n_rel = None if n_relevant is None else np.asarray(n_relevant, dtype=float)[ok]
-        train = Queries(raw, labels, offsets, n_relevant=n_rel)
+        train = Queries(raw, labels, offsets, n_relevant=n_rel, reference=reference)
         valid = None if valid is None else self._valid_queries(valid)
         folds = self.cv if valid is None or (self.min_valid_queries is None
                                              or valid.n_queries < self.min_valid_queries) else 0
@@ -643,6 +670,7 @@ class StructSVMRanker(Parametrized):
                     n_iter=int(self.n_iter_), converged=bool(self.converged_),
                     training=self.training_summary_, prior_function=getattr(self, "prior_function_", None),
                     selection=self.selection_, features=self.features_, tie_function=int(self.tie_function_),
+                    **({"first_stage": self.first_stage_} if getattr(self, "first_stage_", None) is not None else {}),
                     **({"choice": self.choice_} if getattr(self, "choice_", None) is not None else {}))
         arrays = dict(coef=np.asarray(self.coef_, dtype=float), coefs=np.asarray(self.coefs_, dtype=float),
                       **layout_arrays)
@@ -698,6 +726,7 @@ class StructSVMRanker(Parametrized):
         self.selection_ = meta.get("selection", "validation" if len(self.path_) > 1 else "none")
         if meta.get("prior_function") is not None:
             self.prior_function_ = meta["prior_function"]
+        self.first_stage_ = meta.get("first_stage")
         if meta.get("choice") is not None:
             self.choice_ = meta["choice"]
         return self

@@ -268,7 +268,7 @@ def test_default_systems_are_the_issues_learners():
     assert sysreg.parse_names("default") == EXPECTED
     from pyterrier_svmmap.cli.reproduce import DEFAULT_SYSTEMS
     assert sysreg.parse_names(DEFAULT_SYSTEMS) == EXPECTED
-    assert set(sysreg.parse_names("all")) == set(EXPECTED) | {"svm-map-raw", "svm-map-allbins", "svm-map-prior",
+    assert set(sysreg.parse_names("all")) == set(EXPECTED) | {"svm-map-raw", "svm-map-bins", "svm-map-allbins", "svm-map-prior",
                                                               "svm-map-cv", "svm-map-noavg", "svm-map-alpha0.6"}
     assert sysreg.parse_names(" svm-map, adarank ") == ["svm-map", "adarank"]
     with pytest.raises(ValueError, match="at least one"):

@@ -37,7 +37,8 @@ LAYERS: List[Tuple[str, ...]] = [
     ("cli",),                                            # the svmmap command
 ]
 #: imports allowed within one layer: (importer, imported)
-SAME_LAYER = {("ties", "measures"), ("measures", "features"), ("ties", "features"), ("_product_kernels", "products")}
+SAME_LAYER = {("ties", "measures"), ("measures", "features"), ("ties", "features"), ("_product_kernels", "products"),
+              ("run_features", "frames")}              # the first stage's frame attribute, read by frames
 #: the lowest layer whose rooms may import the package's public names from its root (its lazy facade)
 PUBLIC_API_USERS = "experiments"
 #: rooms that form the numeric core, and the libraries they must not import

@@ -17,7 +17,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Dict, Optional, Union, Callable
+from typing import Callable, Dict, Iterator, List, Optional, Union
 
 import pandas as pd
 
@@ -116,6 +116,9 @@ class Collection:
     topics: pd.DataFrame
     qrels: pd.DataFrame
     content: Dict[str, str] = field(default_factory=dict)
+    #: a fixed split of the queries, ``{"train": [...], "test": [...]}`` (a folder's ``split.train`` and
+    #: ``split.test``), or None
+    split: Optional[Dict[str, List[str]]] = None
 
     def docs_key(self) -> str:
         """What identifies the documents (the indices are keyed on it)."""
@@ -151,8 +154,12 @@ def load_directory(path: Union[str, Path], max_docs: Optional[int] = None) -> Co
     content = {"docs": f"docs.trec {file_digest(path / 'docs.trec')} max_docs={max_docs}",
                "topics": f"topics.trec {file_digest(path / 'topics.trec')}",
                "qrels": f"qrels {file_digest(path / 'qrels')}"}
+    split = None
+    if (path / "split.train").exists() and (path / "split.test").exists():
+        split = {role: (path / f"split.{role}").read_text().split() for role in ("train", "test")}
+        content["split"] = f"split {file_digest(path / 'split.train')} {file_digest(path / 'split.test')}"
     return Collection(str(path), docs, read_trec_topics(path / "topics.trec"),
-                      read_trec_qrels(path / "qrels"), content)
+                      read_trec_qrels(path / "qrels"), content, split)
 
 
 def load_irds(dataset_id: str) -> Collection:

@@ -158,19 +158,22 @@ def compare(ref: pd.Series, other: pd.Series) -> dict:
 KIND_ORDER = {"learned": 0, "unsupervised": 1, "chosen": 2, "base": 3}
 
 
-def aggregate(per_trial: pd.DataFrame, reference: Optional[str], fit_seconds: Dict[str, List[float]]
-              ) -> pd.DataFrame:
+def aggregate(per_trial: pd.DataFrame, reference: Optional[str], fit_seconds: Dict[str, List[float]],
+              first_stage: Optional[str] = None) -> pd.DataFrame:
     """One row per system: kind, the measures' means over queries, W/L and p-value vs ``reference``
     (0, 0, 1.0 for the reference itself or when there is none) and the median fit time (learned
     systems); learned systems first, then the unsupervised fusions, the chosen base and the base functions,
     each by MAP. Learned and unsupervised systems also get their gain over the chosen base (the system of kind "chosen",
     base-chosen-on-training): ``gain_vs_chosen`` (MAP difference) and ``vs_chosen`` (their own W/L and
-    p-value against it), when that row is there."""
+    p-value against it), when that row is there; likewise against ``first_stage`` (a base function's row, the
+    ranking a user would have without learning): ``gain_vs_first`` and ``vs_first``, for every row but the base
+    functions'."""
     pq = per_query_means(per_trial)
     kinds = per_trial.drop_duplicates("system").set_index("system")["kind"]
     ref_ap = pq.loc[reference, "map"] if reference is not None else None
     chosen = [s for s in kinds.index if kinds[s] == "chosen"]
     chosen_ap = pq.loc[chosen[0], "map"] if chosen else None
+    first_ap = pq.loc[first_stage, "map"] if first_stage is not None and first_stage in kinds.index else None
     rows = []
     for system in kinds.index:
         vals = pq.loc[system]
@@ -187,6 +190,9 @@ def aggregate(per_trial: pd.DataFrame, reference: Optional[str], fit_seconds: Di
             if chosen_ap is not None:
                 row["gain_vs_chosen"] = float(vals["map"].mean() - chosen_ap.mean())
                 row["vs_chosen"] = compare(vals["map"], chosen_ap)
+        if first_ap is not None and kinds[system] != "base":
+            row["gain_vs_first"] = float(vals["map"].mean() - first_ap.mean())
+            row["vs_first"] = compare(vals["map"], first_ap)
         rows.append(row)
     out = pd.DataFrame(rows)
     out["_order"] = out["kind"].map(KIND_ORDER).fillna(len(KIND_ORDER))

@@ -34,6 +34,11 @@ class ExperimentOptions:
         K-fold cross-validation over all judged queries, repeated ``repeats`` times, instead of random splits.
     seed, threads, depth, jobs : int
         The splits' seed, PISA's retrieval threads, the base runs' depth, the trials run at once.
+    split : bool
+        The collection's own split (``split.train`` / ``split.test``) instead of random splits or folds.
+    first_stage : str or None
+        The base function that is the first stage (``RunFeatures(runs, first=...)``): what ``SVMMap()`` starts
+        from and falls back to, and the row every system is compared with (``vs_first``); None: none.
     workers, scheduler : int or str or None
         A Dask cluster that runs the trials instead of ``jobs``.
     progress_bars : bool
@@ -48,6 +53,8 @@ class ExperimentOptions:
     valid: Optional[int] = None
     folds: Optional[int] = None
     repeats: Optional[int] = None
+    split: bool = False
+    first_stage: Optional[str] = None
     seed: int = 0
     threads: int = 1
     depth: int = 1000
@@ -100,7 +107,7 @@ def _run_holding(options: ExperimentOptions, progress: Optional[ExperimentProgre
     from pyterrier_svmmap.experiments.reproduce.evaluation import aggregate
     from pyterrier_svmmap.experiments.reproduce.runner import run_trials
     from pyterrier_svmmap.scale.client import close_client, dask_client
-    from pyterrier_svmmap.experiments.reproduce.protocol import make_folds, make_splits, role_counts
+    from pyterrier_svmmap.experiments.reproduce.protocol import file_split, make_folds, make_splits, role_counts
     from pyterrier_svmmap.experiments.reproduce.report import results_dict, tables_markdown, write_results
     from pyterrier_svmmap.experiments.systems import parse_names, resolve
 
@@ -120,7 +127,14 @@ def _run_holding(options: ExperimentOptions, progress: Optional[ExperimentProgre
         logger.info("leaving out %d of %d queries without any relevant document in the qrels",
                     dropped, len(coll.topics))
     folds = options.folds
-    if folds is not None:
+    if options.split:
+        if not coll.split:
+            raise ValueError(f"{coll.name} has no split.train and split.test to evaluate on")
+        splits = file_split(list(topics["qid"]), coll.split["train"], coll.split["test"], seed=options.seed)
+        protocol = {"protocol": "split"}
+        title = (f"{coll.name}: its split ({len(splits[0].train)} train, {len(splits[0].valid)} validation of the "
+                 f"training queries, {len(splits[0].test)} test queries), seed {options.seed}")
+    elif folds is not None:
         splits = make_folds(list(topics["qid"]), folds=folds, repeats=options.repeats, seed=options.seed)
         sizes = sorted({len(s.train) for s in splits}), sorted({len(s.test) for s in splits})
         protocol = {"protocol": "folds", "folds": folds, "repeats": options.repeats}
@@ -137,15 +151,18 @@ def _run_holding(options: ExperimentOptions, progress: Optional[ExperimentProgre
     held.enter_context(br.folder_lock(out))                 # creates the folder
 
     runs, timings = br.base_runs(coll, out, topics=topics, threads=options.threads)
+    if options.first_stage is not None and options.first_stage not in runs:
+        raise ValueError(f"--first-stage {options.first_stage} is not a base function; give one of {', '.join(runs)}")
     store = TrialStore(out / "trials", br.digest("reproduce-trials", coll.content_key(),
-                                                 br.runs_key(coll, topics, runs), options.depth))
+                                                 br.runs_key(coll, topics, runs), options.depth,
+                                                 *([] if options.first_stage is None else [options.first_stage])))
     store.remove_temporaries()
     progress.store, progress.splits, progress.systems = store, splits, systems
     reused = store.finished(splits, systems)
     if reused:
         logger.info("resuming: %d of %d trials already finished in %s are reused", reused, len(splits), out)
     t = time.perf_counter()
-    candidates = RunFeatures(runs).transform(topics[["qid", "query"]])   # union of the base runs
+    candidates = RunFeatures(runs, first=options.first_stage).transform(topics[["qid", "query"]])   # their union
     timings["candidates_seconds"] = time.perf_counter() - t
     logger.info("%d candidates for %d queries (%.1fs)", len(candidates), len(topics),
                 timings["candidates_seconds"])
@@ -168,12 +185,13 @@ def _run_holding(options: ExperimentOptions, progress: Optional[ExperimentProgre
     timings["trials_seconds"] = time.perf_counter() - t
     timings["total_seconds"] = time.perf_counter() - t_start
 
-    summary = aggregate(per_trial, reference, fit_seconds)
+    summary = aggregate(per_trial, reference, fit_seconds, first_stage=options.first_stage)
     n_splits = len(splits)
     results = results_dict(summary, collection=coll.name, trials=n_splits,
                            train=options.train if folds is None else None,
                            valid=options.valid if folds is None else None, seed=options.seed, reference=reference,
-                           extra={**protocol, "n_queries": len(topics), "queries_left_out": dropped,
+                           extra={**protocol, "first_stage": options.first_stage,
+                                  "n_queries": len(topics), "queries_left_out": dropped,
                                   "depth": options.depth, "chosen_bases": _chosen_counts(chosen),
                                   "timings": timings})
     write_results(out / "results.json", results)

@@ -1,4 +1,5 @@
-"""The two protocols of ``svmmap reproduce``: balanced random splits and repeated k-fold splits.
+"""The protocols of ``svmmap reproduce``: balanced random splits, repeated k-fold splits and a collection's own
+split (:func:`file_split`).
 
 Random splits (:func:`make_splits`, the paper's protocol): every query plays each role about equally
 often.
@@ -114,6 +115,24 @@ def make_folds(qids: Sequence[str], folds: int = 5, repeats: int = 1, seed: int 
             splits.append(Split(r * folds + k, tuple(train), tuple(parts[v]) if valid_fold else (),
                                 tuple(parts[k]), repeat=r, fold=k))
     return splits
+
+
+def file_split(qids: Sequence[str], train: Sequence[str], test: Sequence[str], valid_folds: int = 5,
+               seed: int = 0) -> List[Split]:
+    """The one split a collection fixes (BEIR's train and test claims): its test queries test; of its
+    training queries, a seeded 1/``valid_folds`` validates (as one fold of ``make_folds``) and the rest
+    train. Only judged queries (``qids``) are kept in each role; a query in both lists is an error."""
+    judged = set(qids)
+    train, test = [q for q in train if q in judged], [q for q in test if q in judged]
+    both = set(train) & set(test)
+    if both:
+        raise ValueError(f"{len(both)} queries are in both split.train and split.test, e.g. {sorted(both)[0]!r}")
+    if len(train) < valid_folds or not test:
+        raise ValueError(f"the split has {len(train)} judged training and {len(test)} judged test queries; it needs "
+                         f"at least {valid_folds} training queries and one test query")
+    order = np.random.default_rng(seed).permutation(len(train))
+    valid = {train[i] for i in order[:len(train) // valid_folds]}
+    return [Split(0, tuple(sorted(q for q in train if q not in valid)), tuple(sorted(valid)), tuple(sorted(test)))]
 
 
 def role_counts(splits: Sequence[Split], qids: Sequence[str]) -> dict:

@@ -86,19 +86,22 @@ def format_learner_table(summary: pd.DataFrame, reference: Optional[str], title:
     width = max([len("learner")] + [len(n) for n in s["name"]])
     lines = [title] if title else []
     gains = "gain_vs_chosen" in s.columns and s["gain_vs_chosen"].notna().any()
+    firsts = "gain_vs_first" in s.columns and s["gain_vs_first"].notna().any()
     lines.append(f"{'learner':<{width}}  {'MAP':>6}  W/L vs {reference or '-'}  fit s"
-                 + ("  gain vs chosen base (W/L)" if gains else ""))
+                 + ("  gain vs chosen base (W/L)" if gains else "") + ("  gain vs first stage (W/L)" if firsts else ""))
     lines.append("-" * len(lines[-1]))
     for _, r in s.iterrows():
         fit = r.get("fit_seconds", float("nan"))
         fit = f"{fit:.2f}" if isinstance(fit, float) and math.isfinite(fit) else "-"
         line = f"{r['name']:<{width}}  {r['map']:6.4f}  {_wl(r, reference):<{len('W/L vs ') + len(reference or '-')}}  {fit:>5}"
-        g = r.get("gain_vs_chosen", float("nan")) if gains else float("nan")
-        if isinstance(g, float) and math.isfinite(g):
-            vc = r["vs_chosen"]
-            line += (f"  {g:+.4f} ({100 * g / (r['map'] - g):+.1f}%, {vc['wins']}/{vc['losses']}"
-                     + (" **" if vc["p_value"] < 0.05 else "") + ")")
-        lines.append(line)
+        for shown, gain, versus, width_ in ((gains, "gain_vs_chosen", "vs_chosen", 26),
+                                            (firsts, "gain_vs_first", "vs_first", 26)):
+            g = r.get(gain, float("nan")) if shown else float("nan")
+            if isinstance(g, float) and math.isfinite(g):
+                line += "  " + f"{_gain(g, r['map'], r[versus]):<{width_}}"
+            elif shown:
+                line += "  " + f"{'-':<{width_}}"
+        lines.append(line.rstrip())
     lines.append("")
     lines.append(f"W/L: queries where {reference} has the higher / lower AP than the learner (AP averaged "
                  "over the trials that tested the query); ** p < 0.05, two-sided Wilcoxon signed-rank; "
@@ -106,11 +109,20 @@ def format_learner_table(summary: pd.DataFrame, reference: Optional[str], title:
     if gains:
         lines.append("gain vs chosen base: the learner's MAP minus base-chosen-on-training's, and the queries "
                      "where the learner has the higher / lower AP than it (** p < 0.05, Wilcoxon).")
+    if firsts:
+        lines.append("gain vs first stage: the same against the first stage (--first-stage), the ranking a user "
+                     "would have without learning.")
     if (s["kind"] == "chosen").any():
         lines.append(_CHOSEN_NOTE)
     if (s["kind"] == "unsupervised").any():
         lines.append(_FUSION_NOTE)
     return "\n".join(lines)
+
+
+def _gain(g: float, value: float, versus: dict) -> str:
+    """``+0.0123 (+4.1%, 20/10 **)``: a MAP gain, relative to the other's MAP, and the W/L of ``versus``."""
+    return (f"{g:+.4f} ({100 * g / (value - g):+.1f}%, {versus['wins']}/{versus['losses']}"
+            + (" **" if versus["p_value"] < 0.05 else "") + ")")
 
 
 def format_loss_table(summary: pd.DataFrame, title: str = "") -> str:
@@ -166,11 +178,11 @@ def results_dict(summary: pd.DataFrame, *, collection: str, trials: int, train: 
              "wins": int(r["wins"]), "losses": int(r["losses"]), "p_value": float(r["p_value"])}
         if r["kind"] == "learned":
             d["fit_seconds"] = _clean(float(r["fit_seconds"]))
-        if r["kind"] in ("learned", "unsupervised"):
-            g = r.get("gain_vs_chosen", float("nan"))
+        for gain, versus in (("gain_vs_chosen", "vs_chosen"), ("gain_vs_first", "vs_first")):
+            g = r.get(gain, float("nan"))
             if isinstance(g, float) and math.isfinite(g):
-                d["gain_vs_chosen"] = g
-                d["vs_chosen"] = {k: (int(v) if k != "p_value" else float(v)) for k, v in r["vs_chosen"].items()}
+                d[gain] = g
+                d[versus] = {k: (int(v) if k != "p_value" else float(v)) for k, v in r[versus].items()}
         systems.append(d)
     out = {"collection": collection, "trials": int(trials), "train": None if train is None else int(train),
            "valid": None if valid is None else int(valid),
