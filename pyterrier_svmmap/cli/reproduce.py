@@ -110,6 +110,11 @@ def check_arguments(args: argparse.Namespace) -> None:
             raise ValueError(f"--{option} must be at least {minimum}, got {value}")
     if getattr(args, "first_stage", None) is not None and args.first_stage.strip().lower() == "none":
         args.first_stage = None
+    if getattr(args, "first_stage", None) is not None:
+        from pyterrier_svmmap.experiments.reproduce.base_runs import base_names
+        if args.first_stage not in base_names():
+            raise ValueError(f"--first-stage {args.first_stage} is not a base function; give one of "
+                             f"{', '.join(base_names())} or none")
     collection = getattr(args, "collection", None)
     args.split = bool(collection) and getattr(args, "folds", None) is None and getattr(args, "repeats", None) is None \
         and all(getattr(args, o, None) is None for o in RANDOM_DEFAULTS) \
