@@ -36,8 +36,6 @@ setup(
     entry_points={
         "console_scripts": ["svmmap=pyterrier_svmmap.cli:main"],
         "pyterrier.artifact": ["learned_ranker.svmmap = pyterrier_svmmap.io.model_files:load_artifact"],
-        # where StructSVMRanker trains on shards (pyterrier_svmmap.svm.executors): this process or Dask
-        "pyterrier_svmmap.executors": ["default = pyterrier_svmmap.scale.executors:executor_for"],
     },
     classifiers=[
         "Programming Language :: Python :: 3",

@@ -340,7 +340,8 @@ def training_files(specs: List[str]) -> List[str]:
 def fit_on_cluster(ranker, files: List[str], valid_file, client):
     """Fit with every training file a shard on the cluster's workers; the validation file is read here."""
     from pyterrier_svmmap.features.layout import default_base_names
-    ranker.executor = client
+    from pyterrier_svmmap.scale.dask import executor_for
+    ranker.executor = executor_for(client)
     ranker.fit_shards(files, valid=valid_file)
     ranker.executor = None                                 # the model does not keep the client
     names = dict(zip(ranker.base_names_, default_base_names(ranker.n_functions_, start=1)))

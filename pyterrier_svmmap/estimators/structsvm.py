@@ -50,8 +50,13 @@ class StructSVM(RankerEstimator):
     RANKER = StructSVMRanker
 
     def _ranker(self) -> StructSVMRanker:
-        """The array-level ranker of these parameters (checked by its ``fit``)."""
-        return StructSVMRanker(**{k: getattr(self, k) for k in STRUCT_SVM_PARAMS.names})
+        """The array-level ranker of these parameters (checked by its ``fit``), with the shard executor of
+        ``executor`` (:func:`~pyterrier_svmmap.scale.dask.executor_for`)."""
+        params = {k: getattr(self, k) for k in STRUCT_SVM_PARAMS.names}
+        if self.executor is not None:
+            from pyterrier_svmmap.scale.dask import executor_for
+            params["executor"] = executor_for(self.executor)
+        return StructSVMRanker(**params)
 
     def check_params(self) -> None:
         """ValueError naming the first parameter that cannot work, alone or with another

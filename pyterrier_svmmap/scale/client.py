@@ -8,7 +8,11 @@ import signal
 import warnings
 from typing import Any, Iterator, Optional, Tuple
 
-from pyterrier_svmmap.scale.allocator import WORKER_ENVIRON
+#: glibc's allocator thresholds of the workers of ``executor="local"`` (:func:`local_worker_environ`): blocks
+#: below 32 MiB come from the heap, which is trimmed when more than 32 MiB are free at its top. Dask's own
+#: ``MALLOC_TRIM_THRESHOLD_=65536`` also turns off glibc's dynamic mmap threshold, so that every iteration's
+#: arrays above 128 kB are fresh mmaps whose pages fault in again (docs/performance.md, "Dask").
+WORKER_ENVIRON = {"MALLOC_MMAP_THRESHOLD_": str(32 * 1024 * 1024), "MALLOC_TRIM_THRESHOLD_": str(32 * 1024 * 1024)}
 
 DASK_HINT = "training on a Dask cluster (--workers/--scheduler, executor=) needs dask.distributed: " \
             "pip install 'pyterrier-svmmap[dask]'"
@@ -29,12 +33,11 @@ def dask_client(executor: Any = "local", workers: Optional[int] = None) -> Tuple
     (the workers inherit it, so that Ctrl-C reaches this process only). Dask's nannies write their workers'
     settings (``OMP_NUM_THREADS=1``, ``OPENBLAS_NUM_THREADS=1``, ...) into this process's ``os.environ``
     before they spawn; they are taken out again, so that the caller's later subprocesses keep the caller's
-    settings. A client given, or connected to an address, gets the workers' allocator settings of ``"local"``
-    through a worker plugin (:mod:`~pyterrier_svmmap.scale.worker_settings`). ValueError, in one line,
-    without dask.distributed (:data:`DASK_HINT`), for an unreachable scheduler or for any other ``executor``.
+    settings. A cluster given as a client or an address is used as it is: nothing is registered on it and
+    its workers' settings are left alone. ValueError, in one line, without dask.distributed
+    (:data:`DASK_HINT`), for an unreachable scheduler or for any other ``executor``.
     """
     if is_dask_client(executor):
-        _tune(executor)
         return executor, False
     if not isinstance(executor, str):
         raise ValueError(f"executor must be None, 'local', a scheduler address or a dask.distributed.Client, "
@@ -48,7 +51,6 @@ def dask_client(executor: Any = "local", workers: Optional[int] = None) -> Tuple
             client = Client(executor, timeout="20s")
         except (OSError, TimeoutError) as e:
             raise ValueError(f"cannot reach the Dask scheduler at {executor}: {e}") from None
-        _tune(client)
         return client, True
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
@@ -59,13 +61,6 @@ def dask_client(executor: Any = "local", workers: Optional[int] = None) -> Tuple
     finally:
         signal.signal(signal.SIGINT, previous)
     return Client(cluster), True
-
-
-def _tune(client) -> None:
-    """A cluster the package did not start gets its workers' allocator settings
-    (:func:`~pyterrier_svmmap.scale.worker_settings.apply_worker_settings`)."""
-    from pyterrier_svmmap.scale.worker_settings import apply_worker_settings
-    apply_worker_settings(client)
 
 
 def close_client(client) -> None:

@@ -59,8 +59,8 @@ import pyterrier_svmmap.threads as threads
 from pyterrier_svmmap.features.encoder import (ColumnStatistics, FeatureEncoder, power_of_two_scale, spread_of,
                                               statistics_from_sums)
 from pyterrier_svmmap.features.layout import FeatureLayout, default_base_names
-from pyterrier_svmmap.scale.client import close_client, dask_client
-from pyterrier_svmmap.scale.local import concatenate_sources, read_valid
+from pyterrier_svmmap.scale.client import close_client, dask_client, is_dask_client
+from pyterrier_svmmap.scale.local import InProcessExecutor, concatenate_sources, read_valid
 from pyterrier_svmmap.scale.shards import (ShardHolder, quantile_thresholds_from_counts, sample_extent,
                                            shard_column_top, shard_from_arrays, shard_from_svmlight,
                                            shard_function_aps, shard_problem, shard_sample, shard_score_extent,
@@ -87,10 +87,26 @@ def _training_error(e: BaseException) -> DistributedTrainingError:
     return DistributedTrainingError(f"distributed training failed: {type(e).__name__}: {e}")
 
 
+def executor_for(executor: Any):
+    """The shard executor (:mod:`~pyterrier_svmmap.svm.executors`) that
+    :class:`~pyterrier_svmmap.svm.ranker.StructSVMRanker` takes as ``executor``, for the estimators' and the
+    command line's ``executor``: :class:`~.local.InProcessExecutor` for None, :class:`DaskExecutor` for
+    ``"local"``, a scheduler address or a ``dask.distributed.Client``, a shard executor as it is; ValueError
+    for anything else."""
+    if callable(getattr(executor, "fit_shards", None)):
+        return executor
+    if executor is None:
+        return InProcessExecutor()
+    if isinstance(executor, str) or is_dask_client(executor):
+        return DaskExecutor(executor)
+    raise ValueError(f"executor must be None, 'local', a scheduler address or a dask.distributed.Client, got "
+                     f"{executor!r}")
+
+
 class DaskExecutor:
     """The shard executor (:mod:`~pyterrier_svmmap.svm.executors`) of a Dask cluster: ``executor`` is a
     ``dask.distributed.Client``, a scheduler address or ``"local"`` (a LocalCluster with one single-threaded
-    worker per core). A client made here is closed after the fit."""
+    worker per core). A client made here is closed after the fit; a cluster given is used as it is."""
 
     def __init__(self, executor):
         self.executor = executor

@@ -3,6 +3,7 @@ concatenated in order, and trained by :meth:`~pyterrier_svmmap.svm.ranker.Struct
 taken shard by shard, as a cluster takes them."""
 from __future__ import annotations
 
+import contextlib
 from typing import Optional, Sequence, Tuple
 
 import numpy as np
@@ -32,9 +33,17 @@ def concatenate_sources(sources) -> Tuple[Queries, np.ndarray]:
 
 
 class InProcessExecutor:
-    """The shard executor (:mod:`~pyterrier_svmmap.svm.executors`) of ``executor=None``."""
+    """The shard executor of this process (``executor_for(None)``, :mod:`~pyterrier_svmmap.svm.executors`)."""
+
+    def fit_map(self):
+        """No fit map: the search of ``selection="auto"`` runs its fits here."""
+        return contextlib.nullcontext(None)
 
     def fit_shards(self, ranker, sources: Sequence, valid, base_names: Optional[Sequence[str]]):
         train, sizes = concatenate_sources(sources)
-        return ranker.fit(train.raw, train.labels, train.offsets, valid=read_valid(valid, train.n_functions),
-                          base_names=base_names, shard_queries=sizes)
+        executor, ranker.executor = ranker.executor, None          # fit() trains here, not through self again
+        try:
+            return ranker.fit(train.raw, train.labels, train.offsets, valid=read_valid(valid, train.n_functions),
+                              base_names=base_names, shard_queries=sizes)
+        finally:
+            ranker.executor = executor

@@ -9,10 +9,10 @@ import pytest
 
 
 @contextlib.contextmanager
-def _local_client(n_workers: int, processes: bool = True) -> Iterator:
+def _local_client(n_workers: int) -> Iterator:
     distributed = pytest.importorskip("dask.distributed")
     client = distributed.Client(distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1,
-                                                         processes=processes, dashboard_address=None))
+                                                         processes=True, dashboard_address=None))
     try:
         yield client
     finally:
@@ -27,16 +27,3 @@ def two_workers():
     with _local_client(2) as client:
         yield client
 
-
-@pytest.fixture
-def one_worker():
-    """A new cluster of one worker process, as Dask makes it (nothing registered on it yet)."""
-    with _local_client(1) as client:
-        yield client
-
-
-@pytest.fixture
-def in_process_worker():
-    """A new cluster whose worker is a thread of this process (``processes=False``)."""
-    with _local_client(1, processes=False) as client:
-        yield client

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from pyterrier_svmmap.queries import shard_sizes, split_queries
-from pyterrier_svmmap.scale.dask import DistributedTrainingError, Placement, ShardOracle, group_by_worker
+from pyterrier_svmmap.scale.dask import (DistributedTrainingError, Placement, ShardOracle, executor_for,
+                                        group_by_worker)
 from pyterrier_svmmap.scale.shards import quantile_thresholds_from_counts, sample_counts, sample_extent
 from pyterrier_svmmap.features.encoder import function_thresholds
 from pyterrier_svmmap.svm.ranker import StructSVMRanker
@@ -125,14 +126,14 @@ def test_cluster_fit_equals_one_process(client2, params):
     raw, labels, offsets = _data()
     valid = (raw[:200], labels[:200], offsets[:11])
     serial = StructSVMRanker(**params, queries_per_shard=11).fit(raw, labels, offsets, valid=valid)
-    dist = StructSVMRanker(**params, executor=client2, queries_per_shard=11).fit(raw, labels, offsets, valid=valid)
+    dist = StructSVMRanker(**params, executor=executor_for(client2), queries_per_shard=11).fit(raw, labels, offsets, valid=valid)
     _close(serial, dist)
     if "bins" in params["features"] or params["features"] == "auto":
         assert np.array_equal(serial.layout_.encoder.thresholds_, dist.layout_.encoder.thresholds_)
     for name in ("prescale_", "column_scale_", "indicator_scale_"):            # the scales, bit for bit
         assert np.array_equal(getattr(serial.layout_.encoder, name), getattr(dist.layout_.encoder, name))
     assert [p["C"] for p in serial.path_] == [p["C"] for p in dist.path_]
-    assert dist.training_summary_["shards"] == 3 and dist.executor is client2
+    assert dist.training_summary_["shards"] == 3 and dist.executor.executor is client2
     traffic = dist.training_summary_["traffic"][dist.features_]
     assert traffic["iterations"] == sum(p["oracle_calls"] for p in dist.path_ if p["features"] == dist.features_)
     assert traffic["bytes_per_iteration"] < 3 * 8 * 4 * (dist.layout_.dim + 1)   # vectors of φ's size, not data
@@ -143,12 +144,12 @@ def test_one_and_two_workers_give_the_same_model(client2):
     raw, labels, offsets = _data(1)
     c1 = _cluster(1, threads=2)
     try:
-        one = StructSVMRanker(C=1.0, n_bins=5, executor=c1, queries_per_shard=10).fit(raw, labels, offsets)
+        one = StructSVMRanker(C=1.0, n_bins=5, executor=executor_for(c1), queries_per_shard=10).fit(raw, labels, offsets)
     finally:
         cluster = c1.cluster
         c1.close()
         cluster.close()
-    two = StructSVMRanker(C=1.0, n_bins=5, executor=client2, queries_per_shard=10).fit(raw, labels, offsets)
+    two = StructSVMRanker(C=1.0, n_bins=5, executor=executor_for(client2), queries_per_shard=10).fit(raw, labels, offsets)
     assert np.array_equal(one.coef_, two.coef_) and one.n_iter_ == two.n_iter_     # same shards, same sums
 
 
@@ -157,21 +158,22 @@ def test_files_are_read_by_the_workers(client2, tmp_path, letor_example_files):
     (tmp_path / "a.txt").write_text("".join(lines[:41]))
     (tmp_path / "b.txt").write_text("".join(lines[41:]))
     files = [str(tmp_path / "a.txt"), str(tmp_path / "b.txt")]
-    serial = StructSVMRanker(C=[0.1, 10.0], features="bins", n_bins=4).fit_shards(files, valid=str(letor_example_files.test))
-    dist = StructSVMRanker(C=[0.1, 10.0], features="bins", n_bins=4, executor=client2).fit_shards(
+    serial = StructSVMRanker(C=[0.1, 10.0], features="bins", n_bins=4, executor=executor_for(None)).fit_shards(
+        files, valid=str(letor_example_files.test))
+    dist = StructSVMRanker(C=[0.1, 10.0], features="bins", n_bins=4, executor=executor_for(client2)).fit_shards(
         files, valid=str(letor_example_files.test))
     _close(serial, dist)
     # a query whose lines are in two files cannot be a shard
     (tmp_path / "c.txt").write_text("".join(lines[:45]))
     (tmp_path / "d.txt").write_text("".join(lines[45:]))
     with pytest.raises(ValueError, match="query .* is in shard 0 and shard 1"):
-        StructSVMRanker(C=1.0, executor=client2).fit_shards([str(tmp_path / "c.txt"), str(tmp_path / "d.txt")])
+        StructSVMRanker(C=1.0, executor=executor_for(client2)).fit_shards([str(tmp_path / "c.txt"), str(tmp_path / "d.txt")])
 
 
 def test_grid_without_validation_is_refused_on_a_cluster(client2):
     raw, labels, offsets = _data(2)
     with pytest.raises(ValueError, match="on a cluster C .* is chosen on validation queries"):
-        StructSVMRanker(C=[0.1, 1.0], executor=client2).fit(raw, labels, offsets)
+        StructSVMRanker(C=[0.1, 1.0], executor=executor_for(client2)).fit(raw, labels, offsets)
 
 
 def _kill_this_process():
@@ -200,7 +202,7 @@ def test_a_worker_lost_mid_fit_gives_the_same_model(monkeypatch):
         return out
     monkeypatch.setattr(ShardOracle, "__call__", call)
     try:
-        dist = StructSVMRanker(C=1.0, features="raw", executor=client, queries_per_shard=10).fit(raw, labels, offsets)
+        dist = StructSVMRanker(C=1.0, features="raw", executor=executor_for(client), queries_per_shard=10).fit(raw, labels, offsets)
     except DistributedTrainingError:
         pytest.fail("the lost shards should have been recomputed")
     finally:
@@ -273,7 +275,7 @@ def test_one_call_per_worker_per_oracle_call(client2):
     ShardOracle.__call__ = call
     try:
         with get_task_stream(client2) as ts:
-            dist = StructSVMRanker(**params, executor=client2).fit(raw, labels, offsets)
+            dist = StructSVMRanker(**params, executor=executor_for(client2)).fit(raw, labels, offsets)
     finally:
         ShardOracle.__call__ = original
     _close(serial, dist)
@@ -383,7 +385,7 @@ def test_a_fit_leaves_the_clients_settings_alone(client2):
     ShardOracle.__call__ = call
     try:
         raw, labels, offsets = _data(5)
-        StructSVMRanker(C=1.0, n_bins=5, executor=client2, queries_per_shard=10).fit(raw, labels, offsets)
+        StructSVMRanker(C=1.0, n_bins=5, executor=executor_for(client2), queries_per_shard=10).fit(raw, labels, offsets)
     finally:
         ShardOracle.__call__ = original
     assert seen and set(seen) == {before} and client2.scheduler_comm.interval == before

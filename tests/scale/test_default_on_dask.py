@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from pyterrier_svmmap.scale.dask import executor_for
 from pyterrier_svmmap.svm.ranker import StructSVMRanker
 
 distributed = pytest.importorskip("dask.distributed")
@@ -57,7 +58,7 @@ def test_the_default_on_a_cluster_equals_one_process(client, case):
         valid = _data(2, n_q=10)
     one = StructSVMRanker(**params).fit(raw, labels, offsets, n_relevant, valid=valid)
     with distributed.get_task_stream(client) as ts:
-        dist = StructSVMRanker(**params, executor=client).fit(raw, labels, offsets, n_relevant, valid=valid)
+        dist = StructSVMRanker(**params, executor=executor_for(client)).fit(raw, labels, offsets, n_relevant, valid=valid)
     assert one.choice_ is not None and not one.choice_["fallback"]          # a learned model was kept
     _same_model(one, dist)
     n_settings = 3 * (2 if params["prior"] == "auto" else 1)
@@ -65,17 +66,20 @@ def test_the_default_on_a_cluster_equals_one_process(client, case):
         assert one.selection_ == "validation" and _fits_run(ts) == n_settings
     else:
         assert one.selection_ == "cv" and _fits_run(ts) == 5 * n_settings           # every (fold, setting)
-    assert dist.executor is client
+    assert dist.executor.executor is client
 
 
 def test_the_estimators_default_on_a_cluster(client):
-    """SVMMap() with executor=client: the frames' default, the model of one process."""
+    """SVMMap() with executor=client: the frames' default, the model of one process; nothing is registered on
+    the user's cluster."""
     from tests.helpers import _synthetic_runs
     from pyterrier_svmmap import RunFeatures, SVMMap
     topics, runs, qrels = _synthetic_runs(np.random.default_rng(7))
     res = RunFeatures(runs).transform(topics)
     one = SVMMap().fit(res, qrels)
+    plugins = client.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.worker_plugins))
     dist = SVMMap(executor=client).fit(res, qrels)
+    assert client.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.worker_plugins)) == plugins
     assert repr(one) == repr(dist)
     assert dist.ranker_.C_ == one.ranker_.C_ and dist.ranker_.features_ == one.ranker_.features_
     assert np.array_equal(dist.ranker_.coef_, one.ranker_.coef_)
@@ -90,9 +94,9 @@ def test_shards_are_gathered_for_the_default(client, tmp_path):
     (tmp_path / "b.txt").write_text("".join(lines[41:]))
     files = [str(tmp_path / "a.txt"), str(tmp_path / "b.txt")]
     params = dict(DEFAULT, cv=3)
-    one = StructSVMRanker(**params).fit_shards(files)
+    one = StructSVMRanker(**params, executor=executor_for(None)).fit_shards(files)
     with distributed.get_task_stream(client) as ts:
-        dist = StructSVMRanker(**params, executor=client).fit_shards(files)
+        dist = StructSVMRanker(**params, executor=executor_for(client)).fit_shards(files)
     _same_model(one, dist)
     assert _fits_run(ts) == 3 * 3
 
@@ -105,3 +109,13 @@ def test_an_executor_that_cannot_map_fits_is_refused():
     raw, labels, offsets = _data()
     with pytest.raises(ValueError, match="cannot run the independent fits of selection='auto'"):
         StructSVMRanker(**DEFAULT, executor=ShardsOnly()).fit(raw, labels, offsets)
+
+
+def test_the_ranker_takes_a_shard_executor_only():
+    """StructSVMRanker's executor is a shard executor (or None): a client or an address is the estimators' and
+    executor_for's to resolve, and the error says so before any work."""
+    raw, labels, offsets = _data()
+    with pytest.raises(ValueError, match="executor_for"):
+        StructSVMRanker(C=1.0, selection="validation", executor="local").fit(raw, labels, offsets)
+    with pytest.raises(ValueError, match="executor_for"):
+        StructSVMRanker(C=1.0).fit_shards([(raw, labels, offsets)])
