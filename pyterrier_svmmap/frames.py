@@ -189,13 +189,19 @@ def _diagnosed_features(features: pd.Series, qid_str: np.ndarray, docno: pd.Seri
 FIRST_STAGE_ATTR = "first_stage"
 
 
-def first_stage_column(attrs: dict, feature_names: Optional[Sequence[str]] = None) -> Optional[int]:
-    """The column of the first stage a frame declares (``attrs["first_stage"]``, a name of
-    ``attrs["feature_names"]``; after alignment, of ``feature_names``), or None when it declares none.
-    ValueError when the name is not among the features."""
+def first_stage_column(attrs: dict, feature_names: Optional[Sequence[str]] = None, raw: Optional[np.ndarray] = None,
+                       score: Optional[np.ndarray] = None) -> Optional[int]:
+    """The column of the first stage of a frame's features: the one it declares (``attrs["first_stage"]``, a
+    name of ``attrs["feature_names"]``; after alignment, of ``feature_names``), else the first feature equal to
+    the frame's ``score`` on every row — PyTerrier's feature unions keep the first stage's score beside the
+    features (``bm25 >> (bm25 ** pl2) >> SVMMap()``) —, else None. ValueError when the declared name is not
+    among the features."""
     first = attrs.get(FIRST_STAGE_ATTR)
     if first is None:
-        return None
+        if raw is None or score is None or not len(raw):
+            return None
+        same = np.flatnonzero((raw == score[:, None]).all(axis=0))
+        return int(same[0]) if len(same) else None
     names = list(feature_names if feature_names is not None else attrs.get("feature_names") or [])
     if first not in names:
         raise ValueError(f"the frame declares the first stage {first!r} (attrs['first_stage']), which is not one "
@@ -230,6 +236,7 @@ def candidates_from_frame(res: pd.DataFrame, qrels: Optional[pd.DataFrame] = Non
                          f"{who}()")
     pt.validate.result_frame(res, extra_columns=["features"], context=context)
     res = res.reset_index(drop=True)
+    score = None
     if "score" in res.columns and len(res):
         score = pd.to_numeric(res["score"], errors="coerce").to_numpy(dtype=float)
         if not np.isfinite(score).all():
@@ -277,7 +284,8 @@ def candidates_from_frame(res: pd.DataFrame, qrels: Optional[pd.DataFrame] = Non
     qids = qid_str[starts]
     offsets = np.append(starts, len(res)).astype(np.int64)
     cands = Candidates(raw=raw, labels=None, offsets=offsets, qids=qids, frame=res, docno_codes=d_code,
-                       reference=first_stage_column(res.attrs, feature_names))
+                       reference=first_stage_column(res.attrs, feature_names, raw,
+                                                    None if score is None else score[order]))
     if qrels is not None:
         qrels = check_qrels(qrels)                     # one row per (qid, docno), the last label kept
         _warn_fractional(qrels["label"].to_numpy(), rel)

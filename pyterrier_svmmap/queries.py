@@ -122,7 +122,7 @@ class Queries:
     qids: Optional[np.ndarray] = None
     n_relevant: Optional[np.ndarray] = None
     docnos: Optional[np.ndarray] = None
-    reference: Optional[int] = None
+    reference: Optional[int] = dataclasses.field(default=None, kw_only=True)
 
     @classmethod
     def from_arrays(cls, raw, labels, offsets, qids=None, n_relevant=None, docnos=None) -> "Queries":
@@ -176,7 +176,7 @@ class Queries:
         references = {p.reference for p in parts}
         return cls(np.vstack([p.raw for p in parts]), joined("labels"),
                    np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64), joined("qids"), joined("n_relevant"),
-                   joined("docnos"), references.pop() if len(references) == 1 else None)
+                   joined("docnos"), reference=references.pop() if len(references) == 1 else None)
 
     def validation_set(self) -> tuple:
         """``(raw, labels, offsets, n_relevant, docnos)``: the tuple form of the ``valid`` argument of the

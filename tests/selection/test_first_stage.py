@@ -139,3 +139,19 @@ def test_the_first_stage_is_saved_with_the_model(tmp_path):
     back = SVMMap.load(tmp_path / "model")
     assert back.first_stage_ == "other" and back.tie_function_ == 2
     assert np.array_equal(back.transform(res)["score"].to_numpy(), m.transform(res)["score"].to_numpy())
+
+
+def test_a_feature_equal_to_the_frames_score_is_the_first_stage():
+    """PyTerrier's feature unions keep the first stage's score beside the features: ``bm25 >> (bm25 ** pl2)``
+    gives a frame whose ``score`` is BM25's and whose features include it."""
+    topics, runs, qrels = _noise_runs()
+    res = RunFeatures(runs).transform(topics)
+    union = res.assign(score=[f[2] for f in res["features"]])          # the first stage is "other"
+    assert candidates_from_frame(union).reference == 2
+    m = SVMMap(fallback_alpha=1e-9).fit(union, qrels)
+    assert m.first_stage_ == "other" and m.prior_function_ == "other"
+    shifted = res.assign(score=[f[2] + 1.0 for f in res["features"]])  # equal to no feature: none known
+    assert candidates_from_frame(shifted).reference is None
+    declared = union.copy()
+    declared.attrs["first_stage"] = "good"                             # a declaration wins
+    assert candidates_from_frame(declared).reference == 1
