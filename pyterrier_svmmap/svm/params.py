@@ -202,7 +202,10 @@ STRUCT_SVM_PARAMS = ParamSpec([
     Param("executor", None, "None, 'local', str or dask.distributed.Client",
           'Where the cutting-plane iterations run: this process (None), a new local Dask cluster '
           'with a worker per core (``"local"``), the Dask scheduler at an address, or a Dask '
-          'client (:mod:`pyterrier_svmmap.scale`). It does not change the model.',
+          'client (:mod:`pyterrier_svmmap.scale`). It does not change the model. The PyTerrier estimators '
+          'take these values; :class:`~pyterrier_svmmap.svm.ranker.StructSVMRanker`, which knows nothing of '
+          'Dask, takes None or the shard executor :func:`pyterrier_svmmap.scale.dask.executor_for` makes of '
+          'one of them.',
           check=None, model=False, runtime=True, cli="--workers"),
     Param("queries_per_shard", 1000, 'int',
           'With an executor, the training queries are cut into shards of this many queries '
