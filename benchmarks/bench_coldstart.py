@@ -1,30 +1,27 @@
-"""Cold start: a small script's first run in a fresh environment against the same script warm, and the
-compile notice.
+"""Cold start: a first fit in a fresh environment against the same fit warm, the compile notice, and what a
+fresh ``svmmap`` process pays before its work.
 
 Usage::
 
-    python benchmarks/bench_coldstart.py [--repeat N] [--skip-empty-cache]
+    python benchmarks/bench_coldstart.py [--quick] [--only fresh,startup] [--repeat N] [--skip-empty-cache]
 
-The script (:data:`SCRIPT`): build 20 queries × 50 candidates × 4 base functions as a PyTerrier frame,
-``SVMMap().fit`` (the package's default selection) and ``transform``, in a new process; its wall time, imports
-included. Environments, each a new non-editable install of this working tree (``pip install --no-deps
---target DIR .``) whose own ``__pycache__`` folders, where numba caches the kernels of an installed package,
-start empty (numba's cache holds nothing else of this package, and ``NUMBA_CACHE_DIR`` is unset):
+Sections:
 
-* ``install``: the first run after ``pip install`` alone (every kernel the fit uses compiles);
-* ``install + warm-up``: the README's setup, ``pip install`` then ``svmmap warm-up`` (timed apart), and the
-  first run after it;
-* ``source, empty NUMBA_CACHE_DIR`` (skipped with ``--skip-empty-cache``): the working tree itself (as an
-  editable install runs it) with ``NUMBA_CACHE_DIR`` pointing to an empty folder.
+* ``fresh``: a small script (:data:`SCRIPT`: 20 queries × 50 candidates × 4 functions as a PyTerrier frame,
+  ``SVMMap().fit`` and ``transform``, imports included) in a new process, in new virtual environments with a
+  non-editable install of this working tree (``pip install --no-deps --target``) whose ``__pycache__`` folders,
+  where numba caches an installed package's kernels, start empty: after ``pip install`` alone; after ``pip
+  install`` and ``svmmap warm-up`` (the README's setup, the warm-up timed apart); and (unless
+  ``--skip-empty-cache``) the source tree with an empty ``NUMBA_CACHE_DIR``. Each first run ÷ the median of
+  ``--repeat`` warm runs in the same environment, interleaved (target, on the README's setup: ≤ 3×), whether the
+  first run printed the notice ``pyterrier-svmmap: compiling kernels, once, …`` and the warm runs did not;
+* ``startup``: ``svmmap learn`` and ``svmmap classify`` on a 40-line file in fresh processes (kernels in numba's
+  cache), their ratio, and numba's own share (its import and one cached kernel's load).
 
-Each environment's first run is divided by the median of ``--repeat`` warm runs of the same environment,
-the warm runs of all environments interleaved. The target (issue 31) is judged on the README's setup:
-first run ≤ 3× warm. Also printed: whether the first run's stderr had the notice
-(``pyterrier-svmmap: compiling kernels, once, …``) and the warm runs' had none, and where the cache went.
+About 5 minutes on 2 cores, most of it compiling (``--quick``: 2 warm runs, no empty-cache tree; about 3).
 """
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
 import sys
@@ -34,10 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-NOTICE = "pyterrier-svmmap: compiling kernels, once"
-TARGET = 3.0
+from _common import CLI, ENV, REPO, main, rounds, runs, target
 
+NOTICE = "pyterrier-svmmap: compiling kernels, once"
 SCRIPT = """
 import numpy as np, pandas as pd
 from pyterrier_svmmap import SVMMap
@@ -51,21 +47,20 @@ for q in range(20):
         if rel:
             qrels.append(dict(qid=str(q), docno=f"d{d}", label=1))
 res, qrels = pd.DataFrame(rows), pd.DataFrame(qrels)
-model = SVMMap().fit(res, qrels)
-model.transform(res)
+SVMMap().fit(res, qrels).transform(res)
 """
-
-CLI = "import sys; from pyterrier_svmmap.cli import main; sys.exit(main(sys.argv[1:]))"
+#: numba's own start in a fresh process: its import, and its CPU target with a first cached kernel (seconds)
+NUMBA_ONLY = ("import time; import numpy as np; t1 = time.perf_counter(); import numba; t2 = time.perf_counter(); "
+              "import pyterrier_svmmap.features._kernels as k; k.cumulative_table(np.zeros(4), 2, 2); "
+              "print(t2 - t1, time.perf_counter() - t2)")
 
 
 def fresh_venv(folder: Path) -> Path:
-    """A new virtual environment in ``folder`` with a non-editable install of the working tree; its
-    dependencies are the running environment's (a ``.pth`` file names its ``site-packages``, whose own ``.pth``
-    files, e.g. an editable install's, are then not read). Returns the environment's ``site-packages``."""
+    """A new virtual environment with a non-editable install of the working tree, its dependencies those of the
+    running environment (a ``.pth`` file names its ``site-packages``); its ``site-packages``."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
     site = next((folder / "lib").glob("python*/site-packages"))
-    deps = [p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir()]
-    (site / "dependencies.pth").write_text("\n".join(deps) + "\n")
+    (site / "dependencies.pth").write_text("\n".join(p for p in sys.path if p.endswith("site-packages")) + "\n")
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(REPO)],
                    check=True, capture_output=True)
     return site
@@ -75,82 +70,88 @@ def run(python: str, env: dict, code: str = SCRIPT, *args: str):
     """(seconds, stderr) of ``python -c code args`` in ``env``."""
     t = time.perf_counter()
     p = subprocess.run([python, "-c", code, *args], env=env, capture_output=True, text=True)
-    seconds = time.perf_counter() - t
     if p.returncode:
         raise RuntimeError(p.stderr)
-    return seconds, p.stderr
+    return time.perf_counter() - t, p.stderr
 
 
-def environment(cache_dir: Path = None) -> dict:
+def environment(cache_dir: Path = None, **extra) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "PYTHONPATH")}
-    if cache_dir is not None:
-        env["NUMBA_CACHE_DIR"] = str(cache_dir)
-    return env
+    return dict(env, **({"NUMBA_CACHE_DIR": str(cache_dir)} if cache_dir else {}), **extra)
 
 
-def cached_files(folder: Path) -> int:
+def cached(folder: Path) -> int:
     return sum(1 for _ in folder.rglob("*.nbi"))
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--repeat", type=int, default=5, help="warm runs per environment (default 5)")
-    ap.add_argument("--skip-empty-cache", action="store_true", help="leave out the working tree with an empty "
-                    "NUMBA_CACHE_DIR")
-    args = ap.parse_args()
-    print(f"pyterrier-svmmap cold start; python {sys.version.split()[0]}, numpy {np.__version__}; "
-          f"load average {os.getloadavg()[0]:.2f}", flush=True)
+def fresh(args):
+    """the first fit in a fresh environment against the same fit warm"""
+    repeat = args.repeat or (2 if args.quick else 5)
     with tempfile.TemporaryDirectory(prefix="svmmap-coldstart-") as tmp:
-        tmp = Path(tmp)
-        os.chdir(tmp)                        # python -c puts the current folder first on sys.path
-        envs = {}
-        for name in ("install", "install + warm-up"):
-            folder = tmp / name.replace(" + ", "-")
-            site = fresh_venv(folder)
-            python = str(folder / "bin" / "python")
-            where = subprocess.run([python, "-c", "import pyterrier_svmmap as p; print(p.__file__)"], env=environment(),
-                                   capture_output=True, text=True, check=True).stdout.strip()
-            assert where.startswith(str(site)), where
-            assert cached_files(site) == 0
-            envs[name] = (python, environment(), site / "pyterrier_svmmap")
-        if not args.skip_empty_cache:
-            (tmp / "numba-cache").mkdir()
-            envs["source, empty NUMBA_CACHE_DIR"] = (sys.executable, dict(environment(tmp / "numba-cache"),
-                                                                          PYTHONPATH=str(REPO)), tmp / "numba-cache")
-        python, env, site = envs["install + warm-up"]
-        warm_up_s, _ = run(python, env, CLI, "warm-up")
-        print(f"svmmap warm-up after the install: {warm_up_s:.1f} s; {cached_files(site)} kernel index files "
-              f"cached in {site.relative_to(tmp)}/**/__pycache__", flush=True)
-        first = {}
-        for name, (python, env, where) in envs.items():
-            first[name] = run(python, env)
-            print(f"{name}: first run {first[name][0]:.1f} s; notice on stderr: "
-                  f"{'yes' if NOTICE in first[name][1] else 'no'}; {cached_files(where)} kernel index files in "
-                  f"{where.relative_to(tmp)}", flush=True)
-        warm = {name: [] for name in envs}
-        warm_notices = 0
-        for _ in range(args.repeat):
-            for name, (python, env, _where) in envs.items():
-                seconds, err = run(python, env)
-                warm[name].append(seconds)
-                warm_notices += NOTICE in err
-        print(f"\nwarm runs (median of {args.repeat}, interleaved); notice in {warm_notices} of "
-              f"{args.repeat * len(envs)} warm runs (expected 0)")
-        print(f"{'environment':34s} {'first':>7s} {'warm':>7s} {'ratio':>7s}  notice")
-        for name in envs:
-            med = float(np.median(warm[name]))
-            ratio = first[name][0] / med
-            said = "yes" if NOTICE in first[name][1] else "no"
-            print(f"{name:34s} {first[name][0]:6.1f}s {med:6.2f}s {ratio:6.1f}×  {said}")
-        setup = first["install + warm-up"][0] / float(np.median(warm["install + warm-up"]))
-        print(f"\ntarget: the README's setup (pip install, svmmap warm-up), first run ≤ {TARGET:g}× warm: "
-              f"{setup:.2f}× {'✓' if setup <= TARGET else '✗'}")
-        bare = first["install"][0] / float(np.median(warm["install"]))
-        print(f"pip install alone (the kernels compile in the first run): {bare:.1f}× "
-              f"{'✓' if bare <= TARGET else '✗'}; notice {'✓' if NOTICE in first['install'][1] else '✗'}; "
-              f"silent when warm {'✓' if warm_notices == 0 else '✗'}")
-        print(f"load average {os.getloadavg()[0]:.2f}")
+        tmp, cwd = Path(tmp), os.getcwd()
+        os.chdir(tmp)                                         # python -c puts the current folder first on sys.path
+        try:
+            envs = {}
+            for name in ("install", "install + warm-up"):
+                site = fresh_venv(tmp / name.replace(" + ", "-"))
+                python = str(tmp / name.replace(" + ", "-") / "bin" / "python")
+                found = run(python, environment(), "import sys, pyterrier_svmmap as p; "
+                            "print(p.__file__, file=sys.stderr)")[1]
+                assert found.startswith(str(site)) and cached(site) == 0, found
+                envs[name] = (python, environment(), site / "pyterrier_svmmap")
+            if not (args.skip_empty_cache or args.quick):
+                (tmp / "numba-cache").mkdir()
+                envs["source, empty NUMBA_CACHE_DIR"] = (sys.executable, environment(
+                    tmp / "numba-cache", PYTHONPATH=str(REPO)), tmp / "numba-cache")
+            python, env, where = envs["install + warm-up"]
+            warm_up, _ = run(python, env, CLI, "warm-up")
+            print(f"svmmap warm-up after the install: {warm_up:.1f} s, {cached(where)} kernels cached", flush=True)
+            first = {name: run(python, env) for name, (python, env, _) in envs.items()}
+            warm = {name: [] for name in envs}
+            notices = 0
+            for _ in range(repeat):
+                for name, (python, env, _) in envs.items():
+                    seconds, err = run(python, env)
+                    warm[name].append(seconds)
+                    notices += NOTICE in err
+        finally:
+            os.chdir(cwd)
+        print(f"{'environment':32s} {'first':>7s} {'warm':>7s} {'ratio':>7s}  notice  kernels cached")
+        ratio = {}
+        for name, (_, _, where) in envs.items():
+            ratio[name] = first[name][0] / float(np.median(warm[name]))
+            print(f"{name:32s} {first[name][0]:6.1f}s {np.median(warm[name]):6.2f}s {ratio[name]:6.1f}×  "
+                  f"{'yes' if NOTICE in first[name][1] else 'no ':6s}  {cached(where)}")
+    target(f"the README's setup (pip install, svmmap warm-up): first run ≤ 3× warm: "
+           f"{ratio['install + warm-up']:.2f}×",
+           ratio["install + warm-up"] <= 3)
+    print(f"pip install alone (every kernel compiles in the first run): {ratio['install']:.1f}×")
+    target("the first run after pip install alone says it compiles", NOTICE in first["install"][1])
+    target(f"warm runs are silent: the notice in {notices} of {repeat * len(envs)}", notices == 0)
+
+
+def startup(args):
+    """svmmap learn and classify on a 40-line file, in fresh processes"""
+    repeat = args.repeat or (2 if args.quick else 5)
+    rng = np.random.default_rng(0)
+    with tempfile.TemporaryDirectory() as tmp:
+        train, model = Path(tmp) / "train.txt", Path(tmp) / "model"
+        train.write_text("".join(f"{1 if d == 0 else int(d > 1 and rng.random() < 0.3)} qid:{q + 1} " + " ".join(
+            f"{i + 1}:{rng.random():.4f}" for i in range(5)) + "\n" for q in range(4) for d in range(10)))
+        commands = {"learn": ["learn", "-c", "1", "--force", str(train), str(model)],
+                    "classify": ["classify", str(train), str(model), str(Path(tmp) / "pred")]}
+        t = rounds({k: lambda argv=argv: run(sys.executable, ENV, CLI, *argv) for k, argv in commands.items()}, repeat)
+        parts = np.array([[float(x) for x in subprocess.run([sys.executable, "-c", NUMBA_ONLY], env=ENV, check=True,
+                                                            capture_output=True, text=True).stdout.split()]
+                          for _ in range(repeat)])
+    learn, classify = np.median(t["learn"]), np.median(t["classify"])
+    print(f"svmmap learn:    {runs(t['learn'])}\nsvmmap classify: {runs(t['classify'])}")
+    print(f"learn ÷ classify {learn / classify:.2f}×; of the {learn - classify:.3f} s between them, numba's own: its "
+          f"import {np.median(parts[:, 0]):.3f} s + its CPU target and first cached kernel "
+          f"{np.median(parts[:, 1]):.3f} s")
 
 
 if __name__ == "__main__":
-    main()
+    main(__doc__, dict(fresh=fresh, startup=startup), options=[
+        (("--repeat",), dict(type=int, default=None, help="warm runs per environment, or rounds (default 5)")),
+        (("--skip-empty-cache",), dict(action="store_true", help="leave out the source tree with an empty cache"))])

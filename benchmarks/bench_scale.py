@@ -1,79 +1,163 @@
-"""Every target of the scale issue (#31) in one run: the benchmarks that measure them, one after the other
-on an otherwise idle machine, and their ✓/✗ lines gathered at the end.
+"""Memory and time as the data grow: in memory up to 10⁷ candidates, from a memory map of 10⁸, and an svmlight
+file of 10⁸ lines larger than memory would hold densely. Every size runs in its own process, so that its peak
+resident set (VmHWM) is its own.
 
 Usage::
 
-    python benchmarks/bench_scale.py [--quick] [--skip LETTERS]
+    python benchmarks/bench_scale.py [--quick] [--only memory,memmap,svmlight]
 
-Runs, each in its own process (its output shown as it comes):
+Sections (synthetic data: 1,000 candidates per query, 16 base functions, 5 % relevant; SVM-map with 50 bins, C = 1):
 
-c. ``bench.py --parts c``: encoding ÷ fit at 10⁷ candidates (target ≤ 1);
-m. ``bench.py --parts m``: 10⁷ and 10⁸ candidates from a float32 memory map: peak RSS (≤ 8 GB) and total
-   time 10⁸ ÷ 10⁷ (≤ 12);
-s. ``bench.py --parts s``: ``svmmap learn`` on a generated 10⁸-line svmlight file: peak RSS (≤ 8 GB);
-d. ``bench_dask.py --targets``: the default on a 2-worker LocalCluster equals one process (relative ≤ 1e-8),
-   and the overhead case on a plain user LocalCluster ÷ one process (≤ 1.5);
-k. ``bench_coldstart.py``: a fresh environment's first fit ÷ a warm one (≤ 3), and the compile notice;
-w. ``bench_speed.py --parts c``: the MQ2008 5-fold command-line workflow ÷ svm_rank's (≤ 0.3).
+* ``memory``: 10⁴ … 10⁷ candidates as float64 in memory: encoding and fit seconds, iterations, peak RSS, the
+  slope of log time against log size (target: 10× the data ≤ 12× the time) and the encoding ÷ the fit at the
+  largest size (target ≤ 1);
+* ``memmap``: ``StructSVMRanker(features="bins", C=1)`` trained from a float32 ``.npy`` memory map of 10⁷ and 10⁸
+  candidates (written in a temporary folder, removed after): seconds preparing (checks, thresholds, bin codes)
+  and in the solver, peak RSS (targets at 10⁸: ≤ 8 GB; total time ≤ 12× the 10⁷ run's);
+* ``svmlight``: ``svmmap learn --bins 50 -c 1`` on a generated svmlight file of 10⁸ lines (about 16 GB of text),
+  as a user runs it: seconds and peak RSS (target ≤ 8 GB).
 
-About 70 minutes on 2 cores (``--quick``: 10⁶/10⁷ sizes, a few minutes). ``--skip mk`` leaves parts out.
+About 20 minutes on 2 cores with 24 GB of memory and 25 GB of free disk (``--quick``: 10⁴–10⁵, 10⁵ and 10⁶
+candidates, 10⁶ lines; about a minute, the targets judged on these sizes).
 """
 from __future__ import annotations
 
-import argparse
-import subprocess
-import sys
+import logging
+import os
+import resource
+import shutil
+import tempfile
 import time
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+import numpy as np
 
-#: letter → (what it measures, the command's arguments after the interpreter)
-PARTS = {
-    "c": ("encoding ÷ fit at 10⁷", ["bench.py", "--parts", "c"]),
-    "m": ("10⁸ from a memory map", ["bench.py", "--parts", "m"]),
-    "s": ("svmmap learn on a 10⁸-line svmlight file", ["bench.py", "--parts", "s"]),
-    "d": ("the default on Dask", ["bench_dask.py", "--targets"]),
-    "k": ("cold start", ["bench_coldstart.py", "--repeat", "3", "--skip-empty-cache"]),
-    "w": ("the MQ2008 command-line workflow", ["bench_speed.py", "--parts", "c", "--repeat", "3"]),
-}
+from _common import child, main, peak_rss_gb, synthetic, target, write_svmlight
+
+PEAK_GB = 8.0
+TIME_RATIO = 12.0
 
 
-def run(letter: str, quick: bool) -> list:
-    """Run part ``letter``, echoing its output; its lines that judge a target (✓/✗)."""
-    title, argv = PARTS[letter]
-    argv = [sys.executable, str(HERE / argv[0]), *argv[1:]]
-    if quick and letter in "cmsd":
-        argv.append("--quick")
-    print(f"\n##### {letter}. {title}: {' '.join(argv[1:])}", flush=True)
+def warm_kernels():
+    """A tiny fit, so that the kernels load from numba's cache outside the measurement."""
+    from pyterrier_svmmap.svm.ranker import StructSVMRanker
+    raw, labels, offsets = synthetic(4000, seed=1)
+    StructSVMRanker(features="bins", C=1.0).fit(raw.astype(np.float32), labels, offsets)
+
+
+def in_memory(n):
+    """Child: encode and fit ``n`` synthetic candidates held as float64."""
+    from pyterrier_svmmap.features.encoder import FeatureEncoder
+    from pyterrier_svmmap.svm.cutting_plane import train_structural_svm
+    from pyterrier_svmmap.svm.slack import make_slack_groups
+    raw, labels, offsets = synthetic(int(n))
+    warm_kernels()
     t = time.perf_counter()
-    judged = []
-    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1) as p:
-        for line in p.stdout:
-            print(line, end="", flush=True)
-            if "✓" in line or "✗" in line:
-                judged.append(line.strip())
-    if p.returncode:
-        judged.append(f"failed with exit status {p.returncode} ✗")
-    print(f"##### {letter}. {time.perf_counter() - t:.0f}s", flush=True)
-    return judged
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="the smaller sizes of each part (a smoke run)")
-    ap.add_argument("--skip", default="", help="letters of the parts to leave out")
-    args = ap.parse_args()
-    with open("/proc/loadavg") as f:
-        print(f"load average at the start: {f.read().split()[:3]}")
+    X = FeatureEncoder("bins", 50).fit(raw, offsets).transform(raw, offsets)
+    t_enc = time.perf_counter() - t
+    del raw
     t = time.perf_counter()
-    results = {letter: run(letter, args.quick) for letter in PARTS if letter not in args.skip}
-    print(f"\n===== targets ({time.perf_counter() - t:.0f}s in all) =====")
-    for letter, judged in results.items():
-        print(f"{letter}. {PARTS[letter][0]}")
-        for line in judged or ["(no target line printed)"]:
-            print(f"   {line}")
+    res = train_structural_svm(X, labels, offsets, make_slack_groups("map", 1.0), epsilon=1e-3)
+    return dict(n=len(labels), encode=t_enc, fit=time.perf_counter() - t, iters=res.n_iter,
+                rss_gb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 ** 2)
+
+
+def memory(args):
+    """in memory: encoding and fit time, peak RSS, 10⁴ … 10⁷ candidates"""
+    print(f"{'candidates':>11} {'encode s':>9} {'fit s':>8} {'iters':>6} {'s/iter':>8} {'peak RSS':>9}")
+    got = []
+    for n in [10 ** k for k in range(4, 6 if args.quick else 8)]:
+        r = child(__file__, "in_memory", n)
+        if r:
+            got.append(r)
+            print(f"{r['n']:>11,} {r['encode']:>9.2f} {r['fit']:>8.2f} {r['iters']:>6} {r['fit'] / r['iters']:>8.3f} "
+                  f"{r['rss_gb']:>7.2f} GB", flush=True)
+    if len(got) >= 2:
+        big = [r for r in got if r["n"] >= 10 ** 5] if len(got) > 2 else got
+        slope = np.polyfit(np.log10([r["n"] for r in big]), np.log10([r["fit"] for r in big]), 1)[0]
+        last = got[-1]
+        print(f"slope of log fit time against log size from {big[0]['n']:,}: {slope:.2f}")
+        target(f"10× the data ≤ 12× the fit time: {10 ** slope:.1f}×", 10 ** slope <= TIME_RATIO)
+        target(f"encoding ≤ the fit at {last['n']:,}: {last['encode'] / last['fit']:.2f}×",
+               last["encode"] <= last["fit"])
+
+
+def write_memmap(path, n, n_funcs=16, per_query=1000):
+    """Synthetic scores as a float32 ``.npy`` memory map of ``n`` candidates and int8 labels beside it
+    (``path.labels.npy``), 1,000 queries at a time."""
+    n = max(1, n // per_query) * per_query
+    raw = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(n, n_funcs))
+    labels = np.lib.format.open_memmap(path + ".labels.npy", mode="w+", dtype=np.int8, shape=(n,))
+    for b, lo in enumerate(range(0, n, 1000 * per_query)):
+        r, y, _ = synthetic(min(n - lo, 1000 * per_query), n_funcs, per_query, seed=b)
+        raw[lo:lo + len(y)], labels[lo:lo + len(y)] = r, y
+    raw.flush()
+    labels.flush()
+
+
+def from_memmap(path):
+    """Child: StructSVMRanker(features="bins", C=1) on the memory map at ``path``."""
+    from pyterrier_svmmap.svm.ranker import StructSVMRanker
+    raw, labels = np.load(path, mmap_mode="r"), np.load(path + ".labels.npy", mmap_mode="r")
+    warm_kernels()
+    t = time.perf_counter()
+    ranker = StructSVMRanker(features="bins", C=1.0).fit(raw, labels, np.arange(0, len(raw) + 1, 1000))
+    total, solver = time.perf_counter() - t, float(ranker.path_[0]["seconds"])
+    return dict(n=len(raw), prepare=total - solver, solver=solver, total=total, iters=int(ranker.n_iter_),
+                rss_gb=peak_rss_gb(), file_gb=os.path.getsize(path) / 1024 ** 3)
+
+
+def memmap(args):
+    """bounded memory: training from a float32 memory map of 10⁷ and 10⁸ candidates"""
+    print(f"{'candidates':>12} {'file':>8} {'prepare s':>10} {'solver s':>9} {'total s':>8} {'iters':>6} "
+          f"{'peak RSS':>9} {'B/cand':>7}")
+    got = []
+    for n in [10 ** 5, 10 ** 6] if args.quick else [10 ** 7, 10 ** 8]:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "scores.npy")
+            write_memmap(path, n)
+            r = child(__file__, "from_memmap", path)
+        if r:
+            got.append(r)
+            print(f"{r['n']:>12,} {r['file_gb']:>6.2f}GB {r['prepare']:>10.1f} {r['solver']:>9.1f} {r['total']:>8.1f} "
+                  f"{r['iters']:>6} {r['rss_gb']:>7.2f}GB {r['rss_gb'] * 1024 ** 3 / r['n']:>7.0f}", flush=True)
+    if len(got) == 2:
+        small, big = got
+        ratio = big["total"] / small["total"]
+        print(f"{big['n']:,} ÷ {small['n']:,}: prepare ×{big['prepare'] / small['prepare']:.2f}, solver "
+              f"×{big['solver'] / small['solver']:.2f}; peak RSS {big['rss_gb'] / big['file_gb']:.2f}× the file")
+        target(f"{big['n']:,} from a memory map: total time ≤ {TIME_RATIO:g}× {small['n']:,}'s: ×{ratio:.2f}",
+               ratio <= TIME_RATIO)
+        target(f"{big['n']:,} from a memory map: peak RSS ≤ {PEAK_GB:g} GB: {big['rss_gb']:.2f} GB",
+               big["rss_gb"] <= PEAK_GB)
+
+
+def learn(path, model):
+    """Child: ``svmmap learn --bins 50 -c 1`` on ``path``, as a user runs it."""
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    from pyterrier_svmmap.cli import main as svmmap
+    t = time.perf_counter()
+    rc = svmmap(["learn", "--bins", "50", "-c", "1", "-e", "1e-3", path, model])
+    return dict(rc=rc, seconds=time.perf_counter() - t, rss_gb=peak_rss_gb())
+
+
+def svmlight(args):
+    """svmmap learn on an svmlight file of 10⁸ lines (1,000 per query, 16 features)"""
+    n = 10 ** 6 if args.quick else 10 ** 8
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "train.txt")
+        t = time.perf_counter()
+        write_svmlight(path, n)
+        print(f"{n:,} lines, {os.path.getsize(path) / 1024 ** 3:.2f} GB written in {time.perf_counter() - t:.0f} s; "
+              f"as dense float64 {8 * n * 16 / 1024 ** 3:.1f} GB; disk free "
+              f"{shutil.disk_usage(tmp).free / 1024 ** 3:.0f} GB", flush=True)
+        r = child(__file__, "learn", path, os.path.join(tmp, "model"), echo=True)
+    if r:
+        print(f"svmmap learn: exit {r['rc']}, {r['seconds']:.0f} s, peak RSS {r['rss_gb']:.2f} GB "
+              f"({r['rss_gb'] * 1024 ** 3 / n:.0f} B a line)")
+        target(f"svmmap learn on {n:,} svmlight lines: peak RSS ≤ {PEAK_GB:g} GB: {r['rss_gb']:.2f} GB",
+               r["rc"] == 0 and r["rss_gb"] <= PEAK_GB)
 
 
 if __name__ == "__main__":
-    main()
+    main(__doc__, dict(memory=memory, memmap=memmap, svmlight=svmlight),
+         children=dict(in_memory=in_memory, from_memmap=from_memmap, learn=learn))

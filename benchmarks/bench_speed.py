@@ -1,114 +1,149 @@
-"""Threads, single-query argmax, start-up, the C path, the command-line workflow and the LightGBM comparison:
-every ratio of the speed targets in one run.
+"""Speed of one fit: the searches, threads, the C path and the dual QP, against reference runs in the same
+process and against the peers (LightGBM, XGBoost when installed, svm_rank's recorded times).
 
 Usage::
 
-    python benchmarks/bench_speed.py [--quick] [--repeat N] [--parts taslpcd]
+    python benchmarks/bench_speed.py [--quick] [--only argmax,threads,lightgbm,svmlight,letor,cpath,cli,qp] [--repeat N]
 
-Parts (each a ratio of medians over ``--repeat`` runs, reference and candidate interleaved in one process,
-or, for start-up, in fresh processes started alternately):
+Sections (ratios of medians over ``--repeat`` interleaved rounds, or of one run where a run takes minutes):
 
-t. threads: ``StructSVMRanker(C=1, n_jobs=2).fit`` ÷ ``n_jobs=1`` on 500 queries × 1,000 candidates × 16
-   functions (50 bins), and the weights of n_jobs = 1, 2, 3 compared bit for bit (target ≥ 1.5×, same bits);
-a. argmax: every loss's public ``most_violated`` on 300 queries × 1,000 candidates (5 % relevant), one query
-   per call, ÷ MAP's (target ≤ 3×);
-s. start-up: ``svmmap learn`` and ``svmmap classify`` on a 40-line file (fresh processes, kernels already in
-   numba's cache), their ratio, and what numba itself costs (its import and one cached kernel's load);
-l. ``SVMMap(C=1)``'s learner (``StructSVMRanker(C=1)``, 50 bins) ÷ LightGBM lambdarank (100 trees, its default
-   threads) on 200 queries × 1,000 candidates × 16 functions (target ≤ 1/3);
-p. the C path on LETOR MQ2008 Fold 1 (``../shared/data/letor/MQ2008``): ``StructSVMRanker`` with the 6-value
-   grid 0.01 … 1000 and validation on ``vali``, 50 bins, ÷ one cold fit at C = 1000 alone (target ≤ 1.3×), and
-   the 50-bin grid ÷ the raw grid (target ≤ 3×), with each C's iterations;
-c. the command-line workflow on the 5 MQ2008 folds: one ``svmmap learn -c 0.01,…,1000 --valid vali.txt`` and
-   one ``svmmap classify`` per fold, processes and parsing included, against svm_rank's per-C workflow
-   (``svm_rank_learn`` once per C, ``svm_rank_classify`` of vali per C and of test once), 21.3 s on this
-   machine's kind when it was measured (svm_rank is not installed here): target ≤ 0.3×, mean test MAP within
-   0.005 of svm_rank's 0.4719;
-d. Dask: ``benchmarks/bench_dask.py``'s overhead case (1,000 queries × 300 candidates × 16 functions, bins,
-   C = 100, shards of 100 queries) on a 2-worker LocalCluster ÷ one process (target ≤ 1.2×), with the
-   overhead per oracle call.
+* ``argmax``: MAP's batch search ÷ ``np.argsort`` of the same scores (100 / 1,000 / 10,000 candidates, 1–50 %
+  relevant; target ≤ 2×), checked against the O(|P||N|) numpy reference (equal H to 1e-12, ties included: the
+  one thing asserted); then every loss's search, batched and one query per ``most_violated`` call, ÷ MAP's
+  (300 queries × 1,000, 5 % relevant; target ≤ 3×);
+* ``threads``: ``StructSVMRanker(C=1, n_jobs=2)`` ÷ ``n_jobs=1`` on 500 queries × 1,000 × 16 functions, 50 bins
+  (target ≥ 1.5×; weights of n_jobs = 1, 2, 3 equal bit for bit), beside what the machine's load leaves (a
+  trivially parallel loop on 1 and 2 threads) and the calling thread's CPU time;
+* ``lightgbm``: ``SVMMap(C=1)``'s learner ÷ LightGBM lambdarank (100 trees) on 200 queries × 1,000 × 16
+  (target ≤ 1/3), and XGBoost's ``rank:pairwise`` (100 trees) when installed;
+* ``svmlight``: a 1 M-line file (2,000 queries × 500 × 50 dense features): parse and SVM-map training seconds,
+  test MAP, against svm_map_learn / svm_rank / svm_perf's recorded seconds (target ≤ 2 s training, ≤ 20 s);
+* ``letor``: MQ2008's 5 folds as ``svmmap letor`` runs them (C chosen on vali): SVM-map raw and 50 bins, SVM-roc,
+  LightGBM's LambdaMART and XGBoost gblinear ``rank:map`` / ``rank:pairwise``: MAP, NDCG@10, training seconds
+  (targets: raw ≤ 30 s, 50 bins ≤ 60 s);
+* ``cpath``: the 6-value C grid with validation ÷ one fit at C = 1 and at C = 1000 alone, on MQ2008 Fold 1 (raw,
+  50 bins) and 100,000 synthetic candidates (target: 50 bins ≤ 1.3× C = 1000; 50-bin grid ≤ 3× raw grid);
+* ``cli``: ``svmmap learn -c grid --valid`` and ``classify`` on the 5 MQ2008 folds, processes included, ÷
+  svm_rank's per-C workflow as recorded (target ≤ 0.3×, test MAP within 0.005), and where a fold's time goes;
+* ``qp``: every dual QP of MQ2008 Fold 1 fits (SVM-map raw and bins, a combo over the C grid) recorded, a sample
+  replayed through the numpy reference (``tests/oracles``) and the compiled solver: time ratio and objectives.
 
-The machine's load average is printed at the start and the end: on a shared machine the thread ratio is
-bounded by the cores actually free, which part t measures alongside (a trivially parallel loop on 1 and 2
-threads), together with the calling thread's CPU time per fit (what stays on the critical path when a second
-core is free).
+MQ2008 is read from ``../shared/data/letor/MQ2008``. About 8 minutes on an idle 2-core machine (estimated from
+its sections' times; ``--quick``: 3 to 4 minutes).
 """
 from __future__ import annotations
 
-import argparse
-import os
+import json
 import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from _common import CLI, ENV, MQ2008, main, mq2008_folds, rounds, runs, synthetic, target
 
-from pyterrier_svmmap.svm.ranker import StructSVMRanker  # noqa: E402
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import synthetic  # noqa: E402  (the synthetic base scores of the scaling benchmark)
+from oracles.losses_reference import map_slots_reference
+from pyterrier_svmmap.measures import average_precision, letor_mean_average_precision
+from pyterrier_svmmap.svm.ranker import StructSVMRanker
 
-
-def interleaved(fns: dict, repeat: int) -> dict:
-    """name → list of seconds: every function once per round, ``repeat`` rounds (after one warm-up round)."""
-    for f in fns.values():
-        f()
-    out = {k: [] for k in fns}
-    for _ in range(repeat):
-        for k, f in fns.items():
-            t = time.perf_counter()
-            f()
-            out[k].append(time.perf_counter() - t)
-    return out
+LOSSES = [("map", {}), ("roc", {}), ("ndcg", {}), ("ndcg@10", {}), ("mrr@10", {}), ("dorm@10", dict(window=20)),
+          ("combo", dict(losses=["map", "ndcg@10", "mrr@10"])), ("acc", {}), ("acc2", {})]
+C_GRID = [0.01, 0.1, 1.0, 10.0, 100.0, 1000.0]
+#: seconds on the svmlight section's 1 M-line file, measured with the original programs built from source on
+#: this machine's kind (they are not installed here): svm_map_learn, svm_rank_learn (~12 s of it parsing), svm_perf
+SVMLIGHT_PEERS = dict(svm_map_learn=397.0, svm_rank_learn=65.0, svm_perf=14.0)
+#: svm_rank's per-C workflow on the 5 MQ2008 folds (svm_rank_learn per C, svm_rank_classify of vali per C and of
+#: test once), measured with svm_rank built from source on this machine's kind: seconds, mean test MAP
+SVM_RANK_WORKFLOW = (21.3, 0.4719)
 
 
-def load() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"
+def rounds_of(args) -> int:
+    return args.repeat or (2 if args.quick else 5)
 
 
-def part_threads(repeat: int, quick: bool):
-    n = 100_000 if quick else 500_000
-    print(f"\n=== t. threads: StructSVMRanker(C=1, 50 bins) on {n // 1000} queries × 1,000 × 16 ===", flush=True)
-    raw, labels, offsets = synthetic(n)
-    fits, cpu = {}, {1: [], 2: []}
+def quiet(f, *a, **k):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return f(*a, **k)
 
-    def fit(j):
-        def run():
-            t = time.thread_time()
-            fits[j] = StructSVMRanker(C=1.0, n_jobs=j).fit(raw, labels, offsets)
-            cpu.setdefault(j, []).append(time.thread_time() - t)
-        return run
-    spin = spinner()
-    times = interleaved({1: fit(1), 2: fit(2), "spin1": lambda: spin(1), "spin2": lambda: spin(2)}, repeat)
-    fit(3)()
-    same = all(np.array_equal(fits[1].coef_, fits[j].coef_) and
-               [h["primal"] for h in fits[1].history_] == [h["primal"] for h in fits[j].history_] for j in (2, 3))
-    m1, m2 = np.median(times[1]), np.median(times[2])
-    print(f"n_jobs=1: {m1:.3f} s (runs {np.round(times[1], 3).tolist()})")
-    print(f"n_jobs=2: {m2:.3f} s (runs {np.round(times[2], 3).tolist()})")
-    free = np.median(times["spin1"]) / np.median(times["spin2"])
-    print(f"cores free for a second thread meanwhile: a trivially parallel loop ran {free:.2f}× faster on 2 "
-          f"threads (2.0 on an idle machine; runs {np.round(np.array(times['spin1']) / times['spin2'], 2).tolist()})")
-    free_rounds = [i for i in range(repeat) if times["spin1"][i] / times["spin2"][i] >= 1.8]
-    if free_rounds:
-        paired = [times[1][i] / times[2][i] for i in free_rounds]
-        print(f"in the {len(free_rounds)} of {repeat} rounds with a second core free (loop ≥ 1.8×): "
-              f"n_jobs=1 / n_jobs=2 = {np.median(paired):.2f}× (rounds {np.round(paired, 2).tolist()})")
-    c1, c2 = np.median(cpu[1]), np.median(cpu[2])
-    print(f"CPU time of the calling thread: n_jobs=1 {c1:.3f} s, n_jobs=2 {c2:.3f} s: the work left on the critical "
-          f"path bounds the speed-up with a free second core at {c1 / c2:.2f}× (independent of the load)")
-    print(f"ratio n_jobs=1 / n_jobs=2: {m1 / m2:.2f}×  (target ≥ 1.5×); {fits[1].n_iter_} iterations; "
-          f"weights and objectives of n_jobs=1, 2, 3 {'identical bit for bit' if same else 'DIFFER'}")
+
+def random_queries(rng, n_q, n, frac):
+    scores, labels = rng.normal(size=n_q * n), (rng.random(n_q * n) < frac).astype(int)
+    labels[::n], labels[n - 1::n] = 1, 0                 # a relevant and a non-relevant candidate in every query
+    return scores, labels, np.arange(n_q + 1) * n
+
+
+def by_class(scores, labels):
+    """The relevant and the non-relevant candidates' scores, each in decreasing order."""
+    return np.sort(scores[labels > 0])[::-1], np.sort(scores[labels == 0])[::-1]
+
+
+def reference_gap(loss, scores, labels, offsets, queries) -> float:
+    """max |H_fast − H_reference| of MAP's argmax on ``queries``; asserted ≤ 1e-12."""
+    from pyterrier_svmmap.svm.losses.map import interleave, sort_by_score
+    deltas, coef = loss.batch_violation(scores, labels, offsets)
+    worst = 0.0
+    for q in queries:
+        lo, hi = offsets[q], offsets[q + 1]
+        s, y, idx = scores[lo:hi], labels[lo:hi], np.arange(hi - lo)
+        pos, neg = sort_by_score(idx[y > 0], s), sort_by_score(idx[y == 0], s)
+        h_ref = loss.objective(interleave(pos, neg, map_slots_reference(s[pos], s[neg])), s, y)
+        worst = max(worst, abs(deltas[q] - coef[lo:hi] @ s + loss.ideal_psi_coef(y) @ s - h_ref))
+    assert worst <= 1e-12, f"fast and reference MAP argmax disagree: |ΔH| = {worst:.3g}"
+    return worst
+
+
+def argmax(args):
+    """the most violated ranking: MAP's against a sort and the numpy reference, every loss against MAP's"""
+    from pyterrier_svmmap.svm.losses import MAPLoss, get_loss, most_violated
+    loss, rng, ratios = MAPLoss(), np.random.default_rng(0), []
+    print(f"{'n':>6} {'rel':>4} {'queries':>7} | {'argsort µs':>10} {'batch µs':>9} {'ratio':>6} | "
+          f"{'reference µs':>12} {'speed-up':>8} | {'|ΔH| max':>8}")
+    for n in (100, 1000, 10_000):
+        for frac in (0.01, 0.1, 0.5):
+            n_q = max(2, (50_000 if args.quick else 1_000_000) // n)
+            scores, labels, offsets = random_queries(rng, n_q, n, frac)
+            tied = scores.copy()
+            tied[: n * max(1, n_q // 4)] = np.round(tied[: n * max(1, n_q // 4)], 1)       # ties in a quarter
+            k = 1 if n == 10_000 else 3
+            t = rounds({"sort": lambda: np.argsort(scores.reshape(n_q, n), axis=1),
+                        "batch": lambda: loss.batch_violation(scores, labels, offsets),
+                        "ref": lambda: [map_slots_reference(*by_class(scores[offsets[q]:offsets[q + 1]],
+                                                                      labels[offsets[q]:offsets[q + 1]]))
+                                        for q in range(k)]}, 1 if n == 10_000 else 3)
+            sort, batch, ref = (min(t[x]) / m for x, m in (("sort", n_q), ("batch", n_q), ("ref", k)))
+            gap = max(reference_gap(loss, s, labels, offsets, range(min(3 if n == 10_000 else 20, n_q)))
+                      for s in (scores, tied))
+            ratios.append(batch / sort)
+            print(f"{n:>6} {frac:>4.0%} {n_q:>7} | {sort * 1e6:>10.1f} {batch * 1e6:>9.1f} {batch / sort:>6.2f} | "
+                  f"{ref * 1e6:>12.0f} {ref / batch:>8.0f} | {gap:>8.1e}", flush=True)
+    target(f"MAP's batch search ≤ 2× argsort: worst {max(ratios):.2f}×, median {np.median(ratios):.2f}× "
+           "(fast = reference to 1e-12: asserted)", max(ratios) <= 2)
+    n_q, n = (100 if args.quick else 300), 1000
+    scores, labels, offsets = random_queries(np.random.default_rng(11), n_q, n, 0.05)
+    fns = {}
+    for name, kw in LOSSES:
+        batch = get_loss(name, **kw)
+        fns[name, "batch"] = lambda b=batch: b.batch_violation(scores, labels, offsets)
+        fns[name, "one"] = lambda name=name, kw=kw: [most_violated(scores[offsets[q]:offsets[q + 1]], labels[
+            offsets[q]:offsets[q + 1]], loss=name, **kw) for q in range(n_q)]
+    t = {k: np.median(v) / n_q for k, v in rounds(fns, rounds_of(args)).items()}
+    print(f"\n{n_q} queries × {n:,} candidates, 5 % relevant\n{'loss':<10} {'batch µs/query':>15} {'÷ map':>6} "
+          f"{'one call µs/query':>18} {'÷ map':>6}")
+    for name, _ in LOSSES:
+        print(f"{name:<10} {t[name, 'batch'] * 1e6:>15.1f} {t[name, 'batch'] / t['map', 'batch']:>6.2f} "
+              f"{t[name, 'one'] * 1e6:>18.1f} {t[name, 'one'] / t['map', 'one']:>6.2f}")
+    worst = max(t, key=lambda k: t[k] / t["map", k[1]])
+    target(f"every loss's search ≤ 3× MAP's: worst {worst[0]} ({worst[1]}) {t[worst] / t['map', worst[1]]:.2f}×",
+           t[worst] / t["map", worst[1]] <= 3)
 
 
 def spinner():
-    """``spin(k)``: the same fixed work (~0.1 s on one core) cut into k pieces on k threads, nogil: how much a
-    second thread can run alongside on this machine at the moment."""
+    """``spin(k)``: the same fixed work (~0.1 s on a core) cut into k pieces on k threads, without the GIL: how
+    much a second thread can run alongside on this machine now."""
     from concurrent.futures import ThreadPoolExecutor
     from numba import njit
 
@@ -120,171 +155,183 @@ def spinner():
         return s
     loop(10)
     pool = ThreadPoolExecutor(2)
-    n = 100_000_000
-
-    def spin(k):
-        return list(pool.map(loop, [n // k] * k))
-    return spin
+    return lambda k: list(pool.map(loop, [100_000_000 // k] * k))
 
 
-ARGMAX = [("map", {}), ("roc", {}), ("ndcg", {}), ("ndcg@10", {}), ("mrr@10", {}), ("dorm@10", dict(window=20)),
-          ("combo", dict(losses=["map", "ndcg@10", "mrr@10"])), ("acc", {}), ("acc2", {})]
+def threads(args):
+    """StructSVMRanker(C=1, 50 bins) with n_jobs=2 against n_jobs=1, and the weights of n_jobs = 1, 2, 3"""
+    raw, labels, offsets = synthetic(100_000 if args.quick else 500_000)
+    fits, cpu, spin = {}, {1: [], 2: [], 3: []}, spinner()
 
-
-def part_argmax(repeat: int, quick: bool):
-    from pyterrier_svmmap.svm.losses import most_violated
-    n_q, n = (100 if quick else 300), 1000
-    print(f"\n=== a. most_violated, one query per call: {n_q} queries × {n:,} candidates, 5 % relevant ===",
-          flush=True)
-    rng = np.random.default_rng(11)
-    S = rng.standard_normal((n_q, n))
-    Z = (rng.random((n_q, n)) < 0.05).astype(int)
-    Z[:, 0] = 1
-
-    def all_queries(name, kw):
-        return lambda: [most_violated(S[q], Z[q], loss=name, **kw) for q in range(n_q)]
-    times = interleaved({name: all_queries(name, kw) for name, kw in ARGMAX}, repeat)
-    base = np.median(times["map"])
-    print(f"{'loss':<12} {'ms':>8} {'µs/query':>9} {'÷ map':>7}")
-    for name, _ in ARGMAX:
-        t = np.median(times[name])
-        print(f"{name:<12} {t * 1e3:>8.1f} {t / n_q * 1e6:>9.1f} {t / base:>7.2f}")
-    worst = max((k for k, _ in ARGMAX), key=lambda k: np.median(times[k]))
-    print(f"target: every loss ≤ 3× map's — worst {worst} {np.median(times[worst]) / base:.2f}×")
-
-
-CLI = "import sys; from pyterrier_svmmap.cli import main; sys.exit(main(sys.argv[1:]))"
-NUMBA_ONLY = ("import time; t = time.perf_counter(); import numpy as np; t1 = time.perf_counter(); import numba; "
-              "t2 = time.perf_counter(); import pyterrier_svmmap.features._kernels as k; "
-              "k.cumulative_table(np.zeros(4), 2, 2); t3 = time.perf_counter(); "
-              "print(t2 - t1, t3 - t2)")
-
-
-def part_startup(repeat: int, quick: bool):
-    print("\n=== s. start-up: svmmap learn / classify on a 40-line file (fresh processes) ===", flush=True)
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    with tempfile.TemporaryDirectory() as tmp:
-        rng = np.random.default_rng(0)
-        train = Path(tmp) / "train.txt"
-        with open(train, "w") as f:
-            for q in range(4):
-                for d in range(10):
-                    label = 1 if d == 0 else int(rng.random() < 0.3) if d > 1 else 0
-                    f.write(f"{label} qid:{q + 1} " + " ".join(f"{i + 1}:{rng.random():.4f}" for i in range(5)) + "\n")
-        model = Path(tmp) / "model"
-        learn = [sys.executable, "-c", CLI, "learn", "-c", "1", str(train), str(model)]
-        classify = [sys.executable, "-c", CLI, "classify", str(train), str(model), str(Path(tmp) / "pred")]
-        subprocess.run(learn, env=env, check=True, capture_output=True)        # kernels into numba's cache
-
-        def proc(cmd):
-            return lambda: subprocess.run(cmd, env=env, check=True, capture_output=True)
-        times = interleaved({"learn": proc(learn), "classify": proc(classify)}, repeat)
-        numba_parts = [subprocess.run([sys.executable, "-c", NUMBA_ONLY], env=env, check=True, capture_output=True,
-                                      text=True).stdout.split() for _ in range(repeat)]
-    ml, mc = np.median(times["learn"]), np.median(times["classify"])
-    imp, first = np.median([float(a) for a, _ in numba_parts]), np.median([float(b) for _, b in numba_parts])
-    print(f"svmmap learn:    {ml:.3f} s (runs {np.round(times['learn'], 3).tolist()})")
-    print(f"svmmap classify: {mc:.3f} s (runs {np.round(times['classify'], 3).tolist()})")
-    print(f"ratio learn / classify: {ml / mc:.2f}×; difference {ml - mc:.3f} s, of which numba's own cost: "
-          f"import numba {imp:.3f} s + first cached kernel (numba's CPU target and cache load) {first:.3f} s")
-
-
-def part_lightgbm(repeat: int, quick: bool):
-    import lightgbm as lgb
-    n = 50_000 if quick else 200_000
-    print(f"\n=== l. SVMMap(C=1)'s learner vs LightGBM lambdarank (100 trees, default threads), "
-          f"{n // 1000} queries × 1,000 × 16 ===", flush=True)
-    raw, labels, offsets = synthetic(n, seed=5)
-
-    def ours():
-        StructSVMRanker(C=1.0).fit(raw, labels, offsets)
-
-    def theirs():
-        lgb.LGBMRanker(objective="lambdarank", n_estimators=100, verbose=-1).fit(
-            np.nan_to_num(raw, nan=-1e9), labels, group=np.diff(offsets))
-    times = interleaved({"svmmap": ours, "lightgbm": theirs}, repeat)
-    a, b = np.median(times["svmmap"]), np.median(times["lightgbm"])
-    print(f"StructSVMRanker(C=1): {a:.3f} s (runs {np.round(times['svmmap'], 3).tolist()})")
-    print(f"LightGBM lambdarank:  {b:.3f} s (runs {np.round(times['lightgbm'], 3).tolist()})")
-    print(f"ratio ours / LightGBM: {a / b:.2f}  (target ≤ 0.33)")
-
-
-def part_c_path(repeat: int, quick: bool):
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import warnings
-    from mq2008 import C_GRID, DATA, EPSILON, N_BINS, load_folds
-    print(f"\n=== p. the C path on MQ2008 Fold 1 ({DATA}), grid {C_GRID}, validation on vali ===", flush=True)
-    folds, _ = load_folds((1,))
-    tr, va = folds[1]["train"], folds[1]["vali"]
-    paths = {}
-
-    def fit(C, features):
+    def fit(j):
         def run():
-            r = StructSVMRanker(C=C, features=features, n_bins=N_BINS, epsilon=EPSILON)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                r.fit(tr.raw, tr.labels, tr.offsets, valid=(va.raw, va.labels, va.offsets))
-            paths[(str(C), features)] = r.path_
+            t = time.thread_time()
+            fits[j] = StructSVMRanker(C=1.0, n_jobs=j).fit(raw, labels, offsets)
+            cpu[j].append(time.thread_time() - t)
         return run
-    times = interleaved({"bins C=1000": fit(1000.0, "bins"), "bins grid": fit(list(C_GRID), "bins"),
-                         "raw grid": fit(list(C_GRID), "raw"), "raw C=1000": fit(1000.0, "raw")},
-                        max(1, repeat // 2 if quick else repeat))
-    med = {k: float(np.median(v)) for k, v in times.items()}
-    for k, v in times.items():
-        print(f"{k:<12} {med[k]:.3f} s (runs {np.round(v, 3).tolist()})")
-    for features in ("bins", "raw"):
-        its = " ".join(f"{p['C']:g}:{p['n_iter']}" for p in paths[(str(list(C_GRID)), features)])
-        print(f"iterations per C, {features}: {its}; cold C=1000: {paths[('1000.0', features)][0]['n_iter']}")
-    print(f"ratio bins grid / cold bins C=1000: {med['bins grid'] / med['bins C=1000']:.2f}×  (target ≤ 1.3×)")
-    print(f"ratio bins grid / raw grid: {med['bins grid'] / med['raw grid']:.1f}×  (target ≤ 3×)")
+    t = rounds({1: fit(1), 2: fit(2), "spin1": lambda: spin(1), "spin2": lambda: spin(2)}, rounds_of(args))
+    fit(3)()
+    same = all(np.array_equal(fits[1].coef_, fits[j].coef_) and [h["primal"] for h in fits[1].history_] ==
+               [h["primal"] for h in fits[j].history_] for j in (2, 3))
+    print(f"{len(offsets) - 1} queries × 1,000 × 16; n_jobs=1: {runs(t[1])}; n_jobs=2: {runs(t[2])}")
+    free = [a / b for a, b in zip(t["spin1"], t["spin2"])]
+    print(f"a trivially parallel loop ran {np.median(free):.2f}× faster on 2 threads meanwhile (2.0 when a core is "
+          f"free; rounds {' '.join(f'{x:.2f}' for x in free)})")
+    paired = [t[1][i] / t[2][i] for i in range(len(free)) if free[i] >= 1.8]
+    if paired:
+        print(f"in the {len(paired)} rounds with a second core free (loop ≥ 1.8×): {np.median(paired):.2f}×")
+    c1, c2 = np.median(cpu[1]), np.median(cpu[2])
+    print(f"the calling thread's CPU time: {c1:.3f} s with 1 thread, {c2:.3f} s with 2: with a free core the "
+          f"speed-up is bounded at {c1 / c2:.2f}× whatever the load")
+    ratio = np.median(t[1]) / np.median(t[2])
+    target(f"n_jobs=2 ≥ 1.5× n_jobs=1: {ratio:.2f}× ({fits[1].n_iter_} iterations)", ratio >= 1.5)
+    target("n_jobs = 1, 2, 3 give the same weights and objectives bit for bit", same)
 
 
-#: svm_rank's per-C workflow on the 5 MQ2008 folds (learn per C, classify vali per C and test once), measured
-#: with svm_rank built from source on this machine's kind: seconds, mean test MAP
-SVM_RANK_WORKFLOW = (21.3, 0.4719)
+def lightgbm(args):
+    """SVMMap(C=1)'s learner (StructSVMRanker, 50 bins) against LightGBM lambdarank and XGBoost, 100 trees"""
+    import lightgbm as lgb
+    raw, labels, offsets = synthetic(50_000 if args.quick else 200_000, seed=5)
+    filled, sizes = np.nan_to_num(raw, nan=-1e9), np.diff(offsets)
+    fns = {"StructSVMRanker(C=1)": lambda: StructSVMRanker(C=1.0).fit(raw, labels, offsets),
+           "LightGBM lambdarank": lambda: lgb.LGBMRanker(objective="lambdarank", n_estimators=100, verbose=-1).fit(
+               filled, labels, group=sizes)}
+    try:
+        import xgboost as xgb
+        qid = np.repeat(np.arange(len(sizes)), sizes)
+        fns["XGBoost rank:pairwise"] = lambda: xgb.XGBRanker(objective="rank:pairwise", n_estimators=100).fit(
+            filled, labels, qid=qid)
+    except ImportError:
+        print("(XGBoost is not installed: its row is left out)")
+    t = rounds(fns, rounds_of(args))
+    print(f"{len(sizes)} queries × 1,000 × 16 functions, default threads")
+    for name, seconds in t.items():
+        print(f"{name:<22} {runs(seconds)}")
+    ratio = np.median(t["StructSVMRanker(C=1)"]) / np.median(t["LightGBM lambdarank"])
+    target(f"SVMMap(C=1)'s learner ≤ 1/3 of LightGBM's time: {ratio:.2f}", ratio <= 1 / 3)
 
 
-def part_cli(repeat: int, quick: bool):
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from mq2008 import C_GRID, DATA, Split, letor_map, load_split
-    print("\n=== c. the command line on the 5 MQ2008 folds: svmmap learn (grid, --valid) + classify per fold ===",
-          flush=True)
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    grid = ",".join(f"{c:g}" for c in C_GRID)
-    runs, maps = [], []
+def svmlight(args):
+    """an svmlight file of 2,000 queries × 500 documents × 50 dense features: parse, train, test MAP"""
+    from sklearn.datasets import dump_svmlight_file                     # only to write the file
+    from pyterrier_svmmap.io.svmlight import read_svmlight
+    n_q, per_q, d = (400 if args.quick else 2000), 500, 50
+    rng = np.random.default_rng(7)
+    X = np.round(rng.standard_normal((n_q * per_q, d)), 4)
+    w_true = rng.standard_normal(d)
+    z = X @ w_true / np.sqrt(d) + 0.5 * rng.standard_normal(len(X))
+    y = (z > np.quantile(z, 0.95)).astype(int)                           # about 5 % relevant
     with tempfile.TemporaryDirectory() as tmp:
-        for r in range(max(1, 1 if quick else repeat // 2)):
+        path = Path(tmp) / "train.svmlight"
+        dump_svmlight_file(X, y, str(path), query_id=np.repeat(np.arange(1, n_q + 1), per_q), zero_based=False)
+        mb = path.stat().st_size / 1e6
+        t = time.perf_counter()
+        data = read_svmlight(str(path))
+        t_parse = time.perf_counter() - t
+    Xd, ys, off = data.features[data.order], data.labels[data.order], data.offsets
+    cut, k = off[int(0.8 * n_q)], int(0.8 * n_q)
+    quiet(StructSVMRanker(C=1.0, features="raw").fit, Xd[:off[10]], ys[:off[10]], off[:11])       # warm-up
+    t = time.perf_counter()
+    model = quiet(StructSVMRanker(C=1.0, features="raw").fit, Xd[:cut], ys[:cut], off[:k + 1])
+    t_train = time.perf_counter() - t
+    te = off[k:] - cut
+    test_map = float(average_precision(model.decision_function(Xd[cut:], te), ys[cut:], te).mean())
+    oracle = float(average_precision(Xd[cut:] @ w_true, ys[cut:], te).mean())
+    print(f"{len(X):,} lines, {mb:.0f} MB: parse (read_svmlight) {t_parse:.2f} s; SVM-map (raw, C=1) on {k} queries "
+          f"{t_train:.2f} s, {model.n_iter_} iterations; test MAP {test_map:.4f} (the hidden model's {oracle:.4f})")
+    print("recorded on this machine's kind for 1 M lines: " + ", ".join(f"{k} {v:g} s"
+                                                                      for k, v in SVMLIGHT_PEERS.items()))
+    target(f"{len(X):,} lines: SVM-map training ≤ 2 s: {t_train:.2f} s", t_train <= 2)
+    target(f"{len(X):,} lines: parse + training ≤ 20 s: {t_parse + t_train:.2f} s", t_parse + t_train <= 20)
+
+
+def xgboost_rows(folds):
+    """XGBoost gblinear (coord_descent, deterministic) ``rank:map`` (labels ≥ 1) and ``rank:pairwise`` (graded):
+    eta 0.5 × lambda ∈ {0, 0.01, 0.1, 1}, ≤ 200 rounds, early stopping on vali; the best vali MAP kept."""
+    import xgboost as xgb
+    from pyterrier_svmmap.experiments.letor import evaluate
+    qid = lambda s: np.repeat(np.arange(s.n_queries), np.diff(s.offsets))   # noqa: E731
+    for objective in ("rank:map", "rank:pairwise"):
+        measures, seconds = [], 0.0
+        for fold in folds.values():
+            tr, va, te = fold.train, fold.vali, fold.test
             t = time.perf_counter()
-            for k in range(1, 6):
-                fold = DATA / f"Fold{k}"
-                model, pred = Path(tmp) / f"m{k}", Path(tmp) / f"p{k}"
-                subprocess.run([sys.executable, "-c", CLI, "learn", "-c", grid, "--valid", str(fold / "vali.txt"),
-                                "--force", str(fold / "train.txt"), str(model)], env=env, check=True, capture_output=True)
-                subprocess.run([sys.executable, "-c", CLI, "classify", str(fold / "test.txt"), str(model), str(pred)],
-                               env=env, check=True, capture_output=True)
-            runs.append(time.perf_counter() - t)
-        for k in range(1, 6):
-            test: Split = load_split(DATA / f"Fold{k}" / "test.txt")
-            maps.append(letor_map(np.loadtxt(Path(tmp) / f"p{k}"), test))
-    ours = float(np.median(runs))
-    print(f"svmmap, 5 folds: {ours:.2f} s (runs {np.round(runs, 2).tolist()}), mean test MAP {np.mean(maps):.4f}")
-    fold_breakdown(env, grid, 1 if quick else max(1, repeat // 2))
-    print(f"svm_rank's per-C workflow (recorded): {SVM_RANK_WORKFLOW[0]:.1f} s, mean test MAP {SVM_RANK_WORKFLOW[1]:.4f}")
-    ratio, gap = ours / SVM_RANK_WORKFLOW[0], np.mean(maps) - SVM_RANK_WORKFLOW[1]
-    print(f"ratio ours / svm_rank (recorded): {ratio:.2f}× (target ≤ 0.3×) {'✓' if ratio <= 0.3 else '✗'}; MAP "
-          f"difference {gap:+.4f} (target within 0.005) {'✓' if abs(gap) <= 0.005 else '✗'}")
+            dtr = xgb.DMatrix(tr.raw, label=tr.binary(1) if objective == "rank:map" else tr.labels, qid=qid(tr))
+            dva = xgb.DMatrix(va.raw, label=va.binary(1), qid=qid(va))
+            best = None
+            for lam in (0.0, 0.01, 0.1, 1.0):
+                bst = xgb.train(dict(booster="gblinear", updater="coord_descent", objective=objective, nthread=1,
+                                     eval_metric="map", seed=0, eta=0.5, reg_lambda=lam), dtr, num_boost_round=200,
+                                evals=[(dva, "vali")], early_stopping_rounds=20, verbose_eval=False)
+                r = (0, bst.best_iteration + 1)
+                v = letor_mean_average_precision(bst.predict(dva, iteration_range=r), va.labels, va.offsets)
+                if best is None or v > best[0]:
+                    best = (v, bst, r)
+            seconds += time.perf_counter() - t
+            scores = best[1].predict(xgb.DMatrix(te.raw, qid=qid(te)), iteration_range=best[2])
+            measures.append(evaluate(scores, te))
+        print(f"XGBoost gblinear {objective:<14} MAP {np.mean([m['MAP'] for m in measures]):.4f}, NDCG@10 "
+              f"{np.mean([m['NDCG@10'] for m in measures]):.4f}, train s {seconds:.1f}")
 
 
-#: one ``svmmap learn`` or ``classify`` in a fresh process, its phases timed: the interpreter and the command's
-#: imports (to ``main``), parsing (``read_svmlight``), numba (its import and its first cached kernel's load,
-#: done ahead of the fit), the fit, and what follows (scoring, writing); printed as JSON on stdout
+def letor(args):
+    """the LETOR 4.0 protocol on MQ2008: test MAP and training seconds of SVM-map and the peers"""
+    from pyterrier_svmmap.experiments.letor import run_letor
+    folds = [1] if args.quick else [1, 2, 3, 4, 5]
+    res = run_letor(MQ2008, "svm-map-raw,svm-map-paper,svm-roc,lambdamart", folds=folds)
+    print(res.table())
+    try:
+        xgboost_rows(mq2008_folds(folds))
+    except ImportError:
+        print("(XGBoost is not installed: its rows are left out)")
+    if len(folds) < 5:
+        print("(the targets are of the 5 folds: not judged on one)")
+    else:
+        raw, bins = res.mean("svm-map-raw")["seconds"], res.mean("svm-map-paper")["seconds"]
+        target(f"SVM-map raw, 5 folds with selection ≤ 30 s: {raw:.1f} s", raw <= 30)
+        target(f"SVM-map 50 bins, 5 folds with selection ≤ 60 s: {bins:.1f} s", bins <= 60)
+
+
+def cpath(args):
+    """the C path: the 6-value grid with validation against one fit at C = 1 and at C = 1000"""
+    fold = mq2008_folds()[1]
+    raw, labels, offsets = synthetic(30_000 if args.quick else 100_000, seed=3)
+    q = (len(offsets) - 1) * 3 // 4
+    synth = ((raw[:offsets[q]], labels[:offsets[q]], offsets[:q + 1]),
+             (raw[offsets[q]:], labels[offsets[q]:], offsets[q:] - offsets[q]))
+    mq = tuple((s.raw, s.labels, s.offsets) for s in (fold.train, fold.vali))
+    cases = {"MQ2008 Fold 1, raw": (mq, "raw"), "MQ2008 Fold 1, 50 bins": (mq, "bins"),
+             f"synthetic {offsets[-1]:,}, bins": (synth, "bins")}
+    print(f"{'data':<24} {'C=1 s':>7} {'C=1000 s':>9} {'grid s':>7} {'÷ C=1':>6} {'÷ C=1000':>8}  iterations per C")
+    med = {}
+    for name, ((tr, va), features) in cases.items():
+        paths = {}
+
+        def fit(C, tr=tr, va=va, features=features):
+            def run():
+                paths[str(C)] = quiet(StructSVMRanker(C=C, features=features, n_bins=50).fit, *tr, valid=va).path_
+            return run
+        t = rounds({1.0: fit(1.0), 1000.0: fit(1000.0), "grid": fit(C_GRID)}, max(1, rounds_of(args) // 2))
+        m = med[name] = {k: float(np.median(v)) for k, v in t.items()}
+        its = " ".join(f"{p['C']:g}:{p['n_iter']}" for p in paths[str(C_GRID)])
+        print(f"{name:<24} {m[1.0]:>7.2f} {m[1000.0]:>9.2f} {m['grid']:>7.2f} {m['grid'] / m[1.0]:>6.1f} "
+              f"{m['grid'] / m[1000.0]:>8.2f}  {its} (C=1000 alone: {paths['1000.0'][0]['n_iter']})", flush=True)
+    bins, raw = med["MQ2008 Fold 1, 50 bins"], med["MQ2008 Fold 1, raw"]
+    target(f"MQ2008 Fold 1, 50 bins: the grid ≤ 1.3× C = 1000 alone: {bins['grid'] / bins[1000.0]:.2f}×",
+           bins["grid"] / bins[1000.0] <= 1.3)
+    target(f"MQ2008 Fold 1: the 50-bin grid ≤ 3× the raw grid: {bins['grid'] / raw['grid']:.1f}×",
+           bins["grid"] / raw["grid"] <= 3)
+
+
+#: one ``svmmap`` command in a fresh process with its phases timed: the command's imports, parsing
+#: (``read_svmlight``), numba's start (its import and first cached kernel, loaded ahead of the fit), the fit, the
+#: rest (scoring, writing); prints them as JSON
 PHASES = """
 import json, sys, time
 t0 = time.perf_counter()
 import pyterrier_svmmap.io.svmlight as svmlight
 from pyterrier_svmmap.cli import main
-spent = dict(parse=0.0, numba=0.0, fit=0.0)
-read = svmlight.read_svmlight
+spent, read = dict(parse=0.0, numba=0.0, fit=0.0), svmlight.read_svmlight
 def timed_read(*a, **k):
     t = time.perf_counter(); out = read(*a, **k); spent["parse"] += time.perf_counter() - t; return out
 svmlight.read_svmlight = timed_read
@@ -300,67 +347,92 @@ if sys.argv[1] == "learn":
     learn.fit_ranking_data = timed_fit
 t1 = time.perf_counter()
 assert main(sys.argv[1:]) == 0
-total = time.perf_counter() - t0
 spent["imports"] = t1 - t0
-spent["rest"] = total - sum(spent.values())
+spent["rest"] = time.perf_counter() - t0 - sum(spent.values())
 print(json.dumps(spent))
 """
 
 
-def fold_breakdown(env: dict, grid: str, repeat: int) -> None:
-    """Where one fold's ``svmmap learn`` and ``classify`` spend their time (Fold 1, medians of ``repeat``),
-    the interpreter's start (``python -c pass``) apart."""
-    import json
-    fold = Path(__file__).resolve().parents[2] / "shared" / "data" / "letor" / "MQ2008" / "Fold1"
-    rows = {"learn": [], "classify": [], "start": []}
+def cli(args):
+    """svmmap learn (C grid, --valid) and classify on the 5 MQ2008 folds against svm_rank's per-C workflow"""
+    grid, maps = ",".join(f"{c:g}" for c in C_GRID), []
+
+    def commands(k, tmp):
+        fold, model = MQ2008 / f"Fold{k}", Path(tmp) / f"m{k}"
+        return (["learn", "-c", grid, "--valid", str(fold / "vali.txt"), "--force", str(fold / "train.txt"),
+                 str(model)], ["classify", str(fold / "test.txt"), str(model), str(Path(tmp) / f"p{k}")])
     with tempfile.TemporaryDirectory() as tmp:
-        model, pred = Path(tmp) / "m", Path(tmp) / "p"
-        learn = ["learn", "-c", grid, "--valid", str(fold / "vali.txt"), "--force", str(fold / "train.txt"), str(model)]
-        classify = ["classify", str(fold / "test.txt"), str(model), str(pred)]
-        for _ in range(repeat):
-            t = time.perf_counter()
-            subprocess.run([sys.executable, "-c", "pass"], env=env, check=True)
-            rows["start"].append(time.perf_counter() - t)
-            for name, argv in (("learn", learn), ("classify", classify)):
-                t = time.perf_counter()
-                p = subprocess.run([sys.executable, "-c", PHASES, *argv], env=env, check=True, capture_output=True,
+        def workflow():
+            for k in range(1, 6):
+                for argv in commands(k, tmp):
+                    subprocess.run([sys.executable, "-c", CLI, *argv], env=ENV, check=True, capture_output=True)
+        t = rounds({"5 folds": workflow}, max(1, rounds_of(args) // 2))["5 folds"]
+        folds = mq2008_folds(range(1, 6))
+        maps = [letor_mean_average_precision(np.loadtxt(Path(tmp) / f"p{k}"), f.test.labels, f.test.offsets)
+                for k, f in folds.items()]
+        phases = {}
+        for _ in range(max(1, rounds_of(args) // 2)):
+            for argv in commands(1, tmp):
+                t0 = time.perf_counter()
+                p = subprocess.run([sys.executable, "-c", PHASES, *argv], env=ENV, check=True, capture_output=True,
                                    text=True)
-                phases = json.loads(p.stdout.strip().splitlines()[-1])
-                phases["process"] = time.perf_counter() - t
-                rows[name].append(phases)
-    start = float(np.median(rows["start"]))
-    print(f"per fold (Fold 1, medians of {repeat}): interpreter start {start:.2f} s")
-    for name in ("learn", "classify"):
-        med = {k: float(np.median([r[k] for r in rows[name]])) for k in rows[name][0]}
-        print(f"  svmmap {name:8s} {med['process']:.2f} s: imports {med['imports']:.2f}, parse {med['parse']:.2f}, "
-              f"numba {med['numba']:.2f}, fit {med['fit']:.2f}, rest {med['rest']:.2f} (+ start and exit "
-              f"{med['process'] - sum(v for k, v in med.items() if k != 'process'):.2f})")
+                phases.setdefault(argv[0], []).append(dict(json.loads(p.stdout.splitlines()[-1]),
+                                                           process=time.perf_counter() - t0))
+    print(f"svmmap, 5 folds: {runs(t)}, mean test MAP {np.mean(maps):.4f}")
+    for name, rows in phases.items():
+        m = {k: float(np.median([r[k] for r in rows])) for k in rows[0]}
+        print(f"  Fold 1, svmmap {name:<8} {m['process']:.2f} s: imports {m['imports']:.2f}, parse {m['parse']:.2f}, "
+              f"numba {m['numba']:.2f}, fit {m['fit']:.2f}, rest {m['rest']:.2f}, start and exit "
+              f"{m['process'] - sum(v for k, v in m.items() if k != 'process'):.2f}")
+    ratio, gap = float(np.median(t)) / SVM_RANK_WORKFLOW[0], np.mean(maps) - SVM_RANK_WORKFLOW[1]
+    print(f"svm_rank's per-C workflow (recorded): {SVM_RANK_WORKFLOW[0]:.1f} s, mean test MAP {SVM_RANK_WORKFLOW[1]}")
+    target(f"the 5 folds ≤ 0.3× svm_rank's workflow: {ratio:.2f}×", ratio <= 0.3)
+    target(f"mean test MAP within 0.005 of svm_rank's: {gap:+.4f}", abs(gap) <= 0.005)
 
 
-def part_dask(repeat: int, quick: bool):
-    print("\n=== d. Dask: a 2-worker LocalCluster against one process (benchmarks/bench_dask.py's overhead case) ===",
-          flush=True)
-    from bench_dask import overhead
-    out = overhead(max(1, repeat // 2) if quick else repeat)
-    print(f"ratio 2-worker LocalCluster / one process: {out['ratio']:.2f}×  (target ≤ 1.2×); overhead per oracle "
-          f"call {out['overhead'] * 1e3:.1f} ms")
+def qp(args):
+    """the dual QP on its real calls: the numpy reference against the compiled solver"""
+    import pyterrier_svmmap.svm.cutting_plane as solver
+    import pyterrier_svmmap.svm.qp as compiled
+    from oracles.qp_reference import solve_dual_reference
+    fold, size = mq2008_folds()[1], (50 if args.quick else 300)
+    fits = {"map raw": dict(features="raw"), "map bins": dict(features="bins"),
+            "combo raw": dict(loss="combo", features="raw", loss_params=dict(
+                losses=["map", "ndcg@10", "mrr@10"], slack="separate", C_weights=[1, 1, 1e-8]))}
+    quiet(compiled.solve_dual, np.eye(2), np.ones(2), np.zeros(2, dtype=int), np.ones(1))
+    for name, params in fits.items():
+        calls, seen, rng = [], [0], np.random.default_rng(0)
 
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="smaller data (for a smoke run)")
-    ap.add_argument("--repeat", type=int, default=5, help="rounds per measurement (default 5)")
-    ap.add_argument("--parts", default="taslpcd", help="letters of the parts to run (default: all)")
-    args = ap.parse_args()
-    print(f"pyterrier-svmmap speed benchmark (threads, argmax, start-up, LightGBM, C path, command line, Dask); "
-          f"numpy {np.__version__}; {load()}")
-    t0 = time.perf_counter()
-    for letter, part in (("t", part_threads), ("a", part_argmax), ("s", part_startup), ("l", part_lightgbm),
-                         ("p", part_c_path), ("c", part_cli), ("d", part_dask)):
-        if letter in args.parts:
-            part(args.repeat, args.quick)
-    print(f"\ntotal {time.perf_counter() - t0:.0f} s; {load()}")
+        def record(*a, **kw):                                      # a reservoir sample of the calls' arguments
+            seen[0] += 1
+            copy = (tuple(None if x is None else np.array(x) for x in a), kw)
+            if len(calls) < size:
+                calls.append(copy)
+            elif (j := int(rng.integers(0, seen[0]))) < size:
+                calls[j] = copy
+            return solve_dual_reference(*a, **kw)
+        solver.solve_dual = record
+        try:
+            quiet(StructSVMRanker(C=C_GRID, **params).fit, fold.train.raw, fold.train.binary(1), fold.train.offsets,
+                  valid=(fold.vali.raw, fold.vali.binary(1), fold.vali.offsets))
+        finally:
+            solver.solve_dual = compiled.solve_dual
+        t_ref, t_fast, worst = 0.0, 0.0, 0.0
+        for a, kw in calls:
+            t = time.perf_counter()
+            a_ref, _ = solve_dual_reference(*a, **kw)
+            t_ref += time.perf_counter() - t
+            t = time.perf_counter()
+            a_fast, _ = compiled.solve_dual(*a, **kw)
+            t_fast += time.perf_counter() - t
+            G, b = a[:2]
+            f_ref, f_fast = (b @ x - 0.5 * x @ G @ x for x in (a_ref, a_fast))
+            worst = max(worst, abs(f_fast - f_ref) / max(abs(f_ref), 1e-300))
+        print(f"{name:<9} {seen[0]} QP calls; {len(calls)} replayed: numpy {t_ref:.3f} s, compiled {t_fast:.3f} s "
+              f"({t_ref / t_fast:.1f}×), largest relative difference of the dual objectives {worst:.1e}", flush=True)
 
 
 if __name__ == "__main__":
-    main()
+    main(__doc__, dict(argmax=argmax, threads=threads, lightgbm=lightgbm, svmlight=svmlight, letor=letor,
+                       cpath=cpath, cli=cli, qp=qp),
+         options=[(("--repeat",), dict(type=int, default=None, help="rounds per measurement (default 5; --quick 2)"))])
