@@ -365,10 +365,7 @@ def choose(evidence: np.ndarray, fallback: Optional[np.ndarray] = None, alpha: O
     best = RULE(means)
     if alpha is None:
         return Choice(best, best, float(means[best]), None, None, None, None, alpha, len(E))
-    levels = [list(range(E.shape[1]))] if levels is None else [list(cols) for cols in levels]
-    # a column without evidence (a C not trained for this setting: extend_at_edge) is no candidate
-    levels = [[c for c in cols if not np.isnan(means[c])] or cols for cols in levels]
-    levels = [cols for cols in levels if len(cols)]
+    levels = [list(range(E.shape[1]))] if levels is None else [list(cols) for cols in levels if len(cols)]
     if fallback is not None:
         f = np.asarray(fallback, dtype=float)
         if f.shape != (len(E),):
@@ -702,10 +699,6 @@ def select_auto(train: Queries, valid: Optional[Queries], settings: Sequence[Tup
         held_out = cross_validate(fit, settings, grids, train_path, encodings, cv, random_state,
                                   fallback=lambda tr: fallback_model(tr, raw_layout, prior_scale), fit_map=fit_map)
         fold, E, F, fold_w = held_out.fold, held_out.ap, held_out.fallback_ap, held_out.fold_weights
-        if is_auto_c(C):
-            E, fold_w, grids = extend_at_edge(fit, settings, grids, train_path, encodings, cv, random_state,
-                                              E, fold_w, fit_map)
-            G = len(grids[0])
         fold_means = np.stack([np.r_[E[fold == k].mean(axis=0), F[fold == k].mean()] for k in range(cv)])
     tie_function = queries_best_function(fit) if source != "validation" else tie
     choice = choose(E, F, alpha, levels=setting_levels(settings, G)) if len(E) else None
@@ -732,51 +725,6 @@ def select_auto(train: Queries, valid: Optional[Queries], settings: Sequence[Tup
         averaged = len(fold_w[s]) + 1
     return AutoSelection(selection, choice, settings, grids, fit, layout, coef, np.stack([r.w for r in results]),
                          grids[s][i], s, f, kept, averaged, tie_function=tie_function)
-
-
-#: ``C="auto"``: the decades a linear model's grid (``raw``) is extended by, one at a time, while its best
-#: held-out C is the top of its grid (:func:`extend_at_edge`)
-EDGE_DECADES = 2
-
-
-def extend_at_edge(queries: Queries, settings: Sequence[Tuple[Any, Optional[str]]], grids: List[List[float]],
-                   train_path: TrainPath, encodings: Sequence[EncodedQueries], cv: int, random_state: Optional[int],
-                   E: np.ndarray, fold_w: List[List[np.ndarray]], fit_map: Optional[FitMap] = None
-                   ) -> Tuple[np.ndarray, List[List[np.ndarray]], List[List[float]]]:
-    """The grid of a linear model (:func:`model_class` 0) continued past its top, a decade at a time and at most
-    :data:`EDGE_DECADES` times, while the best mean held-out AP of its path is at the top C: the relative grid
-    centres the regularisation where loss and regulariser balance, but where queries hold many relevant
-    documents and the functions agree (MED) the best linear model is less regularised than that, and a best
-    C at the edge of a grid says the optimum may lie beyond it. The step functions' grids are not extended
-    (their highest C cost the most and their ladder rung already needs evidence against the linear model).
-
-    The new C of each extended setting is cross-validated on the same folds (:func:`cross_validate`, a path
-    started at that C); every setting gets the new C in ``grids`` (one length for all), with NaN evidence
-    and NaN weights where it was not trained, which :func:`choose` leaves out. Returns the evidence
-    (queries × settings·C, setting-major), the fold weights and the grids."""
-    S = len(settings)
-    for _ in range(EDGE_DECADES):
-        G = len(grids[0])
-        means = E.mean(axis=0)
-        edge = [s for s, (features, _) in enumerate(settings) if model_class(features) == 0
-                and np.isfinite(means[s * G + G - 1])
-                and first_best(means[s * G:(s + 1) * G]) == G - 1]
-        if not edge:
-            break
-        more = cross_validate(queries, [settings[s] for s in edge], [[grids[s][-1] * 10.0] for s in edge],
-                              train_path, [encodings[s] for s in edge], cv, random_state, fit_map=fit_map)
-        wider = np.full((len(E), S * (G + 1)), np.nan)
-        for s in range(S):
-            wider[:, s * (G + 1):s * (G + 1) + G] = E[:, s * G:(s + 1) * G]
-        for j, s in enumerate(edge):
-            wider[:, s * (G + 1) + G] = more.ap[:, j]
-        for s in range(S):
-            j = edge.index(s) if s in edge else None
-            fold_w[s] = [np.vstack([w, more.fold_weights[j][k] if j is not None else np.full((1, w.shape[1]), np.nan)])
-                         for k, w in enumerate(fold_w[s])]
-        grids = [g + [g[-1] * 10.0] for g in grids]
-        E = wider
-    return E, fold_w, grids
 
 
 def fallback_model(queries: Queries, raw_layout: Callable[[Queries], FeatureLayout], prior_scale: float = 1.0
