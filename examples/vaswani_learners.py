@@ -16,7 +16,7 @@ from pyterrier_svmmap import AdaRank, ApproxAP, RunFeatures, StructSVM, SVMMap
 from vaswani_runs import vaswani_runs
 
 topics, qrels, runs = vaswani_runs(sys.argv[1:])         # BM25, DPH, PL2, QL on a PISA index, top 1000 each
-features = RunFeatures(runs)
+features = RunFeatures(runs, first="bm25")                # BM25 is the first stage SVM-map starts from
 
 rng = np.random.default_rng(0)
 order = rng.permutation(len(topics))
