@@ -13,15 +13,11 @@ The format of ``svm_map_learn``, ``svm_rank_learn`` and the LETOR collections:
 
 The numbers are parsed in 64 MB chunks by a compiled parser (``io/_svmlight_kernels.py``: well-formed lines
 of plain numbers, converted only where the conversion is provably correctly rounded) and, for any chunk it
-does not take whole, by ``np.fromstring(sep=' ')`` (C ``strtod``, correctly rounded) after numpy blanks
-comments, ``qid`` and ``:``, with the structure checked by counting tokens and colons per line; the values are
-the same bits either way. Small reads (:func:`use_compiled_parser`) use numpy's alone, so that ``svmmap
-classify`` does not load numba for them.
-pandas' C tokenizer parses 1.2–1.6× faster but costs 0.15 s to import, more than it saves below ~40 MB, and
-it would sit on the start-up path of every ``svmmap`` command.
-scikit-learn's ``load_svmlight_file`` was measured and not used: ~50 µs a line (≈ 1 min for a million
-LETOR lines) and quadratic with ``query_id=True`` (it grows the qid array with ``np.append`` per line). When scikit-learn rejects a file, a slow line-by-line check finds
-the first bad line and the error names ``file:line`` and what was expected there.
+does not take whole, line by line in Python (``io/svmlight_parser.py``: Python's ``float()``, correctly rounded),
+which decides what is valid; the values are the same bits either way, and the first line that is not valid
+is named ``file:line`` with what was expected there. Small reads (:func:`use_compiled_parser`) use the
+line-by-line reader alone, so that ``svmmap classify`` does not load numba for them. (pandas' tokenizer and
+scikit-learn's ``load_svmlight_file`` were measured and not used: docs/performance.md.)
 
 **Width bound.** The learners need a dense (lines × F) matrix, F = the largest feature index used, and
 keep per-feature state (thresholds, weights; StructSVM's φ has F × n_bins dimensions), so a sparse
@@ -51,7 +47,7 @@ from typing import List, Optional, Sequence, Union
 
 import numpy as np
 
-from pyterrier_svmmap._jit import load
+from pyterrier_svmmap.io.svmlight_parser import BadLine, parse_chunk
 from pyterrier_svmmap.queries import Queries
 
 
@@ -93,14 +89,6 @@ class Width:
         shown = int(index) if float(index) < 2 ** 53 else f"{float(index):.6g}"
         return SvmlightError(f"{where}: uses feature index {shown} but the model has {self.limit} features "
                              "(trained on data of another width?)")
-
-
-class IndexAboveLimit(Exception):
-    """The fast parser found a feature index above the limit: (0-based line of the chunk, the index)."""
-
-    def __init__(self, line: int, index: float):
-        super().__init__(line, index)
-        self.line, self.index = line, index
 
 
 @dataclass
@@ -233,203 +221,63 @@ def index_file_members(path: Path) -> Optional[List[Path]]:
     return members
 
 
-def _float(token: bytes) -> float:
-    """``float(token)`` as the C parser reads numbers: Python's digit-group underscores ('1_0') are not."""
+def _number(token: bytes, kind=float):
+    """``kind(token)`` (float or int) without Python's digit-group underscores: '1_0' is not svmlight's."""
     if b"_" in token:
         raise ValueError(token)
-    return float(token)
+    return kind(token)
 
 
-def _int(token: bytes) -> int:
-    """``int(token)`` without Python's digit-group underscores."""
-    if b"_" in token:
-        raise ValueError(token)
-    return int(token)
-
-
-def explain(path: Path, data: bytes, width: Width, first_line: int = 1) -> SvmlightError:
-    """The error of the first line of ``data`` (lines of ``path`` from line ``first_line`` on) that is not valid
-    svmlight ranking data ('file:line: problem')."""
-    problem = _first_problem(path, data, width, first_line)
+def line_error(path: Path, data: bytes, bad: BadLine, width: Width, first_line: int = 1) -> SvmlightError:
+    """The error of the line of ``data`` (lines of ``path`` from ``first_line`` on) that ``bad`` names:
+    'file:line: what is wrong'."""
+    where = f"{path}:{first_line + bad.line}"
+    if bad.index is not None:
+        return width.error(where, bad.index)
+    problem = _line_problem(path, data.split(b"\n")[bad.line], where, width)
     return problem if isinstance(problem, SvmlightError) else SvmlightError(problem)
 
 
-def _first_problem(path: Path, data: bytes, width: Width, first_line: int = 1) -> Union[str, SvmlightError]:
-    """:func:`explain`'s scan: the first bad line's message, or its error when it has its own type."""
-    for no, line in enumerate(data.split(b"\n"), first_line):
-        body = line.split(b"#", 1)[0].strip()
-        if not body:
-            continue
-        tok = body.split()
-        where = f"{path}:{no}"
+def _line_problem(path: Path, line: bytes, where: str, width: Width) -> Union[str, SvmlightError]:
+    """What is wrong with a data line (a message, or an error of its own type): the first fault, token by token."""
+    tok = line.split(b"#", 1)[0].split()
+    try:
+        _number(tok[0])
+    except ValueError:
+        return f"{where}: expected a numeric label first, found {tok[0][:30].decode(errors='replace')!r}"
+    if len(tok) < 2 or not tok[1].startswith(b"qid:"):
+        groups = [g for g in (Path(f"{path}.query"), Path(path).with_suffix(".query")) if g.is_file()]
+        hint = (f"; {groups[0]} looks like a LightGBM-style group file, which is not read: put the query id "
+                "on each line as 'qid:<id>'") if groups else ""
+        return f"{where}: expected 'qid:<integer>' after the label (every line needs its query id){hint}"
+    try:
+        _number(tok[1][4:], int)
+    except ValueError:
+        return f"{where}: expected an integer query id, found {tok[1][:30].decode(errors='replace')!r}"
+    last = 0
+    for t in tok[2:]:
+        idx, sep, val = t.partition(b":")
         try:
-            _float(tok[0])
+            i, v = _number(idx, int), _number(val)
         except ValueError:
-            return f"{where}: expected a numeric label first, found {tok[0][:30].decode(errors='replace')!r}"
-        if len(tok) < 2 or not tok[1].startswith(b"qid:"):
-            groups = [g for g in (Path(f"{path}.query"), Path(path).with_suffix(".query")) if g.is_file()]
-            hint = (f"; {groups[0]} looks like a LightGBM-style group file, which is not read: put the query id "
-                    "on each line as 'qid:<id>'") if groups else ""
-            return f"{where}: expected 'qid:<integer>' after the label (every line needs its query id){hint}"
-        try:
-            _int(tok[1][4:])
-        except ValueError:
-            return f"{where}: expected an integer query id, found {tok[1][:30].decode(errors='replace')!r}"
-        last = 0
-        for t in tok[2:]:
-            idx, sep, val = t.partition(b":")
-            try:
-                i = _int(idx)
-                v = _float(val)
-            except ValueError:
-                return f"{where}: expected 'index:value' pairs, found {t[:30].decode(errors='replace')!r}"
-            if not sep:
-                return f"{where}: expected 'index:value' pairs, found {t[:30].decode(errors='replace')!r}"
-            if i <= 0:
-                return f"{where}: feature index {i}: indices start at 1"
-            if i <= last:
-                return f"{where}: feature index {i} after {last}: indices must be strictly increasing"
-            if i > width.limit:
-                return width.error(where, i)
-            if not math.isfinite(v):
-                return f"{where}: feature {i} is {val.decode()}: values must be finite numbers"
-            last = i
-        if not math.isfinite(float(tok[0])):
-            return f"{where}: label {tok[0].decode()} is not a finite number"
-    return f"{path}: not valid svmlight ranking data"
+            sep = b""
+        if not sep:
+            return f"{where}: expected 'index:value' pairs, found {t[:30].decode(errors='replace')!r}"
+        if i <= 0:
+            return f"{where}: feature index {i}: indices start at 1"
+        if i <= last:
+            return f"{where}: feature index {i} after {last}: indices must be strictly increasing"
+        if i > width.limit:
+            return width.error(where, i)
+        if not math.isfinite(v):
+            return f"{where}: feature {i} is {val.decode()}: values must be finite numbers"
+        last = i
+    if not math.isfinite(float(tok[0])):
+        return f"{where}: label {tok[0].decode()} is not a finite number"
+    return f"{where}: not valid svmlight ranking data"
 
 
-_SPACE = bytes.maketrans(b"\t\r\v\f:", b"     ")
 _CHUNK = 1 << 26     # parse 64 MB at a time (bounded memory)
-
-
-class Malformed(Exception):
-    """The fast parser found something wrong; the slow scan says what and where."""
-
-
-def _token_starts(a: np.ndarray) -> np.ndarray:
-    """Positions where a token starts in a uint8 buffer (space/newline separated)."""
-    sep = (a == 32) | (a == 10)
-    start = ~sep
-    start[1:] &= sep[:-1]
-    return np.flatnonzero(start)
-
-
-def parse_chunk(data: bytes, limit: int, comments: bool = True, compiled: bool = True):
-    """Numbers of the data lines in ``data`` (whole lines): labels, qids, pair counts, indices, values,
-    comments (None unless ``comments``) and the lines' 0-based numbers in ``data``; None without data lines.
-
-    The compiled parser (``io/_svmlight_kernels.py``) reads well-formed lines of plain numbers; a chunk it does
-    not accept whole is read by :func:`_parse_chunk_numpy`, which decides what is valid, so both give the same
-    values (``strtod``'s) and accept the same files. Raises Malformed on anything not well-formed,
-    IndexAboveLimit on the first feature index above ``limit``. ``compiled`` False: numpy's reader only (no
-    numba to load)."""
-    if not compiled:
-        return _parse_chunk_numpy(data, limit, comments)
-    k = load("io._svmlight_kernels")
-    status, labels, qids, n_pairs, idx, val, hash_pos, line_end, line_no = \
-        k.parse_lines(np.frombuffer(data, dtype=np.uint8), limit, k._POW10)
-    if status:
-        return _parse_chunk_numpy(data, limit, comments)
-    if len(labels) == 0:
-        return None
-    text = None
-    if comments:
-        rows = np.flatnonzero(hash_pos >= 0)
-        text = _comment_texts(data, len(labels), rows, hash_pos[rows], line_end[rows])
-    return labels, qids, n_pairs, idx, val, text, line_no
-
-
-def _comment_texts(data: bytes, n_lines: int, rows: np.ndarray, hashes: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """The comments of ``n_lines`` data lines ("" without one): line ``rows[k]``'s is ``data`` after its ``#`` at
-    ``hashes[k]`` up to its end ``ends[k]``, stripped and decoded."""
-    text = np.full(n_lines, "", dtype=object)
-    for r, p, e in zip(rows.tolist(), hashes.tolist(), ends.tolist()):
-        text[r] = data[p + 1:e].strip().decode("utf-8", "replace")
-    return text
-
-
-def _parse_chunk_numpy(data: bytes, limit: int, comments: bool = True):
-    """:func:`parse_chunk` vectorised with numpy (numbers by ``np.fromstring``, C ``strtod``): the reader of
-    every chunk the compiled parser does not take, and the judge of what is well-formed."""
-    a = np.frombuffer(data, dtype=np.uint8).copy()
-    a[(a == 9) | (a == 13) | (a == 11) | (a == 12)] = 32
-    nl = np.flatnonzero(a == 10)
-    if len(nl) == 0 or nl[-1] != len(a) - 1:
-        a = np.append(a, np.uint8(10))
-        nl = np.append(nl, len(a) - 1)
-    line_end = nl
-    # comments: from the first '#' of a line to its end
-    hashes = np.flatnonzero(a == 35)
-    comment_lines = None
-    if len(hashes):
-        hline = np.searchsorted(line_end, hashes)
-        first = np.r_[True, hline[1:] != hline[:-1]]
-        hpos, hline = hashes[first], hline[first]
-        comment_lines = (hline, hpos)
-        mark = np.zeros(len(a) + 1, dtype=np.int8)
-        mark[hpos] += 1
-        mark[line_end[hline]] -= 1
-        a[np.cumsum(mark[:-1], dtype=np.int8).astype(bool)] = 32
-    # tokens of the original text, per line; the data lines are those with a token
-    starts = _token_starts(a)
-    tline = np.searchsorted(line_end, starts)
-    ntok = np.bincount(tline, minlength=len(line_end))
-    data_lines = np.flatnonzero(ntok)
-    if len(data_lines) == 0:
-        return None
-    # 'qid:' must be the second token of every data line
-    q = np.flatnonzero((a[:-3] == 113) & (a[1:-2] == 105) & (a[2:-1] == 100) & (a[3:] == 58))
-    first_tok = np.cumsum(ntok) - ntok
-    if len(q) != len(data_lines):
-        raise Malformed
-    if not np.array_equal(starts[first_tok[data_lines] + 1] if (ntok[data_lines] >= 2).all() else q + 1, q):
-        raise Malformed
-    a[q[:, None] + np.arange(3)] = 32          # 'qid:' -> '   :' (the ':' goes with the others)
-    colons = np.flatnonzero(a == 58)
-    ncolon = np.bincount(np.searchsorted(line_end, colons), minlength=len(line_end))[data_lines]
-    n_pairs = ntok[data_lines] - 2
-    if (ncolon != n_pairs + 1).any():
-        raise Malformed
-    a[colons] = 32
-    per_line = 2 + 2 * n_pairs
-    with warnings.catch_warnings():     # a token that is not a number stops the parse with a warning
-        warnings.simplefilter("error", DeprecationWarning)
-        try:    # C strtod per token: correctly rounded, and no pandas on the command line's start-up path
-            flat = np.fromstring(a.tobytes(), dtype=np.float64, sep=" ")
-        except (ValueError, DeprecationWarning):
-            raise Malformed from None
-    if len(flat) != per_line.sum():
-        raise Malformed                         # a token split into other than two parts by its ':'
-    lstart = np.cumsum(per_line) - per_line
-    labels, qids = flat[lstart], flat[lstart + 1]
-    pair_mask = np.ones(len(flat), dtype=bool)
-    pair_mask[lstart] = False
-    pair_mask[lstart + 1] = False
-    pairs = flat[pair_mask]
-    idx, val = pairs[0::2], pairs[1::2]
-    if not (np.isfinite(labels).all() and np.isfinite(val).all() and np.isfinite(qids).all()):
-        raise Malformed
-    if (qids != np.round(qids)).any() or (idx != np.round(idx)).any() or (idx < 1).any():
-        raise Malformed
-    if len(idx) > 1:
-        new_line = np.zeros(len(idx), dtype=bool)
-        pstart = np.cumsum(n_pairs) - n_pairs
-        new_line[pstart[n_pairs > 0]] = True
-        if ((np.diff(idx) <= 0) & ~new_line[1:]).any():
-            raise Malformed
-    over = idx > limit                          # before the int cast: an index beyond int64 would wrap
-    if over.any():
-        pair = int(np.argmax(over))
-        line = int(data_lines[np.searchsorted(np.cumsum(n_pairs), pair, side="right")])
-        raise IndexAboveLimit(line, float(idx[pair]))
-    text = None
-    if comments:
-        hline, hpos = comment_lines if comment_lines is not None else (np.zeros(0, np.int64),) * 2
-        row = np.searchsorted(data_lines, hline)
-        ok = (row < len(data_lines)) & (data_lines[np.minimum(row, len(data_lines) - 1)] == hline)
-        text = _comment_texts(data, len(data_lines), row[ok], hpos[ok], line_end[hline[ok]])
-    return labels, qids.astype(np.int64), n_pairs, idx.astype(np.int64), val, text, data_lines.astype(np.int64)
 
 
 def file_chunks(path: Path, chunk_bytes: int = _CHUNK):
@@ -474,7 +322,7 @@ def estimated_read_bytes(files: Sequence[Path], sample_bytes: int = 1 << 18) -> 
             continue
         try:
             parsed = parse_chunk(chunk, MAX_FEATURES, comments=False, compiled=use_compiled_parser(len(chunk)))
-        except (Malformed, IndexAboveLimit):
+        except BadLine:
             return None
         if parsed is None:
             continue
@@ -486,7 +334,8 @@ def estimated_read_bytes(files: Sequence[Path], sample_bytes: int = 1 << 18) -> 
 
 
 #: data from which a read uses the compiled parser even when numba is not loaded yet: loading it and its cached
-#: parser (~1 s) costs what numpy's reader takes for about 10 MB, and the compiled one reads 8-10 times as fast
+#: parser (~1 s) costs what the line-by-line reader takes for about 10 MB, and the compiled one reads 8-10 times
+#: as fast
 COMPILED_FROM_BYTES = 1 << 25
 
 
@@ -501,16 +350,13 @@ def _read_one(path: Path, width: Width, compiled: bool = True):
     """(labels, qids, CSR pieces, comments, 1-based line numbers) of one data file; SvmlightError names
     file:line, also for the first feature index above ``width.limit``."""
     parts = []
-    try:
-        for chunk, first_line in file_chunks(path, _CHUNK):
-            try:
-                r = parse_chunk(chunk, width.limit, compiled=compiled)
-            except IndexAboveLimit as e:
-                raise width.error(f"{path}:{first_line + e.line}", e.index) from None
-            if r is not None:
-                parts.append(r[:6] + (r[6] + first_line,))
-    except Malformed:      # the first bad line of the whole file, as the slow scan finds it
-        raise explain(path, path.read_bytes().removeprefix(BOM), width) from None
+    for chunk, first_line in file_chunks(path, _CHUNK):
+        try:
+            r = parse_chunk(chunk, width.limit, compiled=compiled)
+        except BadLine as e:
+            raise line_error(path, chunk, e, width, first_line) from None
+        if r is not None:
+            parts.append(r[:6] + (r[6] + first_line,))
     if not parts:
         return np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), \
             np.zeros(0), np.zeros(0, dtype=object), np.zeros(0, np.int64)
@@ -565,8 +411,8 @@ def _check_memory(files: List[Path], parts, n: int, width: int, n_features: Opti
                         "renumber the features consecutively from 1 if the indices are sparse, or read fewer lines")
 
 
-#: the values of read_svmlight's ``parser``
-PARSERS = ("auto", "compiled", "numpy")
+#: the values of read_svmlight's ``parser`` (and ``"numpy"``, the deprecated name of ``"python"``)
+PARSERS = ("auto", "compiled", "python")
 
 
 def read_svmlight(paths: Union[str, Path, Sequence[Union[str, Path]]],
@@ -579,9 +425,14 @@ def read_svmlight(paths: Union[str, Path, Sequence[Union[str, Path]]],
     error (the dense matrix would have a column per index up to it; see the module docstring), and so is
     a dense matrix larger than the available memory — both raised before allocating it. Raises
     :class:`SvmlightError` (a ValueError) with ``file:line`` for bad input, FileNotFoundError for a
-    missing file. ``parser``: ``"compiled"`` (numba's, 8–10× faster; loads numba), ``"numpy"`` (no numba) or
-    ``"auto"`` (:func:`use_compiled_parser`); the values are the same bits with either.
+    missing file. ``parser``: ``"compiled"`` (numba's, 8–10× faster; loads numba), ``"python"`` (line by line,
+    no numba; ``"numpy"``, its earlier name, is deprecated) or ``"auto"`` (:func:`use_compiled_parser`); the
+    values are the same bits with either.
     """
+    if parser == "numpy":
+        warnings.warn('read_svmlight(parser="numpy") is deprecated: the numba-free reader is parser="python"',
+                      DeprecationWarning, stacklevel=2)
+        parser = "python"
     if parser not in PARSERS:
         raise ValueError(f"parser must be one of {', '.join(PARSERS)}, got {parser!r}")
     width_rule = check_width_arguments(n_features, max_features)

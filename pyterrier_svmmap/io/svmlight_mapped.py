@@ -25,9 +25,9 @@ from typing import List, Optional, Sequence, Union
 
 import numpy as np
 
-from pyterrier_svmmap.io.svmlight import (MAX_FEATURES, IndexAboveLimit, Malformed, RankingData, SvmlightError,
-                                          check_queries_in_one_file, check_width_arguments, data_files, explain,
-                                          file_chunks, parse_chunk, run_starts)
+from pyterrier_svmmap.io.svmlight import (MAX_FEATURES, RankingData, SvmlightError, check_queries_in_one_file,
+                                          check_width_arguments, data_files, file_chunks, line_error, run_starts)
+from pyterrier_svmmap.io.svmlight_parser import BadLine, parse_chunk
 
 #: bytes read from a file at a time
 CHUNK_BYTES = 1 << 26
@@ -147,10 +147,8 @@ def read_svmlight_mapped(paths: Union[str, Path, Sequence[Union[str, Path]]], fo
             for chunk, first_line in file_chunks(path, chunk_bytes):
                 try:
                     parsed = parse_chunk(chunk, width_rule.limit, comments=False)
-                except IndexAboveLimit as e:
-                    raise width_rule.error(f"{path}:{first_line + e.line}", e.index) from None
-                except Malformed:
-                    raise explain(path, chunk, width_rule, first_line) from None
+                except BadLine as e:
+                    raise line_error(path, chunk, e, width_rule, first_line) from None
                 if parsed is None:
                     continue
                 chunk_labels, chunk_qids, n_pairs, idx, val, _, line_no = parsed

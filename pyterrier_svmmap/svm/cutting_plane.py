@@ -64,9 +64,8 @@ class TrainingResult:
     """What training produced: the weights and a per-iteration record of the cutting-plane loop."""
     w: np.ndarray
     converged: bool
-    #: one dict per iteration: iteration, primal, dual, gap, violation (the plain loop: per group,
-    #: max; with the line search: gap / Σ_k C_k; ≤ ε once converged in both), xi, working_set
-    #: (constraints), qp_steps, qp_capped (the QP hit its step cap), dropped (constraints removed so
+    #: one dict per iteration: iteration, primal, dual, gap, violation (gap / Σ_k C_k, ≤ ε once converged), xi,
+    #: working_set (constraints), qp_steps, qp_capped (the QP hit its step cap), dropped (constraints removed so
     #: far), oracle_calls (passes over the data so far), seconds (cumulative)
     history: List[dict] = field(default_factory=list)
     #: the C this result was trained at: the grid value for :func:`train_path`, the (first) group's
@@ -280,16 +279,6 @@ class _WorkingSet:
         pos = np.flatnonzero(self.alpha[:self.m] > 0)
         return products.weighted_rows(self.alpha[pos], self.A[pos]) if len(pos) else np.zeros(self.dim)
 
-    def xi(self, n_groups: int) -> np.ndarray:
-        """ξ_k = max(0, max_{c∈k} b_c − a_cᵀw), from the QP gradient b − Gα (= b − Av): O(m·|support|)."""
-        m = self.m
-        xi = np.zeros(n_groups)
-        if m:
-            pos = np.flatnonzero(self.alpha[:m] > 0)
-            slack = self.b[:m] - (products.rows_dot(self.G[:m, pos], self.alpha[pos]) if len(pos) else 0.0)
-            np.maximum.at(xi, self.grp[:m], slack)
-        return xi
-
     def slack_at(self, v: np.ndarray, n_groups: int) -> np.ndarray:
         """The model's ξ_k at any v: max(0, max_{c∈k} b_c − a_cᵀv), O(m·dim)."""
         m = self.m
@@ -306,56 +295,6 @@ class _WorkingSet:
 # ---------------------------------------------------------------------------------------------
 # the cutting-plane loop
 # ---------------------------------------------------------------------------------------------
-def _cutting_planes(oracle: Oracle, ws: _WorkingSet, C: np.ndarray, epsilon: float, max_iter: int,
-                    drop_after: Optional[int], qp_max_steps: int) -> Tuple[np.ndarray, bool, List[dict]]:
-    """MLJ 2009 Alg. 4 at constants C from the working set ``ws`` as it is (empty, or a warm start).
-
-    A non-empty working set is first re-solved at C. Each iteration asks the oracle for every group's
-    most violated constraint at w, records primal (exact, from the oracle), dual, gap and violation,
-    stops when no group's constraint exceeds its ξ_k by more than ε, otherwise adds the violated ones,
-    re-solves the QP and drops constraints idle for ``drop_after`` solves.
-    """
-    start = time.perf_counter()
-    n_groups = len(C)
-    qp_steps = ws.solve(C, qp_max_steps) if ws.m else 0
-    v = ws.v()
-    dual = ws.dual(v) if ws.m else 0.0
-    history: List[dict] = []
-    converged, stop, capped, n_capped = False, "max_iter", 0, int(qp_steps >= qp_max_steps)
-    for iteration in range(1, max_iter + 1):
-        w = ws.w0 + v
-        cuts = oracle(w)
-        xi = ws.xi(n_groups)
-        viol = np.array([b_k - products.dot(a_k, w) - xi[k] for k, (a_k, b_k) in enumerate(cuts)])
-        # objective of the full (1-slack) problem at w: the new constraints are the most violated
-        primal = 0.5 * products.dot(v, v) + float(C @ np.maximum(xi, xi + viol))
-        history.append(dict(iteration=iteration, primal=primal, dual=dual, gap=primal - dual,
-                            violation=float(viol.max()), xi=float(xi.max()), working_set=ws.m,
-                            qp_steps=qp_steps, qp_capped=qp_steps >= qp_max_steps,
-                            dropped=ws.n_dropped, oracle_calls=iteration, seconds=time.perf_counter() - start))
-        log.debug("iteration %d: primal %.6g dual %.6g violation %.3g working set %d",
-                  iteration, primal, dual, viol.max(), ws.m)
-        if viol.max() <= epsilon:
-            # with an exact QP, primal − dual ≤ Σ_k C_k ε follows (MLJ 2009 Thm. 3); a larger gap means
-            # the QP could not be solved to the precision needed (features of extreme scale at this C)
-            converged = history[-1]["gap"] <= _gap_bound(C, epsilon, primal)
-            stop = "converged" if converged else "qp_inaccurate"
-            break
-        for k in np.flatnonzero(viol > epsilon):
-            ws.add(cuts[k][0], cuts[k][1], int(k))
-        qp_steps = ws.solve(C, qp_max_steps)
-        capped = capped + 1 if qp_steps >= qp_max_steps else 0
-        n_capped += int(qp_steps >= qp_max_steps)
-        if capped >= QP_CAP_PATIENCE:
-            stop = "qp_inaccurate"
-            break
-        if drop_after:
-            ws.drop_idle(drop_after)
-        v = ws.v()
-        dual = ws.dual(v)
-    return ws.w0 + v, converged, history, (stop, n_capped)
-
-
 @dataclass
 class _Point:
     """The exact 1-slack objective's ingredients at one v = w − w₀, from one oracle call: every group's
@@ -441,9 +380,9 @@ def _cutting_planes_ls(oracle: Oracle, ws: _WorkingSet, C: np.ndarray, epsilon: 
                        ) -> Tuple[np.ndarray, bool, List[dict], _Point]:
     """Cutting planes with a line search (OCAS; Franc & Sonnenburg, JMLR 2009) at constants C.
 
-    The plain loop (:func:`_cutting_planes`) asks the oracle at the QP's solution v_c only; at large C
-    the model's minimiser jumps far from the true objective's, and the loop needs hundreds of
-    iterations. Here the loop also keeps the best
+    The plain loop (MLJ 2009 Alg. 4, svm_struct's; ``tests/oracles/plain_cutting_planes.py``) asks the oracle at
+    the QP's solution v_c only; at large C the model's minimiser jumps far from the true objective's, and that
+    loop needs hundreds of iterations. Here the loop also keeps the best
     point found so far, v_b (exact objective F known from its oracle call), searches the segment
     v_b → v_c (:func:`_line_search`), moves v_b to the best point seen, and adds every evaluated point's
     constraints to the working set, so that the model becomes exact where the optimum is. It stops, as
@@ -582,7 +521,7 @@ def train_structural_svm(X: Optional[FeatureMatrix], labels: Optional[np.ndarray
                          offsets: Optional[np.ndarray], groups: Sequence[SlackGroup],
                          epsilon: float = 1e-3, max_iter: int = 1000, prior: Optional[np.ndarray] = None,
                          *, oracle: Optional[Oracle] = None, drop_after: Optional[int] = DROP_AFTER,
-                         qp_max_steps: int = QP_MAX_STEPS, line_search: bool = True) -> TrainingResult:
+                         qp_max_steps: int = QP_MAX_STEPS) -> TrainingResult:
     """Train w on queries delimited by ``offsets`` with the 1-slack cutting-plane algorithm.
 
     ``X`` holds φ of every candidate, ``labels`` their relevance (> 0 relevant). Every query given
@@ -596,9 +535,8 @@ def train_structural_svm(X: Optional[FeatureMatrix], labels: Optional[np.ndarray
 
     Keyword-only: ``oracle`` replaces (X, labels, offsets) (pass those as None) by any
     :class:`Oracle`, e.g. a distributed one; ``drop_after`` (default :data:`DROP_AFTER` = 50, None/0 =
-    never) removes constraints idle that many QP solves; ``qp_max_steps`` caps the QP's SMO steps;
-    ``line_search`` (default) runs :func:`_cutting_planes_ls`, False the plain Algorithm 4 of MLJ 2009
-    (:func:`_cutting_planes`, svm_struct's loop); both return a w whose duality gap is ≤ Σ_k C_k ε.
+    never) removes constraints idle that many QP solves; ``qp_max_steps`` caps the QP's SMO steps. The loop
+    (:func:`_cutting_planes_ls`, Algorithm 4 with a line search) returns a w whose duality gap is ≤ Σ_k C_k ε.
     """
     _check_options(epsilon, max_iter, drop_after)
     C = np.array([g.C for g in groups], dtype=float)
@@ -608,12 +546,8 @@ def train_structural_svm(X: Optional[FeatureMatrix], labels: Optional[np.ndarray
     w0 = _prior(prior, orc.dim)
     start = time.perf_counter()
     ws = _WorkingSet(orc.dim, w0)
-    if line_search:
-        w, converged, history, _, (stop, n_capped) = _cutting_planes_ls(orc, ws, C, epsilon, int(max_iter),
-                                                                        drop_after, qp_max_steps)
-    else:
-        w, converged, history, (stop, n_capped) = _cutting_planes(orc, ws, C, epsilon, int(max_iter), drop_after,
-                                                                  qp_max_steps)
+    w, converged, history, _, (stop, n_capped) = _cutting_planes_ls(orc, ws, C, epsilon, int(max_iter), drop_after,
+                                                                    qp_max_steps)
     result = TrainingResult(w=w, converged=converged, history=history, C=float(C[0]), group_C=C,
                             seconds=time.perf_counter() - start, stop=stop, qp_capped_solves=n_capped)
     _warn_not_converged(result, epsilon, max_iter)
@@ -624,16 +558,15 @@ def train_path(X: Optional[FeatureMatrix], labels: Optional[np.ndarray], offsets
                groups: Sequence[SlackGroup], C_grid: Sequence[float], epsilon: float = 1e-3,
                max_iter: int = 1000, prior: Optional[np.ndarray] = None, *, oracle: Optional[Oracle] = None,
                drop_after: Optional[int] = DROP_AFTER, qp_max_steps: int = QP_MAX_STEPS,
-               line_search: bool = True, on_result: Optional[Callable[[TrainingResult], None]] = None,
-               warn: bool = True) -> List[TrainingResult]:
+               on_result: Optional[Callable[[TrainingResult], None]] = None, warn: bool = True) -> List[TrainingResult]:
     """Train at every C of ``C_grid``, warm-starting each C from the next smaller one.
 
     ``groups`` are the slack groups built at C = 1 (``make_slack_groups(loss, 1.0, ...)``): group k's
     constant at grid value c is c · groups[k].C (e.g. SVM-COMBO's C_weights). The constraints of the
     1-slack problem (MLJ 2009 OP 4) do not depend on C, so the grid is solved in increasing C, each
     starting from the previous working set, multipliers α (still feasible: every budget Σ α ≤ c·C_k
-    only grows) and w (with the line search: the previous C's best point, whose ξ and constraints do
-    not depend on C, so the next C starts without an extra pass over the data). Each result is converged to its own tolerance (primal − dual ≤ Σ_k c·C_k·ε)
+    only grows) and w (the previous C's best point, whose ξ and constraints do not depend on C, so the next
+    C starts without an extra pass over the data). Each result is converged to its own tolerance (primal − dual ≤ Σ_k c·C_k·ε)
     and records its ``C``; results come back in the order of ``C_grid``, ``max_iter`` applies to each C.
     ``on_result`` is called with each result as soon as its C is trained (progress reports). A C whose
     training stops before the gap bound holds (:attr:`TrainingResult.stop`) is logged as a warning, unless
@@ -656,12 +589,8 @@ def train_path(X: Optional[FeatureMatrix], labels: Optional[np.ndarray], offsets
     for pos in np.argsort(grid):
         c = float(grid[pos])
         start = time.perf_counter()
-        if line_search:
-            w, converged, history, best, (stop, n_capped) = _cutting_planes_ls(
-                orc, ws, c * base, epsilon, int(max_iter), drop_after, qp_max_steps, start=best)
-        else:
-            w, converged, history, (stop, n_capped) = _cutting_planes(orc, ws, c * base, epsilon, int(max_iter),
-                                                                      drop_after, qp_max_steps)
+        w, converged, history, best, (stop, n_capped) = _cutting_planes_ls(
+            orc, ws, c * base, epsilon, int(max_iter), drop_after, qp_max_steps, start=best)
         results[pos] = TrainingResult(w=w, converged=converged, history=history, C=c, group_C=c * base,
                                       seconds=time.perf_counter() - start, stop=stop, qp_capped_solves=n_capped)
         if warn:

@@ -1,4 +1,4 @@
-"""The compiled svmlight parser gives numpy's reader's values bit for bit, and refuses (to numpy's reader)
+"""The compiled svmlight parser gives the line-by-line reader's values bit for bit, and refuses (to that reader)
 every chunk it does not read exactly: random lines of every number form, with the fallback forced and not."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pyterrier_svmmap._jit import load
-from pyterrier_svmmap.io.svmlight import IndexAboveLimit, Malformed, _parse_chunk_numpy, parse_chunk
+from pyterrier_svmmap.io.svmlight_parser import BadLine, _parse_lines, parse_chunk
 
 
 def kernel_status(data: bytes, limit: int = 100_000) -> int:
@@ -15,13 +15,11 @@ def kernel_status(data: bytes, limit: int = 100_000) -> int:
 
 
 def outcome(reader, data: bytes, limit: int = 100_000):
-    """The reader's result, or the type of exception it raised (with the line of an index above the limit)."""
+    """The reader's result, or the line it refused (and the index when the index is its only fault)."""
     try:
         return reader(data, limit)
-    except IndexAboveLimit as e:
-        return ("IndexAboveLimit", e.line, e.index)
-    except Malformed:
-        return "Malformed"
+    except BadLine as e:
+        return ("BadLine", e.line, e.index)
 
 
 def same(a, b) -> bool:
@@ -42,7 +40,7 @@ def same(a, b) -> bool:
 
 
 def random_number(rng) -> str:
-    """A number in one of the forms strtod reads (and a few it does not)."""
+    """A number in one of the forms float() and C strtod read (and a few they do not)."""
     kind = rng.integers(12)
     if kind == 0:
         return str(int(rng.integers(-10 ** 6, 10 ** 6)))
@@ -96,21 +94,21 @@ def random_lines(rng, n: int, clean: bool) -> bytes:
 
 
 @pytest.mark.parametrize("seed", range(60))
-def test_compiled_and_numpy_readers_agree_on_random_lines(seed):
+def test_compiled_and_line_readers_agree_on_random_lines(seed):
     rng = np.random.default_rng(seed)
     data = random_lines(rng, int(rng.integers(1, 40)), clean=seed % 3 == 0)
     compiled = outcome(parse_chunk, data, 1000)
-    numpy = outcome(_parse_chunk_numpy, data, 1000)
-    assert same(compiled, numpy), data
+    lines = outcome(_parse_lines, data, 1000)
+    assert same(compiled, lines), data
 
 
 @pytest.mark.parametrize("seed", range(30))
-def test_every_single_number_reads_as_strtod_reads_it(seed):
+def test_every_single_number_reads_as_float_reads_it(seed):
     rng = np.random.default_rng(1000 + seed)
     for _ in range(50):
         x = random_number(rng)
         data = f"{x} qid:1 1:{x} 2:-{x.lstrip('+-')}\n".encode()
-        assert same(outcome(parse_chunk, data), outcome(_parse_chunk_numpy, data)), x
+        assert same(outcome(parse_chunk, data), outcome(_parse_lines, data)), x
 
 
 def test_the_compiled_parser_reads_plain_lines_itself():
@@ -123,7 +121,7 @@ def test_the_compiled_parser_reads_plain_lines_itself():
                  b"1 qid:1 2:1 1:1", b"1 qid:1 1:1 1:2", b"1 qid:1.5 1:1", b"1 qid:1 0:1", b"1 1:1",
                  b"1 qid:1 1:1:2 3"):
         assert kernel_status(hard) == 1, hard
-    assert kernel_status(b"1 qid:1 100001:1") == 1                     # above the limit: numpy's reader raises
+    assert kernel_status(b"1 qid:1 100001:1") == 1                     # above the limit: the line reader raises
 
 
 def test_numbers_at_the_edge_of_the_exact_range_are_correctly_rounded():
@@ -133,9 +131,9 @@ def test_numbers_at_the_edge_of_the_exact_range_are_correctly_rounded():
         assert parse_chunk(data, 10)[4][0] == float(text), text
 
 
-def test_comments_and_line_numbers_are_numpys():
+def test_comments_and_line_numbers_are_the_line_readers():
     data = b"\n1 qid:1 1:0.5 #docid = GX1 inc = 1\r\n# c\n0 qid:2 #  spaced \n"
-    fast, slow = parse_chunk(data, 10), _parse_chunk_numpy(data, 10)
+    fast, slow = parse_chunk(data, 10), _parse_lines(data, 10)
     assert list(fast[5]) == list(slow[5]) == ["docid = GX1 inc = 1", "spaced"]
     assert list(fast[6]) == list(slow[6]) == [1, 3]
     assert parse_chunk(data, 10, comments=False)[5] is None
@@ -143,12 +141,33 @@ def test_comments_and_line_numbers_are_numpys():
 
 def test_read_svmlight_gives_the_same_data_with_either_parser(letor_example_files, tmp_path):
     from pyterrier_svmmap.io.svmlight import read_svmlight
-    odd = tmp_path / "odd.txt"          # a chunk the compiled parser hands to numpy's reader (a 20-digit value)
+    odd = tmp_path / "odd.txt"          # a chunk the compiled parser hands to the line reader (a 20-digit value)
     odd.write_text(letor_example_files.train.read_text() + "0 qid:999 1:0.12345678901234567890\n")
     for path in (letor_example_files.train, odd):
-        a, b = read_svmlight(path, parser="numpy"), read_svmlight(path, parser="compiled")
+        a, b = read_svmlight(path, parser="python"), read_svmlight(path, parser="compiled")
         for name in ("features", "labels", "qids", "order", "offsets", "query_ids", "line_numbers"):
             assert np.array_equal(getattr(a, name), getattr(b, name)), name
         assert list(a.comments) == list(b.comments) and list(a.docids) == list(b.docids)
-    with pytest.raises(ValueError, match="parser must be one of auto, compiled, numpy"):
+    with pytest.raises(ValueError, match="parser must be one of auto, compiled, python"):
         read_svmlight(odd, parser="fast")
+    with pytest.warns(DeprecationWarning, match=r'parser="numpy"\) is deprecated'):      # the earlier name
+        assert np.array_equal(read_svmlight(odd, parser="numpy").features, a.features)
+
+
+@pytest.mark.parametrize("text, read", [
+    (b"1 qid:1.0 2.0:3 1e1:4\n", ([1.0], [1], [2, 10], [3.0, 4.0])),      # integers written as floats
+    (b"-0 qid:+2 1:-0 2:1e-400 3:4.9e-324\n", ([-0.0], [2], [1, 2, 3], [-0.0, 0.0, 5e-324])),
+    (b"1 qid:1 1:1e400\n", ("BadLine", 0, None)), (b"1 qid:1 1:inf\n", ("BadLine", 0, None)),
+    (b"nan qid:1 1:1\n", ("BadLine", 0, None)), (b"1 qid:1 1:0x10\n", ("BadLine", 0, None)),
+    (b"1 qid:1 1:1_0\n", ("BadLine", 0, None)), (b"1 qid:1.5 1:1\n", ("BadLine", 0, None)),
+    (b"1 qid:1 1:1\n1 qid:1 inf:1\n", ("BadLine", 1, float("inf"))),   # an index above any limit
+    (b"1 qid:1 1:1\n1 qid:1 1:2 3\nx\n1 qid:1 20:1\n", ("BadLine", 1, None)),   # the first bad line wins
+])
+def test_the_line_reader_reads_numbers_as_float_and_names_the_first_bad_line(text, read):
+    got = outcome(_parse_lines, text, 10)
+    if read[0] == "BadLine":
+        assert got == read
+    else:
+        labels, qids, idx, val = read
+        assert np.array_equal(got[0], labels) and got[1].tolist() == qids and got[3].tolist() == idx
+        assert got[4].tobytes() == np.array(val).tobytes() and got[0].tobytes() == np.array(labels).tobytes()

@@ -1,6 +1,7 @@
 """The cutting-plane loop with a line search (solver._cutting_planes_ls, OCAS-style) against the plain loop
-(MLJ 2009 Alg. 4): the same problem solved to the same certificate, with fewer passes over the data, and
-shard-ordered sums (solver.DataOracle with shards) that make one process equal a cluster."""
+(MLJ 2009 Alg. 4, tests/oracles/plain_cutting_planes.py): the same problem solved to the same certificate, with
+fewer passes over the data, and shard-ordered sums (solver.DataOracle with shards) that make one process equal a
+cluster."""
 import numpy as np
 import pytest
 
@@ -9,6 +10,7 @@ from pyterrier_svmmap.svm.ranker import StructSVMRanker, _usable_shard_sizes
 from pyterrier_svmmap.svm.cutting_plane import DataOracle, reduce_shard_sums, shard_sums, train_path, train_structural_svm
 
 from tests.helpers import EPS, _close, _instance
+from tests.oracles.plain_cutting_planes import plain_loop
 
 LOSSES = {"map": dict(), "combo": dict(losses=["map", "ndcg@10"], slack="separate", C_weights=[1.0, 0.25])}
 
@@ -31,7 +33,8 @@ def test_line_search_and_plain_loop_solve_the_same_problem(inst, loss, C):
     X, labels, offsets = inst
     groups = make_slack_groups(loss, C, **LOSSES[loss])
     ls = train_structural_svm(X, labels, offsets, groups, epsilon=EPS)
-    plain = train_structural_svm(X, labels, offsets, groups, epsilon=EPS, line_search=False)
+    with plain_loop():
+        plain = train_structural_svm(X, labels, offsets, groups, epsilon=EPS)
     assert ls.converged and plain.converged
     budget = sum(g.C for g in groups) * EPS
     _close(ls, plain, budget)
@@ -48,7 +51,8 @@ def test_line_search_needs_fewer_passes_at_large_C(inst):
     X, labels, offsets = inst
     groups = make_slack_groups("map", 300.0)
     ls = train_structural_svm(X, labels, offsets, groups, epsilon=EPS)
-    plain = train_structural_svm(X, labels, offsets, groups, epsilon=EPS, line_search=False)
+    with plain_loop():
+        plain = train_structural_svm(X, labels, offsets, groups, epsilon=EPS)
     assert ls.n_iter < plain.n_iter / 2 and ls.oracle_calls < plain.oracle_calls
 
 
@@ -58,7 +62,8 @@ def test_line_search_with_a_prior(inst):
     w0[: X.dim // 4] = 0.5
     groups = make_slack_groups("map", 30.0)
     ls = train_structural_svm(X, labels, offsets, groups, epsilon=EPS, prior=w0)
-    plain = train_structural_svm(X, labels, offsets, groups, epsilon=EPS, prior=w0, line_search=False)
+    with plain_loop():
+        plain = train_structural_svm(X, labels, offsets, groups, epsilon=EPS, prior=w0)
     _close(ls, plain, 30.0 * EPS)
     assert ls.primal == pytest.approx(_objective(X, labels, offsets, groups, ls.w, w0), rel=1e-12)
 
@@ -132,7 +137,8 @@ def test_tiny_C_returns_the_qp_solution_not_the_start(inst, loss):
     X, labels, offsets = inst
     groups = make_slack_groups(loss, 1e-4)
     ls = train_structural_svm(X, labels, offsets, groups, epsilon=EPS)
-    plain = train_structural_svm(X, labels, offsets, groups, epsilon=EPS, line_search=False)
+    with plain_loop():
+        plain = train_structural_svm(X, labels, offsets, groups, epsilon=EPS)
     assert ls.converged and np.abs(ls.w).max() > 0
     np.testing.assert_allclose(ls.w, plain.w, rtol=1e-9, atol=1e-15)
 

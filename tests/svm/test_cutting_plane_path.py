@@ -10,6 +10,7 @@ from pyterrier_svmmap.svm.cutting_plane import (DataOracle, SlackGroup, train_pa
                                                 train_structural_svm)
 
 from tests.helpers import EPS, _close, _instance  # noqa: E402
+from tests.oracles.plain_cutting_planes import plain_loop
 
 GRID = [0.1, 1.0, 10.0, 100.0]
 
@@ -54,9 +55,9 @@ def test_path_gap_bound_at_every_C(path):
 def test_warm_start_reduces_total_iterations(inst, path, cold):
     # the plain loop (MLJ 2009 Alg. 4): the warm start saves iterations
     X, labels, offsets = inst
-    plain = train_path(X, labels, offsets, make_slack_groups("map", 1.0), GRID, epsilon=EPS, line_search=False)
-    plain_cold = [train_structural_svm(X, labels, offsets, make_slack_groups("map", c), epsilon=EPS,
-                                       line_search=False) for c in GRID]
+    with plain_loop():
+        plain = train_path(X, labels, offsets, make_slack_groups("map", 1.0), GRID, epsilon=EPS)
+        plain_cold = [train_structural_svm(X, labels, offsets, make_slack_groups("map", c), epsilon=EPS) for c in GRID]
     assert sum(r.n_iter for r in plain) < sum(r.n_iter for r in plain_cold)
     # with the line search (the default) cold fits are already short: the warm start saves a pass per C
     assert sum(r.oracle_calls for r in path) < sum(r.oracle_calls for r in cold.values())

@@ -1,0 +1,109 @@
+"""The svmlight parser: the numbers of whole lines of svmlight/LETOR text (``label qid:Q idx:val ... # comment``).
+
+One parser with one fallback. The compiled one (numba, ``io/_svmlight_kernels.py``) reads the well-formed
+lines of plain numbers whose conversion it can prove correctly rounded; a chunk it does not take whole is
+read line by line in Python (:func:`_parse_lines`, numba-free: ``svmmap classify`` uses it alone for small
+files), which reads every number with ``float()`` (correctly rounded, as C ``strtod``), decides what is valid
+and raises :class:`BadLine` with the first line that is not (``svmlight.line_error`` words it ``file:line``).
+The values are the same bits either way.
+"""
+from __future__ import annotations
+
+from array import array
+from typing import Optional
+
+import numpy as np
+
+from pyterrier_svmmap._jit import load
+
+
+class BadLine(Exception):
+    """A line :func:`parse_chunk` refuses: its 0-based number in the chunk (``line``) and, when its only fault is
+    a feature index above the limit, that index (``index``; None: ``svmlight.line_error`` says what is wrong)."""
+
+    def __init__(self, line: int, index: Optional[float] = None):
+        super().__init__(line, index)
+        self.line, self.index = line, index
+
+
+def parse_chunk(data: bytes, limit: int, comments: bool = True, compiled: bool = True):
+    """Numbers of the data lines in ``data`` (whole lines): labels, qids, pair counts, indices, values,
+    comments (None unless ``comments``) and the lines' 0-based numbers in ``data``; None without data lines.
+
+    The compiled parser (``io/_svmlight_kernels.py``) reads well-formed lines of plain numbers; a chunk it does
+    not accept whole is read by :func:`_parse_lines`, which decides what is valid; both give every number's
+    correctly rounded value. Raises :class:`BadLine` for the first line that is not valid or uses a feature
+    index above ``limit``. ``compiled`` False: :func:`_parse_lines` only (no numba to load)."""
+    if not compiled:
+        return _parse_lines(data, limit, comments)
+    k = load("io._svmlight_kernels")
+    status, labels, qids, n_pairs, idx, val, hash_pos, line_end, line_no = \
+        k.parse_lines(np.frombuffer(data, dtype=np.uint8), limit, k._POW10)
+    if status:
+        return _parse_lines(data, limit, comments)
+    if len(labels) == 0:
+        return None
+    text = None
+    if comments:
+        rows = np.flatnonzero(hash_pos >= 0)
+        text = np.full(len(labels), "", dtype=object)
+        for r, p, e in zip(rows.tolist(), hash_pos[rows].tolist(), line_end[rows].tolist()):
+            text[r] = data[p + 1:e].strip().decode("utf-8", "replace")
+    return labels, qids, n_pairs, idx, val, text, line_no
+
+
+def _parse_lines(data: bytes, limit: int, comments: bool = True):
+    """:func:`parse_chunk` line by line in Python, numba-free: the reader of the chunks the compiled parser does
+    not take, and the judge of what is valid.
+
+    A line's text before ``#`` is its tokens (white space apart), the second starting ``qid:``, ``qid:`` once and
+    as many ``:`` as tokens after the label; its numbers (the text between spaces and colons, ``qid`` left out;
+    no ``_``), two a token after the label, are read by ``float()`` (correctly rounded, as C ``strtod``) as
+    label, qid, then (index, value) pairs. Then the numbers of the lines so far are checked at once: label, qid
+    and values finite, qid and indices integers (``2.0`` is one), indices from 1, increasing within a line and
+    at most ``limit``. (The rules of the numpy reader this replaced, so that the files accepted are the same.)"""
+    rows, counts, flat, text, bad = [], [], array("d"), [], None
+    for no, line in enumerate(data.split(b"\n")):
+        body, _, comment = line.partition(b"#")
+        tok = body.split()
+        if not tok:
+            continue
+        numbers = body.replace(b"qid:", b" ", 1).replace(b":", b" ").split()
+        try:
+            if not (len(tok) > 1 and tok[1][:4] == b"qid:" and body.count(b"qid:") == 1 and b"_" not in body
+                    and body.count(b":") == len(tok) - 1 and len(numbers) == 2 * len(tok) - 2):
+                raise ValueError(no)
+            flat.extend(map(float, numbers))
+        except ValueError:
+            bad = no
+            break
+        rows.append(no)
+        counts.append(len(tok) - 2)
+        if comments:
+            text.append(comment.strip().decode("utf-8", "replace"))
+    if not rows:
+        if bad is None:
+            return None
+        raise BadLine(bad)
+    n_pairs = np.array(counts, dtype=np.int64)
+    starts = np.cumsum(2 + 2 * n_pairs) - (2 + 2 * n_pairs)
+    values = np.frombuffer(flat)[:starts[-1] + 2 + 2 * n_pairs[-1]]      # a line that failed may have added some
+    labels, qids = values[starts], values[starts + 1]
+    pair = np.ones(len(values), dtype=bool)
+    pair[starts] = pair[starts + 1] = False
+    pairs = values[pair]
+    idx, val = pairs[0::2], pairs[1::2]
+    row = np.repeat(np.arange(len(rows)), n_pairs)
+    wrong = ~np.isfinite(labels) | ~np.isfinite(qids) | (qids != np.round(qids))
+    wrong_pair = (idx != np.round(idx)) | (idx < 1) | ~np.isfinite(val)
+    wrong_pair[1:] |= (np.diff(idx) <= 0) & (row[1:] == row[:-1])
+    wrong[row[wrong_pair]] = True
+    over = idx > limit          # an index may be +inf
+    faulty = np.flatnonzero(wrong | np.isin(np.arange(len(rows)), row[over]))
+    if len(faulty):
+        r = faulty[0]
+        raise BadLine(rows[r], None if wrong[r] else float(idx[over & (row == r)][0]))
+    if bad is not None:
+        raise BadLine(bad)
+    return (labels, qids.astype(np.int64), n_pairs, idx.astype(np.int64), val,
+            np.array(text, dtype=object) if comments else None, np.array(rows, dtype=np.int64))
