@@ -20,7 +20,7 @@ from typing import Callable, Dict
 
 import numpy as np
 
-from pyterrier_svmmap.features.encoder import minmax_normalise
+from pyterrier_svmmap.features.transforms import minmax_normalise
 from pyterrier_svmmap.queries import query_ids
 
 #: RRF's constant (Cormack et al. 2009)

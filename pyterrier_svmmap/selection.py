@@ -415,10 +415,10 @@ def per_query_ap(layout: FeatureLayout, w: np.ndarray, queries: Queries, tie: in
 
 def base_function_weights(layout: FeatureLayout, raw: np.ndarray, offsets: np.ndarray, function: int,
                           scale: float = 1.0) -> np.ndarray:
-    """w₀ of ``layout`` that ranks like base function ``function`` alone (:meth:`FeatureLayout.prior_weights`),
-    its score column scaled by its range on ``raw`` (the training candidates, grouped by ``offsets``;
-    :meth:`FeatureLayout.score_span`): the prior's centre, and the fallback's model."""
-    return layout.prior_weights(function, scale, layout.score_span(raw, offsets, function))
+    """w₀ of ``layout`` that ranks like base function ``function`` alone, its score column scaled by its range on
+    ``raw`` (the training candidates, grouped by ``offsets``; :meth:`FeatureLayout.prior_weights`): the prior's
+    centre, and the fallback's model."""
+    return layout.prior_weights(function, raw, offsets, scale=scale)
 
 
 def resolve_c_grid(C, spread: float) -> List[float]:

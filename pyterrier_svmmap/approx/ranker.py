@@ -45,7 +45,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 import pyterrier_svmmap._jit as _jit
-from pyterrier_svmmap.features.encoder import DenseBlock, FeatureMatrix
+from pyterrier_svmmap.features.matrices import DenseBlock, FeatureMatrix
 from pyterrier_svmmap.measures import average_precision, dcg_at
 from pyterrier_svmmap.selection import select
 from pyterrier_svmmap.params import (Param, ParamSpec, Parametrized, boolean, one_of, optional_int, positive_int,

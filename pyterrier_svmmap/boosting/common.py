@@ -21,7 +21,7 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from pyterrier_svmmap.features.encoder import minmax_normalise, query_min_max
+from pyterrier_svmmap.features.transforms import minmax_normalise, query_min_max
 from pyterrier_svmmap.queries import Queries, query_ids
 from pyterrier_svmmap.params import Parametrized
 from pyterrier_svmmap.state import int_from_json, json_params, state_array

@@ -25,7 +25,7 @@ def feature_settings() -> list:
     """(features, binning) whose kernels the warm-up compiles: every block kind
     (:data:`~pyterrier_svmmap.features.blocks.BLOCK_KINDS`), and every binning of the kinds with thresholds."""
     from pyterrier_svmmap.features.blocks import BLOCK_KINDS
-    from pyterrier_svmmap.features.encoder import BINNINGS
+    from pyterrier_svmmap.features.transforms import BINNINGS
     return [(name, binning) for name, kind in BLOCK_KINDS.items()
             for binning in (BINNINGS if kind.thresholds else BINNINGS[:1])]
 

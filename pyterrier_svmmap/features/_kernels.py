@@ -1,7 +1,7 @@
 """Compiled kernels (numba) of the feature layer: the bin-code block's Φw and Φᵀc without the n×F temporaries,
 the per-query scalings, the thresholds and the bin codes.
 
-Loaded lazily by :func:`pyterrier_svmmap.features.encoder.kernels`. The tests compare them with numpy reference
+Loaded lazily by :func:`pyterrier_svmmap.features.kernels`. The tests compare them with numpy reference
 implementations (``tests/oracles/features_reference.py``: a gather and row sums, a weighted bincount, ...); the
 kernels compute in the references' order, so they return the same bits:
 
@@ -135,7 +135,7 @@ def _depth_threshold(raw, a, b, f, depth, buf):
 
 @njit(cache=True, nogil=True)
 def top_of_queries(raw, offsets, depth, out):
-    """:func:`pyterrier_svmmap.features.encoder.top_of_queries` for the queries of ``offsets`` (absolute row
+    """:func:`pyterrier_svmmap.features.thresholds.top_of_queries` for the queries of ``offsets`` (absolute row
     indices) into ``out``: per query and function, the scores at least the ``depth``-th highest (NaN counting
     as −inf; a query of fewer than ``depth`` candidates keeps every retrieved score), NaN elsewhere."""
     n_funcs = raw.shape[1]
@@ -230,7 +230,7 @@ def gather_columns(raw, offsets, depth, f0, f1, out, counts):
 
 @njit(cache=True, nogil=True)
 def minmax_normalise(raw, offsets, out):
-    """:func:`pyterrier_svmmap.features.encoder.minmax_normalise` into ``out``: per query and function, NaN stays
+    """:func:`pyterrier_svmmap.features.transforms.minmax_normalise` into ``out``: per query and function, NaN stays
     NaN, (x − min)/(max − min) where max > min, else 1 — the reference's operations, so the same bits."""
     n_funcs = raw.shape[1]
     lo = np.empty(n_funcs)
@@ -264,7 +264,7 @@ def minmax_normalise(raw, offsets, out):
 
 @njit(cache=True, nogil=True)
 def percentiles(raw, offsets, out):
-    """:func:`pyterrier_svmmap.features.encoder.percentiles` into ``out``: per query and function, the number of
+    """:func:`pyterrier_svmmap.features.transforms.percentiles` into ``out``: per query and function, the number of
     retrieved candidates scoring ≤ this one over the number retrieved (ties share the larger value, NaN
     stays NaN) — the same integers divided as the reference divides them, so the same bits."""
     n_funcs = raw.shape[1]
@@ -336,7 +336,7 @@ def query_spread(raw, offsets, prescale, sumsq, counts, varies):
 
 
 #: the bound of :func:`standardise`'s z: a score this many spreads above its query's lowest is beyond any meaning,
-#: and a bound keeps every weighted sum of a few thousand such values finite (``encoder.Z_LIMIT``, the same)
+#: and a bound keeps every weighted sum of a few thousand such values finite (``transforms.Z_LIMIT``, the same)
 Z_LIMIT = 2.0 ** 500
 
 

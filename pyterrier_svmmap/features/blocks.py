@@ -7,8 +7,9 @@ selection, the pictures, the warm-up and the documentation iterate over the regi
   else one dense column per base function (the encoder appends the "retrieved" indicators);
 * its **width** in w and the **shape** of its weights (:meth:`FeatureBlock.width`, :meth:`FeatureBlock.weight_shape`);
 * the **names** of its dimensions (:meth:`FeatureBlock.names`);
-* the **prior's weights** in it (:meth:`FeatureBlock.prior_head`) and the score range they are relative to
-  (:meth:`FeatureBlock.score_extent`);
+* the **prior's weights** in it (:meth:`FeatureBlock.prior_head`) and the range of a function's column they are
+  relative to (:meth:`FeatureBlock.score_extent`), which
+  :meth:`~pyterrier_svmmap.features.layout.FeatureLayout.prior_weights` puts together in one call;
 * its **model class** for model selection's levels (0: linear in the scores; 1: step functions);
 * its **picture** (:meth:`FeatureBlock.curves`: a base function's contribution against its score).
 
@@ -22,6 +23,8 @@ from __future__ import annotations
 from typing import ClassVar, Dict, List, Sequence, Tuple
 
 import numpy as np
+
+from pyterrier_svmmap.features.transforms import standardise_scores
 
 
 class FeatureBlock:
@@ -163,7 +166,17 @@ class Raw(FeatureBlock):
         return encoder.masked(encoder.filled_scores(raw, offsets))
 
     def score_extent(self, encoder, raw, offsets, function):
-        return encoder.score_extent(raw, offsets, function)
+        """The column's (min, max) on ``raw`` ((0, 0) when the function retrieved none of these candidates): the
+        standardised column's with ``normalise="query"`` (its min is 0), else the scores' (a cluster takes the
+        min and max over its shards)."""
+        col = raw[:, function]
+        if not np.isfinite(col).any():
+            return 0.0, 0.0
+        if encoder.normalise == "query" and encoder.normalises:
+            one = slice(function, function + 1)
+            return 0.0, float(standardise_scores(np.asarray(col, dtype=float)[:, None], offsets,
+                                                 encoder.prescale_[one], encoder.column_scale_[one]).max())
+        return float(np.nanmin(col)), float(np.nanmax(col))
 
 
 @register_block

@@ -15,8 +15,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from pyterrier_svmmap.features.blocks import BLOCK_KINDS
-from pyterrier_svmmap.features.encoder import (DenseBlock, FeatureEncoder, FeatureMatrix, check_unnormalised_range,
-                                              column_top, parse_blocks)
+from pyterrier_svmmap.features.encoder import FeatureEncoder, parse_blocks
+from pyterrier_svmmap.features.matrices import DenseBlock, FeatureMatrix
+from pyterrier_svmmap.features.scales import check_unnormalised_range, column_top
 
 
 @dataclass
@@ -66,7 +67,7 @@ class FeatureLayout:
         n_bins : int
             Thresholds per function of a block with thresholds.
         binning : str
-            How scores are scaled before thresholds apply (:data:`~pyterrier_svmmap.features.encoder.BINNINGS`).
+            How scores are scaled before thresholds apply (:data:`~pyterrier_svmmap.features.transforms.BINNINGS`).
         threshold_depth : int, optional
             Quantiles over each query's top candidates only.
         bias : bool
@@ -184,27 +185,37 @@ class FeatureLayout:
         dense = [kind for kind in self.blocks if BLOCK_KINDS[kind].dense]
         return dense[0] if dense else self.blocks[0]
 
-    def prior_weights(self, function: int, scale: float = 1.0, span: float = 1.0) -> np.ndarray:
+    def prior_weights(self, function: int, raw: Optional[np.ndarray] = None, offsets: Optional[np.ndarray] = None,
+                      *, scale: float = 1.0, span: Optional[float] = None) -> np.ndarray:
         """w₀ that ranks like base function ``function`` alone (missing documents last), for biased
-        regularisation ½‖w − w₀‖², in :meth:`prior_block`: 1/``span`` on its score column (``span``: the range
-        of that column on the training candidates, :meth:`score_span`), or in a ``bins`` block 1/n_bins on each
-        of its thresholds (a score of about 1 at the top); every other weight 0. The whole vector is multiplied
-        by ``scale``.
+        regularisation ½‖w − w₀‖², from the training candidates in one call: in :meth:`prior_block`, 1/span on
+        the function's score column (span: the range of that column on the training candidates ``raw``,
+        :meth:`score_extent`), or in a ``bins`` block 1/n_bins on each of its thresholds (a score of about 1 at
+        the top); every other weight 0. The whole vector is multiplied by ``scale``.
 
         Parameters
         ----------
         function : int
             The index of a base function.
+        raw : ndarray of shape (n, F), optional
+            The training candidates' base-function scores, NaN where a function did not retrieve the candidate.
+        offsets : ndarray of shape (Q + 1,), optional
+            Their query boundaries: query q holds rows ``offsets[q]:offsets[q + 1]``.
         scale : float
             The factor of the whole vector.
-        span : float
-            The range of the function's column on the training candidates (:meth:`score_span`).
+        span : float, optional
+            The column's range when it is known already (a cluster's, over its shards): ``raw`` is not read.
 
         Returns
         -------
         ndarray of shape (dim,)
             w₀.
         """
+        if span is None:
+            if raw is None or offsets is None:
+                raise ValueError("prior_weights needs the training candidates (raw and offsets) or the span")
+            lo, hi = self.score_extent(raw, offsets, function)
+            span = hi - lo
         w0 = np.zeros(self.dim)
         kind = self.prior_block()
         w0[dict(self.block_slices())[kind]] = BLOCK_KINDS[kind].prior_head(self.n_functions, int(self.encoder.n_bins),
@@ -213,8 +224,9 @@ class FeatureLayout:
 
     def score_extent(self, raw: np.ndarray, offsets: np.ndarray, function: int) -> Tuple[float, float]:
         """The (min, max) of base function ``function``'s score column of :meth:`prior_block` on candidates
-        ``raw`` (:meth:`FeatureEncoder.score_extent` for ``raw``; (0, 1) for ``bins`` and ``minmax``, whose prior
-        weights need no range).
+        ``raw`` (:meth:`~pyterrier_svmmap.features.blocks.FeatureBlock.score_extent`: the standardised or raw
+        column's for ``raw``; (0, 1) for ``bins`` and ``minmax``, whose prior weights need no range). A cluster
+        takes the min and max over its shards.
 
         Parameters
         ----------
@@ -230,25 +242,6 @@ class FeatureLayout:
         (float, float)
         """
         return BLOCK_KINDS[self.prior_block()].score_extent(self.encoder, raw, offsets, function)
-
-    def score_span(self, raw: np.ndarray, offsets: np.ndarray, function: int) -> float:
-        """max − min of :meth:`score_extent`: the ``span`` of :meth:`prior_weights`.
-
-        Parameters
-        ----------
-        raw : ndarray of shape (n, F)
-            Base-function scores, NaN where a function did not retrieve the candidate.
-        offsets : ndarray of shape (Q + 1,)
-            Query boundaries: query q holds rows ``offsets[q]:offsets[q + 1]``.
-        function : int
-            The index of a base function.
-
-        Returns
-        -------
-        float
-        """
-        lo, hi = self.score_extent(raw, offsets, function)
-        return hi - lo
 
     # -- state ------------------------------------------------------------------------------------
     #: the encoder's learned per-function arrays besides the thresholds (absent from models of earlier

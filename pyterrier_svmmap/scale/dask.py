@@ -56,8 +56,9 @@ import numpy as np
 
 import pyterrier_svmmap.svm.cutting_plane as solver
 import pyterrier_svmmap.threads as threads
-from pyterrier_svmmap.features.encoder import (ColumnStatistics, FeatureEncoder, power_of_two_scale, spread_of,
-                                              statistics_from_sums)
+from pyterrier_svmmap.features.encoder import FeatureEncoder
+from pyterrier_svmmap.features.matrices import spread_of
+from pyterrier_svmmap.features.scales import ColumnStatistics, power_of_two_scale, statistics_from_sums
 from pyterrier_svmmap.features.layout import FeatureLayout, default_base_names
 from pyterrier_svmmap.scale.client import close_client, dask_client, is_dask_client
 from pyterrier_svmmap.scale.local import InProcessExecutor, concatenate_sources, read_valid
@@ -225,7 +226,7 @@ def _train_sharded(ranker, data: "ShardedData", features):
     w0, f = None, None
     if ranker.uses_prior():
         f = ranker.tie_function_                                       # the best function on all shards
-        w0 = ranker.prior_weights(layout, f, data.score_span(layout, f))
+        w0 = ranker.prior_weights(layout, f, span=data.score_span(layout, f))
     data.set_layout(layout)
     grid = resolve_c_grid(ranker.C, data.spread() if is_auto_c(ranker.C) else 0.0)
     oracle = data.oracle(ranker.slack_groups(1.0), layout.dim)
@@ -314,8 +315,9 @@ class ShardedData:
         return self._statistics
 
     def score_span(self, layout, function: int) -> float:
-        """The range of ``function``'s score column of ``layout``'s first block over all shards (the prior's
-        unit, :meth:`~pyterrier_svmmap.features.layout.FeatureLayout.score_span` of one process)."""
+        """The range of ``function``'s score column of ``layout``'s prior block over all shards: the ``span`` of
+        :meth:`~pyterrier_svmmap.features.layout.FeatureLayout.prior_weights`, which one process takes on its
+        candidates."""
         extents = self._gather([self.client.submit(shard_score_extent, s, layout, function, retries=self.retries)
                                 for s in self.shards])
         return max(hi for _, hi in extents) - min(lo for lo, _ in extents)

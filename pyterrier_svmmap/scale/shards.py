@@ -15,7 +15,8 @@ from typing import List, NamedTuple, Optional, Tuple
 
 import numpy as np
 
-from pyterrier_svmmap.features.encoder import column_top, pad_thresholds, query_spread_sums, top_of_queries
+from pyterrier_svmmap.features.scales import column_top, query_spread_sums
+from pyterrier_svmmap.features.thresholds import pad_thresholds, top_of_queries
 from pyterrier_svmmap.io.svmlight import read_svmlight
 from pyterrier_svmmap.queries import Queries
 from pyterrier_svmmap.selection import function_aps

@@ -340,9 +340,10 @@ class StructSVMRanker(Parametrized):
         """
         return bool(self.prior if prior == "default" else prior)
 
-    def prior_weights(self, layout: FeatureLayout, function: int, span: float) -> np.ndarray:
+    def prior_weights(self, layout: FeatureLayout, function: int, raw: Optional[np.ndarray] = None,
+                      offsets: Optional[np.ndarray] = None, span: Optional[float] = None) -> np.ndarray:
         """The prior's centre w₀ in ``layout``: the weights that rank like base function ``function`` alone,
-        its score column scaled by ``prior_scale`` over the column's range ``span`` on the training candidates
+        its score column scaled by ``prior_scale`` over the column's range on the training candidates
         (:meth:`~pyterrier_svmmap.features.layout.FeatureLayout.prior_weights`).
 
         Parameters
@@ -351,16 +352,17 @@ class StructSVMRanker(Parametrized):
             The fitted layout of the path.
         function : int
             The prior's base function (the best on the training queries).
-        span : float
-            The range of ``function``'s score column on the training candidates
-            (:meth:`~pyterrier_svmmap.features.layout.FeatureLayout.score_span`, or its value over shards).
+        raw, offsets : ndarray, optional
+            The training candidates' scores and query boundaries, on which the column's range is taken.
+        span : float, optional
+            The column's range when it is known already (a cluster's, over its shards).
 
         Returns
         -------
         ndarray
             w₀, of φ's dimension.
         """
-        return layout.prior_weights(function, self.prior_scale, span)
+        return layout.prior_weights(function, raw, offsets, scale=self.prior_scale, span=span)
 
     def select_paths(self, grids: Sequence[Sequence[float]], trained: Sequence[tuple], valid: Optional[ValidSet],
                      cv_scores: Optional[np.ndarray] = None) -> None:
@@ -545,7 +547,7 @@ class StructSVMRanker(Parametrized):
         w0, f = None, None
         if self.uses_prior(prior):
             f = queries_best_function(queries)
-            w0 = self.prior_weights(layout, f, layout.score_span(raw, offsets, f))
+            w0 = self.prior_weights(layout, f, raw, offsets)
         losses = [g.loss for g in self.slack_groups(1.0)]
         if shards is None or len(shards) <= 1:
             oracle = solver.DataOracle(encoded.X, labels, offsets, losses)

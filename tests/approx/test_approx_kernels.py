@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import pyterrier_svmmap.approx.ranker as approx
-from pyterrier_svmmap.features.encoder import DenseBlock, FeatureEncoder, FeatureMatrix
+from pyterrier_svmmap.features.encoder import FeatureEncoder
+from pyterrier_svmmap.features.matrices import DenseBlock, FeatureMatrix
 from pyterrier_svmmap.measures import average_precision
 
 import tests.oracles.approx_reference as reference

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import pyterrier_svmmap.approx.ranker as approx
-from pyterrier_svmmap.features.encoder import DenseBlock, FeatureEncoder, FeatureMatrix
+from pyterrier_svmmap.features.encoder import FeatureEncoder
+from pyterrier_svmmap.features.matrices import DenseBlock, FeatureMatrix
 from pyterrier_svmmap.measures import average_precision, ndcg_at
 
 import tests.oracles.approx_reference as reference

@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 
 import pyterrier_svmmap.chunks as chunks
-import pyterrier_svmmap.features.encoder as encoder
-from pyterrier_svmmap.features.encoder import FeatureEncoder, column_top, sample_thresholds
+import pyterrier_svmmap.features.thresholds as thresholds
+from pyterrier_svmmap.features.encoder import FeatureEncoder
+from pyterrier_svmmap.features.scales import column_top
+from pyterrier_svmmap.features.thresholds import sample_thresholds
 
 
 def scores(seed=0, n_funcs=5):
@@ -56,7 +58,7 @@ def lower_quantile_reference(raw, offsets, n_bins, depth):
             kept.append(col)
         values = np.concatenate(kept)
         qs = np.quantile(values, np.arange(1, n_bins) / n_bins, method="lower") if len(values) else np.zeros(0)
-        out.append(encoder.pad_thresholds(qs, n_bins))
+        out.append(thresholds.pad_thresholds(qs, n_bins))
     return np.stack(out)
 
 
@@ -64,7 +66,7 @@ def lower_quantile_reference(raw, offsets, n_bins, depth):
 def tiny_blocks(monkeypatch):
     """Blocks of one query, samples of one function per pass."""
     monkeypatch.setattr(chunks, "BLOCK_BYTES", 1)
-    monkeypatch.setattr(encoder, "SAMPLE_BYTES", 1)
+    monkeypatch.setattr(thresholds, "SAMPLE_BYTES", 1)
 
 
 def test_blocks_are_whole_queries_at_every_boundary(monkeypatch):
@@ -96,7 +98,7 @@ def test_every_input_and_block_size_encodes_alike(tmp_path, monkeypatch, feature
     reference = FeatureEncoder(features, 9, binning, depth).fit(raw.astype(float), offsets)
     X_ref = reference.transform(raw.astype(float), offsets)
     monkeypatch.setattr(chunks, "BLOCK_BYTES", 1)
-    monkeypatch.setattr(encoder, "SAMPLE_BYTES", 1)
+    monkeypatch.setattr(thresholds, "SAMPLE_BYTES", 1)
     for name, data in as_inputs(raw, tmp_path).items():
         enc = FeatureEncoder(features, 9, binning, depth).fit(data, offsets)
         for attr in ("thresholds_", "prescale_", "column_scale_", "indicator_scale_"):

@@ -9,8 +9,10 @@ import pickle
 import numpy as np
 import pytest
 
-import pyterrier_svmmap.features.encoder as features
-from pyterrier_svmmap.features.encoder import BinnedBlock, DenseBlock, FeatureEncoder, FeatureMatrix
+from pyterrier_svmmap.features.encoder import FeatureEncoder
+from pyterrier_svmmap.features.matrices import BinnedBlock, DenseBlock, FeatureMatrix
+from pyterrier_svmmap.features.thresholds import function_thresholds, top_of_queries
+from pyterrier_svmmap.features.transforms import minmax_normalise, percentiles, scale_for_binning
 import tests.oracles.features_reference as reference
 
 # (n, F, T): empty and single candidates, F below/at/above numpy's pairwise block sizes (8, 128)
@@ -165,12 +167,12 @@ def test_compiled_top_of_queries_and_thresholds_equal_the_reference(depth):
     raw = np.round(rng.normal(size=(161, 5)), 1)
     raw[rng.random(raw.shape) < 0.25] = np.nan
     raw[8:30, 1] = np.nan
-    top = features.top_of_queries(raw, offsets, depth)
+    top = top_of_queries(raw, offsets, depth)
     assert np.array_equal(top, reference.top_of_queries(raw, offsets, depth), equal_nan=True)
     for n_bins in (1, 2, 7, 50):
-        np.testing.assert_array_equal(features.function_thresholds(top, n_bins),
+        np.testing.assert_array_equal(function_thresholds(top, n_bins),
                                       reference.function_thresholds(top, n_bins))
-    assert features.function_thresholds(raw[:0], 5).shape == (5, 5)
+    assert function_thresholds(raw[:0], 5).shape == (5, 5)
 
 
 @pytest.mark.parametrize("binning", ["quantile", "minmax", "percentile"])
@@ -189,7 +191,7 @@ def test_compiled_bin_codes_equal_searchsorted(binning, n_bins):
     test[0, :4] = enc.thresholds_[:4, 0]                       # on a threshold
     test[1, 0], test[2, 0] = -np.inf, np.inf
     fast = enc.bin_codes(test, offsets)
-    slow = reference.bin_codes(features.scale_for_binning(test, offsets, binning), enc.thresholds_,
+    slow = reference.bin_codes(scale_for_binning(test, offsets, binning), enc.thresholds_,
                                np.uint8 if n_bins < 256 else np.uint16)
     assert fast.dtype == slow.dtype and np.array_equal(fast, slow)
     assert fast.max() > 0 and (fast[np.isnan(test)] == 0).all()
@@ -197,7 +199,7 @@ def test_compiled_bin_codes_equal_searchsorted(binning, n_bins):
 
 @pytest.mark.parametrize("seed", range(3))
 def test_compiled_percentiles_equal_numpy_bit_for_bit(seed):
-    """features.percentiles (SVM_acc3's binning): the kernel's values are the numpy reference's, with ties
+    """transforms.percentiles (SVM_acc3's binning): the kernel's values are the numpy reference's, with ties
     (they share the larger percentile, −0.0 = 0.0), NaN, ±inf, nothing retrieved and empty queries."""
     rng = np.random.default_rng(seed)
     offsets = np.array([0, 0, 7, 8, 30, 30, 61, 161])
@@ -206,7 +208,7 @@ def test_compiled_percentiles_equal_numpy_bit_for_bit(seed):
     raw[8:30, 1] = np.nan                                   # function 1 retrieved nothing in query 3
     raw[8:30, 2] = 0.5                                      # constant: every candidate → 1
     raw[31, 3], raw[40, 4], raw[41, 4], raw[42, 4], raw[43, 4] = -np.inf, np.inf, -np.inf, -0.0, 0.0
-    fast = features.percentiles(raw, offsets)
+    fast = percentiles(raw, offsets)
     slow = reference.percentiles(raw, offsets)
     assert np.array_equal(fast, slow, equal_nan=True)
     assert np.array_equal(np.isnan(fast), np.isnan(raw)) and (fast[8:30, 2] == 1.0).all()
@@ -215,7 +217,7 @@ def test_compiled_percentiles_equal_numpy_bit_for_bit(seed):
 
 @pytest.mark.parametrize("seed", range(3))
 def test_compiled_minmax_normalise_equals_numpy_bit_for_bit(seed):
-    """features.minmax_normalise: the kernel's values are the numpy reference's, NaN and edge cases included
+    """transforms.minmax_normalise: the kernel's values are the numpy reference's, NaN and edge cases included
     (a constant function → 1, nothing retrieved → NaN, ±inf scores, empty queries)."""
     rng = np.random.default_rng(seed)
     offsets = np.array([0, 0, 7, 8, 30, 30, 61])
@@ -225,7 +227,7 @@ def test_compiled_minmax_normalise_equals_numpy_bit_for_bit(seed):
     raw[8:30, 1] = np.nan                                   # function 1 retrieved nothing in query 3
     raw[8:30, 2] = 0.5                                      # constant
     raw[31, 3], raw[40, 4], raw[41, 4] = -np.inf, np.inf, -np.inf
-    fast = features.minmax_normalise(raw, offsets)
+    fast = minmax_normalise(raw, offsets)
     slow = reference.minmax_normalise(raw, offsets)
     assert np.array_equal(fast, slow, equal_nan=True)
     assert np.array_equal(np.isnan(fast), np.isnan(raw) | np.isnan(slow)) and (fast[7] == 1.0).all()

@@ -26,7 +26,7 @@ def see(record):
 if len(sys.argv) > 1:
     logging.getLogger("pyterrier_svmmap.compile").setLevel(logging.ERROR)
 logging.getLogger("pyterrier_svmmap.compile").addFilter(see)
-from pyterrier_svmmap.features.encoder import BinnedBlock
+from pyterrier_svmmap.features.matrices import BinnedBlock
 block = BinnedBlock(np.zeros((5, 2), dtype=np.uint8), 3)
 block.dot(np.zeros(6)); block.rdot(np.zeros(5))
 print("compiled signatures when the notice came:", seen, file=sys.stderr)

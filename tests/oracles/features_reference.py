@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from pyterrier_svmmap.features.encoder import BinnedBlock, pad_thresholds, query_min_max
+from pyterrier_svmmap.features.matrices import BinnedBlock
+from pyterrier_svmmap.features.thresholds import pad_thresholds
+from pyterrier_svmmap.features.transforms import query_min_max
 from pyterrier_svmmap.queries import query_ids
 
 

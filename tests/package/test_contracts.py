@@ -17,8 +17,9 @@ from pyterrier_svmmap.frames import candidates_from_frame
 import pytest
 
 from pyterrier_svmmap import RunFeatures, StructSVM, SVMMap
-from pyterrier_svmmap.features.encoder import (FeatureEncoder, function_thresholds, minmax_normalise, percentiles,
-                                               query_min_max, top_of_queries)
+from pyterrier_svmmap.features.encoder import FeatureEncoder
+from pyterrier_svmmap.features.thresholds import function_thresholds, top_of_queries
+from pyterrier_svmmap.features.transforms import minmax_normalise, percentiles, query_min_max
 
 nan, inf = np.nan, np.inf
 

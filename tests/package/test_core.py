@@ -265,7 +265,7 @@ def test_threshold_depth_puts_the_thresholds_among_each_querys_top_candidates():
 
 
 def test_top_of_queries_keeps_each_querys_top_scores_per_function():
-    from pyterrier_svmmap.features.encoder import top_of_queries
+    from pyterrier_svmmap.features.thresholds import top_of_queries
     rng = np.random.default_rng(0)
     for _ in range(100):
         sizes = rng.integers(1, 30, rng.integers(1, 6))

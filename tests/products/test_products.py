@@ -8,7 +8,7 @@ import pytest
 import pyterrier_svmmap._jit as _jit
 import pyterrier_svmmap.products as products
 import pyterrier_svmmap.threads as threads
-from pyterrier_svmmap.features.encoder import DenseBlock
+from pyterrier_svmmap.features.matrices import DenseBlock
 
 SHAPES = [(0, 3), (1, 1), (3, 7), (5, 8), (6, 128), (40, 129), (300, 2300), (2000, 46), (7, 0),
           (80_000, 46), (1000, 2300)]   # the last two are cut into pieces on 2 or 3 threads

@@ -13,7 +13,7 @@ from pyterrier_svmmap.queries import shard_sizes, split_queries
 from pyterrier_svmmap.scale.dask import (DistributedTrainingError, Placement, ShardOracle, executor_for,
                                         group_by_worker)
 from pyterrier_svmmap.scale.shards import quantile_thresholds_from_counts, sample_counts, sample_extent
-from pyterrier_svmmap.features.encoder import function_thresholds
+from pyterrier_svmmap.features.thresholds import function_thresholds
 from pyterrier_svmmap.svm.ranker import StructSVMRanker
 
 

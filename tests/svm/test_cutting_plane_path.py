@@ -4,7 +4,7 @@ and the scale-free QP tolerance (pyterrier_svmmap.svm.cutting_plane)."""
 import numpy as np
 import pytest
 
-from pyterrier_svmmap.features.encoder import DenseBlock, FeatureMatrix
+from pyterrier_svmmap.features.matrices import DenseBlock, FeatureMatrix
 from pyterrier_svmmap.svm.slack import make_slack_groups
 from pyterrier_svmmap.svm.cutting_plane import (DataOracle, SlackGroup, train_path,
                                                 train_structural_svm)

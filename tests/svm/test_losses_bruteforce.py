@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pyterrier_svmmap.features.encoder import DenseBlock, FeatureMatrix
+from pyterrier_svmmap.features.matrices import DenseBlock, FeatureMatrix
 from pyterrier_svmmap.svm.losses import (ComboLoss, DORMLoss, MAPLoss, MRRLoss, NDCGLoss, ROCLoss,
                                      ClassificationLoss, get_loss, most_violated)
 from pyterrier_svmmap.svm.slack import make_slack_groups

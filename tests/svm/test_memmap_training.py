@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import pyterrier_svmmap.chunks as chunks
-import pyterrier_svmmap.features.encoder as encoder
+import pyterrier_svmmap.features.thresholds as thresholds
 from pyterrier_svmmap.queries import check_ranking_arrays
 from pyterrier_svmmap.svm.ranker import StructSVMRanker
 
@@ -46,7 +46,7 @@ def test_memory_mapped_and_chunked_training_gives_the_in_memory_model(tmp_path, 
     raw, labels, offsets = queries()
     reference = StructSVMRanker(n_jobs=1, **params).fit(raw.astype(np.float64), labels, offsets)
     monkeypatch.setattr(chunks, "BLOCK_BYTES", 1)                   # a block per query
-    monkeypatch.setattr(encoder, "SAMPLE_BYTES", 1)                 # a pass per function
+    monkeypatch.setattr(thresholds, "SAMPLE_BYTES", 1)                 # a pass per function
     for name, data in inputs(raw, tmp_path).items():
         model = StructSVMRanker(n_jobs=2, **params).fit(data, labels, offsets)
         np.testing.assert_array_equal(model.coef_, reference.coef_, err_msg=name)

@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 
 import pyterrier_svmmap.threads as threads
-from pyterrier_svmmap.features.encoder import BinnedBlock, FeatureEncoder, function_thresholds, top_of_queries
+from pyterrier_svmmap.features.encoder import FeatureEncoder
+from pyterrier_svmmap.features.matrices import BinnedBlock
+from pyterrier_svmmap.features.thresholds import function_thresholds, top_of_queries
 from pyterrier_svmmap.svm.losses import get_loss
 from pyterrier_svmmap.svm.losses.map import query_score_order
 from pyterrier_svmmap.selection import best_function
@@ -142,7 +144,7 @@ def test_encoder_and_tie_function_do_not_depend_on_threads(small_pieces):
 
 
 def test_per_query_scalings_do_not_depend_on_threads(small_pieces):
-    from pyterrier_svmmap.features.encoder import minmax_normalise, percentiles
+    from pyterrier_svmmap.features.transforms import minmax_normalise, percentiles
     raw, _, offsets = ranking_data(ties=True)
     for scale, oracle in ((minmax_normalise, reference.minmax_normalise), (percentiles, reference.percentiles)):
         ref = oracle(raw, offsets)

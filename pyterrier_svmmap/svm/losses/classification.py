@@ -32,7 +32,7 @@ from typing import Tuple, Union
 
 import numpy as np
 
-from pyterrier_svmmap.features.encoder import DenseBlock, FeatureMatrix
+from pyterrier_svmmap.features.matrices import DenseBlock, FeatureMatrix
 import pyterrier_svmmap.svm.losses._numba as _numba
 import pyterrier_svmmap.threads as threads
 from pyterrier_svmmap.svm.losses.base import Loss

@@ -1,0 +1,225 @@
+"""φ of a set of candidates held as blocks side by side, never materialised as one matrix.
+
+All the solver asks of φ is Φw (every candidate's score under w) and Φᵀc (a constraint's joint feature
+vector, Σ_d c_d φ(d)), plus rows of whole queries and the per-query spread that sets ``C="auto"``'s unit. A
+:class:`BinnedBlock` keeps one small integer code per (candidate, function) for the threshold indicators
+(Yue et al. 2007 §4.2) and computes its products with compiled kernels; a :class:`DenseBlock` keeps real
+columns and adds in a fixed order. Either way each sum is added in one order wherever it runs, so products do
+not depend on threads, BLAS or where the rows are cut.
+"""
+from __future__ import annotations
+
+from typing import Sequence, Union
+
+import numpy as np
+
+import pyterrier_svmmap.products as products
+import pyterrier_svmmap.threads as threads
+from pyterrier_svmmap.features import kernels
+
+
+class BinnedBlock:
+    """Indicator features 1[f(d) > k] held as bin codes: one small integer per (candidate, function).
+
+    ``codes[d, f]`` ∈ 0..T is the number of thresholds of f that candidate d's score exceeds; the
+    block has F·T dimensions, ordered function by function, threshold by threshold (ascending).
+    Codes are stored in the smallest unsigned type that holds 0..T (uint8 for T ≤ 255, else uint16 or
+    uint32); a code outside 0..T is a ValueError.
+
+    Φw and Φᵀc run compiled kernels (:mod:`._kernels`), rows or functions spread over
+    :func:`~pyterrier_svmmap.threads.current` threads (each sum is added in one order wherever it runs).
+    """
+
+    def __init__(self, codes: np.ndarray, n_thresholds: int):
+        self.n_thresholds = int(n_thresholds)
+        if self.n_thresholds < 0:
+            raise ValueError(f"n_thresholds must be ≥ 0, got {n_thresholds}")
+        codes = np.asarray(codes)
+        if codes.ndim != 2:
+            raise ValueError(f"codes must be a (candidates, functions) array, got shape {codes.shape}")
+        self.codes = np.ascontiguousarray(_as_code_dtype(codes, self.n_thresholds))
+
+    def __getstate__(self):
+        return {"codes": self.codes, "n_thresholds": self.n_thresholds}
+
+    def __setstate__(self, state):
+        self.codes = state["codes"]
+        self.n_thresholds = state["n_thresholds"]
+
+    @property
+    def dim(self) -> int:
+        return self.codes.shape[1] * self.n_thresholds
+
+    def dot(self, w: np.ndarray) -> np.ndarray:
+        """Φw: each candidate's score is Σ_f (cumulative weight of f's thresholds below its score)."""
+        jit = kernels()
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        if w.shape != (self.dim,):                             # the kernels do not check bounds
+            raise ValueError(f"w has shape {w.shape}, this block has {self.dim} dimensions")
+        n, n_funcs = self.codes.shape
+        cum = jit.cumulative_table(w, n_funcs, self.n_thresholds)
+        out = np.empty(n)
+        bounds = threads.even_bounds(n, threads.pieces(n))         # rows: each one's sum is the same anywhere
+        threads.run(lambda i: jit.binned_dot(self.codes[bounds[i]:bounds[i + 1]], cum,
+                                             out[bounds[i]:bounds[i + 1]]), len(bounds) - 1)
+        return out
+
+    def rdot(self, c: np.ndarray) -> np.ndarray:
+        """Φᵀc: per function, a weighted histogram of codes, then Σ over codes above each threshold."""
+        jit = kernels()
+        c = np.ascontiguousarray(c, dtype=np.float64)
+        if c.shape != (len(self.codes),):
+            raise ValueError(f"c has shape {c.shape}, this block has {len(self.codes)} candidates")
+        out = np.empty(self.dim)
+        n, n_funcs = self.codes.shape
+        # base functions, not rows: each function's histogram adds the rows in order wherever it is computed
+        bounds = threads.even_bounds(n_funcs, min(n_funcs, threads.pieces(n * n_funcs // 4)))
+        threads.run(lambda i: jit.binned_rdot(self.codes, c, self.n_thresholds, bounds[i], bounds[i + 1], out),
+                    len(bounds) - 1)
+        return out
+
+    def query_sumsq(self, offsets: np.ndarray) -> np.ndarray:
+        """Per query, Σ_d ‖φ(d) − φ̄_q‖² over the block's dimensions (:func:`._kernels.binned_spread`)."""
+        offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        out = np.zeros(len(offsets) - 1)
+        kernels().binned_spread(self.codes, offsets, self.n_thresholds, out)
+        return out
+
+    def take(self, rows: np.ndarray) -> "BinnedBlock":
+        return self._with_codes(np.ascontiguousarray(self.codes[rows]))
+
+    def rows(self, start: int, stop: int) -> "BinnedBlock":
+        """Rows ``start`` … ``stop`` − 1, a view of the codes (no copy)."""
+        return self._with_codes(self.codes[start:stop])
+
+    def _with_codes(self, codes: np.ndarray) -> "BinnedBlock":
+        out = BinnedBlock.__new__(BinnedBlock)                 # codes already checked and compact
+        out.__setstate__({"codes": codes, "n_thresholds": self.n_thresholds})
+        return out
+
+
+def code_dtype(n_thresholds: int) -> np.dtype:
+    """The smallest unsigned integer type holding the codes 0..``n_thresholds``."""
+    for dtype in (np.uint8, np.uint16, np.uint32):
+        if n_thresholds <= np.iinfo(dtype).max:
+            return np.dtype(dtype)
+    return np.dtype(np.uint64)
+
+
+def _as_code_dtype(codes: np.ndarray, n_thresholds: int) -> np.ndarray:
+    """``codes`` in :func:`code_dtype` (no copy when they already are), checked to lie in 0..T."""
+    dtype = code_dtype(n_thresholds)
+    if codes.size:
+        if codes.dtype.kind not in "biu":
+            raise ValueError(f"bin codes must be integers, got dtype {codes.dtype}")
+        lo, hi = codes.min(), codes.max()
+        if lo < 0 or hi > n_thresholds:
+            raise ValueError(f"bin codes must lie in 0..{n_thresholds} (the number of thresholds), "
+                             f"got {lo}..{hi}")
+    return codes.astype(dtype, copy=False)
+
+
+class DenseBlock:
+    """Real-valued features held as a dense (candidates × d) matrix; its products add in a fixed order
+    (:mod:`pyterrier_svmmap.products`), so that they do not depend on a BLAS's kernel or threads."""
+
+    def __init__(self, values: np.ndarray):
+        self.values = np.ascontiguousarray(values, dtype=float)
+
+    @property
+    def dim(self) -> int:
+        return self.values.shape[1]
+
+    def dot(self, w: np.ndarray) -> np.ndarray:
+        """Φw."""
+        return products.rows_dot(self.values, w)
+
+    def rdot(self, c: np.ndarray) -> np.ndarray:
+        """Φᵀc."""
+        return products.weighted_rows(c, self.values)
+
+    def query_sumsq(self, offsets: np.ndarray) -> np.ndarray:
+        """Per query, Σ_d ‖φ(d) − φ̄_q‖² over the block's columns."""
+        offsets = np.asarray(offsets, dtype=np.int64)
+        sizes = np.diff(offsets)
+        out = np.zeros(len(sizes))
+        full = sizes > 0
+        if not full.any() or not self.values.shape[1]:
+            return out
+        starts = offsets[:-1][full]
+        means = np.add.reduceat(self.values, starts, axis=0) / sizes[full][:, None]
+        dev = self.values - np.repeat(means, sizes[full], axis=0)
+        out[full] = np.add.reduceat((dev * dev).sum(axis=1), starts)
+        return out
+
+    def take(self, rows: np.ndarray) -> "DenseBlock":
+        return DenseBlock(self.values[rows])
+
+    def rows(self, start: int, stop: int) -> "DenseBlock":
+        """Rows ``start`` … ``stop`` − 1, a view of the values (no copy)."""
+        return DenseBlock(self.values[start:stop])
+
+
+Block = Union[BinnedBlock, DenseBlock]
+
+
+class FeatureMatrix:
+    """φ for a set of candidates: blocks side by side, never materialised as one matrix."""
+
+    def __init__(self, blocks: Sequence[Block]):
+        self.blocks = list(blocks)
+        self._bounds = np.cumsum([0] + [b.dim for b in self.blocks])
+
+    @property
+    def dim(self) -> int:
+        return int(self._bounds[-1])
+
+    @property
+    def n_rows(self) -> int:
+        first = self.blocks[0]
+        return len(first.codes if isinstance(first, BinnedBlock) else first.values)
+
+    def dot(self, w: np.ndarray) -> np.ndarray:
+        """Scores Φw of every candidate."""
+        if not self.blocks:
+            return np.zeros(0)
+        parts = zip(self.blocks, self._bounds[:-1], self._bounds[1:])
+        b, lo, hi = next(parts)
+        out = np.array(b.dot(w[lo:hi]), dtype=float)          # = 0 + first block, without the zeros
+        for b, lo, hi in parts:
+            out += b.dot(w[lo:hi])
+        return out
+
+    def rdot(self, c: np.ndarray) -> np.ndarray:
+        """Φᵀc = Σ_d c_d φ(d), the joint feature vector of a constraint."""
+        return np.concatenate([b.rdot(c) for b in self.blocks])
+
+    def take(self, rows: np.ndarray) -> "FeatureMatrix":
+        return FeatureMatrix([b.take(rows) for b in self.blocks])
+
+    def rows(self, start: int, stop: int) -> "FeatureMatrix":
+        """Candidates ``start`` … ``stop`` − 1, views of the blocks (no copy)."""
+        return FeatureMatrix([b.rows(start, stop) for b in self.blocks])
+
+    def query_sumsq(self, offsets: np.ndarray) -> np.ndarray:
+        """Per query, Σ_d ‖φ(d) − φ̄_q‖² (φ̄_q the mean of the query's candidates), the blocks added in order."""
+        if not self.blocks:
+            return np.zeros(len(offsets) - 1)
+        return np.sum([b.query_sumsq(offsets) for b in self.blocks], axis=0)
+
+    def spread(self, offsets: np.ndarray) -> float:
+        """R² = the mean over candidates of ‖φ(d) − φ̄_q‖², φ̄_q the mean of d's query: the scale of the
+        differences between candidates of one query, which are all a ranking constraint sees (the unit of
+        ``C="auto"``'s grid, :func:`~pyterrier_svmmap.selection.resolve_c_grid`)."""
+        return spread_of(self.query_sumsq(offsets), self.n_rows if self.blocks else 0)
+
+    def dense(self) -> np.ndarray:
+        """The explicit matrix (tests and small data only)."""
+        eye = np.eye(self.dim)
+        return np.stack([self.dot(e) for e in eye], axis=1)
+
+
+def spread_of(query_sumsq: np.ndarray, n_candidates: int) -> float:
+    """R² from every query's Σ_d ‖φ(d) − φ̄_q‖² in query order (:meth:`FeatureMatrix.query_sumsq`; a cluster
+    stacks its shards' in shard order, for the same bits) and the number of candidates."""
+    return float(np.asarray(query_sumsq).sum() / n_candidates) if n_candidates else 0.0

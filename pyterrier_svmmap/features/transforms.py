@@ -1,0 +1,105 @@
+"""Per-query transforms of the scores: each function's scores rescaled within each query, vectorised over all
+queries.
+
+Input everywhere is a matrix ``raw`` of shape (candidates, base functions), NaN where a base function did not
+retrieve the candidate, with the candidates of each query contiguous and delimited by ``offsets`` (length
+Q + 1). A linear ranking model only compares candidates of one query, so these are the scales φ's blocks put
+the scores on: min–max (``minmax`` block, SVM_acc4's bins), percentiles (SVM_acc3's bins) and the within-query
+standardisation of the ``raw`` block. They compute each query alone (compiled in :mod:`._kernels`, blocks of
+whole queries spread over threads), so the result of a query does not depend on where the work is cut.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Tuple
+
+import numpy as np
+
+import pyterrier_svmmap.threads as threads
+from pyterrier_svmmap.features import kernels
+from pyterrier_svmmap.queries import query_ids
+
+#: how scores are put on a scale before thresholds apply (:func:`scale_for_binning`)
+BINNINGS = ("quantile", "minmax", "percentile")
+#: the bound of a standardised score (:func:`standardise_scores`), as the compiled kernel's
+Z_LIMIT = 2.0 ** 500
+
+
+def _group_reduce(values: np.ndarray, offsets: np.ndarray, ufunc, fill: float) -> np.ndarray:
+    """ufunc.reduceat over the query segments of a (n, F) array; empty queries get ``fill``."""
+    sizes = np.diff(offsets)
+    out = np.full((len(sizes), values.shape[1]), fill)
+    nonempty = sizes > 0
+    if nonempty.any():
+        out[nonempty] = ufunc.reduceat(values, offsets[:-1][nonempty], axis=0)
+    return out
+
+
+def query_min_max(raw: np.ndarray, offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Per query and function, the min and max of the retrieved scores (NaN if none retrieved)."""
+    lo = _group_reduce(np.where(np.isnan(raw), np.inf, raw), offsets, np.minimum, np.inf)
+    hi = _group_reduce(np.where(np.isnan(raw), -np.inf, raw), offsets, np.maximum, -np.inf)
+    none = ~np.isfinite(lo)
+    lo[none] = np.nan
+    hi[none] = np.nan
+    return lo, hi
+
+
+def _per_query_blocks(kernel, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """``kernel(raw, offsets, out)`` of a per-query scaling, run on blocks of whole queries spread over
+    :func:`~pyterrier_svmmap.threads.current` threads (each query's rows are computed alike in any block)."""
+    raw = np.ascontiguousarray(raw, dtype=float)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    out = np.empty(raw.shape)
+    threads.run_query_blocks(lambda lo, hi: kernel(raw, offsets[lo:hi + 1], out), offsets)
+    return out
+
+
+def minmax_normalise(raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """(f − min_q f)/(max_q f − min_q f) per query and function; NaN stays NaN; a constant function → 1.
+    Compiled (:func:`._kernels.minmax_normalise`; blocks of queries on threads)."""
+    if not len(raw):
+        return np.empty(np.shape(raw))
+    return _per_query_blocks(kernels().minmax_normalise, raw, offsets)
+
+
+def standardise_scores(raw: np.ndarray, offsets: np.ndarray, prescale: np.ndarray, column_scale: np.ndarray
+                       ) -> np.ndarray:
+    """Per query and function z = (x·p − lo·p)·k (p = ``prescale``, a power of two; lo the query's lowest
+    retrieved score; k = ``column_scale``), 0 for a missing score or k = 0, at most
+    :data:`._kernels.Z_LIMIT`. Compiled (:func:`._kernels.standardise`, blocks of queries on threads) once
+    numba is loaded; until then numpy's elementwise operations, which are the kernel's and give the same bits,
+    so that scoring alone (``svmmap classify``) does not pay numba's start-up."""
+    raw = np.asarray(raw, dtype=float)
+    if not len(raw):
+        return np.empty(raw.shape)
+    prescale = np.ascontiguousarray(prescale, dtype=float)
+    column_scale = np.ascontiguousarray(column_scale, dtype=float)
+    if "numba" in sys.modules:
+        jit = kernels()
+        return _per_query_blocks(lambda r, o, out: jit.standardise(r, o, prescale, column_scale, out), raw, offsets)
+    lo = query_min_max(raw, offsets)[0][query_ids(np.asarray(offsets))]
+    with np.errstate(invalid="ignore", over="ignore"):
+        dev = raw * prescale - lo * prescale
+        dev = np.where(np.isnan(dev), (raw - lo) * prescale, dev)
+        z = np.minimum(dev * column_scale, Z_LIMIT)
+    return np.where(np.isnan(raw) | (column_scale == 0), 0.0, z)
+
+
+def percentiles(raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Per query and function, the fraction of retrieved candidates scoring ≤ this one (top → 1).
+    Compiled (:func:`._kernels.percentiles`: one sort per query and function; blocks of queries on threads)."""
+    if not len(raw):
+        return np.empty(np.shape(raw))
+    return _per_query_blocks(kernels().percentiles, raw, offsets)
+
+
+def scale_for_binning(raw: np.ndarray, offsets: np.ndarray, binning: str) -> np.ndarray:
+    """The scores that thresholds apply to, for a ``binning`` of :data:`BINNINGS`."""
+    if binning == "quantile":
+        return raw
+    if binning == "minmax":
+        return minmax_normalise(raw, offsets)
+    if binning == "percentile":
+        return percentiles(raw, offsets)
+    raise ValueError(f"unknown binning {binning!r}; choose one of {BINNINGS}")
