@@ -423,7 +423,7 @@ def base_function_weights(layout: FeatureLayout, raw: np.ndarray, offsets: np.nd
 
 def resolve_c_grid(C, spread: float) -> List[float]:
     """The C values to train: ``C`` itself (:func:`c_grid`), or for ``C="auto"`` the relative grid
-    :data:`AUTO_C_GRID` divided by ``spread``, φ's R² (:meth:`~pyterrier_svmmap.features.encoder.FeatureMatrix.spread`).
+    :data:`AUTO_C_GRID` divided by ``spread``, φ's R² (:meth:`~pyterrier_svmmap.features.matrices.FeatureMatrix.spread`).
 
     The constraints of a ranking loss are differences of φ within a query, and the solution of OP 1 depends on
     C only through C·R² once φ is rescaled, so a relative grid means the same regularisation for every feature

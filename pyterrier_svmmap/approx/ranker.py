@@ -230,7 +230,7 @@ class _QuerySet:
 class ApproxRanker(Parametrized):
     """Linear ranker trained by ApproxAP or ApproxNDCG (Qin et al., §4.4 Algorithm 1).
 
-    Works on a :class:`~pyterrier_svmmap.features.encoder.FeatureMatrix` with queries delimited by
+    Works on a :class:`~pyterrier_svmmap.features.matrices.FeatureMatrix` with queries delimited by
     ``offsets``. For every (α, β) of the grid it runs Algorithm 1 from θ_0 = ``w0`` (default 0):
     ``n_iter`` (T) passes, each over the training queries in a fresh random order, one step
     θ ← θ + η ∇_θ M̂(q) per query. It then keeps, of all T·|grid| models, the one with the best

@@ -303,7 +303,7 @@ class ShardedData:
             placement.close()
 
     def column_statistics(self) -> ColumnStatistics:
-        """The base functions' :class:`~pyterrier_svmmap.features.encoder.ColumnStatistics` over all shards, as one
+        """The base functions' :class:`~pyterrier_svmmap.features.scales.ColumnStatistics` over all shards, as one
         process computes them: the largest |score| over the shards, then every shard's per-query sums at the
         resulting scale, stacked in shard order."""
         if self._statistics is None:
@@ -337,7 +337,7 @@ class ShardedData:
 
     def spread(self) -> float:
         """φ's R² over every shard (the one of :meth:`set_layout`), as one process computes it: the shards'
-        per-query sums stacked in shard order (:func:`~pyterrier_svmmap.features.encoder.spread_of`)."""
+        per-query sums stacked in shard order (:func:`~pyterrier_svmmap.features.matrices.spread_of`)."""
         parts = self.feature_placement.run(worker_query_sumsq, ())
         return spread_of(np.concatenate(parts), self.n_candidates)
 

@@ -70,12 +70,12 @@ def sample_counts(sample: List[np.ndarray], pivots: np.ndarray) -> np.ndarray:
 
 
 def shard_column_top(shard: Queries) -> np.ndarray:
-    """Per base function, the shard's largest |retrieved score| (:func:`~pyterrier_svmmap.features.encoder.column_top`)."""
+    """Per base function, the shard's largest |retrieved score| (:func:`~pyterrier_svmmap.features.scales.column_top`)."""
     return column_top(shard.raw)
 
 
 def shard_spread_sums(shard: Queries, prescale: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The shard's per-query spread sums (:func:`~pyterrier_svmmap.features.encoder.query_spread_sums`) and its
+    """The shard's per-query spread sums (:func:`~pyterrier_svmmap.features.scales.query_spread_sums`) and its
     queries' candidate counts: the driver stacks them in shard order into the statistics of one process."""
     return (*query_spread_sums(shard.raw, shard.offsets, prescale), np.diff(shard.offsets))
 
@@ -183,7 +183,7 @@ def worker_violation(w: np.ndarray, losses, *problems: ShardProblem
 
 def worker_query_sumsq(*problems: ShardProblem) -> Tuple[Optional[str], List[np.ndarray]]:
     """Per shard of a worker, in the order given, every query's Σ_d ‖φ(d) − φ̄_q‖²
-    (:meth:`~pyterrier_svmmap.features.encoder.FeatureMatrix.query_sumsq`: φ's spread, for ``C="auto"``)."""
+    (:meth:`~pyterrier_svmmap.features.matrices.FeatureMatrix.query_sumsq`: φ's spread, for ``C="auto"``)."""
     with threads.using(worker_threads()):
         parts = [p.X.query_sumsq(p.offsets) for p in problems]
     return worker_address(), parts
@@ -240,7 +240,7 @@ def select_order_statistics(count_le, ranks: np.ndarray, lo: np.ndarray, hi: np.
 
 def quantile_thresholds_from_counts(count_le, n: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                                     n_bins: int) -> np.ndarray:
-    """(F, n_bins) thresholds as :func:`~pyterrier_svmmap.features.encoder.function_thresholds` computes them over
+    """(F, n_bins) thresholds as :func:`~pyterrier_svmmap.features.thresholds.function_thresholds` computes them over
     the union of all shards' values (−inf first, quantiles 1/n_bins … of method "lower", duplicates
     removed, +inf padding), from distributed counts."""
     F = len(n)

@@ -43,7 +43,7 @@ import numpy as np
 
 import pyterrier_svmmap.products as products
 import pyterrier_svmmap.threads as threads
-from pyterrier_svmmap.features.encoder import FeatureMatrix
+from pyterrier_svmmap.features.matrices import FeatureMatrix
 from pyterrier_svmmap.svm.losses.base import Loss
 from pyterrier_svmmap.svm.qp import QP_MAX_STEPS, compiled, solve_dual
 from pyterrier_svmmap.svm.slack import SlackGroup

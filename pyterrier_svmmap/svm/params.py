@@ -14,7 +14,8 @@ from typing import Optional
 import numpy as np
 
 from pyterrier_svmmap.features.blocks import BLOCK_KINDS
-from pyterrier_svmmap.features.encoder import BINNINGS, parse_blocks
+from pyterrier_svmmap.features.encoder import parse_blocks
+from pyterrier_svmmap.features.transforms import BINNINGS
 from pyterrier_svmmap.params import (Param, ParamSpec, boolean, one_of, optional_int, optional_positive_int,
                                      positive_int, positive_number)
 from pyterrier_svmmap.selection import (DEFAULT_ALPHA, DEFAULT_C, DEFAULT_C_GRID, DEFAULT_FEATURES,
