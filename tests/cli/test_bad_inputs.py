@@ -114,6 +114,7 @@ def test_interrupted(tmp_path, mq2008_fold1):
 #: what ``svmmap learn`` imports before its checks (the interpreter's own files may be out of nobody's reach)
 AS_USER = """
 import os, sys
+import gettext, locale                        # argparse's messages load them on first use
 from pyterrier_svmmap.cli import main
 import pyterrier_svmmap.cli.learn, pyterrier_svmmap.io.atomic, pyterrier_svmmap.io.model_files
 import pyterrier_svmmap.io.svmlight, pyterrier_svmmap.svm.ranker
