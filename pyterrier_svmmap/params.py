@@ -4,8 +4,10 @@ A learner lists its parameters as a :class:`ParamSpec` of :class:`Param` (name, 
 whether it changes the model, what a model file written before it existed means, its command-line option). A
 class that subclasses :class:`Parametrized` and sets ``PARAMS`` gets from it:
 
-* a keyword-only ``__init__`` that stores every argument unchanged, as scikit-learn requires (so that
-  ``sklearn.base.clone``, grid searches and pipelines work), with a real signature (``help``, ``inspect``);
+* a check, when the class is created, that its ``__init__`` is keyword-only and takes exactly the spec's
+  parameters, in its order and with its defaults (:meth:`ParamSpec.init_problems`): each class writes its
+  ``__init__`` out, storing every argument unchanged as scikit-learn requires (so that ``sklearn.base.clone``,
+  grid searches and pipelines work), and editors, type checkers and readers see the parameters in its source;
 * ``get_params(deep=True)`` and ``set_params(**params)`` with scikit-learn's meaning, and PyTerrier's
   ``get_parameter``/``set_parameter`` through the same attributes;
 * :meth:`Parametrized.check_params`, the checks ``fit`` runs (one ``ValueError`` naming the parameter);
@@ -13,10 +15,12 @@ class that subclasses :class:`Parametrized` and sets ``PARAMS`` gets from it:
 * the names ``repr`` shows and model files save (:attr:`ParamSpec.model_names`), and the values a model file
   without a parameter means (:attr:`ParamSpec.implied`).
 
-Adding a parameter is one :class:`Param` and the code that uses it.
+Adding a parameter is one :class:`Param`, the keyword and ``self.name = name`` in ``__init__``, and the code
+that uses it.
 """
 from __future__ import annotations
 
+import inspect
 import textwrap
 from dataclasses import dataclass, replace
 from typing import Any, Callable, ClassVar, Dict, Iterator, Optional, Sequence, Tuple
@@ -146,31 +150,47 @@ class ParamSpec:
             lines += textwrap.wrap(p.doc, width=100, initial_indent="    ", subsequent_indent="    ")
         return textwrap.indent("\n".join(lines), indent)
 
-    def make_init(self) -> Callable:
-        """A keyword-only ``__init__(self, *, name=default, ...)`` that stores every argument as it is."""
-        args = ", ".join(f"{p.name}=_defaults[{i}]" for i, p in enumerate(self.params))
-        body = "".join(f"    self.{p.name} = {p.name}\n" for p in self.params) or "    pass\n"
-        namespace: Dict[str, Any] = {"_defaults": [p.default for p in self.params]}
-        exec(f"def __init__(self, *, {args}):\n{body}" if args else f"def __init__(self):\n{body}", namespace)
-        init = namespace["__init__"]
-        init.__doc__ = "Store the parameters as they are (the class docstring lists them); ``fit`` checks them."
-        return init
+    def init_problems(self, init: Callable) -> Iterator[str]:
+        """What is wrong with ``init`` as the ``__init__`` of these parameters: it must be
+        ``__init__(self, *, name=default, ...)`` of exactly the spec's names, in its order, with its defaults."""
+        params = list(inspect.signature(init).parameters.values())[1:]             # after self
+        names = [q.name for q in params]
+        if names != list(self.names):
+            yield f"takes {names}, but PARAMS declares {list(self.names)}"
+            return
+        for q in params:
+            if q.kind is not q.KEYWORD_ONLY:
+                yield f"{q.name} is not keyword-only"
+            elif not _same_default(q.default, self[q.name].default):
+                yield f"{q.name}'s default is {q.default!r}, but PARAMS declares {self[q.name].default!r}"
+
+
+def _same_default(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except (TypeError, ValueError):
+        return False
 
 
 class Parametrized:
-    """A learner whose constructor parameters are declared by ``PARAMS`` (a :class:`ParamSpec`): setting ``PARAMS``
-    on a class gives it the keyword-only ``__init__`` of :meth:`ParamSpec.make_init`, and a ``{parameters}``
-    placeholder in its docstring becomes the spec's ``Parameters`` section."""
+    """A learner whose constructor parameters are declared by ``PARAMS`` (a :class:`ParamSpec`). The class writes
+    its keyword-only ``__init__`` out (``def __init__(self, *, C=..., ...)``, storing each argument as it is); a
+    class that sets ``PARAMS`` or defines ``__init__`` is checked against the spec when it is created (a
+    TypeError naming the difference), and a ``{parameters}`` placeholder in its docstring becomes the spec's
+    ``Parameters`` section."""
 
     PARAMS: ClassVar[ParamSpec] = ParamSpec([])
 
+    def __init__(self):
+        """No parameters (the empty ``PARAMS``)."""
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        if "PARAMS" in cls.__dict__:
-            init = cls.PARAMS.make_init()
-            init.__qualname__ = f"{cls.__qualname__}.__init__"
-            init.__module__ = cls.__module__
-            cls.__init__ = init
+        if "PARAMS" in cls.__dict__ or "__init__" in cls.__dict__:
+            for problem in cls.PARAMS.init_problems(cls.__init__):
+                raise TypeError(f"{cls.__qualname__}.__init__ does not match its PARAMS: {problem}")
         if cls.__doc__ and "{parameters}" in cls.__doc__:
             cls.__doc__ = cls.__doc__.replace("{parameters}", cls.PARAMS.doc_section().strip())
 

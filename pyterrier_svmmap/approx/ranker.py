@@ -268,6 +268,19 @@ class ApproxRanker(Parametrized):
         Param("verbose", False, "bool", "Show progress.", check=boolean, model=False),
     ])
 
+    def __init__(self, *, measure="ap", alphas=None, betas=None, n_iter=200, learning_rate=0.01, w0=None,
+                          track_error=True, max_entries=DEFAULT_MAX_ENTRIES, random_state=0, verbose=False):
+        self.measure = measure
+        self.alphas = alphas
+        self.betas = betas
+        self.n_iter = n_iter
+        self.learning_rate = learning_rate
+        self.w0 = w0
+        self.track_error = track_error
+        self.max_entries = max_entries
+        self.random_state = random_state
+        self.verbose = verbose
+
     # -- the grid --------------------------------------------------------------------------------
     def grid(self) -> List[Tuple[float, float]]:
         """(α, β) pairs searched: the paper's grids unless ``alphas``/``betas`` are given.

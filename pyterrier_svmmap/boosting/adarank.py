@@ -45,6 +45,12 @@ class AdaRankRanker(Peer):
         Param("verbose", False, "bool", "Log each round.", check=boolean, model=False),
     ])
 
+    def __init__(self, *, n_rounds=100, measure="ap", k=10, verbose=False):
+        self.n_rounds = n_rounds
+        self.measure = measure
+        self.k = k
+        self.verbose = verbose
+
     def _evaluate(self, scores, labels, offsets, n_relevant):
         if self.measure == "ap":
             return average_precision(scores, labels, offsets, n_relevant)

@@ -48,6 +48,19 @@ class LambdaMARTRanker(Peer):
         Param("verbose", False, "bool", "LightGBM's own output.", check=boolean, model=False),
     ])
 
+    def __init__(self, *, n_estimators=500, learning_rate=0.05, num_leaves=31, min_child_samples=20, metric="ndcg",
+                          eval_at=10, early_stopping_rounds=50, random_state=0, params=None, verbose=False):
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.num_leaves = num_leaves
+        self.min_child_samples = min_child_samples
+        self.metric = metric
+        self.eval_at = eval_at
+        self.early_stopping_rounds = early_stopping_rounds
+        self.random_state = random_state
+        self.params = params
+        self.verbose = verbose
+
     def fit(self, raw: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
             raw_valid: Optional[np.ndarray] = None, labels_valid: Optional[np.ndarray] = None,
             offsets_valid: Optional[np.ndarray] = None) -> "LambdaMARTRanker":

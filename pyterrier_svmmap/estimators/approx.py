@@ -10,6 +10,7 @@ from typing import Optional
 import numpy as np
 
 import pyterrier_svmmap.approx.ranker as approx
+from pyterrier_svmmap.approx.ranker import DEFAULT_MAX_ENTRIES
 from pyterrier_svmmap.estimators.base import RankerEstimator
 from pyterrier_svmmap.features.layout import FeatureLayout
 from pyterrier_svmmap.frames import Candidates
@@ -46,7 +47,6 @@ APPROX_PARAMS = ParamSpec([
 
 class _Approx(RankerEstimator):
     measure = "ap"
-    PARAMS = APPROX_PARAMS
 
     def _fit_arrays(self, train: Candidates, valid: Optional[Candidates]) -> None:
         self.layout_ = FeatureLayout.fit(train.raw, train.offsets, self.features, self.n_bins, self.binning,
@@ -104,6 +104,23 @@ class ApproxAP(_Approx):
     measure = "ap"
     PARAMS = ParamSpec([*APPROX_PARAMS, dataclasses.replace(STRUCT_SVM_PARAMS["rel"], implied=1.0)])
 
+    def __init__(self, *, features="minmax", normalise="query", n_bins=50, binning="quantile", alphas=None,
+                          betas=None, n_iter=200, learning_rate=0.01, track_error=True,
+                          max_entries=DEFAULT_MAX_ENTRIES, random_state=0, verbose=False, rel=1.0):
+        self.features = features
+        self.normalise = normalise
+        self.n_bins = n_bins
+        self.binning = binning
+        self.alphas = alphas
+        self.betas = betas
+        self.n_iter = n_iter
+        self.learning_rate = learning_rate
+        self.track_error = track_error
+        self.max_entries = max_entries
+        self.random_state = random_state
+        self.verbose = verbose
+        self.rel = rel
+
 
 class ApproxNDCG(_Approx):
     """ApproxNDCG (Qin et al., §4.2, §4.4): as :class:`ApproxAP` with N̂DCG (Eq. (21)), gains 2^label − 1, α chosen
@@ -112,3 +129,20 @@ class ApproxNDCG(_Approx):
     {parameters}
     """
     measure = "ndcg"
+    PARAMS = APPROX_PARAMS
+
+    def __init__(self, *, features="minmax", normalise="query", n_bins=50, binning="quantile", alphas=None,
+                          betas=None, n_iter=200, learning_rate=0.01, track_error=True,
+                          max_entries=DEFAULT_MAX_ENTRIES, random_state=0, verbose=False):
+        self.features = features
+        self.normalise = normalise
+        self.n_bins = n_bins
+        self.binning = binning
+        self.alphas = alphas
+        self.betas = betas
+        self.n_iter = n_iter
+        self.learning_rate = learning_rate
+        self.track_error = track_error
+        self.max_entries = max_entries
+        self.random_state = random_state
+        self.verbose = verbose

@@ -35,8 +35,9 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
     saved and loaded as ``pt.Artifact`` s.
 
     Subclasses declare their constructor parameters as ``PARAMS`` (:class:`~pyterrier_svmmap.params.ParamSpec`:
-    the keyword-only ``__init__``, ``get_params``/``set_params``, the checks, what ``repr`` shows and what is
-    saved), and implement ``_fit_arrays(train, valid)`` (both :class:`Candidates`, ``valid`` may be None),
+    ``get_params``/``set_params``, the checks, the docstring, what ``repr`` shows and what is saved), write the
+    keyword-only ``__init__`` of those parameters out (checked against ``PARAMS`` when the class is created), and
+    implement ``_fit_arrays(train, valid)`` (both :class:`Candidates`, ``valid`` may be None),
     ``_score(raw, offsets) -> np.ndarray`` and ``_get_state()`` / ``_set_state(meta, arrays)`` (the fitted state
     for :mod:`~pyterrier_svmmap.io.model_files`). Learned attributes end in ``_``; ``base_names_`` holds the
     base functions' names when the frames carried them (``RunFeatures`` does).

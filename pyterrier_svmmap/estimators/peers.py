@@ -56,6 +56,19 @@ class LambdaMART(_Peer):
     ranker_class = LambdaMARTRanker
     PARAMS = LambdaMARTRanker.PARAMS
 
+    def __init__(self, *, n_estimators=500, learning_rate=0.05, num_leaves=31, min_child_samples=20, metric="ndcg",
+                          eval_at=10, early_stopping_rounds=50, random_state=0, params=None, verbose=False):
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.num_leaves = num_leaves
+        self.min_child_samples = min_child_samples
+        self.metric = metric
+        self.eval_at = eval_at
+        self.early_stopping_rounds = early_stopping_rounds
+        self.random_state = random_state
+        self.params = params
+        self.verbose = verbose
+
 
 class McRank(_Peer):
     """McRank (multiclass boosted trees, score = expected relevance, 30 rounds), the PyTerrier estimator of
@@ -65,6 +78,16 @@ class McRank(_Peer):
     """
     ranker_class = McRankRanker
     PARAMS = McRankRanker.PARAMS
+
+    def __init__(self, *, n_estimators=30, learning_rate=0.1, num_leaves=31, min_child_samples=20, random_state=0,
+                          params=None, verbose=False):
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.num_leaves = num_leaves
+        self.min_child_samples = min_child_samples
+        self.random_state = random_state
+        self.params = params
+        self.verbose = verbose
 
 
 class AdaRank(_Peer):
@@ -78,6 +101,13 @@ class AdaRank(_Peer):
         Param("rel", 1.0, "float", "The lowest label that counts as relevant: AdaRank.MAP trains on binary relevance "
               "(label ≥ ``rel``), as the structural SVMs do; AdaRank.NDCG on the graded labels.",
               check=positive_number, implied=1.0))
+
+    def __init__(self, *, n_rounds=100, measure="ap", k=10, verbose=False, rel=1.0):
+        self.n_rounds = n_rounds
+        self.measure = measure
+        self.k = k
+        self.verbose = verbose
+        self.rel = rel
 
     def _relevance(self, cands: Candidates) -> Candidates:
         if self.measure != "ap":

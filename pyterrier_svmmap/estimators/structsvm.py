@@ -17,6 +17,8 @@ import numpy as np
 
 from pyterrier_svmmap.estimators.base import RankerEstimator
 from pyterrier_svmmap.frames import Candidates
+from pyterrier_svmmap.selection import (DEFAULT_ALPHA, DEFAULT_C, DEFAULT_FEATURES, DEFAULT_MIN_VALID_QUERIES,
+                                        DEFAULT_PRIOR)
 from pyterrier_svmmap.svm.docs import ATTRIBUTES, compose
 from pyterrier_svmmap.svm.params import ESTIMATOR_PARAMS, STRUCT_SVM_PARAMS, SVMMAP_PARAMS
 from pyterrier_svmmap.svm.ranker import StructSVMRanker
@@ -48,6 +50,37 @@ class StructSVM(RankerEstimator):
 
     PARAMS = ESTIMATOR_PARAMS
     RANKER = StructSVMRanker
+
+    def __init__(self, *, C=DEFAULT_C, loss="map", loss_params=None, features=DEFAULT_FEATURES, normalise="query",
+                          n_bins=50, binning="quantile", threshold_depth=200, epsilon=1e-3, max_iter=1000,
+                          prior=DEFAULT_PRIOR, prior_scale=1.0, first_stage="auto", cv=5, random_state=0,
+                          selection="auto", fallback_alpha=DEFAULT_ALPHA, min_valid_queries=DEFAULT_MIN_VALID_QUERIES,
+                          average_folds=True, rel=1.0, verbose=False, executor=None, queries_per_shard=1000,
+                          n_jobs=None):
+        self.C = C
+        self.loss = loss
+        self.loss_params = loss_params
+        self.features = features
+        self.normalise = normalise
+        self.n_bins = n_bins
+        self.binning = binning
+        self.threshold_depth = threshold_depth
+        self.epsilon = epsilon
+        self.max_iter = max_iter
+        self.prior = prior
+        self.prior_scale = prior_scale
+        self.first_stage = first_stage
+        self.cv = cv
+        self.random_state = random_state
+        self.selection = selection
+        self.fallback_alpha = fallback_alpha
+        self.min_valid_queries = min_valid_queries
+        self.average_folds = average_folds
+        self.rel = rel
+        self.verbose = verbose
+        self.executor = executor
+        self.queries_per_shard = queries_per_shard
+        self.n_jobs = n_jobs
 
     def _ranker(self) -> StructSVMRanker:
         """The array-level ranker of these parameters (checked by its ``fit``), with the shard executor of
@@ -125,3 +158,31 @@ class SVMMap(StructSVM):
     #: SVM-map's loss: 1 − AP (not a parameter)
     loss = "map"
     loss_params = None
+
+    def __init__(self, *, C=DEFAULT_C, features=DEFAULT_FEATURES, normalise="query", n_bins=50, binning="quantile",
+                          threshold_depth=200, epsilon=1e-3, max_iter=1000, prior=DEFAULT_PRIOR, prior_scale=1.0,
+                          first_stage="auto", cv=5, random_state=0, selection="auto", fallback_alpha=DEFAULT_ALPHA,
+                          min_valid_queries=DEFAULT_MIN_VALID_QUERIES, average_folds=True, rel=1.0, verbose=False,
+                          executor=None, queries_per_shard=1000, n_jobs=None):
+        self.C = C
+        self.features = features
+        self.normalise = normalise
+        self.n_bins = n_bins
+        self.binning = binning
+        self.threshold_depth = threshold_depth
+        self.epsilon = epsilon
+        self.max_iter = max_iter
+        self.prior = prior
+        self.prior_scale = prior_scale
+        self.first_stage = first_stage
+        self.cv = cv
+        self.random_state = random_state
+        self.selection = selection
+        self.fallback_alpha = fallback_alpha
+        self.min_valid_queries = min_valid_queries
+        self.average_folds = average_folds
+        self.rel = rel
+        self.verbose = verbose
+        self.executor = executor
+        self.queries_per_shard = queries_per_shard
+        self.n_jobs = n_jobs

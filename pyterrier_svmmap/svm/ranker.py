@@ -30,6 +30,7 @@ from pyterrier_svmmap.chunks import score_matrix
 from pyterrier_svmmap.params import Parametrized
 from pyterrier_svmmap.svm.docs import compose
 from pyterrier_svmmap.svm.params import STRUCT_SVM_PARAMS
+from pyterrier_svmmap.selection import DEFAULT_ALPHA, DEFAULT_C_GRID, DEFAULT_MIN_VALID_QUERIES
 from pyterrier_svmmap.svm.executors import resolve as resolve_executor
 from pyterrier_svmmap.svm.slack import make_slack_groups
 from pyterrier_svmmap.selection import (best_function, c_grid, cross_validate,
@@ -59,6 +60,37 @@ class StructSVMRanker(Parametrized):
     PARAMS = STRUCT_SVM_PARAMS
     #: constructor parameters that change the model (``repr`` shows them; the model state saves them)
     MODEL_PARAMS = STRUCT_SVM_PARAMS.model_names
+
+    def __init__(self, *, C=DEFAULT_C_GRID, loss="map", loss_params=None, features="bins", normalise="query",
+                          n_bins=50, binning="quantile", threshold_depth=200, epsilon=1e-3, max_iter=1000,
+                          prior=None, prior_scale=1.0, first_stage=None, cv=5, random_state=0, selection="validation",
+                          fallback_alpha=DEFAULT_ALPHA, min_valid_queries=DEFAULT_MIN_VALID_QUERIES,
+                          average_folds=True, rel=1.0, verbose=False, executor=None, queries_per_shard=1000,
+                          n_jobs=None):
+        self.C = C
+        self.loss = loss
+        self.loss_params = loss_params
+        self.features = features
+        self.normalise = normalise
+        self.n_bins = n_bins
+        self.binning = binning
+        self.threshold_depth = threshold_depth
+        self.epsilon = epsilon
+        self.max_iter = max_iter
+        self.prior = prior
+        self.prior_scale = prior_scale
+        self.first_stage = first_stage
+        self.cv = cv
+        self.random_state = random_state
+        self.selection = selection
+        self.fallback_alpha = fallback_alpha
+        self.min_valid_queries = min_valid_queries
+        self.average_folds = average_folds
+        self.rel = rel
+        self.verbose = verbose
+        self.executor = executor
+        self.queries_per_shard = queries_per_shard
+        self.n_jobs = n_jobs
 
     def check_params(self) -> None:
         """ValueError naming the first parameter that cannot work, alone (:data:`STRUCT_SVM_PARAMS`' checks) or
