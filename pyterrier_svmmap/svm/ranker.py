@@ -383,7 +383,8 @@ class StructSVMRanker(Parametrized):
         layout : FeatureLayout
             The fitted layout of the path.
         function : int
-            The prior's base function (the best on the training queries).
+            The prior's base function: the reference function (the first stage, or the best on the training
+            queries).
         raw, offsets : ndarray, optional
             The training candidates' scores and query boundaries, on which the column's range is taken.
         span : float, optional
