@@ -12,10 +12,11 @@ what every learner shares for that:
 * the rule that picks: :func:`select` applies :data:`RULE` (:func:`first_best`, the first maximum) to the
   settings' scores and returns a :class:`Selection`, the evidence of the choice (what ``path_`` and
   ``selection_`` record);
-* :func:`best_function`: the base function with the highest training MAP (the tie-break function and the
-  prior's function);
+* :func:`queries_best_function`: the reference function — the queries' first stage where known
+  (:attr:`~pyterrier_svmmap.queries.Queries.reference`), else :func:`best_function`, the base function with
+  the highest training MAP — (the tie-break function and the prior's function);
 * the package's default rule, ``selection="auto"`` (the estimators' default, :func:`select_auto`): every
-  setting and the *fallback* — the best base function itself — scored per held-out query by cross-validation
+  setting and the *fallback* — the reference function itself — scored per held-out query by cross-validation
   over every judged query (training ∪ validation), the learned arg-max kept only when a sign-flip max-gain
   test (:func:`max_gain_pvalue`, :func:`choose`) says its gain over the fallback is more likely real than an
   artefact of picking the best of many, then refitted on all judged queries and averaged with the fold
@@ -729,8 +730,8 @@ def select_auto(train: Queries, valid: Optional[Queries], settings: Sequence[Tup
 
 def fallback_model(queries: Queries, raw_layout: Callable[[Queries], FeatureLayout], prior_scale: float = 1.0
                    ) -> Tuple[FeatureLayout, np.ndarray, int]:
-    """The fallback candidate: the base function with the best MAP on ``queries`` as a model of the raw
-    layout (``raw_layout(queries)``): w₀ of the prior, the limit C → 0 of prior-regularised training,
+    """The fallback candidate: the reference function of ``queries`` (:func:`queries_best_function`: the
+    first stage, or the base function with the best MAP on them) as a model of the raw layout (``raw_layout(queries)``): w₀ of the prior, the limit C → 0 of prior-regularised training,
     missing documents last. (layout, w, function)."""
     layout = raw_layout(queries)
     f = queries_best_function(queries)

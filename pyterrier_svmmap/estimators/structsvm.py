@@ -38,12 +38,13 @@ class StructSVM(RankerEstimator):
 
     **The default** chooses from the judged queries it is given (:func:`~pyterrier_svmmap.selection.select_auto`,
     docs/model-selection.md): the base functions standardised within queries (free of their units), a linear
-    model of them, the paper's threshold features and both, each regularised towards the base function with
-    the best training MAP (``prior="best"``) over a C grid relative to its features' spread, compared by
-    per-query held-out AP of ``cv``-fold cross-validation over training ∪ validation queries (the final
-    weights: the fold models and the refit on all of them, averaged) — and the base function itself is kept
-    unless learning's gain passes a sign-flip max-gain test at ``fallback_alpha``, the threshold features
-    unless they pass it against the linear model. So the default never trusts a grid's arg-max on a handful
+    model of them, the paper's threshold features and both, each regularised towards the first stage
+    (``first_stage``: the one the candidates declare, e.g. ``RunFeatures(base, first="bm25")``; without one,
+    the base function with the best training MAP; ``prior="best"``) over a C grid relative to its features'
+    spread, compared by per-query held-out AP of ``cv``-fold cross-validation over training ∪ validation
+    queries (the final weights: the fold models and the refit on all of them, averaged) — and that function
+    itself is kept unless learning's gain passes a sign-flip max-gain test at ``fallback_alpha``, the
+    threshold features unless they pass it against the linear model. So the default never trusts a grid's arg-max on a handful
     of validation queries, and keeps the ranking a user would pick without learning when learning shows no
     evidence.""", ESTIMATOR_PARAMS, attributes=(*ATTRIBUTES, "ranker_"), extra_attributes=dict(
                           ranker_=("StructSVMRanker", "The array-level model, which scores without PyTerrier.")))

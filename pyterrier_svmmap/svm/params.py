@@ -141,8 +141,9 @@ STRUCT_SVM_PARAMS = ParamSpec([
           'The cap on cutting-plane iterations per C.',
           check=positive_int, cli="--max-iter"),
     Param("prior", None, "{None, 'best', 'auto'}",
-          'None regularises towards w = 0 (the paper); ``"best"`` towards the base function with '
-          "the highest training MAP (½‖w − w₀‖²), so that a small C keeps that function's ranking "
+          'None regularises towards w = 0 (the paper); ``"best"`` towards the reference function '
+          '(``first_stage``: the first stage, or the base function with the highest training MAP; '
+          "½‖w − w₀‖²), so that a small C keeps that function's ranking "
           'and a larger C moves away from it only as far as the training constraints ask; with '
           '``selection="auto"`` also ``"auto"`` (both, chosen with C).',
           check=one_of(None, "best", "auto"), cli="--prior"),
@@ -172,7 +173,7 @@ STRUCT_SVM_PARAMS = ParamSpec([
           "paper's protocol and svm_map_learn's, the best validation MAP, or without validation "
           'data the best mean held-out MAP of ``cv``-fold cross-validation over the training '
           'queries. ``"auto"`` (:func:`~pyterrier_svmmap.selection.select_auto`): per-query held- '
-          'out AP of every setting and of the *fallback* — the base function with the best MAP, '
+          'out AP of every setting and of the *fallback* — the reference function (``first_stage``), '
           'as a model — from ``cv``-fold cross-validation over training ∪ validation queries; the '
           'arg-max is refitted on all of them and replaces the fallback only if a sign-flip max- '
           'gain test gives p ≤ ``fallback_alpha``. A single setting is trained as given. '

@@ -358,8 +358,9 @@ class StructSVMRanker(Parametrized):
 
     def uses_prior(self, prior: Optional[str] = "default") -> bool:
         """Whether a path is trained towards a prior: ``prior`` (``"default"``: the parameter ``prior``) is
-        given. The prior's centre is :meth:`prior_weights` of the base function with the best MAP on the
-        training queries (:func:`~pyterrier_svmmap.selection.best_function`).
+        given. The prior's centre is :meth:`prior_weights` of the reference function: the first stage
+        (``first_stage``) or the base function with the best MAP on the training queries
+        (:func:`~pyterrier_svmmap.selection.queries_best_function`).
 
         Parameters
         ----------
@@ -668,8 +669,8 @@ class StructSVMRanker(Parametrized):
 
     def ranking_scores(self, raw, offsets, docnos=None) -> np.ndarray:
         """:meth:`decision_function` with ties broken by the package's policy (:mod:`~pyterrier_svmmap.ties`):
-        equal scores ordered by the tie-break function (the base function with the best training MAP,
-        ``tie_function_``), then by docno descending when ``docnos`` are given. What ``transform`` and
+        equal scores ordered by the tie-break function (the reference function: the first stage, or the base
+        function with the best training MAP; ``tie_function_``), then by docno descending when ``docnos`` are given. What ``transform`` and
         ``svmmap classify`` output, and what validation MAP is computed on.
 
         Parameters
