@@ -1,8 +1,8 @@
 """The named systems that ``svmmap reproduce --systems`` compares (:data:`SYSTEMS`): PyTerrier estimators, each
-built fresh by a factory. The LETOR protocol's learners (``svmmap letor``) are in
-:mod:`pyterrier_svmmap.experiments.letor_learners`; both use the same names for the same configurations
-(``svm-map`` is the package's default ``SVMMap()`` in both, ``svm-map-paper`` the paper's bins, ``svm-map-raw``
-the raw features).
+built fresh by a factory. The names that ``svmmap letor`` knows too (:data:`SHARED_SYSTEMS` and
+``svm-map-raw``) are built from the one table of configurations,
+:data:`pyterrier_svmmap.experiments.learner_configs.CONFIGS`, from which letor builds its array-level fits
+(:mod:`pyterrier_svmmap.experiments.letor_learners`): a name means one configuration in both commands.
 
 ``SYSTEMS`` maps a name to a factory returning a fresh, unfitted ``pt.Estimator``. The estimator is
 fitted once per trial with ``fit(train_res, train_qrels, valid_res, valid_qrels)`` (``valid_*`` are
@@ -23,25 +23,19 @@ from __future__ import annotations
 import logging
 from typing import Callable, Dict, List, Sequence
 
+from pyterrier_svmmap.experiments.learner_configs import (APPROX_AP_ALPHAS, APPROX_AP_BETAS,  # noqa: F401
+                                                          APPROX_N_ITER, APPROX_NDCG_ALPHAS, C_GRID_SCALE, CONFIGS,
+                                                          PAPER_PARAMS)
+
 logger = logging.getLogger(__name__)
 
 SYSTEMS: Dict[str, Callable[[], object]] = {}
 
-#: ``svm-map`` is the package's default ``SVMMap()`` (model selection by
-#: :func:`pyterrier_svmmap.selection.select_auto`); every other structural SVM below uses the paper's
-#: configuration (:data:`PAPER_PARAMS`: φ of |K_f| = 50 bins, no prior, C chosen on the validation queries)
-#: and the same C grid, :data:`pyterrier_svmmap.DEFAULT_C_GRID` ("a wide range of C values", §5), so that
-#: they differ from ``svm-map-paper`` in the training loss only; the exceptions are the
-#: paper's SVM_acc3 / SVM_acc4 baselines, which are defined by their binning, and the grid's scale for
-#: losses whose Ψ lives on another scale (:data:`C_GRID_SCALE`).
+#: ``svm-map`` is the package's default ``SVMMap()``; every other structural SVM of ``--systems default`` uses the
+#: paper's configuration (:data:`~pyterrier_svmmap.experiments.learner_configs.PAPER_PARAMS`) and the same C
+#: grid, so that they differ from ``svm-map-paper`` in the training loss only. The configurations of the names
+#: that ``svmmap letor`` knows too are those of :data:`~pyterrier_svmmap.experiments.learner_configs.CONFIGS`.
 
-#: The Approx learners' search in this registry (documented reduction, see :func:`_approx_ap`): the
-#: estimators' defaults search Qin et al.'s grid (20 (α, β) settings for ApproxAP, 8 α for ApproxNDCG)
-#: with T = 200 passes each; here a few settings around the grid's middle and fewer passes.
-APPROX_AP_ALPHAS = (20.0, 100.0)
-APPROX_AP_BETAS = (10.0, 50.0)
-APPROX_NDCG_ALPHAS = (20.0, 100.0)
-APPROX_N_ITER = 50
 
 def register(name: str, factory: Callable[[], object] = None):
     """Add ``factory`` to ``SYSTEMS`` under ``name`` (usable as a decorator)."""
@@ -51,38 +45,35 @@ def register(name: str, factory: Callable[[], object] = None):
     return deco(factory) if factory is not None else deco
 
 
-#: Multipliers of that grid for the losses whose joint feature map is on another scale. Scaling Ψ by λ
-#: is the same problem as scaling C by λ² (substitute u = λw in OP 1), so a loss whose constraints are
-#: λ times longer needs a grid λ² lower to cover the same range of regularisation. φ_mrr is
-#: unnormalised (Chakrabarti et al. Eq. 5): a constraint sums up to |N| ≈ 10³ candidates where φ_po
-#: averages, so λ² ≈ 10⁶–10⁸; φ_dorm sums A(r) over the top-20 window, λ ≈ 10 or more. svm-mrr@10's grid
-#: starts lower still: its higher C cost the most per fit without a better model (docs/experiments.md).
-C_GRID_SCALE = {"mrr": 1e-8, "dorm": 1e-4}
+def build(name: str):
+    """A fresh estimator of the configuration ``name`` of :data:`~pyterrier_svmmap.experiments.learner_configs.CONFIGS`:
+    ``SVMMap()`` for the default, ``SVMMap`` / ``StructSVM`` with the C grid for a structural SVM (``SVMMap``
+    for the MAP loss), ``ApproxAP`` / ``ApproxNDCG`` with the configuration's grid and passes."""
+    import pyterrier_svmmap as ps
+    cfg = CONFIGS[name]
+    params = dict(cfg.params)
+    if cfg.learner == "svm-map-default":
+        return ps.SVMMap(**params)
+    if cfg.learner == "struct":
+        if params.get("loss") == "map":
+            params.pop("loss")
+            return ps.SVMMap(C=list(cfg.c_grid()), **params)
+        return ps.StructSVM(C=list(cfg.c_grid()), **params)
+    if cfg.learner == "approx-ap":
+        return ps.ApproxAP(**params)
+    if cfg.learner == "approx-ndcg":
+        return ps.ApproxNDCG(**params)
+    raise ValueError(f"no estimator for learner {cfg.learner!r} ({name})")
 
 
-#: Yue et al.'s configuration (§4.2, §5): |K_f| = 50 quantile bins, regularisation towards w = 0, C chosen
-#: by validation MAP on the paper's grid. ``svm-map-paper`` and the other losses' rows use it, so that the
-#: loss comparison (Table 9, Figure 9) stays the papers'; ``svm-map`` is the package's default SVMMap().
-PAPER_PARAMS = dict(features="bins", n_bins=50, prior=None, selection="validation")
-
-
-def _struct(c_scale: float = 1.0, **params):
-    from pyterrier_svmmap import DEFAULT_C_GRID, StructSVM
-    return StructSVM(C=[c * c_scale for c in DEFAULT_C_GRID], **{**PAPER_PARAMS, **params})
-
-
-@register("svm-map")
-def _svm_map():
-    """The package's default SVMMap() (model selection by :func:`pyterrier_svmmap.selection.select_auto`)."""
-    from pyterrier_svmmap import SVMMap
-    return SVMMap()
-
-
-@register("svm-map-paper")
-def _svm_map_paper():
-    """Yue et al. §4.2: bins |K_f| = 50, no prior, C on the validation queries (the paper's grid)."""
-    from pyterrier_svmmap import DEFAULT_C_GRID, SVMMap
-    return SVMMap(C=list(DEFAULT_C_GRID), **PAPER_PARAMS)
+#: the names of :data:`~pyterrier_svmmap.experiments.learner_configs.CONFIGS` that reproduce runs, in the order of
+#: its tables; svm-map-raw is registered below with SVM-map's feature options
+SHARED_SYSTEMS = ["svm-map", "svm-map-paper", "svm-roc", "svm-ndcg@10", "svm-ndcg-nc", "svm-mrr@10", "svm-combo",
+                  "dorm", "svm-acc", "svm-acc2", "svm-acc3", "svm-acc4", "approx-ap", "approx-ndcg"]
+#: the structural SVMs of the papers' other losses (``--systems default``)
+STRUCT_SYSTEMS = SHARED_SYSTEMS[2:12]
+for _name in SHARED_SYSTEMS[:2]:
+    register(_name, (lambda n: (lambda: build(n)))(_name))
 
 
 # ablations of the default's model selection (docs/model-selection.md); outside --systems default
@@ -109,12 +100,7 @@ def _svm_map_alpha06():
 
 
 # SVM-map's feature / regularisation options (the ablations of docs/experiments.md)
-@register("svm-map-raw")
-def _svm_map_raw():
-    """The base scores as they are, a weight each, C on the validation queries: svm_map_learn's linear model
-    (``svmmap letor``'s svm-map-raw)."""
-    from pyterrier_svmmap import DEFAULT_C_GRID, SVMMap
-    return SVMMap(C=list(DEFAULT_C_GRID), **{**PAPER_PARAMS, "features": "raw", "normalise": None})
+register("svm-map-raw", lambda: build("svm-map-raw"))
 
 
 @register("svm-map-bins")
@@ -138,40 +124,8 @@ def _svm_map_prior():
     return SVMMap(C=list(DEFAULT_C_GRID), **{**PAPER_PARAMS, "prior": "best"})
 
 
-#: name → StructSVM parameters besides C (the loss, and binning for the paper's acc3 / acc4)
-STRUCT_SYSTEMS = {
-    "svm-roc": dict(loss="roc"),
-    "svm-ndcg@10": dict(loss="ndcg@10"),
-    "svm-ndcg-nc": dict(loss="ndcg"),                       # NDCG without cutoff
-    "svm-mrr@10": dict(loss="mrr@10", c_scale=C_GRID_SCALE["mrr"]),
-    # SVM-COMBO, separate slacks; the MRR member's C is scaled as svm-mrr@10's grid (C_weights)
-    "svm-combo": dict(loss="combo", loss_params=dict(losses=["map", "ndcg@10", "mrr@10"], slack="separate",
-                                                     C_weights=[1.0, 1.0, C_GRID_SCALE["mrr"]])),
-    # DORM (Le & Smola 2007 as in Chakrabarti et al. 2008): 1 − NDCG@10 with the decay truncated to the
-    # top 20 ranks, so each argmax is a ≤ 40 × 20 assignment problem per query
-    "dorm": dict(loss="dorm", loss_params=dict(k=10, window=20), c_scale=C_GRID_SCALE["dorm"]),
-    "svm-acc": dict(loss="acc"),                            # Yue et al. §5.2 classification baselines
-    "svm-acc2": dict(loss="acc2"),
-    "svm-acc3": dict(loss="acc", binning="percentile"),
-    "svm-acc4": dict(loss="acc", binning="minmax"),
-}
-for _name, _params in STRUCT_SYSTEMS.items():
-    register(_name, (lambda p: (lambda: _struct(**p)))(_params))
-
-
-@register("approx-ap")
-def _approx_ap():
-    """ApproxAP with a reduced search: 2 α × 2 β (of the paper's 4 × 5), T = 50 (of 200); the iteration
-    and the setting are still chosen by validation MAP. The estimator's own default is the full grid."""
-    from pyterrier_svmmap import ApproxAP
-    return ApproxAP(alphas=APPROX_AP_ALPHAS, betas=APPROX_AP_BETAS, n_iter=APPROX_N_ITER)
-
-
-@register("approx-ndcg")
-def _approx_ndcg():
-    """ApproxNDCG with a reduced search: 2 α (of the paper's 8), T = 50 (of 200)."""
-    from pyterrier_svmmap import ApproxNDCG
-    return ApproxNDCG(alphas=APPROX_NDCG_ALPHAS, n_iter=APPROX_N_ITER)
+for _name in SHARED_SYSTEMS[2:]:
+    register(_name, (lambda n: (lambda: build(n)))(_name))
 
 
 def _require_lightgbm():

@@ -253,10 +253,10 @@ def test_results_per_fold_and_mean(svm_results, letor_dir):
 
 def test_lightgbm_learners_skipped_with_one_warning(letor_dir, monkeypatch):
     monkeypatch.setattr(letor, "_lightgbm_available", lambda: False)
-    with pytest.warns(UserWarning, match="LightGBM is not installed: lambdamart, mcrank skipped") as w:
-        res = letor.run_letor(letor_dir, "adarank,lambdamart,mcrank", folds=[1], warm_up=False)
+    with pytest.warns(UserWarning, match="LightGBM is not installed: lambdamart-grid, mcrank-grid skipped") as w:
+        res = letor.run_letor(letor_dir, "adarank,lambdamart-grid,mcrank-grid", folds=[1], warm_up=False)
     assert len([x for x in w if "LightGBM" in str(x.message)]) == 1
-    assert list(res.results) == ["adarank"] and set(res.skipped) == {"lambdamart", "mcrank"}
+    assert list(res.results) == ["adarank"] and set(res.skipped) == {"lambdamart-grid", "mcrank-grid"}
 
 
 def test_every_learner_trains_and_scores(letor_dir):
@@ -277,9 +277,10 @@ class _Stop(Exception):
     pass
 
 
-@pytest.mark.parametrize("name,graded", [("svm-map", False), ("svm-acc2", False), ("approx-ap", False),
-                                         ("adarank", False), ("approx-ndcg", True), ("lambdamart", True),
-                                         ("mcrank", True)])
+@pytest.mark.parametrize("name,graded", [("svm-map", False), ("svm-acc2-std", False),
+                                         ("approx-ap-t100", False), ("adarank", False),
+                                         ("approx-ndcg-t100", True), ("lambdamart-grid", True),
+                                         ("mcrank-grid", True)])
 def test_training_labels(letor_dir, monkeypatch, name, graded):
     """The grades go to LambdaMART, McRank and ApproxNDCG; the others train on label >= rel."""
     import pyterrier_svmmap.approx.ranker as approx

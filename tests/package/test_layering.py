@@ -27,7 +27,7 @@ LAYERS: List[Tuple[str, ...]] = [
     ("_product_kernels", "products"),                    # sums in a fixed order
     ("queries",),                                        # query-grouped arrays
     ("measures", "ties", "features"),                    # IR measures, the tie policy, φ
-    ("selection", "fusion"),                             # model selection, unsupervised fusion
+    ("selection",),                                      # model selection
     ("svm", "approx", "boosting"),                       # the learners on arrays
     ("io",),                                             # svmlight files, model files
     ("scale",),                                          # shards, Dask

@@ -200,8 +200,8 @@ def choose_bases(base_pq: Dict[str, pd.DataFrame], splits) -> Dict[int, str]:
     return chosen
 
 
-#: the unsupervised rows (kind "unsupervised"): name → fusion of :data:`pyterrier_svmmap.fusion.FUSIONS` over the
-#: base functions' scores of the candidates
+#: the unsupervised rows (kind "unsupervised"): name → fusion of
+#: :data:`pyterrier_svmmap.experiments.fusion.FUSIONS` over the base functions' scores of the candidates
 FUSION_SYSTEMS = {"fusion-rrf": "rrf", "fusion-combsum": "combsum"}
 
 
@@ -209,7 +209,7 @@ def _fusion_rows(candidates: pd.DataFrame, splits, evaluator: "Evaluator") -> Li
     """Per split, the test rows of every unsupervised fusion of the base functions (:data:`FUSION_SYSTEMS`):
     one run over all queries (nothing is learned), evaluated on each split's test queries."""
     from pyterrier_svmmap.frames import candidates_from_frame
-    from pyterrier_svmmap.fusion import FUSIONS
+    from pyterrier_svmmap.experiments.fusion import FUSIONS
     if candidates is None or not len(candidates):
         return []
     cands = candidates_from_frame(candidates)
