@@ -10,8 +10,9 @@ process (model selection included, reading the files excluded), of every learner
 per fold.
 
 Learners: svm-map (the package's default SVMMap()), svm-map-raw (raw features as they are, svm_map_learn's
-model), svm-map-paper (50 bins, the paper's), svm-map-auto, svm-roc, svm-ndcg@10, svm-acc2 (C in 0.01 ...
-1000), approx-ap, approx-ndcg, adarank, lambdamart, mcrank (LightGBM; skipped with a warning without it). The SVMs, ApproxAP and AdaRank train on label >= REL; LambdaMART, McRank and ApproxNDCG on the
+model), svm-map-paper (50 bins, the paper's), svm-map-auto, svm-roc-std, svm-ndcg@10-std, svm-acc2-std (C in
+0.01 ... 1000), approx-ap-t100, approx-ndcg-t100, adarank-grid, lambdamart-grid, mcrank-grid (LightGBM; skipped
+with a warning without it). The SVMs, ApproxAP and AdaRank train on label >= REL; LambdaMART, McRank and ApproxNDCG on the
 grades. The grids (every setting is trained; the best validation MAP is kept) are listed below.
 """
 from __future__ import annotations

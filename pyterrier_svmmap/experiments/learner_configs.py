@@ -10,7 +10,7 @@ besides C, and the C grid as a multiple of :data:`pyterrier_svmmap.DEFAULT_C_GRI
 ``"approx-ndcg"``: Qin et al.'s learners, the α (and β) grid and T, the passes per grid point). The boosted
 peers' configurations stay in their command: reproduce runs the estimators' defaults (``lambdamart``,
 ``mcrank``), letor searches a small grid by validation MAP (``lambdamart-grid``, ``mcrank-grid``), so they have
-different names. ``adarank`` is the one name left with two configurations (:data:`TWO_CONFIGURATIONS`).
+different names; so does AdaRank (``adarank`` in reproduce, ``adarank-grid`` in letor).
 
 **Where a name had two configurations** (issue 38, item 6), reproduce kept the name and letor's configuration
 got a name of its own, so that every published number stays true of its name:
@@ -56,10 +56,8 @@ APPROX_AP_BETAS = (10.0, 50.0)
 APPROX_NDCG_ALPHAS = (20.0, 100.0)
 APPROX_N_ITER = 50
 
-#: names that still mean two configurations, and why: reproduce's ``adarank`` is ``AdaRank()`` (AdaRank.MAP),
-#: letor's chooses AdaRank.MAP or AdaRank.NDCG@10 by validation MAP. letor's should become ``adarank-grid`` as
-#: ``lambdamart-grid`` did; tests/cli/bad_inputs.py (``letor --learners adarank``) has to change with it
-TWO_CONFIGURATIONS = {"adarank": "letor: AdaRank.MAP or AdaRank.NDCG@10 by vali MAP; reproduce: AdaRank.MAP"}
+#: names that mean two configurations (none: every name both commands know means one configuration)
+TWO_CONFIGURATIONS: dict = {}
 
 
 @dataclass(frozen=True)

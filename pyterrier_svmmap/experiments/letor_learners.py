@@ -4,10 +4,8 @@ small documented grid chosen by validation MAP (:data:`LEARNERS`). The structura
 are built from the one table of configurations, :data:`pyterrier_svmmap.experiments.learner_configs.CONFIGS`,
 from which ``svmmap reproduce`` builds its estimators too: a name means one configuration in both commands. The
 boosted peers search a grid here (``lambdamart-grid``, ``mcrank-grid``), not the estimators' defaults that
-reproduce runs (``lambdamart``, ``mcrank``), hence their names. ``adarank`` is still two configurations (here
-AdaRank.MAP or AdaRank.NDCG@10 by validation MAP, in reproduce AdaRank.MAP): renaming it waits on a test outside
-this module's owners (tests/cli/bad_inputs.py runs ``letor --learners adarank``); see
-:data:`~pyterrier_svmmap.experiments.learner_configs.TWO_CONFIGURATIONS`.
+reproduce runs (``lambdamart``, ``mcrank``), hence their names; so does AdaRank (``adarank-grid``: AdaRank.MAP
+or AdaRank.NDCG@10 by validation MAP, where reproduce's ``adarank`` is AdaRank.MAP).
 """
 from __future__ import annotations
 
@@ -245,7 +243,7 @@ def from_config(name: str) -> Learner:
 LEARNERS: Dict[str, Learner] = {
     **{n: from_config(n) for n in ("svm-map", "svm-map-raw", "svm-map-paper", "svm-map-auto", "svm-roc-std",
                                    "svm-ndcg@10-std", "svm-acc2-std", "approx-ap-t100", "approx-ndcg-t100")},
-    "adarank": Learner("adarank", "AdaRank (Xu & Li 2007), weak rankers = features, ≤ 100 rounds, "
+    "adarank-grid": Learner("adarank-grid", "AdaRank (Xu & Li 2007), weak rankers = features, ≤ 100 rounds, "
                        "AdaRank.MAP or AdaRank.NDCG@10 by vali MAP",
                        ({"measure": "ap"}, {"measure": "ndcg", "k": 10}), _letor_adarank),
     "lambdamart-grid": Learner("lambdamart-grid", "LambdaMART (LightGBM lambdarank), ≤ 1000 trees, early stopping "

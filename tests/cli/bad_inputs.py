@@ -55,7 +55,7 @@ CASES = [
          files={"f.txt": "1 qid:1 1:0.5 1000000000:1\n0 qid:1 1:0.1\n"}),
     Case("feature-index-above-max-features", ["learn", "--max-features", "1", "{tmp}/f.txt", "{tmp}/m"], 2,
          "is above the limit of 1 features", stderr="{tmp}/f.txt:1: feature index 2", files={"f.txt": LINE}),
-    Case("letor-huge-feature-index", ["letor", "{tmp}", "--learners", "adarank", "--no-warm-up"], 2,
+    Case("letor-huge-feature-index", ["letor", "{tmp}", "--learners", "adarank-grid", "--no-warm-up"], 2,
          "is above the limit of 100,000 features", stderr="{tmp}/Fold1/test.txt:1: feature index 1000000000",  # and no option to raise it
          files={"Fold1": None, "Fold1/train.txt": LINE, "Fold1/vali.txt": LINE,
                 "Fold1/test.txt": "1 qid:1 1:0.5 1000000000:1\n"}),

@@ -54,7 +54,7 @@ def letor_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def svm_results(letor_dir):
-    return letor.run_letor(letor_dir, ["svm-map", "adarank"], warm_up=False)
+    return letor.run_letor(letor_dir, ["svm-map", "adarank-grid"], warm_up=False)
 
 
 # -------------------------------------------------------------------------------------------------
@@ -91,7 +91,7 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="unknown learner 'svm-mop'; choose from svm-map,"):
         learners.learner_names("svm-map,svm-mop")
     with pytest.raises(ValueError, match="listed twice"):
-        learners.learner_names(["adarank", "adarank"])
+        learners.learner_names(["adarank-grid", "adarank-grid"])
     assert learners.learner_names(None) == list(learners.LEARNERS) == learners.learner_names("all")
     for bad in (0, -1, "x", float("nan")):
         with pytest.raises(ValueError, match="rel must be a positive number"):
@@ -147,14 +147,14 @@ def test_grid_learner_chooses_on_vali_map(letor_dir):
     scores are the chosen model's."""
     from pyterrier_svmmap.boosting.adarank import AdaRankRanker
     fold = letor.load_folds(letor.discover_folds(letor_dir, [2]))[2]
-    fitted = learners.fit_learner("adarank", fold.train, fold.vali, 1)
+    fitted = learners.fit_learner("adarank-grid", fold.train, fold.vali, 1)
     models = [AdaRankRanker(**g).fit(fold.train.raw, fold.train.binary(1), fold.train.offsets,
                                      fold.vali.raw, fold.vali.binary(1), fold.vali.offsets)
-              for g in learners.LEARNERS["adarank"].grid]
+              for g in learners.LEARNERS["adarank-grid"].grid]
     hand = [by_hand_map(m.predict(fold.vali.raw, fold.vali.offsets), fold.vali, 1) for m in models]
     assert [s["validation"] for s in fitted.selection] == pytest.approx(hand, abs=1e-12)
     best = int(np.argmax(hand))
-    assert fitted.chosen["measure"] == learners.LEARNERS["adarank"].grid[best]["measure"]
+    assert fitted.chosen["measure"] == learners.LEARNERS["adarank-grid"].grid[best]["measure"]
     np.testing.assert_array_equal(fitted.scores(fold.test), models[best].predict(fold.test.raw, fold.test.offsets))
 
 
@@ -236,7 +236,7 @@ def test_ties_in_file_order_for_raw_scores(letor_dir):
 # -------------------------------------------------------------------------------------------------
 def test_results_per_fold_and_mean(svm_results, letor_dir):
     res = svm_results
-    assert list(res.results) == ["svm-map", "adarank"] and res.folds == [1, 2]
+    assert list(res.results) == ["svm-map", "adarank-grid"] and res.folds == [1, 2]
     for name, folds in res.results.items():
         assert [r.fold for r in folds] == [1, 2]
         for r in folds:
@@ -254,9 +254,9 @@ def test_results_per_fold_and_mean(svm_results, letor_dir):
 def test_lightgbm_learners_skipped_with_one_warning(letor_dir, monkeypatch):
     monkeypatch.setattr(letor, "_lightgbm_available", lambda: False)
     with pytest.warns(UserWarning, match="LightGBM is not installed: lambdamart-grid, mcrank-grid skipped") as w:
-        res = letor.run_letor(letor_dir, "adarank,lambdamart-grid,mcrank-grid", folds=[1], warm_up=False)
+        res = letor.run_letor(letor_dir, "adarank-grid,lambdamart-grid,mcrank-grid", folds=[1], warm_up=False)
     assert len([x for x in w if "LightGBM" in str(x.message)]) == 1
-    assert list(res.results) == ["adarank"] and set(res.skipped) == {"lambdamart-grid", "mcrank-grid"}
+    assert list(res.results) == ["adarank-grid"] and set(res.skipped) == {"lambdamart-grid", "mcrank-grid"}
 
 
 def test_every_learner_trains_and_scores(letor_dir):
@@ -278,7 +278,7 @@ class _Stop(Exception):
 
 
 @pytest.mark.parametrize("name,graded", [("svm-map", False), ("svm-acc2-std", False),
-                                         ("approx-ap-t100", False), ("adarank", False),
+                                         ("approx-ap-t100", False), ("adarank-grid", False),
                                          ("approx-ndcg-t100", True), ("lambdamart-grid", True),
                                          ("mcrank-grid", True)])
 def test_training_labels(letor_dir, monkeypatch, name, graded):
@@ -306,14 +306,14 @@ def test_training_labels(letor_dir, monkeypatch, name, graded):
 # -------------------------------------------------------------------------------------------------
 def test_command_table_and_json(letor_dir, tmp_path, capsys):
     out = tmp_path / "r.json"
-    assert main(["letor", str(letor_dir), "--learners", "svm-map,adarank", "--out", str(out), "--no-warm-up"]) == 0
+    assert main(["letor", str(letor_dir), "--learners", "svm-map,adarank-grid", "--out", str(out), "--no-warm-up"]) == 0
     text = capsys.readouterr().out
     data = json.loads(out.read_text())
-    assert data["rel"] == 1 and data["folds"] == [1, 2] and list(data["learners"]) == ["svm-map", "adarank"]
+    assert data["rel"] == 1 and data["folds"] == [1, 2] and list(data["learners"]) == ["svm-map", "adarank-grid"]
     assert data["complete"] is True
     lines = text.splitlines()
     assert lines[0].split() == ["learner", "MAP", "NDCG@10", "P@10", "NDCG@5", "P@5", "train", "s", "cpu", "s"]
-    for name in ("svm-map", "adarank"):
+    for name in ("svm-map", "adarank-grid"):
         mean = data["learners"][name]["mean"]
         row = next(ln.split() for ln in lines if ln.startswith(name + " "))
         assert row[1:6] == [f"{mean[m]:.4f}" for m in ("MAP", "NDCG@10", "P@10", "NDCG@5", "P@5")]
@@ -334,24 +334,24 @@ def test_interrupted_run_keeps_finished_folds(letor_dir, tmp_path, monkeypatch, 
             raise KeyboardInterrupt
         return real(name, train, vali, *args, **kwargs)
     monkeypatch.setattr(letor, "fit_learner", fail_on_fold2)
-    assert main(["letor", str(letor_dir), "--learners", "adarank", "--out", str(out), "--no-warm-up"]) == 130
+    assert main(["letor", str(letor_dir), "--learners", "adarank-grid", "--out", str(out), "--no-warm-up"]) == 130
     assert capsys.readouterr().err.splitlines() == [f"svmmap letor: interrupted; {out} holds the finished folds"]
     data = json.loads(out.read_text())
-    assert data["complete"] is False and [f["fold"] for f in data["learners"]["adarank"]["folds"]] == [1]
+    assert data["complete"] is False and [f["fold"] for f in data["learners"]["adarank-grid"]["folds"]] == [1]
     partial = letor.LetorResults(data["directory"], data["rel"], data["folds"])
-    partial.results["adarank"] = [letor.FoldResult(**f) for f in data["learners"]["adarank"]["folds"]]
+    partial.results["adarank-grid"] = [letor.FoldResult(**f) for f in data["learners"]["adarank-grid"]["folds"]]
     table = partial.table()
-    assert "adarank: 1 of 2 folds only" in table and table.splitlines()[-4].split()[1:] == [
-        f"{data['learners']['adarank']['folds'][0]['measures']['MAP']:.4f}", "-"]
+    assert "adarank-grid: 1 of 2 folds only" in table and table.splitlines()[-4].split()[1:] == [
+        f"{data['learners']['adarank-grid']['folds'][0]['measures']['MAP']:.4f}", "-"]
 
 
 def test_command_folds_and_rel(letor_dir, tmp_path, capsys):
     out = tmp_path / "r.json"
-    assert main(["letor", str(letor_dir), "--learners", "adarank", "--folds", "2", "--rel", "2", "--out", str(out),
+    assert main(["letor", str(letor_dir), "--learners", "adarank-grid", "--folds", "2", "--rel", "2", "--out", str(out),
                  "--no-warm-up"]) == 0
     data = json.loads(out.read_text())
     assert data["folds"] == [2] and data["rel"] == 2
-    assert [f["fold"] for f in data["learners"]["adarank"]["folds"]] == [2]
+    assert [f["fold"] for f in data["learners"]["adarank-grid"]["folds"]] == [2]
     assert "relevant = label >= 2" in capsys.readouterr().out
 
 
@@ -384,7 +384,7 @@ def test_command_missing_fold_file(letor_dir, tmp_path, capsys):
 def test_command_bad_fold_file_names_the_line(letor_dir, tmp_path, capsys):
     d = copy_dir(letor_dir, tmp_path / "copy")
     (d / "Fold2" / "vali.txt").write_text("1 qid:1 1:0.5\nx qid:1 1:2\n")
-    assert main(["letor", str(d), "--learners", "adarank", "--no-warm-up"]) == 2
+    assert main(["letor", str(d), "--learners", "adarank-grid", "--no-warm-up"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "Fold2/vali.txt:2: expected a numeric label" in err
 

@@ -43,7 +43,7 @@ SAME_LAYER = {("ties", "measures"), ("measures", "features"), ("ties", "features
 PUBLIC_API_USERS = "experiments"
 #: rooms that form the numeric core, and the libraries they must not import
 CORE = {"_version", "_jit", "string_codes", "state", "threads", "user_warnings", "params", "chunks", "_product_kernels", "products", "queries", "measures", "ties", "features", "selection",
-        "fusion", "svm", "approx", "boosting"}
+        "svm", "approx", "boosting"}
 NOT_IN_CORE = {"pandas", "pyterrier", "pyterrier_pisa", "dask", "distributed", "ir_measures", "matplotlib"}
 #: and what the array-level rooms above the core (files, Dask) must not import
 NOT_BELOW_PYTERRIER = {"pyterrier", "pyterrier_pisa", "matplotlib"}
