@@ -15,7 +15,7 @@ from pyterrier_svmmap.approx.ranker import ApproxRanker
 from pyterrier_svmmap.boosting.adarank import AdaRankRanker
 from pyterrier_svmmap.boosting.lambdamart import LambdaMARTRanker
 from pyterrier_svmmap.boosting.mcrank import McRankRanker
-from pyterrier_svmmap.params import Param, Parametrized, ParamSpec
+from pyterrier_svmmap.params import Param, Parametrized, ParamSpec, _same_default
 from pyterrier_svmmap.svm.ranker import StructSVMRanker
 
 ESTIMATORS = [ps.SVMMap, ps.StructSVM, ps.ApproxAP, ps.ApproxNDCG, ps.AdaRank, ps.LambdaMART, ps.McRank]
@@ -25,13 +25,8 @@ CLASSES = ESTIMATORS + RANKERS
 BASES = {"Peer", "RankerEstimator"}
 
 
-def _same(a, b) -> bool:
-    if a is b:
-        return True
-    try:
-        return type(a) is type(b) and bool(a == b)
-    except (TypeError, ValueError):
-        return False
+#: the spec's notion of an equal default (the same type and value, or the same object)
+_same = _same_default
 
 
 def _init_node(cls) -> ast.FunctionDef:
