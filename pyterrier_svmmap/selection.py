@@ -731,8 +731,9 @@ def select_auto(train: Queries, valid: Optional[Queries], settings: Sequence[Tup
 def fallback_model(queries: Queries, raw_layout: Callable[[Queries], FeatureLayout], prior_scale: float = 1.0
                    ) -> Tuple[FeatureLayout, np.ndarray, int]:
     """The fallback candidate: the reference function of ``queries`` (:func:`queries_best_function`: the
-    first stage, or the base function with the best MAP on them) as a model of the raw layout (``raw_layout(queries)``): w₀ of the prior, the limit C → 0 of prior-regularised training,
-    missing documents last. (layout, w, function)."""
+    first stage, or the base function with the best MAP on them) as a model of the raw layout
+    (``raw_layout(queries)``): w₀ of the prior, the limit C → 0 of prior-regularised training, missing
+    documents last. (layout, w, function)."""
     layout = raw_layout(queries)
     f = queries_best_function(queries)
     return layout, base_function_weights(layout, queries.raw, queries.offsets, f, prior_scale), f
