@@ -123,7 +123,8 @@ def targets(blocks: List[dict]) -> List[str]:
             for other in ("svm-map-paper", "svm-map-raw"):
                 if other in rows:
                     o = rows[other]
-                    out.append(_mark(d["map"] >= o["map"], f"{where}: default {d['map']:.4f} ≥ {other} {o['map']:.4f}"))
+                    out.append(_mark(d["map"] >= o["map"],
+                                     f"{where}: default {d['map']:.4f} ≥ {other} {o['map']:.4f}"))
             continue
         first = rows.get(FIRST_STAGE)
         not_below = d["map"] >= first["map"] or d["p"] >= ALPHA
@@ -177,7 +178,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     wanted = None if args.collections is None else set(args.collections.split(","))
     blocks: List[dict] = []
     for folder in sorted(p for p in data.iterdir() if p.is_dir()):
-        if wanted is not None and folder.name not in wanted and not any(w.startswith(folder.name + "/") for w in wanted):
+        if wanted is not None and folder.name not in wanted \
+                and not any(w.startswith(folder.name + "/") for w in wanted):
             continue
         if (folder / "docs.trec").exists():
             for protocol in trec_protocols(folder, args.trials, args.folds, args.repeats):

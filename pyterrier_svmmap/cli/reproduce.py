@@ -181,7 +181,8 @@ def _run(args: argparse.Namespace, progress=None) -> int:
     options = ExperimentOptions(
         out=Path(args.out), systems=args.systems, collection=args.collection, dataset=args.dataset,
         trials=args.trials, train=args.train, valid=args.valid, folds=getattr(args, "folds", None),
-        repeats=getattr(args, "repeats", None), split=args.split, first_stage=args.first_stage, seed=args.seed, threads=args.threads, depth=args.depth,
+        repeats=getattr(args, "repeats", None), split=args.split, first_stage=args.first_stage, seed=args.seed,
+        threads=args.threads, depth=args.depth,
         jobs=args.jobs, workers=args.workers, scheduler=args.scheduler,
         progress_bars=not args.no_progress and sys.stderr.isatty())
     report = run_experiment(options, progress)

@@ -106,9 +106,9 @@ class StructSVM(RankerEstimator):
         self._adopt(ranker)
 
     #: learned attributes of the ranker that the estimator exposes as its own
-    _LEARNED = ("coef_", "coefs_", "C_", "features_", "validation_", "selection_", "path_", "history_", "n_iter_", "converged_",
-                "feature_names_", "base_names_", "n_functions_", "layout_", "training_summary_", "prior_function_", "first_stage_",
-                "tie_function_", "choice_")
+    _LEARNED = ("coef_", "coefs_", "C_", "features_", "validation_", "selection_", "path_", "history_", "n_iter_",
+                "converged_", "feature_names_", "base_names_", "n_functions_", "layout_", "training_summary_",
+                "prior_function_", "first_stage_", "tie_function_", "choice_")
 
     def _adopt(self, ranker: StructSVMRanker) -> None:
         self.ranker_ = ranker
