@@ -119,16 +119,14 @@ def check_arguments(args: argparse.Namespace) -> None:
     args.split = bool(collection) and getattr(args, "folds", None) is None and getattr(args, "repeats", None) is None \
         and all(getattr(args, o, None) is None for o in RANDOM_DEFAULTS) \
         and all((Path(collection) / f"split.{role}").exists() for role in ("train", "test"))
-    if args.split:
-        pass
-    elif getattr(args, "folds", None) is not None:
+    if getattr(args, "folds", None) is not None:
         given = [f"--{o}" for o in RANDOM_DEFAULTS if getattr(args, o, None) is not None]
         if given:
             raise ValueError(f"{', '.join(given)} belong{'s' if len(given) == 1 else ''} to random splits; "
                              "with --folds every split tests one fold, validates on the next and trains on "
                              "the others")
         args.repeats = args.repeats if args.repeats is not None else 1
-    else:
+    elif not args.split:                         # random splits (a split was chosen above only without --repeats)
         if getattr(args, "repeats", None) is not None:
             raise ValueError("--repeats needs --folds (it repeats the K-fold partition)")
         for option, default in RANDOM_DEFAULTS.items():

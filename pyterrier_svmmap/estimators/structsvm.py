@@ -44,9 +44,9 @@ class StructSVM(RankerEstimator):
     spread, compared by per-query held-out AP of ``cv``-fold cross-validation over training ∪ validation
     queries (the final weights: the fold models and the refit on all of them, averaged) — and that function
     itself is kept unless learning's gain passes a sign-flip max-gain test at ``fallback_alpha``, the
-    threshold features unless they pass it against the linear model. So the default never trusts a grid's arg-max on a handful
-    of validation queries, and keeps the ranking a user would pick without learning when learning shows no
-    evidence.""", ESTIMATOR_PARAMS, attributes=(*ATTRIBUTES, "ranker_"), extra_attributes=dict(
+    threshold features unless they pass it against the linear model. So the default never trusts a grid's
+    arg-max on a handful of validation queries, and keeps the ranking a user would pick without learning when
+    learning shows no evidence.""", ESTIMATOR_PARAMS, attributes=(*ATTRIBUTES, "ranker_"), extra_attributes=dict(
                           ranker_=("StructSVMRanker", "The array-level model, which scores without PyTerrier.")))
 
     PARAMS = ESTIMATOR_PARAMS
