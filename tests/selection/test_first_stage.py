@@ -42,6 +42,7 @@ def test_run_features_declares_the_named_first_stage():
     assert res.attrs["first_stage"] == "good"
     assert first_stage_column(res.attrs) == 1
     assert candidates_from_frame(res).reference == 1
+    assert candidates_from_frame(res).subset(np.arange(20) % 2 == 0).reference == 1     # subsets keep it
     assert "first_stage" not in RunFeatures(runs).transform(topics).attrs
     assert candidates_from_frame(RunFeatures(runs).transform(topics)).reference is None
 
@@ -150,6 +151,8 @@ def test_a_feature_equal_to_the_frames_score_is_the_first_stage():
     assert candidates_from_frame(union).reference == 2
     m = SVMMap(fallback_alpha=1e-9).fit(union, qrels)
     assert m.first_stage_ == "other" and m.prior_function_ == "other"
+    twice = union.assign(features=[np.r_[f[:2], f[2], f[2]] for f in union["features"]])
+    assert candidates_from_frame(twice).reference == 2                 # two equal columns: the first
     shifted = res.assign(score=[f[2] + 1.0 for f in res["features"]])  # equal to no feature: none known
     assert candidates_from_frame(shifted).reference is None
     declared = union.copy()
