@@ -42,8 +42,7 @@ def ranks_within_queries(scores: np.ndarray, offsets: np.ndarray):
     return order, rank
 
 
-def _ranked_relevance(scores, labels, offsets):
-    order = rank_within_queries(scores, offsets)
+def _ranked_relevance(order, labels, offsets):
     rel = (np.asarray(labels)[order] > 0).astype(float)
     qid = query_ids(offsets)
     rank = np.arange(len(order)) - np.asarray(offsets)[:-1][qid] + 1     # 1-based rank within query
@@ -52,7 +51,13 @@ def _ranked_relevance(scores, labels, offsets):
 
 def average_precision(scores, labels, offsets, n_relevant: Optional[np.ndarray] = None) -> np.ndarray:
     """AP per query. ``n_relevant`` (per query) defaults to the relevant candidates' count."""
-    rel, rank, qid = _ranked_relevance(scores, labels, offsets)
+    return ranked_average_precision(rank_within_queries(scores, offsets), labels, offsets, n_relevant)
+
+
+def ranked_average_precision(order, labels, offsets, n_relevant: Optional[np.ndarray] = None) -> np.ndarray:
+    """:func:`average_precision` of the ranking ``order`` (candidates by query, best first, as
+    :func:`rank_within_queries` gives them), for a caller that has the order already."""
+    rel, rank, qid = _ranked_relevance(order, labels, offsets)
     n_q = len(offsets) - 1
     hits = np.cumsum(rel)
     hits -= np.concatenate([[0.0], hits])[np.asarray(offsets)[:-1]][qid]  # restart the count per query
@@ -94,7 +99,7 @@ def ndcg_at(scores, labels, offsets, k: Optional[int] = None,
 
 def reciprocal_rank_at(scores, labels, offsets, k: Optional[int] = None) -> np.ndarray:
     """RR@k per query: 1/rank of the first relevant candidate if within k, else 0."""
-    rel, rank, qid = _ranked_relevance(scores, labels, offsets)
+    rel, rank, qid = _ranked_relevance(rank_within_queries(scores, offsets), labels, offsets)
     n_q = len(offsets) - 1
     cut = np.inf if k is None else k
     rr = np.where((rel > 0) & (rank <= cut), 1.0 / rank, 0.0)
