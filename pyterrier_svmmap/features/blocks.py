@@ -1,22 +1,9 @@
 """The kinds of feature blocks that make up φ, one class each, in one registry (:data:`BLOCK_KINDS`).
 
-A block kind says everything the package needs to know about it, so that the encoder, the layout, model
-selection, the pictures, the warm-up and the documentation iterate over the registry instead of naming kinds:
-
-* its **values** on candidates (:meth:`FeatureBlock.values`): bin codes for a block of threshold indicators,
-  else one dense column per base function (the encoder appends the "retrieved" indicators);
-* its **width** in w and the **shape** of its weights (:meth:`FeatureBlock.width`, :meth:`FeatureBlock.weight_shape`);
-* the **names** of its dimensions (:meth:`FeatureBlock.names`);
-* the **prior's weights** in it (:meth:`FeatureBlock.prior_head`) and the range of a function's column they are
-  relative to (:meth:`FeatureBlock.score_extent`), which
-  :meth:`~pyterrier_svmmap.features.layout.FeatureLayout.prior_weights` puts together in one call;
-* its **model class** for model selection's levels (0: linear in the scores; 1: step functions);
-* its **picture** (:meth:`FeatureBlock.curves`: a base function's contribution against its score).
-
-A new kind is one subclass of :class:`FeatureBlock` and one :func:`register_block`; see docs/architecture.md.
-The numeric primitives a kind uses (``encoder.bin_codes``, ``encoder.standardise``, ``encoder.filled_scores``,
-``encoder.minmax_scores``) belong to :class:`~pyterrier_svmmap.features.encoder.FeatureEncoder`, which learns
-what they need (thresholds, scales) once per fit.
+A kind says everything the package needs to know about it — its values on candidates, its width and weight
+shape in w, the names of its dimensions, the prior's weights in it, its model class for model selection, its
+picture — so that the encoder, the layout, model selection, the pictures, the warm-up and the documentation
+iterate over the registry. A new kind is one subclass of :class:`FeatureBlock` and one :func:`register_block`.
 """
 from __future__ import annotations
 
@@ -24,7 +11,8 @@ from typing import ClassVar, Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from pyterrier_svmmap.features.transforms import standardise_scores
+from pyterrier_svmmap.features.transforms import minmax_normalise, query_min_max, standardise_scores
+from pyterrier_svmmap.queries import query_ids
 
 
 class FeatureBlock:
@@ -40,10 +28,10 @@ class FeatureBlock:
         Whether its values are one column per base function followed by the "retrieved" indicators (else bin
         codes: one step function per base function).
     thresholds : bool
-        Whether it needs the encoder's thresholds (fitted from the scores with ``binning="quantile"``).
+        Whether it needs the encoder's thresholds.
     model_class : int
-        How rich its model is, for model selection's levels (:func:`~pyterrier_svmmap.selection.model_class`):
-        0 for a linear function of the scores, 1 for step functions of them.
+        For model selection's levels (:func:`~pyterrier_svmmap.selection.model_class`): 0 for a linear function
+        of the scores, 1 for step functions of them.
     axis_label : str
         The x axis of its picture.
     """
@@ -57,7 +45,7 @@ class FeatureBlock:
 
     def values(self, encoder, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """The block on candidates ``raw`` (grouped by ``offsets``) under the fitted ``encoder``: (n, F) dense
-        values (missing scores already filled), or (n, F) bin codes for a block that is not dense."""
+        values (missing scores filled), or (n, F) bin codes for a block that is not dense."""
         raise NotImplementedError
 
     def width(self, n_functions: int, n_bins: int) -> int:
@@ -74,7 +62,7 @@ class FeatureBlock:
 
     def prior_head(self, n_functions: int, n_bins: int, function: int, span: float) -> np.ndarray:
         """The block's part of a prior w₀ that ranks like base function ``function`` alone: 1/``span`` on its
-        score column (``span``: the range of that column on the training candidates, :meth:`score_extent`)."""
+        score column (``span``: that column's range on the training candidates, :meth:`score_extent`)."""
         head = np.zeros(self.width(n_functions, n_bins))
         head[function] = 1.0 / span if span > 0 else 1.0
         return head
@@ -92,6 +80,12 @@ class FeatureBlock:
         return [(name, self.name, x, weights[0, f] * x, float(weights[1, f])) for f, name in enumerate(base_names)]
 
 
+def _masked(encoder, values: np.ndarray) -> np.ndarray:
+    """Dense ``values`` with the columns of functions whose scores never vary within a training query set to 0
+    (a model of an earlier version, which scales nothing, keeps them)."""
+    return values * (encoder.column_scale_ != 0) if encoder.normalises else values
+
+
 #: the block kinds by name, in the order the documentation lists them
 BLOCK_KINDS: Dict[str, FeatureBlock] = {}
 
@@ -103,14 +97,6 @@ def register_block(kind: type) -> type:
         raise ValueError(f"a block kind needs a new name without '+', got {kind.name!r}")
     BLOCK_KINDS[kind.name] = kind()
     return kind
-
-
-def block_kind(name: str) -> FeatureBlock:
-    """The registered kind ``name`` (KeyError naming the kinds there are)."""
-    try:
-        return BLOCK_KINDS[name]
-    except KeyError:
-        raise KeyError(f"no feature block {name!r}; the kinds are {', '.join(BLOCK_KINDS)}") from None
 
 
 @register_block
@@ -155,20 +141,20 @@ class Bins(FeatureBlock):
 @register_block
 class Raw(FeatureBlock):
     """The base scores, a weight per function, on the scale ``normalise`` gives them (standardised within
-    queries by default), a missing score counting as its query's lowest."""
+    queries by default), a missing score counting as its query's lowest (0 when none is retrieved)."""
 
     name = "raw"
     description = "the base scores, one weight per function, on the scale normalise gives them"
 
     def values(self, encoder, raw, offsets):
         if encoder.normalise == "query" and encoder.normalises:
-            return encoder.standardise(raw, offsets)
-        return encoder.masked(encoder.filled_scores(raw, offsets))
+            return standardise_scores(raw, offsets, encoder.prescale_, encoder.column_scale_)
+        lo = np.nan_to_num(query_min_max(raw, offsets)[0][query_ids(offsets)], nan=0.0)
+        return _masked(encoder, np.where(np.isnan(raw), lo, raw))
 
     def score_extent(self, encoder, raw, offsets, function):
-        """The column's (min, max) on ``raw`` ((0, 0) when the function retrieved none of these candidates): the
-        standardised column's with ``normalise="query"`` (its min is 0), else the scores' (a cluster takes the
-        min and max over its shards)."""
+        """The column's (min, max) on ``raw``, (0, 0) when the function retrieved none of these candidates: the
+        standardised column's with ``normalise="query"`` (its min is 0), else the scores'."""
         col = raw[:, function]
         if not np.isfinite(col).any():
             return 0.0, 0.0
@@ -188,7 +174,7 @@ class MinMax(FeatureBlock):
     axis_label = "min–max normalised score"
 
     def values(self, encoder, raw, offsets):
-        return encoder.masked(encoder.minmax_scores(raw, offsets))
+        return _masked(encoder, np.nan_to_num(minmax_normalise(raw, offsets), nan=0.0))
 
     def curves(self, encoder, weights, base_names, x_range):
         return super().curves(encoder, weights, base_names, (0.0, 1.0))

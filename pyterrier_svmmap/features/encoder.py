@@ -1,51 +1,12 @@
 """The feature encoder: from base-function scores to the feature vectors φ(x, d) of the linear model.
 
-Input everywhere is a matrix ``raw`` of shape (candidates, base functions), NaN where a base function
-did not retrieve the candidate, with the candidates of each query contiguous and delimited by
-``offsets`` (length Q + 1).
-
-Three kinds of blocks can make up φ, alone or together (``FeatureEncoder(features=...)``); each is a class of
-:mod:`pyterrier_svmmap.features.blocks` (its values, width, names, prior weights and picture). The encoder
-learns what they need from the training candidates (thresholds, :mod:`.thresholds`; scales, :mod:`.scales`)
-and builds φ of any candidates as a :class:`~pyterrier_svmmap.features.matrices.FeatureMatrix`. The kinds:
-
-``"bins"``
-    Yue et al. (2007) §4.2: φ contains 1[f(d|q) > k] for every k ∈ K_f. Never materialised: a block
-    keeps one bin code per (candidate, function), the number of thresholds the score exceeds, and the
-    model's score is a lookup in the cumulative bin weights. A candidate that a function did not
-    retrieve is below every threshold (code 0). How the scores are put on a scale before binning is
-    ``binning``:
-
-    * ``"quantile"`` (the paper's "reasonably spaced, capturing the sensitive region"): thresholds
-      are quantiles of the training candidates' raw scores, per function;
-    * ``"minmax"`` (SVM_acc4 of §5.2.1): scores min–max normalised per query, thresholds evenly
-      spaced in [0, 1];
-    * ``"percentile"`` (SVM_acc3): scores turned into per-query percentiles (the top document
-      gets 1), thresholds evenly spaced in [0, 1].
-``"raw"``
-    The base scores, one weight per function, and an indicator per function that says whether the function
-    retrieved the candidate; a missing score counts as the query's lowest of that function. How the scores
-    are put on a scale is ``normalise``:
-
-    * ``"query"`` (the default): z = (f − min_q f) / σ_f, with σ_f the function's spread *within* queries
-      (the pooled standard deviation of its scores around their query's mean, on the training candidates).
-      A linear ranking model only ever compares candidates of one query, so this is the scale that matters:
-      z does not change when a function is multiplied by a positive number or shifted by a constant (for all
-      queries or per query), and so neither do φ, the learned model, its cost, nor its ranking. The centring
-      changes no ranking (a per-query constant) and keeps the arithmetic exact: a score equal to its query's
-      lowest gives 0 whatever the magnitude of the scores;
-    * ``None``: the scores as they are (Yue et al.'s and ``svm_map_learn``'s linear model), whose units
-      then set the scale of the weights, of C and of the solver's arithmetic; scores beyond ±1e100 are
-      refused (their squares overflow the solver's sums).
-``"minmax"``
-    The scores min–max normalised per query (missing → 0), with the same indicators.
-
-**What carries no ranking information is left out exactly**, in every block and either normalisation: a
-function whose retrieved scores are equal within every training query (a document-independent feature such
-as a query length, or a constant column) has its score dimensions fixed at 0, and so does its "retrieved"
-indicator when, in every training query, the function retrieved all or none of the candidates. Their
-weights stay exactly 0 (their share of every constraint is an empty sum, not a rounding residue of a sum
-that should cancel), so such a column cannot change a model, however large its values.
+Input everywhere is ``raw`` (candidates × base functions, NaN where a function did not retrieve the candidate)
+with each query's candidates contiguous, delimited by ``offsets`` (Q + 1). φ is made of one or more block kinds
+(:mod:`.blocks`: ``bins``, ``raw``, ``minmax``; docs/user_guide.md#features); the encoder learns what they need
+from the training candidates (thresholds, :mod:`.thresholds`; scales, :mod:`.scales`) and builds φ as a
+:class:`~pyterrier_svmmap.features.matrices.FeatureMatrix`. A function whose scores carry no ranking information
+(equal within every training query) gets score dimensions fixed at exactly 0, and so does a "retrieved"
+indicator that never varies within a training query.
 """
 from __future__ import annotations
 
@@ -55,17 +16,15 @@ from typing import List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 import pyterrier_svmmap.threads as threads
-from pyterrier_svmmap.chunks import query_blocks, score_matrix
+from pyterrier_svmmap.chunks import query_chunks, score_matrix
 from pyterrier_svmmap.features import kernels
 from pyterrier_svmmap.features.blocks import BLOCK_KINDS
-from pyterrier_svmmap.features.matrices import BinnedBlock, Block, DenseBlock, FeatureMatrix
+from pyterrier_svmmap.features.matrices import BinnedBlock, DenseBlock, FeatureMatrix
 from pyterrier_svmmap.features.scales import ColumnStatistics, check_unnormalised_range, column_statistics
 from pyterrier_svmmap.features.thresholds import even_thresholds, sample_thresholds
-from pyterrier_svmmap.features.transforms import (BINNINGS, minmax_normalise, query_min_max, scale_for_binning,
-                                                  standardise_scores)
-from pyterrier_svmmap.queries import query_ids
+from pyterrier_svmmap.features.transforms import BINNINGS, scale_for_binning
 
-#: how the ``raw`` block puts scores on a scale (module doc): within-query standardisation, or none
+#: how the ``raw`` block puts scores on a scale: within-query standardisation, or none
 NORMALISATIONS = ("query", None)
 
 
@@ -94,10 +53,9 @@ class FeatureEncoder:
         How scores are scaled before thresholds apply.
     threshold_depth : int or None, default None
         Quantile binning only: the quantiles over each training query's top ``threshold_depth`` candidates of
-        the function instead of over all candidates, so that the thresholds sit where rankings are decided (the
-        paper's "sensitive region") rather than among the many low-scoring candidates.
+        the function (where rankings are decided) instead of over all candidates.
     normalise : {'query', None}, default 'query'
-        The ``raw`` block's scale (see the module doc).
+        The ``raw`` block's scale: standardised within queries, or the scores as they are.
 
     Notes
     -----
@@ -132,18 +90,17 @@ class FeatureEncoder:
             raise ValueError(f"n_bins must be at least 1, got {self.n_bins}")
 
     def fit(self, raw, offsets: np.ndarray, base_names: Optional[Sequence[str]] = None) -> "FeatureEncoder":
-        """Learn the thresholds and scales on training candidates (``raw``: candidates × base functions, NaN =
-        not retrieved, a float32 or float64 array or memory map, read in blocks of whole queries and never
-        copied whole; ``offsets``: query boundaries); ``base_names`` name the functions in errors.
+        """Learn the thresholds and scales on training candidates.
 
         Parameters
         ----------
         raw : ndarray of shape (n, F)
-            Base-function scores, NaN where a function did not retrieve the candidate.
+            Base-function scores, NaN where a function did not retrieve the candidate (float32 or float64, a
+            memory map included: read in chunks of whole queries, never copied whole).
         offsets : ndarray of shape (Q + 1,)
             Query boundaries: query q holds rows ``offsets[q]:offsets[q + 1]``.
         base_names : sequence of str, optional
-            A name per base function.
+            A name per base function (for errors).
 
         Returns
         -------
@@ -158,9 +115,7 @@ class FeatureEncoder:
 
     def fit_statistics(self, stats: ColumnStatistics, thresholds: Optional[np.ndarray] = None,
                        base_names: Optional[Sequence[str]] = None) -> "FeatureEncoder":
-        """:meth:`fit` from what it learns from the data: the functions' :class:`ColumnStatistics` and, for
-        quantile bins, their thresholds (:func:`~pyterrier_svmmap.features.thresholds.function_thresholds`),
-        however they were computed (one process or the shards of a cluster).
+        """:meth:`fit` from what it learns from the data, however computed (one process or a cluster's shards).
 
         Parameters
         ----------
@@ -206,8 +161,7 @@ class FeatureEncoder:
         return self.prescale_ is not None
 
     def transform(self, raw, offsets: np.ndarray) -> FeatureMatrix:
-        """φ of candidates ``raw`` (n × F, a float32 or float64 array or memory map) grouped by ``offsets``,
-        computed in blocks of whole queries: only φ is allocated (bin codes; the dense blocks' columns).
+        """φ of candidates, computed in chunks of whole queries: only φ is allocated.
 
         Parameters
         ----------
@@ -229,125 +183,25 @@ class FeatureEncoder:
             raise ValueError(f"the model was trained on {self.n_functions_} base functions but these "
                              f"candidates have {raw.shape[1] if raw.ndim == 2 else raw.shape}; use the same "
                              "RunFeatures as in training")
-        blocks: List[Block] = []
-        for kind in self.blocks:
-            block = BLOCK_KINDS[kind]
-            if block.dense:
-                blocks.append(DenseBlock(self.dense_values(kind, raw, offsets)))
-            else:
-                blocks.append(BinnedBlock(block.values(self, raw, offsets), self.n_bins))
-        return FeatureMatrix(blocks)
+        return FeatureMatrix([DenseBlock(self.dense_values(kind, raw, offsets)) if BLOCK_KINDS[kind].dense
+                              else BinnedBlock(BLOCK_KINDS[kind].values(self, raw, offsets), self.n_bins)
+                              for kind in self.blocks])
 
     def dense_values(self, kind: str, raw, offsets: np.ndarray) -> np.ndarray:
-        """(n, 2F) columns of a dense block kind (:data:`~pyterrier_svmmap.features.blocks.BLOCK_KINDS`): its
-        values, then the "retrieved" indicators (times ``indicator_scale_``), filled block of whole queries by
-        block.
-
-        Parameters
-        ----------
-        kind : str
-            A block kind of :data:`~pyterrier_svmmap.features.blocks.BLOCK_KINDS` (or ``"bias"``).
-        raw : ndarray of shape (n, F)
-            Base-function scores, NaN where a function did not retrieve the candidate.
-        offsets : ndarray of shape (Q + 1,)
-            Query boundaries: query q holds rows ``offsets[q]:offsets[q + 1]``.
-
-        Returns
-        -------
-        ndarray of shape (n, 2F)
-        """
+        """(n, 2F) columns of a dense block kind: its values, then the "retrieved" indicators (times
+        ``indicator_scale_``), filled chunk by chunk."""
         n, n_funcs = raw.shape
         out = np.empty((n, 2 * n_funcs))
-        for block in query_blocks(raw, np.asarray(offsets, dtype=np.int64)):
-            part, offs = block.values, block.offsets
-            missing = np.isnan(part)
-            out[block.start:block.stop, :n_funcs] = BLOCK_KINDS[kind].values(self, part, offs)
-            out[block.start:block.stop, n_funcs:] = ~missing if self.indicator_scale_ is None else \
-                ~missing * self.indicator_scale_
+        for chunk in query_chunks(raw, np.asarray(offsets, dtype=np.int64)):
+            retrieved = ~np.isnan(chunk.values)
+            out[chunk.start:chunk.stop, :n_funcs] = BLOCK_KINDS[kind].values(self, chunk.values, chunk.offsets)
+            out[chunk.start:chunk.stop, n_funcs:] = retrieved if self.indicator_scale_ is None else \
+                retrieved * self.indicator_scale_
         return out
 
-    def filled_scores(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        """The scores as they are, a missing one as its query's lowest of that function (0 when the function
-        retrieved none of the query's candidates).
-
-        Parameters
-        ----------
-        raw : ndarray of shape (n, F)
-            Base-function scores, NaN where a function did not retrieve the candidate.
-        offsets : ndarray of shape (Q + 1,)
-            Query boundaries: query q holds rows ``offsets[q]:offsets[q + 1]``.
-
-        Returns
-        -------
-        ndarray of shape (n, F)
-        """
-        lo, _ = query_min_max(raw, offsets)
-        fill = np.nan_to_num(lo[query_ids(offsets)], nan=0.0)
-        return np.where(np.isnan(raw), fill, raw)
-
-    def minmax_scores(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        """The scores min–max normalised per query and function, missing → 0.
-
-        Parameters
-        ----------
-        raw : ndarray of shape (n, F)
-            Base-function scores, NaN where a function did not retrieve the candidate.
-        offsets : ndarray of shape (Q + 1,)
-            Query boundaries: query q holds rows ``offsets[q]:offsets[q + 1]``.
-
-        Returns
-        -------
-        ndarray of shape (n, F)
-        """
-        return np.nan_to_num(minmax_normalise(raw, offsets), nan=0.0)
-
-    def masked(self, values: np.ndarray) -> np.ndarray:
-        """Dense block ``values`` with the columns of functions whose scores never vary within a training query
-        set to 0 (a model of an earlier version, which scales nothing, keeps them).
-
-        Parameters
-        ----------
-        values : ndarray of shape (n, F)
-            A dense block's score columns.
-
-        Returns
-        -------
-        ndarray of shape (n, F)
-        """
-        return values * (self.column_scale_ != 0) if self.normalises else values
-
-    def standardise(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        """The ``raw`` block's scores with ``normalise="query"``: (f − min_q f)·``column_scale_`` per query and
-        function, missing → 0 (:func:`standardise_scores`).
-
-        Parameters
-        ----------
-        raw : ndarray of shape (n, F)
-            Base-function scores, NaN where a function did not retrieve the candidate.
-        offsets : ndarray of shape (Q + 1,)
-            Query boundaries: query q holds rows ``offsets[q]:offsets[q + 1]``.
-
-        Returns
-        -------
-        ndarray of shape (n, F)
-        """
-        return standardise_scores(raw, offsets, self.prescale_, self.column_scale_)
-
     def bin_codes(self, raw, offsets: np.ndarray) -> np.ndarray:
-        """Number of thresholds each score exceeds, per (candidate, function); missing → 0. Computed in blocks
-        of whole queries (:func:`._kernels.bin_codes`, rows spread over threads).
-
-        Parameters
-        ----------
-        raw : ndarray of shape (n, F)
-            Base-function scores, NaN where a function did not retrieve the candidate.
-        offsets : ndarray of shape (Q + 1,)
-            Query boundaries: query q holds rows ``offsets[q]:offsets[q + 1]``.
-
-        Returns
-        -------
-        ndarray of shape (n, F), uint8 or uint16
-        """
+        """(n, F) uint8 or uint16: the number of thresholds each score exceeds (missing → 0), chunk by chunk,
+        rows spread over threads."""
         raw = score_matrix(raw)
         dtype = np.uint8 if self.n_bins < 256 else np.uint16
         codes = np.zeros(raw.shape, dtype=dtype)
@@ -355,9 +209,9 @@ class FeatureEncoder:
             return codes
         jit = kernels()
         thresholds = np.ascontiguousarray(self.thresholds_, dtype=float)
-        for block in query_blocks(raw, np.asarray(offsets, dtype=np.int64)):
-            scaled = np.ascontiguousarray(scale_for_binning(block.values, block.offsets, self.binning), dtype=float)
-            out = codes[block.start:block.stop]
+        for chunk in query_chunks(raw, np.asarray(offsets, dtype=np.int64)):
+            scaled = np.ascontiguousarray(scale_for_binning(chunk.values, chunk.offsets, self.binning), dtype=float)
+            out = codes[chunk.start:chunk.stop]
             bounds = threads.even_bounds(len(scaled), threads.pieces(scaled.size))
             threads.run(lambda i: jit.bin_codes(scaled[bounds[i]:bounds[i + 1]], thresholds,
                                                 out[bounds[i]:bounds[i + 1]]), len(bounds) - 1)

@@ -1,11 +1,6 @@
-"""φ's layout: the one object that knows how the weight vector w of a linear model is laid out.
-
-A model's w is the concatenation of the feature blocks of :class:`~pyterrier_svmmap.features.encoder.FeatureEncoder`
-(``bins``: F·|K_f| threshold weights, function by function, threshold by threshold — Yue et al. 2007 §4.2;
-``raw``/``minmax``: F score weights then F "retrieved" indicator weights) and, for the classification losses
-of §5.2, a last bias dimension. :class:`FeatureLayout` owns that arithmetic — dimension, per-block slices,
-a name per dimension, the prior weights w₀ of biased regularisation, and the layout's serialisation — so
-that the learner, the model files, the pictures and the command line never recompute it.
+"""φ's layout: the one object that knows how the weight vector w of a linear model is laid out — the feature
+blocks in order (each as :mod:`.blocks` says) and, for the classification losses, a last bias dimension — with
+its dimension, slices, names, the prior's weights w₀ and its serialisation.
 """
 from __future__ import annotations
 
@@ -53,8 +48,7 @@ class FeatureLayout:
     def fit(cls, raw: np.ndarray, offsets: np.ndarray, features="bins", n_bins: int = 50,
             binning: str = "quantile", threshold_depth: Optional[int] = None, bias: bool = False,
             base_names: Optional[Sequence[str]] = None, normalise: Optional[str] = "query") -> "FeatureLayout":
-        """Learn the thresholds and scales on training candidates (``raw``: candidates × base functions, NaN =
-        not retrieved; ``offsets``: query boundaries).
+        """Learn the thresholds and scales on training candidates (:meth:`FeatureEncoder.fit`).
 
         Parameters
         ----------
@@ -86,7 +80,6 @@ class FeatureLayout:
             raw, offsets, names or None)
         return cls(encoder, bool(bias), names)
 
-    # -- shape ------------------------------------------------------------------------------------
     @property
     def n_functions(self) -> int:
         return int(self.encoder.n_functions_)
@@ -96,18 +89,7 @@ class FeatureLayout:
         return self.encoder.blocks
 
     def block_width(self, kind: str) -> int:
-        """Dimensions of one block (:meth:`~pyterrier_svmmap.features.blocks.FeatureBlock.width`: F·n_bins for
-        ``bins``, 2F — scores, then indicators — for ``raw``/``minmax``), 1 for ``bias``.
-
-        Parameters
-        ----------
-        kind : str
-            A block kind of :data:`~pyterrier_svmmap.features.blocks.BLOCK_KINDS` (or ``"bias"``).
-
-        Returns
-        -------
-        int
-        """
+        """Dimensions of block ``kind`` (:meth:`.blocks.FeatureBlock.width`), 1 for ``"bias"``."""
         if kind == "bias":
             return 1
         return BLOCK_KINDS[kind].width(self.n_functions, int(self.encoder.n_bins))
@@ -127,16 +109,14 @@ class FeatureLayout:
         return sum(self.block_width(k) for k, _ in self.block_slices())
 
     def block_weights(self, w: np.ndarray, kind: str) -> np.ndarray:
-        """The weights of one block, shaped as its kind says
-        (:meth:`~pyterrier_svmmap.features.blocks.FeatureBlock.weight_shape`: (F, n_bins) for ``bins``, (2, F) —
-        scores, indicators — for ``raw``/``minmax``).
+        """The weights of one block, shaped as its kind says (:meth:`.blocks.FeatureBlock.weight_shape`).
 
         Parameters
         ----------
         w : ndarray of shape (dim,)
             A weight vector of this layout.
         kind : str
-            A block kind of :data:`~pyterrier_svmmap.features.blocks.BLOCK_KINDS` (or ``"bias"``).
+            A block kind of :data:`~pyterrier_svmmap.features.blocks.BLOCK_KINDS` in this layout.
 
         Returns
         -------
@@ -155,10 +135,8 @@ class FeatureLayout:
         ``bias``)."""
         return self.encoder.feature_names(self.base_names) + (["bias"] if self.bias else [])
 
-    # -- features ---------------------------------------------------------------------------------
     def transform(self, raw: np.ndarray, offsets: np.ndarray) -> FeatureMatrix:
-        """φ of candidates (never materialised as one matrix), the bias block included. A ``raw`` block with
-        ``normalise=None`` refuses scores beyond ±1e100, as training does (a ValueError naming the function).
+        """φ of candidates, the bias included (a ``raw`` block with ``normalise=None`` refuses scores beyond ±1e100).
 
         Parameters
         ----------
@@ -179,19 +157,16 @@ class FeatureLayout:
         return X
 
     def prior_block(self) -> str:
-        """The block the prior's weights are put in: the first dense block (``raw``, ``minmax``), whose column
-        ranks candidates exactly as the function does, else ``bins`` (its steps rank them coarsely, ties within
-        a bin)."""
+        """The block the prior's weights are put in: the first dense block, whose column ranks candidates exactly
+        as the function does, else ``bins``."""
         dense = [kind for kind in self.blocks if BLOCK_KINDS[kind].dense]
         return dense[0] if dense else self.blocks[0]
 
     def prior_weights(self, function: int, raw: Optional[np.ndarray] = None, offsets: Optional[np.ndarray] = None,
                       *, scale: float = 1.0, span: Optional[float] = None) -> np.ndarray:
         """w₀ that ranks like base function ``function`` alone (missing documents last), for biased
-        regularisation ½‖w − w₀‖², from the training candidates in one call: in :meth:`prior_block`, 1/span on
-        the function's score column (span: the range of that column on the training candidates ``raw``,
-        :meth:`score_extent`), or in a ``bins`` block 1/n_bins on each of its thresholds (a score of about 1 at
-        the top); every other weight 0. The whole vector is multiplied by ``scale``.
+        regularisation ½‖w − w₀‖²: :meth:`prior_block`'s ``prior_head`` (1/span on the function's score column,
+        or 1/n_bins on each of its thresholds), every other weight 0, times ``scale``.
 
         Parameters
         ----------
@@ -224,26 +199,9 @@ class FeatureLayout:
 
     def score_extent(self, raw: np.ndarray, offsets: np.ndarray, function: int) -> Tuple[float, float]:
         """The (min, max) of base function ``function``'s score column of :meth:`prior_block` on candidates
-        ``raw`` (:meth:`~pyterrier_svmmap.features.blocks.FeatureBlock.score_extent`: the standardised or raw
-        column's for ``raw``; (0, 1) for ``bins`` and ``minmax``, whose prior weights need no range). A cluster
-        takes the min and max over its shards.
-
-        Parameters
-        ----------
-        raw : ndarray of shape (n, F)
-            Base-function scores, NaN where a function did not retrieve the candidate.
-        offsets : ndarray of shape (Q + 1,)
-            Query boundaries: query q holds rows ``offsets[q]:offsets[q + 1]``.
-        function : int
-            The index of a base function.
-
-        Returns
-        -------
-        (float, float)
-        """
+        ``raw`` (:meth:`.blocks.FeatureBlock.score_extent`; a cluster takes the min and max over its shards)."""
         return BLOCK_KINDS[self.prior_block()].score_extent(self.encoder, raw, offsets, function)
 
-    # -- state ------------------------------------------------------------------------------------
     #: the encoder's learned per-function arrays besides the thresholds (absent from models of earlier
     #: versions, which scale nothing)
     SCALE_ARRAYS = ("prescale", "column_scale", "indicator_scale")
@@ -294,13 +252,9 @@ def default_base_names(n: int, start: int = 0) -> List[str]:
 
 @dataclass
 class EncodedQueries:
-    """φ of some queries under a fitted :class:`FeatureLayout`: what a path of C trains on.
-
-    The layout learns nothing from labels (thresholds and scales come from the candidates' scores), so one
-    layout fitted on every judged query can serve each cross-validation fold: the folds then train in the same
-    space as the final model (their weights can be averaged with it) and φ is computed once
-    (:meth:`subset` takes a fold's rows).
-    """
+    """φ of some queries under a fitted :class:`FeatureLayout`: what a path of C trains on. The layout learns
+    nothing from labels, so one layout fitted on every judged query serves each cross-validation fold
+    (:meth:`subset`), in the final model's space, with φ computed once."""
 
     layout: FeatureLayout
     X: FeatureMatrix

@@ -1,12 +1,8 @@
 """Each base function's scale on the training candidates: the statistics the encoder fits its scales from.
 
-Two passes over the scores, a block of whole queries at a time (:func:`~pyterrier_svmmap.chunks.query_blocks`):
-the largest |score| of each function (:func:`column_top`), which sets a power-of-two prescale that makes the
-later products exact and their squares safe, then every query's sum of squared deviations from its mean
-(:func:`query_spread_sums`). Kept per query and added in query order (:func:`statistics_from_sums`), they give
-the same bits whether one process reads the whole matrix or a cluster gathers its shards' sums. They say how
-much each function varies *within* queries (the ``raw`` block's σ_f) and which functions or "retrieved"
-indicators never vary within a query, whose dimensions φ leaves out exactly.
+Two passes, a chunk of whole queries at a time: the largest |score| per function (:func:`column_top`, which
+sets an exact power-of-two prescale), then every query's sum of squared deviations (:func:`query_spread_sums`),
+added in query order (:func:`statistics_from_sums`) so that one process and a cluster's shards give the same bits.
 """
 from __future__ import annotations
 
@@ -16,7 +12,7 @@ from typing import Optional, Sequence, Tuple
 import numpy as np
 
 import pyterrier_svmmap.threads as threads
-from pyterrier_svmmap.chunks import query_blocks, row_offsets, score_matrix
+from pyterrier_svmmap.chunks import query_chunks, row_offsets, score_matrix
 from pyterrier_svmmap.features import kernels
 
 #: |raw score| above which ``normalise=None`` refuses a function: the solver sums squares of sums of scores
@@ -25,20 +21,10 @@ UNNORMALISED_LIMIT = 1e100
 
 @dataclass
 class ColumnStatistics:
-    """What the training candidates say about each base function's scale (:func:`column_statistics`).
-
-    Attributes
-    ----------
-    top : np.ndarray
-        (F,) the largest |retrieved score| of each function (0 when it retrieved nothing).
-    spread : np.ndarray
-        (F,) the pooled within-query standard deviation of the function's scores times :attr:`prescale`
-        (0 when they never vary).
-    score_varies : np.ndarray
-        (F,) whether the function's retrieved scores differ within at least one query.
-    retrieval_varies : np.ndarray
-        (F,) whether, in at least one query, the function retrieved some candidates but not all.
-    """
+    """What the training candidates say about each base function's scale (each (F,)): the largest |retrieved
+    score| (``top``, 0 when none), the pooled within-query standard deviation times :attr:`prescale` (``spread``),
+    whether the retrieved scores differ within some query (``score_varies``), and whether in some query the
+    function retrieved some candidates but not all (``retrieval_varies``)."""
     top: np.ndarray
     spread: np.ndarray
     score_varies: np.ndarray
@@ -46,15 +32,13 @@ class ColumnStatistics:
 
     @property
     def prescale(self) -> np.ndarray:
-        """(F,) a power of two per function that brings its largest |score| into [0.5, 1): products by it are
-        exact, and squares of the scaled scores cannot overflow (:func:`power_of_two_scale`)."""
+        """(F,) :func:`power_of_two_scale` of ``top``."""
         return power_of_two_scale(self.top)
 
 
 def column_top(raw, offsets: Optional[np.ndarray] = None) -> np.ndarray:
-    """Per column, the largest |retrieved score| (0 for a column of NaN), read block by block
-    (:func:`~pyterrier_svmmap.chunks.query_blocks`; ``offsets``: query boundaries, default blocks of rows;
-    :func:`._kernels.column_abs_max`, rows spread over threads)."""
+    """Per column, the largest |retrieved score| (0 for a column of NaN), read chunk by chunk (``offsets``:
+    query boundaries, default :func:`~pyterrier_svmmap.chunks.row_offsets`), rows spread over threads."""
     raw = score_matrix(raw)
     top = np.zeros(raw.shape[1])
     if not len(raw):
@@ -62,8 +46,8 @@ def column_top(raw, offsets: Optional[np.ndarray] = None) -> np.ndarray:
     if offsets is None:
         offsets = row_offsets(len(raw), raw.shape[1])
     jit = kernels()
-    for block in query_blocks(raw, offsets):
-        values = block.values
+    for chunk in query_chunks(raw, offsets):
+        values = chunk.values
         bounds = threads.even_bounds(len(values), threads.pieces(values.size))
         tops = np.zeros((len(bounds) - 1, raw.shape[1]))
         threads.run(lambda i: jit.column_abs_max(values[bounds[i]:bounds[i + 1]], tops[i]), len(bounds) - 1)
@@ -72,7 +56,8 @@ def column_top(raw, offsets: Optional[np.ndarray] = None) -> np.ndarray:
 
 
 def power_of_two_scale(top: np.ndarray) -> np.ndarray:
-    """2^−e with 2^(e−1) ≤ ``top`` < 2^e (1 for 0), capped so that it stays finite for subnormal values."""
+    """2^−e with 2^(e−1) ≤ ``top`` < 2^e (1 for 0), capped so that it stays finite for subnormal values: scaled
+    scores are in [0.5, 1), products by it exact and their squares safe."""
     return np.ldexp(1.0, np.minimum(-np.frexp(np.asarray(top, dtype=float))[1], 1023))
 
 
@@ -80,8 +65,7 @@ def query_spread_sums(raw: np.ndarray, offsets: np.ndarray, prescale: np.ndarray
                       ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per query and function (Q × F each): the squared deviations of the scores times ``prescale`` from the
     query's mean, summed (exactly 0 where they are all equal), the retrieved scores counted, and whether they
-    differ. Compiled (:func:`._kernels.query_spread`, blocks of whole queries on threads: each query's sums
-    are the same in any block)."""
+    differ; queries spread over threads."""
     raw = np.ascontiguousarray(raw, dtype=float)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     prescale = np.ascontiguousarray(prescale, dtype=float)
@@ -98,18 +82,16 @@ def query_spread_sums(raw: np.ndarray, offsets: np.ndarray, prescale: np.ndarray
 
 def statistics_from_sums(top: np.ndarray, sumsq: np.ndarray, counts: np.ndarray, varies: np.ndarray,
                          sizes: np.ndarray) -> ColumnStatistics:
-    """:class:`ColumnStatistics` from the per-query sums of :func:`query_spread_sums` of every query, in query
-    order, and the queries' candidate counts ``sizes``: the sums are added over queries in that order, so a
-    cluster that gathers its shards' rows in query order gets the bits of one process."""
+    """:class:`ColumnStatistics` from every query's :func:`query_spread_sums`, in query order, and the queries'
+    candidate counts ``sizes``."""
     spread = np.sqrt(sumsq.sum(axis=0) / np.maximum(counts.sum(axis=0), 1))
     partly = (counts > 0) & (counts < np.asarray(sizes)[:, None])
     return ColumnStatistics(np.asarray(top, dtype=float), spread, varies.any(axis=0), partly.any(axis=0))
 
 
 def column_statistics(raw, offsets: np.ndarray) -> ColumnStatistics:
-    """:class:`ColumnStatistics` of candidates ``raw`` (n × F, NaN = not retrieved; a float32 or float64 array or
-    memory map, read in blocks of whole queries) grouped by ``offsets``: two passes, the largest scores first
-    (they set the prescale), then every query's spread sums."""
+    """:class:`ColumnStatistics` of candidates ``raw`` (n × F, NaN = not retrieved; float32 or float64, a memory
+    map included) grouped by ``offsets``."""
     raw = score_matrix(raw)
     offsets = np.asarray(offsets, dtype=np.int64)
     top = column_top(raw, offsets)
@@ -118,15 +100,14 @@ def column_statistics(raw, offsets: np.ndarray) -> ColumnStatistics:
     sumsq = np.zeros((n_queries, n_funcs))
     counts = np.zeros((n_queries, n_funcs), dtype=np.int64)
     varies = np.zeros((n_queries, n_funcs), dtype=np.bool_)
-    for block in query_blocks(raw, offsets):
-        rows = slice(block.first, block.first + block.n_queries)
-        sumsq[rows], counts[rows], varies[rows] = query_spread_sums(block.values, block.offsets, prescale)
+    for chunk in query_chunks(raw, offsets):
+        rows = slice(chunk.first, chunk.first + chunk.n_queries)
+        sumsq[rows], counts[rows], varies[rows] = query_spread_sums(chunk.values, chunk.offsets, prescale)
     return statistics_from_sums(top, sumsq, counts, varies, np.diff(offsets))
 
 
 def check_unnormalised_range(top: np.ndarray, base_names: Optional[Sequence[str]] = None) -> None:
-    """ValueError naming the first function whose largest |score| ``top`` exceeds :data:`UNNORMALISED_LIMIT`
-    (``normalise=None`` keeps scores as they are, and the solver's sums of their squares would overflow)."""
+    """ValueError naming the first function whose largest |score| ``top`` exceeds :data:`UNNORMALISED_LIMIT`."""
     bad = np.flatnonzero(np.asarray(top) > UNNORMALISED_LIMIT)
     if len(bad):
         f = int(bad[0])

@@ -1,11 +1,10 @@
 """The thresholds K_f of the bins (Yue et al. 2007 §4.2), sampled from the training candidates' scores.
 
-Per function, −∞ first (its indicator says "retrieved"), then the distinct quantiles 1/n_bins, 2/n_bins, …
-(numpy's ``method="lower"``) of the function's retrieved scores — all of them, or each query's top
-``threshold_depth`` (:func:`top_of_queries`), where rankings are decided — then +∞ up to n_bins
-(:func:`pad_thresholds`). :func:`sample_thresholds` reads the scores in blocks of whole queries and gathers at
-most :data:`SAMPLE_BYTES` of samples per pass, so memory is bounded by the sample, not the matrix, and the
-thresholds are exact. The ``minmax`` and ``percentile`` binnings use :func:`even_thresholds` instead.
+Per function: −∞ (its indicator says "retrieved"), the distinct quantiles 1/n_bins, 2/n_bins, … (numpy's
+``method="lower"``) of its retrieved scores — all, or each query's top ``threshold_depth`` — then +∞ up to n_bins.
+:func:`sample_thresholds` gathers at most :data:`SAMPLE_BYTES` of samples per pass over the scores, so memory is
+bounded by the sample and the thresholds are exact. The ``minmax`` and ``percentile`` binnings use
+:func:`even_thresholds`.
 """
 from __future__ import annotations
 
@@ -14,35 +13,31 @@ from typing import List, Optional
 import numpy as np
 
 import pyterrier_svmmap.threads as threads
-from pyterrier_svmmap.chunks import query_blocks, score_matrix
+from pyterrier_svmmap.chunks import query_chunks, score_matrix
 from pyterrier_svmmap.features import kernels
+
+#: bytes of threshold samples gathered in one pass over the scores (more columns take more passes): a quarter of
+#: the 8 GB a fit of 10⁸ candidates × 16 functions is held to
+SAMPLE_BYTES = 1 << 31
 
 
 def function_thresholds(sample: np.ndarray, n_bins: int) -> np.ndarray:
-    """(F, ``n_bins``) ascending thresholds per column of ``sample`` (a function's raw scores).
-
-    The first is −inf, so its indicator says "the function retrieved this candidate" and a missing
-    candidate (code 0) is told apart from the lowest retrieved ones; the others are the scores at
-    quantiles 1/n_bins, 2/n_bins, ... (``method="lower"``) of the function's retrieved scores
-    (:func:`pad_thresholds`, :func:`lower_quantiles`), functions spread over
-    :func:`~pyterrier_svmmap.threads.current` threads."""
+    """(F, ``n_bins``) thresholds of every column of ``sample`` (a function's raw scores, NaN = not retrieved)."""
     sample = np.asarray(sample)
-    columns = [sample[:, f] for f in range(sample.shape[1])]
-    return _thresholds_of_columns(columns, n_bins, retrieved=False)
+    return _thresholds_of_columns([sample[:, f] for f in range(sample.shape[1])], n_bins, retrieved=False)
 
 
 def lower_quantiles(values: np.ndarray, n_bins: int) -> np.ndarray:
-    """The retrieved ``values``' quantiles 1/n_bins, …, (n_bins − 1)/n_bins of method ``"lower"`` (those of
-    ``np.quantile``): the sorted values at ⌊(m − 1)·k/n_bins⌋, m the number of values; sorts ``values`` in
-    place (numpy's sort, which releases the GIL)."""
+    """``np.quantile(values, k / n_bins, method="lower")`` for k = 1 … n_bins − 1: the sorted values at
+    ⌊(m − 1)·k/n_bins⌋; sorts ``values`` in place."""
     values.sort()
     levels = np.arange(1, n_bins) / n_bins
     return values[np.floor((len(values) - 1) * levels).astype(np.int64)].astype(float)
 
 
 def _thresholds_of_columns(columns: List[np.ndarray], n_bins: int, retrieved: bool) -> np.ndarray:
-    """:func:`pad_thresholds` of every column's :func:`lower_quantiles` (``retrieved``: the columns hold only
-    retrieved scores, else their NaN are left out first), columns spread over threads."""
+    """:func:`pad_thresholds` of every column's :func:`lower_quantiles` (``retrieved``: the columns hold no NaN),
+    columns spread over threads."""
     def one(f: int) -> np.ndarray:
         col = columns[f]
         if not retrieved:
@@ -54,22 +49,11 @@ def _thresholds_of_columns(columns: List[np.ndarray], n_bins: int, retrieved: bo
     return np.stack(threads.run(one, len(columns))) if columns else np.zeros((0, n_bins))
 
 
-#: bytes of threshold samples gathered in one pass over the scores (more columns take more passes): a quarter of
-#: the 8 GB a fit of 10⁸ candidates × 16 functions is held to, so that such a fit gathers in one to four passes
-SAMPLE_BYTES = 1 << 31
-
-
 def sample_thresholds(raw, offsets: np.ndarray, n_bins: int, depth: Optional[int] = None,
                       max_bytes: Optional[int] = None) -> np.ndarray:
-    """:func:`function_thresholds` of the training candidates ``raw`` (or, with ``depth``, of each query's top
-    ``depth`` scores per function, :func:`top_of_queries`) read in blocks of whole queries: the same thresholds
-    with memory bounded by the sample, not the matrix.
-
-    The exact method: per function, every sampled retrieved score is gathered (in ``raw``'s dtype, float32 or
-    float64, which holds every score exactly; :func:`._kernels.gather_columns`), sorted, and read at the
-    quantiles' ranks (:func:`lower_quantiles`). Functions are gathered a group at a time, about ``max_bytes``
-    (default :data:`SAMPLE_BYTES`) of samples per pass over the scores: one pass for a sample that fits, more
-    for a larger one; nothing else of the size of the scores is held.
+    """:func:`function_thresholds` of the training candidates (with ``depth``, of each query's top ``depth``
+    scores per function), read in chunks of whole queries: every sampled score is gathered in ``raw``'s dtype,
+    a group of functions per pass of about ``max_bytes`` (default :data:`SAMPLE_BYTES`).
 
     Parameters
     ----------
@@ -88,7 +72,7 @@ def sample_thresholds(raw, offsets: np.ndarray, n_bins: int, depth: Optional[int
     Returns
     -------
     numpy.ndarray
-        (F, n_bins) thresholds, as :func:`function_thresholds` of the whole sample.
+        (F, n_bins) thresholds.
     """
     raw = score_matrix(raw)
     offsets = np.asarray(offsets, dtype=np.int64)
@@ -106,15 +90,15 @@ def sample_thresholds(raw, offsets: np.ndarray, n_bins: int, depth: Optional[int
         if store is None:                         # one store for every group: its memory is touched once
             store = np.empty((group, max(1, per_function // dtype.itemsize)), dtype=dtype)
         filled = np.zeros(f1 - f0, dtype=np.int64)
-        for block in query_blocks(raw, offsets):
-            if gathered is None or gathered.shape[1] < len(block.values):
-                gathered = np.empty((group, len(block.values)))
+        for chunk in query_chunks(raw, offsets):
+            if gathered is None or gathered.shape[1] < len(chunk.values):
+                gathered = np.empty((group, len(chunk.values)))
             counts = np.zeros(f1 - f0, dtype=np.int64)
-            bounds = threads.even_bounds(f1 - f0, min(f1 - f0, threads.pieces(block.values.size)))
+            bounds = threads.even_bounds(f1 - f0, min(f1 - f0, threads.pieces(chunk.values.size)))
 
             def gather(i: int) -> None:           # functions, not rows: each column's scores stay in row order
                 j0, j1 = int(bounds[i]), int(bounds[i + 1])
-                jit.gather_columns(block.values, block.offsets, -1 if depth is None else int(depth),
+                jit.gather_columns(chunk.values, chunk.offsets, -1 if depth is None else int(depth),
                                    f0 + j0, f0 + j1, gathered[j0:j1], counts[j0:j1])
             threads.run(gather, len(bounds) - 1)
             need = int((filled + counts).max())
@@ -130,8 +114,7 @@ def sample_thresholds(raw, offsets: np.ndarray, n_bins: int, depth: Optional[int
 
 
 def pad_thresholds(quantiles: np.ndarray, n_bins: int) -> np.ndarray:
-    """−inf, then the distinct ``quantiles`` ascending, then +inf up to ``n_bins`` thresholds (a +inf
-    threshold is never exceeded, so its weight stays 0). Shared with the distributed thresholds."""
+    """−inf, then the distinct ``quantiles`` ascending, then +inf (never exceeded) up to ``n_bins`` thresholds."""
     out = np.full(n_bins, np.inf)
     out[0] = -np.inf
     qs = np.unique(quantiles)
@@ -140,9 +123,8 @@ def pad_thresholds(quantiles: np.ndarray, n_bins: int) -> np.ndarray:
 
 
 def top_of_queries(raw: np.ndarray, offsets: np.ndarray, depth: int) -> np.ndarray:
-    """``raw`` with NaN except, per query and function, the ``depth`` highest scores (ties at the
-    boundary kept). Compiled per query (:func:`._kernels.top_of_queries`, queries spread over
-    :func:`~pyterrier_svmmap.threads.current` threads)."""
+    """``raw`` with NaN except, per query and function, the ``depth`` highest scores (ties at the boundary
+    kept); queries spread over threads."""
     offsets = np.asarray(offsets)
     sizes = np.diff(offsets)
     if len(sizes) == 0 or sizes.max() <= depth:

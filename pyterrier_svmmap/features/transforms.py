@@ -1,12 +1,7 @@
-"""Per-query transforms of the scores: each function's scores rescaled within each query, vectorised over all
-queries.
-
-Input everywhere is a matrix ``raw`` of shape (candidates, base functions), NaN where a base function did not
-retrieve the candidate, with the candidates of each query contiguous and delimited by ``offsets`` (length
-Q + 1). A linear ranking model only compares candidates of one query, so these are the scales φ's blocks put
-the scores on: min–max (``minmax`` block, SVM_acc4's bins), percentiles (SVM_acc3's bins) and the within-query
-standardisation of the ``raw`` block. They compute each query alone (compiled in :mod:`._kernels`, blocks of
-whole queries spread over threads), so the result of a query does not depend on where the work is cut.
+"""Per-query transforms of the scores ``raw`` (candidates × base functions, NaN = not retrieved, queries delimited
+by ``offsets``): min–max (``minmax`` block, SVM_acc4's bins), percentiles (SVM_acc3's bins) and the ``raw``
+block's within-query standardisation. Each query is computed alone, in chunks of whole queries spread over
+threads, so a query's result does not depend on where the work is cut.
 """
 from __future__ import annotations
 
@@ -45,9 +40,8 @@ def query_min_max(raw: np.ndarray, offsets: np.ndarray) -> Tuple[np.ndarray, np.
     return lo, hi
 
 
-def _per_query_blocks(kernel, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """``kernel(raw, offsets, out)`` of a per-query scaling, run on blocks of whole queries spread over
-    :func:`~pyterrier_svmmap.threads.current` threads (each query's rows are computed alike in any block)."""
+def _per_query_chunks(kernel, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """``kernel(raw, offsets, out)`` of a per-query scaling, on chunks of whole queries spread over threads."""
     raw = np.ascontiguousarray(raw, dtype=float)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     out = np.empty(raw.shape)
@@ -56,20 +50,16 @@ def _per_query_blocks(kernel, raw: np.ndarray, offsets: np.ndarray) -> np.ndarra
 
 
 def minmax_normalise(raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """(f − min_q f)/(max_q f − min_q f) per query and function; NaN stays NaN; a constant function → 1.
-    Compiled (:func:`._kernels.minmax_normalise`; blocks of queries on threads)."""
-    if not len(raw):
-        return np.empty(np.shape(raw))
-    return _per_query_blocks(kernels().minmax_normalise, raw, offsets)
+    """(f − min_q f)/(max_q f − min_q f) per query and function; NaN stays NaN; a constant function → 1."""
+    return _per_query_chunks(kernels().minmax_normalise, raw, offsets) if len(raw) else np.empty(np.shape(raw))
 
 
 def standardise_scores(raw: np.ndarray, offsets: np.ndarray, prescale: np.ndarray, column_scale: np.ndarray
                        ) -> np.ndarray:
     """Per query and function z = (x·p − lo·p)·k (p = ``prescale``, a power of two; lo the query's lowest
-    retrieved score; k = ``column_scale``), 0 for a missing score or k = 0, at most
-    :data:`._kernels.Z_LIMIT`. Compiled (:func:`._kernels.standardise`, blocks of queries on threads) once
-    numba is loaded; until then numpy's elementwise operations, which are the kernel's and give the same bits,
-    so that scoring alone (``svmmap classify``) does not pay numba's start-up."""
+    retrieved score; k = ``column_scale``), 0 for a missing score or k = 0, at most :data:`Z_LIMIT`. Compiled
+    once numba is loaded; until then numpy's elementwise operations, which give the same bits, so that scoring
+    alone (``svmmap classify``) does not pay numba's start-up."""
     raw = np.asarray(raw, dtype=float)
     if not len(raw):
         return np.empty(raw.shape)
@@ -77,7 +67,7 @@ def standardise_scores(raw: np.ndarray, offsets: np.ndarray, prescale: np.ndarra
     column_scale = np.ascontiguousarray(column_scale, dtype=float)
     if "numba" in sys.modules:
         jit = kernels()
-        return _per_query_blocks(lambda r, o, out: jit.standardise(r, o, prescale, column_scale, out), raw, offsets)
+        return _per_query_chunks(lambda r, o, out: jit.standardise(r, o, prescale, column_scale, out), raw, offsets)
     lo = query_min_max(raw, offsets)[0][query_ids(np.asarray(offsets))]
     with np.errstate(invalid="ignore", over="ignore"):
         dev = raw * prescale - lo * prescale
@@ -87,11 +77,8 @@ def standardise_scores(raw: np.ndarray, offsets: np.ndarray, prescale: np.ndarra
 
 
 def percentiles(raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Per query and function, the fraction of retrieved candidates scoring ≤ this one (top → 1).
-    Compiled (:func:`._kernels.percentiles`: one sort per query and function; blocks of queries on threads)."""
-    if not len(raw):
-        return np.empty(np.shape(raw))
-    return _per_query_blocks(kernels().percentiles, raw, offsets)
+    """Per query and function, the fraction of retrieved candidates scoring ≤ this one (top → 1)."""
+    return _per_query_chunks(kernels().percentiles, raw, offsets) if len(raw) else np.empty(np.shape(raw))
 
 
 def scale_for_binning(raw: np.ndarray, offsets: np.ndarray, binning: str) -> np.ndarray:

@@ -1,7 +1,7 @@
 """Encoding in blocks of whole queries (:mod:`pyterrier_svmmap.chunks`) gives what the whole matrix gives.
 
 The encoder reads float32 and float64 arrays and memory maps block by block; its thresholds come from samples
-gathered a group of functions at a time. Cutting the blocks at every query boundary (``BLOCK_BYTES`` of one
+gathered a group of functions at a time. Cutting the blocks at every query boundary (``CHUNK_BYTES`` of one
 byte) and the samples at every function (``SAMPLE_BYTES`` of one byte) must change nothing: the same thresholds
 (those of ``np.quantile(method="lower")`` of every retrieved score, or of each query's top ``depth``), scales
 and φ, bit for bit.
@@ -65,14 +65,14 @@ def lower_quantile_reference(raw, offsets, n_bins, depth):
 @pytest.fixture
 def tiny_blocks(monkeypatch):
     """Blocks of one query, samples of one function per pass."""
-    monkeypatch.setattr(chunks, "BLOCK_BYTES", 1)
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 1)
     monkeypatch.setattr(thresholds, "SAMPLE_BYTES", 1)
 
 
 def test_blocks_are_whole_queries_at_every_boundary(monkeypatch):
     raw, offsets = scores()
-    monkeypatch.setattr(chunks, "BLOCK_BYTES", 1)
-    blocks = list(chunks.query_blocks(raw, offsets))
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 1)
+    blocks = list(chunks.query_chunks(raw, offsets))
     assert [int((np.diff(b.offsets) > 0).sum()) for b in blocks] == [1] * int((np.diff(offsets) > 0).sum())
     assert [b.first for b in blocks] == sorted(b.first for b in blocks) and blocks[0].first == 0
     rebuilt = np.concatenate([[0]] + [b.start + b.offsets[1:] for b in blocks])
@@ -97,7 +97,7 @@ def test_every_input_and_block_size_encodes_alike(tmp_path, monkeypatch, feature
     raw, offsets = scores(1)
     reference = FeatureEncoder(features, 9, binning, depth).fit(raw.astype(float), offsets)
     X_ref = reference.transform(raw.astype(float), offsets)
-    monkeypatch.setattr(chunks, "BLOCK_BYTES", 1)
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 1)
     monkeypatch.setattr(thresholds, "SAMPLE_BYTES", 1)
     for name, data in as_inputs(raw, tmp_path).items():
         enc = FeatureEncoder(features, 9, binning, depth).fit(data, offsets)
@@ -136,7 +136,7 @@ def test_query_rows_read_only_the_selected_queries(tmp_path, monkeypatch):
     rows = chunks.select_queries(mm, offsets, keep)
     assert isinstance(rows, chunks.QueryRows)
     expected = raw.astype(float)[np.repeat(keep, np.diff(offsets))]
-    monkeypatch.setattr(chunks, "BLOCK_BYTES", 1)
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 1)
     np.testing.assert_array_equal(np.asarray(rows), expected)
     np.testing.assert_array_equal(rows[:, 2], expected[:, 2])
     enc = FeatureEncoder("bins+raw", 5).fit(rows, rows.offsets)

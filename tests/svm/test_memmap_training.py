@@ -45,7 +45,7 @@ CASES = [dict(features="bins", C=1.0, n_bins=10),
 def test_memory_mapped_and_chunked_training_gives_the_in_memory_model(tmp_path, monkeypatch, params):
     raw, labels, offsets = queries()
     reference = StructSVMRanker(n_jobs=1, **params).fit(raw.astype(np.float64), labels, offsets)
-    monkeypatch.setattr(chunks, "BLOCK_BYTES", 1)                   # a block per query
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 1)                   # a chunk per query
     monkeypatch.setattr(thresholds, "SAMPLE_BYTES", 1)                 # a pass per function
     for name, data in inputs(raw, tmp_path).items():
         model = StructSVMRanker(n_jobs=2, **params).fit(data, labels, offsets)
