@@ -1,8 +1,11 @@
 """Shared test set-up.
 
-* The tests are a package (``tests``, with one sub-package per room of ``pyterrier_svmmap``, mirroring its
-  layout); pytest puts the repository's root on ``sys.path`` for it (its default ``prepend`` import mode: the
-  first folder above ``tests/__init__.py``), so that helpers shared by several rooms are imported as
+* The tests are a package (``tests``), with one sub-package per room of ``pyterrier_svmmap``, mirroring its
+  layout, and three that are no room's: ``project``, the rules of the whole repository (layering, the public
+  API's documentation, the examples and notebooks); ``golden``, the saved models every change must
+  reproduce; ``oracles``, the reference implementations the kernels are compared with. pytest puts the
+  repository's root on ``sys.path`` for it (its default ``prepend`` import mode: the first folder above
+  ``tests/__init__.py``), so that helpers shared by several rooms are imported as
   ``from tests.helpers import ...``, ``from tests.oracles.losses_reference import ...``.
 * Where the tests' data lives is given by session fixtures: the repository's examples (``examples_dir``,
   ``letor_example_files``) and the shared collections beside the clone (``../shared/data``: ``vaswani_dir``,

@@ -230,7 +230,7 @@ def _bad_frames():
         (dup, {}, r"2 duplicate \(qid, docno\) rows, e.g. qid="),
         (bad_score, {}, r"column 'score' is nan for qid="),
         (res, {"n_functions": 5}, r"the model was trained with 5 features per row but these rows have 4"),
-    ]   # a frame without features is refused with a hint now (tests/package/test_user_facing.py)
+    ]   # a frame without features is refused with a hint now (tests/estimators/test_user_facing.py)
 
 
 @pytest.mark.parametrize("case", range(len(_bad_frames())))

@@ -1,27 +1,17 @@
-"""The package's warnings are attributed to the user's line — the call of fit(), of a pipeline's fit, of the
-array-level ranker — not to the library line that raises them; save and load raise none."""
+"""The package's warnings (pyterrier_svmmap.user_warnings) are attributed to the user's line — the call of
+fit(), of a pipeline's fit, of the array-level ranker — not to the library line that raises them; save and
+load raise none."""
 from __future__ import annotations
 
 import warnings
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from pyterrier_svmmap import RunFeatures, StructSVM, SVMMap
 from pyterrier_svmmap.svm.ranker import StructSVMRanker
 
-
-def _frames(n_q=6, n_d=10, seed=0):
-    rng = np.random.default_rng(seed)
-    rows, qrels = [], []
-    for q in range(n_q):
-        for d in range(n_d):
-            rel = d < 2
-            rows.append(dict(qid=str(q), docno=f"d{d}", query="x", features=np.array([rel + rng.random(), rng.random()])))
-            if rel:
-                qrels.append(dict(qid=str(q), docno=f"d{d}", label=1))
-    return pd.DataFrame(rows), pd.DataFrame(qrels)
+from tests.frames.small_frames import small_frames
 
 
 def _caught(call):
@@ -38,7 +28,7 @@ def _only(caught, text):
 
 
 def test_estimator_fit_warnings_point_at_the_fit_call():
-    res, qrels = _frames()
+    res, qrels = small_frames()
     cases = {
         "have no qrels at all": qrels[qrels.qid != "0"],
         "skipping 1 of 6 training queries": qrels[qrels.qid != "0"],
@@ -61,8 +51,8 @@ def _line_after_this():
 
 
 def test_validation_that_cannot_choose_points_at_the_fit_call():
-    res, qrels = _frames()
-    valid, _ = _frames(seed=1)
+    res, qrels = small_frames()
+    valid, _ = small_frames(seed=1)
     model = SVMMap(C=[0.1, 1.0], features="raw", prior=None, selection="validation")
     caught = _caught(lambda: model.fit(res, qrels, valid, qrels.iloc[:0]))
     for w in _only(caught, "no validation candidate is relevant"):
@@ -79,7 +69,7 @@ def test_ranker_fit_warning_points_at_the_fit_call():
 
 
 def test_a_pipelines_fit_warning_points_at_the_pipeline_call():
-    res, qrels = _frames()
+    res, qrels = small_frames()
     run = res.drop(columns=["features"]).assign(score=[f[0] for f in res["features"]])
     pipeline = RunFeatures({"a": run, "b": run.assign(score=-run["score"])}) >> SVMMap(C=1.0, features="raw")
     topics = res[["qid", "query"]].drop_duplicates()
@@ -89,16 +79,7 @@ def test_a_pipelines_fit_warning_points_at_the_pipeline_call():
 
 
 def test_save_and_load_raise_no_warning(tmp_path):
-    res, qrels = _frames()
+    res, qrels = small_frames()
     model = SVMMap(C=1.0, features="raw").fit(res, qrels)
     assert _caught(lambda: model.save(tmp_path / "m")) == []
     assert _caught(lambda: SVMMap.load(tmp_path / "m")) == []
-
-
-@pytest.mark.parametrize("cell", ["1 2", np.array(["1", "2"]), b"12", np.array([1, "x"], dtype=object)])
-def test_features_that_are_not_numbers_are_refused_with_the_fix(cell):
-    res, qrels = _frames()
-    res["features"] = [cell] * len(res)
-    with pytest.raises(ValueError, match=r"features of qid='0' docno='d0' is .*, not numbers: the features column "
-                                         r"must hold numeric arrays.*np.array\(s.split\(\), dtype=float\)"):
-        SVMMap(C=1.0).fit(res, qrels)

@@ -1,20 +1,14 @@
-"""What a user meets at the door: wrong feature order, validation that cannot choose, malformed files,
-command-line edges, names in ``pt.Experiment``, two runs into one folder. Each case ends in the right
-answer, a clear error or a documented warning — never a silently different model."""
-import multiprocessing
-import subprocess
-import sys
+"""What a user of the estimators meets at the door: wrong feature order, validation that cannot choose,
+names in ``pt.Experiment``, qrels that name nothing, a notebook user's first mistakes, PyTerrier's own
+transformer checks. Each case ends in the right answer, a clear error or a documented warning — never a
+silently different model."""
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from pyterrier_svmmap import SVMMap, StructSVM
-from pyterrier_svmmap.cli import main
-
-from tests.data_paths import EXAMPLES
 
 
 def _frames(seed=0, n_queries=12, n_docs=30, names=("bm25", "dph")):
@@ -128,7 +122,8 @@ def test_str_shows_what_differs_from_the_defaults_and_repr_everything():
     assert str(SVMMap()) == "SVMMap()"
     assert str(SVMMap(features="bins", prior=None)) == "SVMMap(features='bins', prior=None)"
     assert str(SVMMap(C="auto", features="auto")) == "SVMMap()"                 # the defaults, given
-    assert str(SVMMap(C=[1e-4, 1e-3, 0.01, 0.1, 1.0, 10.0, 100.0])) == "SVMMap(C=[0.0001, 0.001, 0.01, 0.1, 1.0, 10.0, 100.0])"
+    assert (str(SVMMap(C=[1e-4, 1e-3, 0.01, 0.1, 1.0, 10.0, 100.0]))
+            == "SVMMap(C=[0.0001, 0.001, 0.01, 0.1, 1.0, 10.0, 100.0])")
     assert str(SVMMap(normalise=None)) == "SVMMap(normalise=None)"
     assert str(SVMMap(selection="validation")) == "SVMMap(selection='validation')"
     assert str(SVMMap(C=[1, 10])) == "SVMMap(C=[1, 10])"
@@ -157,139 +152,6 @@ def test_verbose_reports_progress_on_stderr_and_is_quiet_by_default(capfd):
     loud = capfd.readouterr()
     assert loud.out == ""
     assert "C=0.1" in loud.err and "C=1" in loud.err
-
-
-# ------------------------------------------------------------------------------------------
-# command line: malformed first lines, group files, output folders, model directories
-# ------------------------------------------------------------------------------------------
-def _letor_lines():
-    return [ln for ln in (EXAMPLES / "letor_train.txt").read_text().splitlines() if ln and not ln.startswith("#")]
-
-
-def test_a_malformed_first_label_is_reported_as_file_line(tmp_path, capsys):
-    lines = _letor_lines()
-    bad = tmp_path / "train.txt"
-    bad.write_text("\n".join(["O" + lines[0][1:]] + lines[1:]) + "\n")
-    assert main(["learn", str(bad), str(tmp_path / "m")]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.endswith(f"{bad}:1: expected a numeric label first, found 'O'")
-    assert len(err.splitlines()) == 1
-
-
-def test_a_byte_order_mark_is_read_as_if_absent(tmp_path):
-    lines = _letor_lines()
-    plain, bom = tmp_path / "plain.txt", tmp_path / "bom.txt"
-    plain.write_text("\n".join(lines) + "\n")
-    bom.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
-    for f in (plain, bom):
-        assert main(["learn", str(f), str(tmp_path / f"m_{f.stem}"), "-c", "1"]) == 0
-        assert main(["classify", str(f), str(tmp_path / f"m_{f.stem}"), str(tmp_path / f"{f.stem}.pred")]) == 0
-    assert (tmp_path / "plain.pred").read_text() == (tmp_path / "bom.pred").read_text()
-
-
-def test_an_index_file_with_a_byte_order_mark_lists_its_files(tmp_path):
-    lines = _letor_lines()
-    (tmp_path / "a.txt").write_text("\n".join(lines[:48]) + "\n")
-    (tmp_path / "b.txt").write_text("\n".join(lines[48:]) + "\n")
-    (tmp_path / "index.txt").write_bytes(b"\xef\xbb\xbfa.txt\nb.txt\n")
-    assert main(["learn", str(tmp_path / "index.txt"), str(tmp_path / "m_index"), "-c", "1"]) == 0
-    assert main(["learn", str(tmp_path / "a.txt"), str(tmp_path / "b.txt"), str(tmp_path / "m_files"), "-c", "1"]) == 0
-    weights = [np.load(tmp_path / m / "weights.npz")["coef"] for m in ("m_index", "m_files")]
-    np.testing.assert_array_equal(*weights)              # the same two shards, in the same order
-
-
-def test_lightgbm_group_files_get_a_hint(tmp_path, capsys):
-    lines = [" ".join(t for t in ln.split() if not t.startswith("qid:")) for ln in _letor_lines()]
-    data = tmp_path / "train.txt"
-    data.write_text("\n".join(lines) + "\n")
-    (tmp_path / "train.txt.query").write_text("48\n48\n")
-    assert main(["learn", str(data), str(tmp_path / "m")]) == 2
-    err = capsys.readouterr().err
-    assert f"{data}:1: expected 'qid:<integer>'" in err and "train.txt.query looks like a LightGBM-style group file" in err
-
-
-def test_learn_refuses_a_directory_that_holds_no_model_unless_forced(tmp_path, capsys):
-    train = str(EXAMPLES / "letor_train.txt")
-    other = tmp_path / "notes"
-    other.mkdir()
-    (other / "keep.txt").write_text("mine")
-    assert main(["learn", train, str(other)]) == 2
-    assert "holds other files but no model" in capsys.readouterr().err
-    assert sorted(p.name for p in other.iterdir()) == ["keep.txt"]
-    assert main(["learn", train, str(other), "--force"]) == 0
-    assert (other / "model.json").is_file() and (other / "keep.txt").read_text() == "mine"
-    assert main(["learn", train, str(other), "-c", "10"]) == 0          # a model directory is replaced
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    assert main(["learn", train, str(empty)]) == 0
-
-
-def test_classify_creates_the_output_folder(tmp_path):
-    train, test = str(EXAMPLES / "letor_train.txt"), str(EXAMPLES / "letor_test.txt")
-    assert main(["learn", train, str(tmp_path / "m")]) == 0
-    out = tmp_path / "new" / "deeper" / "pred.txt"
-    assert main(["classify", test, str(tmp_path / "m"), str(out)]) == 0
-    assert len(out.read_text().splitlines()) == len(_letor_lines_of(test))
-
-
-def _letor_lines_of(path):
-    return [ln for ln in Path(path).read_text().splitlines() if ln.split("#")[0].strip()]
-
-
-def test_learn_says_how_c_was_chosen_and_not_when_nothing_was_compared(tmp_path, caplog):
-    train, test = str(EXAMPLES / "letor_train.txt"), str(EXAMPLES / "letor_test.txt")
-    with caplog.at_level("INFO", logger="pyterrier_svmmap"):
-        assert main(["learn", train, str(tmp_path / "one"), "-c", "10"]) == 0
-    single = [r.message for r in caplog.records if "model written" in r.message][-1]
-    assert single.startswith("C=10;") and "chosen" not in single and "none" not in single
-    caplog.clear()
-    with caplog.at_level("INFO", logger="pyterrier_svmmap"):
-        assert main(["learn", train, str(tmp_path / "grid"), "-c", "0.1,10", "--valid", test]) == 0
-    assert "chosen on --valid" in [r.message for r in caplog.records if "model written" in r.message][-1]
-
-
-# ------------------------------------------------------------------------------------------
-# two runs into one folder
-# ------------------------------------------------------------------------------------------
-def _hold_lock(folder, ready, release):
-    from pyterrier_svmmap.experiments.reproduce.base_runs import folder_lock
-    with folder_lock(Path(folder)):
-        ready.set()
-        release.wait(30)
-
-
-def test_a_folder_in_use_is_refused_with_the_holders_pid_and_freed_after(tmp_path):
-    from pyterrier_svmmap.experiments.reproduce.base_runs import FolderInUse, folder_lock
-    ctx = multiprocessing.get_context("spawn")
-    ready, release = ctx.Event(), ctx.Event()
-    holder = ctx.Process(target=_hold_lock, args=(str(tmp_path), ready, release))
-    holder.start()
-    try:
-        assert ready.wait(60)
-        with pytest.raises(FolderInUse, match=rf"in use by another svmmap reproduce \(pid {holder.pid}\)"):
-            with folder_lock(tmp_path):
-                pass
-    finally:
-        release.set()
-        holder.join(30)
-    with folder_lock(tmp_path):                     # released when the holder ends
-        pass
-
-
-def test_reproduce_into_a_folder_in_use_exits_2_with_one_line(tmp_path):
-    from pyterrier_svmmap.experiments.reproduce.base_runs import folder_lock
-    from tests.helpers import _write_collection
-    out = tmp_path / "out"
-    collection = _write_collection(tmp_path / "collection", n_docs=60, n_topics=8)
-    with folder_lock(out):
-        proc = subprocess.run([sys.executable, "-c", "import sys; from pyterrier_svmmap.cli import main; "
-                               "sys.exit(main(sys.argv[1:]))", "reproduce", "--collection", str(collection), "--train", "3", "--valid", "2",
-                               "--out", str(out), "--trials", "1", "--systems", "svm-map"],
-                              capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.strip().splitlines()[-1] == (f"svmmap reproduce: error: {out} is in use by another svmmap "
-                                                    f"reproduce (pid {__import__('os').getpid()}); wait for it "
-                                                    "to finish, or give another --out")
 
 
 # ------------------------------------------------------------------------------------------
@@ -348,13 +210,6 @@ def test_pipeline_names_are_short_and_tell_configurations_apart():
     assert str(features >> SVMMap(features="bins")) == "(RunFeatures('bm25', 'dph') >> SVMMap(features='bins'))"
 
 
-def test_python_dash_m_runs_the_command_line(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "pyterrier_svmmap.cli", "learn", str(tmp_path / "missing.txt"),
-                           str(tmp_path / "m")], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
-        f"svmmap learn: error: {tmp_path / 'missing.txt'} not found"]
-
-
 # ------------------------------------------------------------------------------------------
 # PyTerrier's own transformer checks
 # ------------------------------------------------------------------------------------------
@@ -397,12 +252,6 @@ def test_inspect_reads_the_columns_of_a_pipeline():
     topics = res[["qid", "query"]].drop_duplicates()
     out = pipeline.transform(topics)
     assert list(out.columns) == ["qid", "query", "docno", "features", "score", "rank"]
-
-
-def test_a_reproduce_that_fails_before_writing_creates_no_folder(tmp_path, capsys):
-    out = tmp_path / "out"
-    assert main(["reproduce", "--collection", str(tmp_path / "no-such-collection"), "--out", str(out)]) == 2
-    assert "no-such-collection" in capsys.readouterr().err and not out.exists()
 
 
 def test_get_params_has_every_constructor_parameter_and_rebuilds_the_estimator():
