@@ -1,10 +1,6 @@
-"""PyTerrier frames ⇄ the numeric core's arrays (the only place that knows both).
-
-The numeric core wants candidates grouped by query (contiguous, delimited by ``offsets``), a matrix of
-base-function scores (NaN where a function did not retrieve the candidate) and, for training, labels
-and the number of relevant documents per query in the qrels. This module builds that from a result
-frame with a ``features`` column (as :class:`~pyterrier_svmmap.RunFeatures` makes) and checks the input
-at the door, with messages that say what to do.
+"""PyTerrier frames ⇄ the numeric core's arrays (the only place that knows both): a result frame with a
+``features`` column (as :class:`~pyterrier_svmmap.RunFeatures` makes) and qrels become candidates grouped by
+query, checked at the door with messages that say what to do.
 """
 from __future__ import annotations
 
@@ -22,18 +18,16 @@ from pyterrier_svmmap.user_warnings import warn
 
 @dataclass
 class Candidates(Queries):
-    """A result frame as :class:`~pyterrier_svmmap.queries.Queries` (what the array-level learners train on and
-    score), rows by qid then docno: a canonical order, so that training and scoring do not depend on the
-    frame's row order. ``frame`` is the re-ordered input; ``labels`` are 0 for candidates not in the qrels
-    (None without qrels).
+    """A result frame as :class:`~pyterrier_svmmap.queries.Queries`, rows by qid then docno (a canonical order, so
+    that nothing depends on the frame's row order); ``labels`` 0 for candidates not in the qrels (None without).
 
     Attributes
     ----------
     frame : DataFrame
         The input rows in the arrays' order.
     docno_codes : ndarray of shape (n,) or None
-        Int codes that order the rows as their docno strings do (the tie policy's docno key without converting
-        the strings again); None: taken from ``frame["docno"]`` when needed.
+        Int codes that order the rows as their docno strings do (the tie policy's docno key); None: taken from
+        ``frame["docno"]`` when needed.
     """
     frame: pd.DataFrame = None
     docno_codes: Optional[np.ndarray] = None
@@ -41,8 +35,8 @@ class Candidates(Queries):
     _tie_orders: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def tie_base_order(self, function: int) -> np.ndarray:
-        """:func:`~pyterrier_svmmap.ties.tie_base_order` of these rows with base function ``function`` as
-        the tie-break function: computed once per function, for every estimator that scores these rows."""
+        """:func:`~pyterrier_svmmap.ties.tie_base_order` of these rows with base function ``function`` as the
+        tie-break function, computed once."""
         if function not in self._tie_orders:
             from pyterrier_svmmap.ties import tie_base_order
             docnos = self.frame["docno"].to_numpy() if self.docno_codes is None else None
@@ -63,14 +57,8 @@ class Candidates(Queries):
 
 
 def align_feature_names(raw: np.ndarray, names: Optional[Sequence[str]], trained: Sequence[str]) -> np.ndarray:
-    """The columns of ``raw`` in the order of the model's base functions ``trained``.
-
-    ``names`` are the input's feature names (``RunFeatures`` puts them in ``frame.attrs["feature_names"]``).
-    Columns are reordered by name when the names are the trained ones in another order; names that differ
-    raise a ValueError that lists both, since scoring with mismatched weights gives a wrong ranking without a
-    word. Without the input's names (``names`` None, e.g. after a ``**`` feature union) only the width can be
-    checked, which the caller does; a model trained without names has no ``trained`` names to pass.
-    """
+    """The columns of ``raw``, named ``names`` (``frame.attrs["feature_names"]``; None: unknown, as they are), in
+    the order of the model's base functions ``trained``; ValueError listing both when the names differ."""
     if names is None or len(raw) == 0:
         return raw
     names, trained = [str(n) for n in names], [str(n) for n in trained]
@@ -84,11 +72,8 @@ def align_feature_names(raw: np.ndarray, names: Optional[Sequence[str]], trained
 
 
 def check_qrels(qrels: pd.DataFrame, context=None) -> pd.DataFrame:
-    """qrels with columns qid, docno, label (numeric); str qid/docno; one row per (qid, docno).
-
-    A (qid, docno) listed more than once counts once (``pd.concat([qrels, qrels])`` must not double the
-    relevant count); when its labels disagree, the last one is used — as trec_eval and ir_measures do —
-    with a warning that counts the pairs."""
+    """qrels with columns qid, docno (str), label (numeric, negatives as 0), one row per (qid, docno): the last
+    label of a pair listed twice, as trec_eval and ir_measures use it (warned when they disagree)."""
     if not isinstance(qrels, pd.DataFrame):
         raise TypeError(f"qrels must be a DataFrame with columns qid, docno, label; got {type(qrels).__name__}")
     missing = [c for c in ("qid", "docno", "label") if c not in qrels.columns]
@@ -120,8 +105,7 @@ def check_qrels(qrels: pd.DataFrame, context=None) -> pd.DataFrame:
 
 
 def _warn_fractional(labels: np.ndarray, rel: float) -> None:
-    """Warn, when ``rel`` is the default 1, that fractional labels are compared with it: qrels' labels are
-    relevance grades 0, 1, 2, ..., and a label counts as relevant when it is >= ``rel``."""
+    """Warn, when ``rel`` is the default 1, that fractional labels are compared with it."""
     fractional = labels[labels != np.round(labels)]
     if len(fractional) and rel == 1:
         x = float(fractional[0])
@@ -131,8 +115,8 @@ def _warn_fractional(labels: np.ndarray, rel: float) -> None:
 
 
 def _flat_features(cells: np.ndarray) -> Optional[np.ndarray]:
-    """The common case of a ``features`` column: every cell a flat array of one length F → the (n, F)
-    float matrix by one ``np.concatenate``; None for anything else (numbers, nested or ragged cells)."""
+    """The (n, F) float matrix of a ``features`` column of flat numeric arrays of one length, by one
+    ``np.concatenate``; None for anything else."""
     try:
         lengths = np.fromiter(map(len, cells), dtype=np.int64, count=len(cells))
         flat = np.concatenate(cells)
@@ -162,8 +146,8 @@ def _numeric(cell) -> bool:
 
 
 def _diagnosed_features(features: pd.Series, qid_str: np.ndarray, docno: pd.Series) -> np.ndarray:
-    """The (n, F) float matrix of any other ``features`` column, row by row: the first row that is not
-    numeric or not flat, or rows of different lengths, raise a ValueError that names them."""
+    """The (n, F) float matrix of any other ``features`` column; ValueError naming the first row that is not
+    numeric or not flat, or the lengths that differ."""
     numeric = features.map(_numeric).to_numpy()
     if not numeric.all():
         r = int(np.argmin(numeric))
@@ -191,11 +175,9 @@ FIRST_STAGE_ATTR = "first_stage"
 
 def first_stage_column(attrs: dict, feature_names: Optional[Sequence[str]] = None, raw: Optional[np.ndarray] = None,
                        score: Optional[np.ndarray] = None) -> Optional[int]:
-    """The column of the first stage of a frame's features: the one it declares (``attrs["first_stage"]``, a
-    name of ``attrs["feature_names"]``; after alignment, of ``feature_names``), else the first feature equal to
-    the frame's ``score`` on every row — PyTerrier's feature unions keep the first stage's score beside the
-    features (``bm25 >> (bm25 ** pl2) >> SVMMap()``) —, else None. ValueError when the declared name is not
-    among the features."""
+    """The column of the first stage of a frame's features: the one it declares (``attrs["first_stage"]``, a name
+    of ``feature_names``, default ``attrs["feature_names"]``; ValueError when it is not one), else the first
+    feature equal to the frame's ``score`` on every row (``bm25 >> (bm25 ** pl2) >> SVMMap()``), else None."""
     first = attrs.get(FIRST_STAGE_ATTR)
     if first is None:
         if raw is None or score is None or not len(raw):
@@ -212,20 +194,11 @@ def first_stage_column(attrs: dict, feature_names: Optional[Sequence[str]] = Non
 def candidates_from_frame(res: pd.DataFrame, qrels: Optional[pd.DataFrame] = None,
                           n_functions: Optional[int] = None, context=None, rel: float = 1.0,
                           feature_names: Optional[Sequence[str]] = None) -> Candidates:
-    """Validate a result frame with ``features`` and turn it into :class:`Candidates`.
-
-    NaN features are legitimate (a base function missed the candidate); inf is an error. With
-    ``qrels``, labels are joined on (qid, docno), unjudged candidates get 0, training queries absent from
-    the qrels are warned about, and ``n_relevant`` counts the qrels' documents with label ≥ ``rel`` (the
-    package's relevance rule, ir_measures' ``AP(rel=1)`` by default).
-
-    Vectorised: qid and docno are factorised once (strings compared through integer codes), the
-    ``features`` column is stacked in one call (a per-row diagnosis only when that fails) and the labels
-    are looked up by code, so a frame of 10^5 candidates converts in a few hundredths of a second.
-
-    ``feature_names``: the base functions a model was trained on, by name; the frame's features (named in
-    ``res.attrs["feature_names"]``) are put in that order, or refused when the names differ
-    (:func:`align_feature_names`).
+    """Validate a result frame with ``features`` (NaN: a base function missed the candidate; inf: an error) and
+    turn it into :class:`Candidates`. With ``qrels``, labels are joined on (qid, docno), unjudged candidates get
+    0, queries absent from the qrels are warned about, and ``n_relevant`` counts the qrels' documents with label
+    ≥ ``rel``. ``feature_names``: the model's base functions, which the frame's are aligned with
+    (:func:`align_feature_names`). Vectorised: 10^5 candidates convert in a few hundredths of a second.
     """
     missing = [c for c in ("qid", "docno", "features") if c not in getattr(res, "columns", ())]
     if missing:

@@ -1,29 +1,21 @@
-"""Constructor parameters, declared once per learner.
+"""Constructor parameters, declared once per learner as a :class:`ParamSpec` of :class:`Param`.
 
-A learner lists its parameters as a :class:`ParamSpec` of :class:`Param` (name, default, documentation, check,
-whether it changes the model, what a model file written before it existed means, its command-line option). A
-class that subclasses :class:`Parametrized` and sets ``PARAMS`` gets from it:
-
-* a check, when the class is created, that its ``__init__`` is keyword-only and takes exactly the spec's
-  parameters, in its order and with its defaults (:meth:`ParamSpec.init_problems`): each class writes its
-  ``__init__`` out, storing every argument unchanged as scikit-learn requires (so that ``sklearn.base.clone``,
-  grid searches and pipelines work), and editors, type checkers and readers see the parameters in its source;
-* ``get_params(deep=True)`` and ``set_params(**params)`` with scikit-learn's meaning, and PyTerrier's
-  ``get_parameter``/``set_parameter`` through the same attributes;
-* :meth:`Parametrized.check_params`, the checks ``fit`` runs (one ``ValueError`` naming the parameter);
-* the numpydoc ``Parameters`` section of its docstring (:meth:`ParamSpec.doc_section`);
-* the names ``repr`` shows and model files save (:attr:`ParamSpec.model_names`), and the values a model file
-  without a parameter means (:attr:`ParamSpec.implied`).
-
-Adding a parameter is one :class:`Param`, the keyword and ``self.name = name`` in ``__init__``, and the code
-that uses it.
+A :class:`Parametrized` class sets ``PARAMS`` and writes its keyword-only ``__init__`` out, storing every argument
+unchanged (as scikit-learn requires); it is checked against the spec when it is created, and gets
+``get_params``/``set_params``, the checks ``fit`` runs (:meth:`Parametrized.check_params`), its docstring's
+``Parameters`` section, and the names ``repr`` shows and model files save. Adding a parameter is one
+:class:`Param`, the keyword and ``self.name = name`` in ``__init__``, and the code that uses it.
 """
 from __future__ import annotations
 
 import inspect
+import math
+import numbers
 import textwrap
 from dataclasses import dataclass, replace
 from typing import Any, Callable, ClassVar, Dict, Iterator, Optional, Sequence, Tuple
+
+import numpy as np
 
 #: a :class:`Param` field that has no value
 MISSING: Any = type("Missing", (), {"__repr__": lambda self: "MISSING"})()
@@ -31,34 +23,11 @@ MISSING: Any = type("Missing", (), {"__repr__": lambda self: "MISSING"})()
 
 @dataclass(frozen=True)
 class Param:
-    """One constructor parameter.
-
-    Attributes
-    ----------
-    name : str
-        The keyword (and the attribute that stores it).
-    default : object
-        Its default value.
-    type_doc : str
-        Its type as the docstring gives it (``"float or None"``); the default is appended.
-    doc : str
-        What it does (numpydoc prose).
-    check : callable or None
-        ``check(value) -> str or None``: a message saying what is wrong with ``value``, or None.
-    model : bool
-        Whether it changes the model: ``repr`` shows it (PyTerrier identifies transformers by it) and the
-        array-level model's state saves it.
-    runtime : bool
-        Whether it is a setting of this machine rather than of the model (``n_jobs``, ``executor``): never
-        saved. A parameter that is neither (``verbose``) is saved with the estimator but not shown.
-    implied : object
-        The value a model file written before the parameter existed means (:data:`MISSING`: every model file
-        has it).
-    cli : str or None
-        The ``svmmap learn`` option that sets it, where there is one.
-    default_doc : str or None
-        How the docstring writes the default (its ``repr`` when None).
-    """
+    """One constructor parameter: its keyword, default, type and prose as the docstring gives them, ``check(value)``
+    (a message saying what is wrong, or None), whether it changes the model (``model``: ``repr`` shows it and the
+    array-level state saves it) or is a setting of this machine (``runtime``: never saved; ``verbose`` is neither),
+    the value a model file written before it existed means (``implied``; :data:`MISSING`: every file has it), its
+    ``svmmap learn`` option (``cli``) and how the docstring writes the default (``default_doc``; None: its repr)."""
     name: str
     default: Any
     type_doc: str
@@ -175,11 +144,9 @@ def _same_default(a: Any, b: Any) -> bool:
 
 
 class Parametrized:
-    """A learner whose constructor parameters are declared by ``PARAMS`` (a :class:`ParamSpec`). The class writes
-    its keyword-only ``__init__`` out (``def __init__(self, *, C=..., ...)``, storing each argument as it is); a
-    class that sets ``PARAMS`` or defines ``__init__`` is checked against the spec when it is created (a
-    TypeError naming the difference), and a ``{parameters}`` placeholder in its docstring becomes the spec's
-    ``Parameters`` section."""
+    """A learner whose constructor parameters are declared by ``PARAMS``: a class that sets it or defines
+    ``__init__`` is checked against the spec when it is created (a TypeError naming the difference), and a
+    ``{parameters}`` placeholder in its docstring becomes the spec's ``Parameters`` section."""
 
     PARAMS: ClassVar[ParamSpec] = ParamSpec([])
 
@@ -228,16 +195,8 @@ class Parametrized:
             raise ValueError(f"{type(self).__name__}: {message}")
 
 
-# -- checks shared by the specs ------------------------------------------------------------------------------
 def _is_int(v) -> bool:
-    import numbers
     return isinstance(v, numbers.Integral) and not isinstance(v, bool)
-
-
-def _is_number(v) -> bool:
-    import math
-    import numbers
-    return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(float(v))
 
 
 def positive_int(v) -> Optional[str]:
@@ -249,11 +208,8 @@ def optional_positive_int(v) -> Optional[str]:
 
 
 def positive_number(v) -> Optional[str]:
-    return None if _is_number(v) and v > 0 else "must be a finite positive number"
-
-
-def number(v) -> Optional[str]:
-    return None if _is_number(v) else "must be a finite number"
+    finite = isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(float(v))
+    return None if finite and v > 0 else "must be a finite positive number"
 
 
 def optional_int(v) -> Optional[str]:
@@ -261,7 +217,6 @@ def optional_int(v) -> Optional[str]:
 
 
 def boolean(v) -> Optional[str]:
-    import numpy as np
     return None if isinstance(v, (bool, np.bool_)) else "must be True or False"
 
 

@@ -1,11 +1,7 @@
-"""Candidates grouped by query: the arrays every learner, loss and measure works on.
-
-A set of queries is held as arrays in query order — ``raw`` (candidates × base functions, NaN where a
-function did not retrieve the candidate), ``labels`` (one per candidate) and ``offsets`` (Q + 1 query
-boundaries, from 0 to the number of candidates) — and this module is the one home of the operations on
-them: checking, the query index of every candidate, the queries that can form ranking constraints,
-subsets, and shards of whole queries. :class:`Queries` holds one such set with what is known of it (query
-ids, relevant counts, document ids).
+"""Candidates grouped by query — ``raw`` (candidates × base functions, NaN = not retrieved), ``labels`` and
+``offsets`` (Q + 1 query boundaries) — and the operations on them: checks, query indices, the queries that can
+form ranking constraints, subsets and shards; :class:`Queries` holds one such set with its query ids, relevant
+counts and document ids.
 """
 from __future__ import annotations
 
@@ -24,11 +20,8 @@ def query_ids(offsets: np.ndarray) -> np.ndarray:
 
 
 def check_ranking_arrays(raw, labels, offsets, what: str = "training") -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``raw`` (n × F float, NaN allowed, inf not), ``labels`` (n,) and ``offsets`` (Q + 1, from 0 to n,
-    non-decreasing) as arrays, or a ValueError that says which is wrong.
-
-    A float32 or float64 ``raw`` (a ``numpy.memmap`` included) is kept as it is, not copied: it is read in
-    blocks of whole queries (:mod:`~pyterrier_svmmap.chunks`); other scores are converted to float64."""
+    """``raw`` (n × F, NaN allowed, inf not; float32 and float64 kept as they are, a memory map too), ``labels``
+    (n,) and ``offsets`` (Q + 1, from 0 to n, non-decreasing) as arrays, or a ValueError that says which is wrong."""
     raw = score_matrix(raw)
     if raw.ndim != 2:
         raise ValueError(f"{what} scores must be a 2-d array (candidates × base functions), got shape {raw.shape}")
@@ -61,9 +54,8 @@ def usable_queries(labels: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 
 def subset_queries(raw, labels, offsets, keep: np.ndarray, n_relevant=None):
-    """The candidates of the queries where ``keep`` is True (arrays re-offset). The scores are copied from an
-    in-memory float64 matrix up to :data:`~pyterrier_svmmap.chunks.COPY_LIMIT` bytes, else selected without a
-    copy (:func:`~pyterrier_svmmap.chunks.select_queries`)."""
+    """The candidates of the queries where ``keep`` is True, re-offset (the scores by
+    :func:`~pyterrier_svmmap.chunks.select_queries`)."""
     offsets = np.asarray(offsets, dtype=np.int64)
     sizes = np.diff(offsets)
     keep = np.asarray(keep, dtype=bool)
@@ -74,8 +66,8 @@ def subset_queries(raw, labels, offsets, keep: np.ndarray, n_relevant=None):
 
 
 def shard_sizes(n_queries: int, queries_per_shard: int) -> np.ndarray:
-    """Queries per shard when ``n_queries`` queries are cut into blocks of ``queries_per_shard`` (the last
-    may be smaller)."""
+    """Queries per shard when ``n_queries`` queries are cut into shards of ``queries_per_shard`` (the last may be
+    smaller)."""
     return np.diff(np.r_[np.arange(0, n_queries, queries_per_shard), n_queries]).astype(np.int64)
 
 
@@ -178,26 +170,10 @@ class Queries:
                    np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64), joined("qids"), joined("n_relevant"),
                    joined("docnos"), reference=references.pop() if len(references) == 1 else None)
 
-    def validation_set(self) -> tuple:
-        """``(raw, labels, offsets, n_relevant, docnos)``: the tuple form of the ``valid`` argument of the
-        rankers' ``fit`` (:func:`as_queries` reads it back)."""
-        return self.raw, self.labels, self.offsets, self.n_relevant, self.docnos
-
 
 def as_queries(valid) -> Optional["Queries"]:
-    """The ``valid`` argument of the rankers' ``fit`` as :class:`Queries`: Queries as they are, or a tuple
-    ``(raw, labels, offsets)`` optionally followed by ``n_relevant`` and ``docnos`` (values as given, checked
-    where they are used); None stays None.
-
-    Parameters
-    ----------
-    valid : Queries, tuple or None
-        Validation queries.
-
-    Returns
-    -------
-    Queries or None
-    """
+    """The ``valid`` argument of the rankers' ``fit`` as :class:`Queries`: Queries and None as they are, or a tuple
+    ``(raw, labels, offsets)`` optionally followed by ``n_relevant`` and ``docnos`` (checked where they are used)."""
     if valid is None or isinstance(valid, Queries):
         return valid
     if not isinstance(valid, (tuple, list)) or len(valid) not in (3, 4, 5):
@@ -210,11 +186,8 @@ def as_queries(valid) -> Optional["Queries"]:
 
 @runtime_checkable
 class QueryRanker(Protocol):
-    """What every array-level learner does (:class:`~pyterrier_svmmap.svm.ranker.StructSVMRanker`,
-    :class:`~pyterrier_svmmap.boosting.adarank.AdaRankRanker`, ``LambdaMARTRanker``, ``McRankRanker``), and
-    what the PyTerrier estimators (:mod:`pyterrier_svmmap.estimators`) call: train on :class:`Queries` (the
-    validation queries, when given, choose its hyper-parameters), score candidates grouped by query, and
-    hand its fitted state to the model files and back."""
+    """What every array-level learner does and the PyTerrier estimators call: train on :class:`Queries` (the
+    validation queries choose its hyper-parameters), score candidates grouped by query, give its fitted state."""
 
     def fit_queries(self, train: Queries, valid: Optional[Queries] = None) -> "QueryRanker":
         """Train on ``train`` (labels required); returns self."""

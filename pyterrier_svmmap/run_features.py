@@ -1,20 +1,7 @@
-"""RunFeatures: the union of several base runs as one candidate set with a score per base function.
-
-Yue et al. (2007) §4.1 consider, per query, the union of the top documents of every base function and
-describe each candidate by the score each function gave it. Base functions are PyTerrier retrievers
-(any Transformer that returns qid/docno/score, Terrier's or PISA's) or precomputed runs (DataFrames with
-qid/docno/score, e.g. TREC run files read with ``pt.io.read_results`` — the paper's "TREC submissions").
-Retrievers such as PISA cannot re-score a given candidate set, so a candidate missing from a run gets
-NaN for that function rather than a computed score.
-
-RunFeatures also re-ranks after any first stage (``bm25 >> RunFeatures({...}) >> SVMMap()``): given a
-result frame, its candidates are kept, the first stage's own score is the first feature (``"input"``) and the
-base functions' scores of those candidates follow (NaN where a base run missed one).
-
-The output frame names its features (``attrs["feature_names"]``) and its *first stage*
-(``attrs["first_stage"]``): the base run named by ``first``, or ``"input"`` when re-ranking a result frame.
-That is the ranking the user would have without a learner; ``SVMMap()`` starts from it and keeps it unless
-learning shows held-out evidence against it (``first_stage="auto"``).
+"""RunFeatures: the union of several base runs as one candidate set with a score per base function (Yue et al.
+2007 §4.1), NaN where a base run missed a candidate; or, after a first stage, that stage's candidates with its own
+score first (``"input"``). The output frame names its features (``attrs["feature_names"]``) and its first stage
+(``attrs["first_stage"]``), the ranking a learner starts from.
 """
 from __future__ import annotations
 
@@ -30,8 +17,7 @@ BaseItem = Union[pt.Transformer, pd.DataFrame]
 
 
 def _name_of(item: BaseItem, i: int) -> str:
-    """A stable, unique default name: ``run<i>`` for a run DataFrame, ``<TransformerClass><i>`` for a
-    retriever (not its repr: two ``pt.apply`` scorers have the same one)."""
+    """A stable, unique default name: ``run<i>`` for a run DataFrame, ``<TransformerClass><i>`` for a retriever."""
     if isinstance(item, pd.DataFrame):
         return f"run{i}"
     return f"{type(item).__name__}{i}"
@@ -57,19 +43,13 @@ class RunFeatures(pt.Transformer):
     verbose : bool, default False
         Show a progress bar over the base functions.
 
-    Input: topics (the union of the base runs becomes the candidates) or a result frame of a first stage
-    (its candidates are kept, its ``score`` becomes the first feature, named ``"input"``).
-
-    Output columns: the input topics' columns (``qid``, ``query``, ...), ``docno``, ``features`` (a
-    float array, NaN where a base function did not retrieve the document). From topics, rows are grouped
-    by qid in the topics' order, best first by the first base function (ties by docno); from a result
-    frame, the input's rows in the input's order, with every input column kept. ``names`` lists the base
-    functions; the output frame carries the feature names in ``frame.attrs["feature_names"]``.
+    From topics, rows are grouped by qid in the topics' order, best first by the first base function (ties by
+    docno); from a result frame, the input's rows in its order, every column kept. ``names`` lists the base
+    functions.
     """
 
     def __init__(self, base: Union[Sequence[BaseItem], Mapping[str, BaseItem]], first: Optional[str] = None,
                  verbose: bool = False):
-        """Keep the base functions and their names (the class docstring describes them)."""
         if isinstance(base, Mapping):
             self.names: List[str] = [str(k) for k in base.keys()]
             self.base: List[BaseItem] = list(base.values())
@@ -113,38 +93,36 @@ class RunFeatures(pt.Transformer):
         Returns
         -------
         list of str
-            The input's columns, ``docno`` for topics, and ``features``.
         """
         return list(inp_cols) + [c for c in ("docno", "features") if c not in inp_cols]
 
     def __str__(self) -> str:
-        """A short name for ``pt.Experiment`` tables: the base functions' names (``repr`` shows each one)."""
+        """A short name for ``pt.Experiment`` tables: the base functions' names."""
         return f"RunFeatures({', '.join(map(repr, self.names))})"
 
-    def _run(self, item: BaseItem, name: str, topics: pd.DataFrame) -> pd.DataFrame:
-        if isinstance(item, pd.DataFrame):
-            run = item[item["qid"].astype(str).isin(set(topics["qid"].astype(str)))]
-        else:
-            run = item.transform(topics)
-        missing = {"qid", "docno", "score"} - set(run.columns)
-        if missing:
-            raise ValueError(f"base function {name!r} returned no {sorted(missing)} column(s)")
-        run = run[["qid", "docno", "score"]]
-        if run.duplicated(["qid", "docno"]).any():
-            raise ValueError(f"base function {name!r} returned the same (qid, docno) more than once")
-        scores = pd.to_numeric(run["score"], errors="coerce").to_numpy(dtype=float)
-        if not np.isfinite(scores).all():
-            raise ValueError(f"base function {name!r} returned NaN or infinite scores")
-        return pd.DataFrame({"qid": run["qid"].astype(str).to_numpy(), "docno": run["docno"].astype(str).to_numpy(),
-                             "score": scores})
+    def _runs(self, topics: pd.DataFrame):
+        """Each base function's run on ``topics`` (qid, docno as str, score), checked, in order."""
+        for name, item in pt.tqdm(list(zip(self.names, self.base)), desc="RunFeatures", unit="run",
+                                  disable=not self.verbose):
+            run = item[item["qid"].astype(str).isin(set(topics["qid"].astype(str)))] \
+                if isinstance(item, pd.DataFrame) else item.transform(topics)
+            missing = {"qid", "docno", "score"} - set(run.columns)
+            if missing:
+                raise ValueError(f"base function {name!r} returned no {sorted(missing)} column(s)")
+            run = run[["qid", "docno", "score"]]
+            if run.duplicated(["qid", "docno"]).any():
+                raise ValueError(f"base function {name!r} returned the same (qid, docno) more than once")
+            scores = pd.to_numeric(run["score"], errors="coerce").to_numpy(dtype=float)
+            if not np.isfinite(scores).all():
+                raise ValueError(f"base function {name!r} returned NaN or infinite scores")
+            yield pd.DataFrame({"qid": run["qid"].astype(str).to_numpy(),
+                                "docno": run["docno"].astype(str).to_numpy(), "score": scores})
 
     def _scores_of(self, topics: pd.DataFrame, qid: np.ndarray, docno: np.ndarray) -> np.ndarray:
         """(len(qid), len(base)) scores of the given candidates by every base function, NaN where missed."""
         key = pd.MultiIndex.from_arrays([qid, docno])
         raw = np.full((len(key), len(self.base)), np.nan)
-        for f, (name, item) in enumerate(pt.tqdm(list(zip(self.names, self.base)), desc="RunFeatures",
-                                                  unit="run", disable=not self.verbose)):
-            run = self._run(item, name, topics)
+        for f, run in enumerate(self._runs(topics)):
             hit = pd.Series(run["score"].to_numpy(), index=pd.MultiIndex.from_frame(run[["qid", "docno"]]))
             raw[:, f] = hit.reindex(key).to_numpy(dtype=float)
         return raw
@@ -186,11 +164,7 @@ class RunFeatures(pt.Transformer):
         pt.validate.query_frame(topics, context=self)
         topics = topics.drop(columns=[c for c in ("docno", "score", "rank", "features") if c in topics.columns])
         topics = topics.drop_duplicates("qid").assign(qid=lambda t: t["qid"].astype(str))
-        runs = []
-        for f, (name, item) in enumerate(pt.tqdm(list(zip(self.names, self.base)), desc="RunFeatures",
-                                                  unit="run", disable=not self.verbose)):
-            runs.append(self._run(item, name, topics).assign(f=f))
-        allruns = pd.concat(runs, ignore_index=True)
+        allruns = pd.concat([run.assign(f=f) for f, run in enumerate(self._runs(topics))], ignore_index=True)
         keys = pd.MultiIndex.from_frame(allruns[["qid", "docno"]])
         codes, uniques = pd.factorize(keys)
         raw = np.full((len(uniques), len(self.base)), np.nan)

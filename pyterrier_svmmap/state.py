@@ -12,12 +12,8 @@ import numpy as np
 
 
 class StateError(ValueError):
-    """A fitted state that does not hold together, naming the field that is wrong.
-
-    ``field`` is a path in the state's meta (``"tie_function"``, ``"layout.n_bins"``: model.json's
-    ``state``) or, with ``array=True``, the name of one of its arrays (a model directory's weights.npz);
-    ``problem`` says what is wrong with it and against what.
-    """
+    """A fitted state that does not hold together: ``field``, a path in the state's meta (``"layout.n_bins"``) or,
+    with ``array=True``, the name of one of its arrays, and the ``problem`` with it."""
 
     def __init__(self, field: str, problem: str, array: bool = False):
         self.field, self.problem, self.array = field, problem, array
@@ -25,22 +21,15 @@ class StateError(ValueError):
 
 
 def check_tie_function(tie, n_functions: int) -> None:
-    """A state's ``tie_function`` (the tie policy's base function) must index one of its ``n_functions``;
-    :class:`StateError` otherwise."""
+    """:class:`StateError` unless a state's ``tie_function`` indexes one of its ``n_functions``."""
     if isinstance(tie, (bool, np.bool_)) or not isinstance(tie, (int, np.integer)) or not 0 <= tie < n_functions:
         raise StateError("tie_function", f"is {tie!r}, not the index of one of the {n_functions} base functions "
                                          f"(0 to {n_functions - 1})")
 
 
-def constructor_params(obj) -> dict:
-    """The constructor parameters of ``obj`` (stored under their own names, sklearn-style)."""
-    names = [n for n in inspect.signature(type(obj).__init__).parameters if n != "self"]
-    return {n: getattr(obj, n) for n in names}
-
-
 def json_float(x: float):
-    """``x`` for JSON: a float if finite (Python's json writes repr, which round-trips exactly),
-    else the string "nan", "inf" or "-inf" (strict JSON has no such numbers)."""
+    """``x`` for JSON: a float if finite (written as its repr, which round-trips exactly), else "nan", "inf" or
+    "-inf"."""
     x = float(x)
     return x if math.isfinite(x) else repr(x)
 
@@ -62,8 +51,8 @@ def int_from_json(v, what: str) -> int:
 
 
 def json_params(params: dict, owner: str) -> dict:
-    """Constructor parameters as JSON values (numpy scalars and arrays, tuples → Python numbers
-    and lists); ValueError naming a parameter that cannot be stored."""
+    """Constructor parameters as JSON values (numpy scalars, arrays and tuples as Python numbers and lists);
+    ValueError naming a parameter that cannot be stored."""
     def conv(v, where):
         if v is None or isinstance(v, (bool, str)):
             return v

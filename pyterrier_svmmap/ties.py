@@ -1,28 +1,8 @@
-"""One tie policy for every learner: how candidates with equal model scores are ordered.
-
-A linear model over the paper's binned features (Yue et al. 2007 §4.2) gives many candidates exactly the
-same score (they fall into the same bins of every function): with the 16 Vaswani base functions about 6 % of
-the top-10 rows tie. Whoever orders them then decides part of MAP — trec_eval and ir_measures break ties by
-docno, a ranking by candidate order — so validation (which chooses C) and the reported numbers disagreed.
-
-The policy (:func:`break_ties`): within a query, candidates with equal scores are ordered
-
-1. by the score of the *tie-break function* — the base function with the best MAP on the training queries
-   (:func:`pyterrier_svmmap.svm.ranker.best_function`), a candidate it did not retrieve last: a meaningful and
-   stable secondary key;
-2. then by docno, descending (trec_eval's own rule), where docnos are known;
-
-and the scores themselves are made to say so, *in single precision*: trec_eval (so pytrec_eval, ir_measures
-and ``pt.Experiment``) keeps a run's scores as 32-bit floats, so two scores closer than a float32 step are a
-tie there even when they differ as doubles. Walking down the query in the policy's order, a score that would
-not be below its predecessor as a float32 becomes the next float32 below it; every other score is kept exactly
-(as a double). So every evaluator — our validation MAP, ``pt.Experiment``, ir_measures, trec_eval on a written
-run — sees one and the same ranking, and a score moves by a few float32 steps (about 1e-7 relative) at most,
-and only where it was tied or crowded. trec_eval needs scores within float32's range (±3.4e38): scores beyond it
-(a model scoring candidates far outside its training range) have their query's scores divided by a power of two
-that brings them within it — exactly, so that no order and no sign changes — rather than turned into
-infinities or NaN.
-:class:`TieReport` counts the ties.
+"""One tie policy for every learner (docs/user_guide.md#ties): within a query, equal model scores are ordered by
+the *tie-break function*'s score (a candidate it did not retrieve last), then by docno descending (trec_eval's
+rule). :func:`break_ties` writes that order into the scores as float32 — what trec_eval, ir_measures and
+``pt.Experiment`` compare — moving only tied or crowded scores, by a few float32 steps, so that every evaluator
+sees one ranking.
 """
 from __future__ import annotations
 
@@ -52,10 +32,8 @@ def ordered_to_float(o: np.ndarray) -> np.ndarray:
 
 def tie_base_order(offsets: np.ndarray, secondary: Optional[np.ndarray] = None,
                    docnos: Optional[np.ndarray] = None, docno_codes: Optional[np.ndarray] = None) -> np.ndarray:
-    """:func:`tie_order` without the scores: by query, then ``secondary`` descending (NaN last), then docno
-    descending, then position. ``tie_order(scores, …) == base[rank_within_queries(scores[base], offsets)]``
-    (a stable sort by score keeps this order among equal scores), so a caller that ranks the same rows under
-    many scores (every learner of a split) computes it once (``tie_order(..., base_order=)``)."""
+    """:func:`tie_order` without the scores, for a caller that ranks the same rows under many scores:
+    ``tie_order(scores, …) == base[rank_within_queries(scores[base], offsets)]``."""
     return tie_order(np.zeros(int(np.asarray(offsets)[-1])), offsets, secondary, docnos, docno_codes)
 
 
@@ -63,10 +41,8 @@ def tie_order(scores: np.ndarray, offsets: np.ndarray, secondary: Optional[np.nd
               docnos: Optional[np.ndarray] = None, docno_codes: Optional[np.ndarray] = None,
               base_order: Optional[np.ndarray] = None) -> np.ndarray:
     """Candidate indices by query, then score descending, then ``secondary`` descending (NaN last), then
-    docno descending; remaining ties keep candidate order. ``docno_codes`` (integers that order the rows as
-    their docno strings do, :attr:`~pyterrier_svmmap.frames.Candidates.docno_codes`) stand for ``docnos``
-    without converting the strings again; ``base_order`` (:func:`tie_base_order` of the same rows) stands
-    for all three and leaves one stable sort by score."""
+    docno descending, then position. ``docno_codes`` (ints that order the rows as their docnos do) stand for
+    ``docnos``; ``base_order`` (:func:`tie_base_order` of the same rows) for all three."""
     n = len(scores)
     if base_order is not None:
         base_order = np.asarray(base_order, dtype=np.int64)
@@ -103,9 +79,8 @@ FLOAT32_SAFE = 2.0 ** 126
 
 
 def within_float32_range(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """``scores`` as they are where every |score| of a query is ≤ :data:`FLOAT32_SAFE`; a query with a larger one
-    has all its scores divided by the power of two that brings the largest within it (exact in float64, so its
-    order and every sign are kept). ValueError for NaN or infinite scores, which no ranking can order."""
+    """``scores``, a query with a |score| above :data:`FLOAT32_SAFE` divided by the power of two that brings it
+    within (exactly); ValueError for NaN or infinite scores, which no ranking can order."""
     if not len(scores):
         return scores
     size = np.abs(scores)
@@ -124,9 +99,8 @@ def within_float32_range(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 @dataclass
 class TieReport:
-    """How many candidates shared their model score with another of their query (``tied``), how many of
-    the top ``k`` rows per query did (``tied_top_k`` of ``top_k`` rows), and how many scores were moved to
-    separate them as float32 (``moved``)."""
+    """Candidates that shared their model score with another of their query (``tied``; ``tied_top_k`` of the
+    ``top_k`` rows of the first ``k`` per query), and scores moved to separate them as float32 (``moved``)."""
     tied: int
     tied_top_k: int
     top_k: int
@@ -137,12 +111,9 @@ class TieReport:
 def break_ties(scores: np.ndarray, offsets: np.ndarray, secondary: Optional[np.ndarray] = None,
                docnos: Optional[np.ndarray] = None, k: int = 10, docno_codes: Optional[np.ndarray] = None,
                base_order: Optional[np.ndarray] = None):
-    """Scores that rank every query in the order of :func:`tie_order` even as float32 (see the module).
-
-    Returns (new scores, :class:`TieReport`). A score already below its predecessor as a float32 is kept
-    exactly; the others (ties, and doubles closer than a float32 step) become the next float32 below their
-    predecessor: o_i = min(f32(s_i), o_{i−1} − 1) in float32 order, i.e. o_i = min_{j ≤ i}(f32(s_j) + j) − i.
-    """
+    """(scores that rank every query in :func:`tie_order` even as float32, :class:`TieReport`): a score below its
+    predecessor as a float32 is kept exactly, the others become o_i = min(f32(s_i), o_{i−1} − 1) in float32
+    order, i.e. o_i = min_{j ≤ i}(f32(s_j) + j) − i."""
     offsets = np.asarray(offsets, dtype=np.int64)
     scores = within_float32_range(np.asarray(scores, dtype=float), offsets)
     n = len(scores)

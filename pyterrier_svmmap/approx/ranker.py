@@ -1,37 +1,12 @@
 """ApproxAP and ApproxNDCG: direct optimisation of smoothed AP / NDCG (numeric core, no PyTerrier).
 
-Qin, Liu & Li, "A general approximation framework for direct optimization of information retrieval
-measures" (Information Retrieval 13(4), 2010; MSR-TR-2008-164). With s_x = wᵀφ(x) the linear score of
-candidate x and s_xy = s_x − s_y:
-
-* position approximation, §4.2 Eq. (20): π̂(x) = 1 + Σ_{y≠x} σ(−α s_xy), σ the logistic function;
-* truncation approximation, §4.3: 1{π(x) < π(y)} ≈ σ(β(π̂(y) − π̂(x)));
-* ÂP, Eq. (22): ÂP = 1/|D+| Σ_y r(y)/π̂(y) · (1 + Σ_{x≠y} r(x) σ(β(π̂(y) − π̂(x))));
-* N̂DCG, Eq. (21): N̂DCG = N_n⁻¹ Σ_x (2^{r(x)} − 1) / log2(1 + π̂(x));
-* gradients, Appendix B.1 Eqs. (41)–(43) (N̂DCG) and B.2 Eqs. (44)–(47) (ÂP), with the linear
-  model's ∂f(x; θ)/∂θ = φ(x) (end of B.1), i.e. ∇_w = Φᵀ ∇_s (``FeatureMatrix.rdot``);
-* training, §4.4 Algorithm 1: T passes over the shuffled training queries, one gradient-ascent step
-  of size η per query, keeping the T models θ_1..θ_T; selection (§6.3, §6.4) of the model and of
-  (α, β) by the validation MAP (ApproxAP) or NDCG@n (ApproxNDCG), over the paper's grids
-  α ∈ {10, 20, 50, 100}, β ∈ {1, 10, 20, 50, 100} (ApproxAP, §6.3) and
-  α ∈ {10, 20, 50, 100, 150, 200, 250, 300} (ApproxNDCG, §6.4).
-
-Cost. Both measures only sum over candidates with a non-zero gain (r(x) > 0), so only their
-approximate positions are needed, and ∂/∂s of the measure only involves the pairs (x, y) with x
-relevant. Per query the work is O(m·n) for m relevant among n candidates (plus O(m²) for ÂP's
-truncation terms), not O(n²); this is exact, not an approximation, so every candidate of the
-first-stage run is used.
-
-Speed. The training loop runs the compiled kernels of :mod:`._kernels` (:func:`jit`): per query, ÂP / N̂DCG
-and their gradient as loops over the m × n pairs with one exponential per candidate
-(σ(−α(s_x − s_y)) = 1 / (1 + e^{α(s_x − c)} e^{α(c − s_y)}), memory O(m + n)), and the exact AP / NDCG@n of
-model selection from the ranks of the relevant candidates alone, bit-identical to :mod:`.measures`. The tests
-compare them with a numpy reference implementation (``tests/oracles/approx_reference.py``): per-query values
-agree to ~1e-14 and gradients to ~1e-11 relative.
-
-Numerics: the logistic functions do not overflow for any α·s; π̂ ≥ 1 so 1/π̂ and 1/log2(1 + π̂) are
-bounded. Very large α·|s_xy| saturates σ and the gradient vanishes,
-which is the paper's trade-off between tightness (Theorem 3-5) and smoothness.
+Qin, Liu & Li, "A general approximation framework for direct optimization of information retrieval measures"
+(Information Retrieval 13(4), 2010): the position approximation π̂(x) = 1 + Σ_{y≠x} σ(−α s_xy) (Eq. 20), ÂP
+(Eq. 22) and N̂DCG (Eq. 21) with their gradients (Appendix B), trained by Algorithm 1 (§4.4: T passes over the shuffled
+queries, a gradient step per query) and selected, model and (α, β), by the validation MAP or NDCG@n over the
+paper's grids (§6.3, §6.4). Both measures sum over relevant candidates only, so a query costs O(m·n) for m
+relevant among n candidates — exactly, every candidate used. The per-query work runs in the compiled kernels of
+:mod:`._kernels`, checked against ``tests/oracles/approx_reference.py``.
 """
 from __future__ import annotations
 
@@ -65,15 +40,11 @@ NDCG_ALPHAS: Tuple[float, ...] = (10.0, 20.0, 50.0, 100.0, 150.0, 200.0, 250.0, 
 DEFAULT_MAX_ENTRIES = 1 << 22
 
 
-
 def jit() -> ModuleType:
     """The compiled per-query kernels :mod:`._kernels` (imported on first use)."""
     return _jit.load("approx._kernels")
 
 
-# ---------------------------------------------------------------------------------------------
-# gains and exact NDCG with the paper's gain 2^r − 1 (measures.ndcg_at uses binary gains)
-# ---------------------------------------------------------------------------------------------
 def gains(labels: np.ndarray) -> np.ndarray:
     """2^r − 1 of Eq. (3)/(21); labels ≤ 0 (non-relevant, or negative judgements) gain 0."""
     return np.exp2(np.clip(np.asarray(labels, dtype=float), 0.0, None)) - 1.0
@@ -81,12 +52,8 @@ def gains(labels: np.ndarray) -> np.ndarray:
 
 def ideal_dcg(labels: np.ndarray, offsets: np.ndarray, k: Optional[int] = None,
               n_relevant: Optional[np.ndarray] = None) -> np.ndarray:
-    """N_k of Eq. (3) per query: the DCG@k of the candidates sorted by gain.
-
-    If ``n_relevant`` (relevant documents in the qrels) exceeds the relevant candidates of a query,
-    the missing ones count with gain 1 (label 1), so that with binary labels this agrees with
-    :func:`pyterrier_svmmap.measures.ndcg_at`.
-    """
+    """N_k of Eq. (3) per query: the DCG@k of the candidates sorted by gain; relevant documents of the qrels
+    (``n_relevant``) that are not candidates count with gain 1, as :func:`pyterrier_svmmap.measures.ndcg_at`."""
     offsets = np.asarray(offsets)
     g = gains(labels)
     out = np.zeros(len(offsets) - 1)
@@ -112,20 +79,13 @@ def ndcg(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray, k: Optiona
     return np.divide(dcg, idcg, out=np.zeros(len(dcg)), where=idcg > 0)
 
 
-# ---------------------------------------------------------------------------------------------
-# Algorithm 1 with model selection over the T models and the (α, β) grid
-# ---------------------------------------------------------------------------------------------
 MEASURES = ("ap", "ndcg")
 _EMPTY = np.empty(0)
 
 
 class _Dense32:
-    """A dense feature block held in float32 for the training loop.
-
-    Algorithm 1 is two matrix-vector products per query and step (scores Φ_q w, gradient Φ_qᵀ ∇_s),
-    memory-bound on dense features; single precision halves the traffic (2–4× faster measured on
-    2000 × 1600 blocks). The selected model is still applied in double precision.
-    """
+    """A dense part of φ held in float32 for the training loop: its two memory-bound products per query and step
+    run 2–4× faster (measured on 2000 × 1600 parts); the selected model is applied in double precision."""
 
     def __init__(self, values: np.ndarray):
         self.values = np.ascontiguousarray(values, dtype=np.float32)
@@ -145,10 +105,8 @@ class _Dense32:
 
 
 def _single_blas_thread():
-    """Limit BLAS to one thread while training, if threadpoolctl is installed.
-
-    The loop is thousands of small matrix-vector products; multi-threaded OpenBLAS gemv was 5–10×
-    *slower* than single-threaded on the 2-core machine this was measured on."""
+    """Limit BLAS to one thread while training, if threadpoolctl is installed: on thousands of small products,
+    multi-threaded OpenBLAS gemv measured 5–10× slower."""
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:                                  # pragma: no cover
@@ -158,7 +116,7 @@ def _single_blas_thread():
 
 
 def _single_precision(X: FeatureMatrix) -> FeatureMatrix:
-    """The same features with dense blocks in float32 (bin-code blocks are already compact)."""
+    """The same features with dense parts in float32 (bin codes are compact already)."""
     return FeatureMatrix([_Dense32(b.values) if isinstance(b, DenseBlock) else b for b in X.blocks])
 
 
@@ -228,23 +186,16 @@ class _QuerySet:
 
 
 class ApproxRanker(Parametrized):
-    """Linear ranker trained by ApproxAP or ApproxNDCG (Qin et al., §4.4 Algorithm 1).
+    """Linear ranker on a :class:`~pyterrier_svmmap.features.matrices.FeatureMatrix` trained by ApproxAP or
+    ApproxNDCG: for every (α, β) of the grid, Algorithm 1 from θ_0 = ``w0`` (default 0), ``n_iter`` (T) passes
+    over the training queries in a fresh random order; of all T·|grid| models, the one with the best validation
+    measure is kept (MAP, or NDCG@n with gains 2^r − 1; the training measure without validation queries).
 
-    Works on a :class:`~pyterrier_svmmap.features.matrices.FeatureMatrix` with queries delimited by
-    ``offsets``. For every (α, β) of the grid it runs Algorithm 1 from θ_0 = ``w0`` (default 0):
-    ``n_iter`` (T) passes, each over the training queries in a fresh random order, one step
-    θ ← θ + η ∇_θ M̂(q) per query. It then keeps, of all T·|grid| models, the one with the best
-    validation measure (MAP for ``measure="ap"``, NDCG@n with gains 2^r − 1 for ``"ndcg"``; §6.3,
-    §6.4). Without a validation set, the training measure is used.
-
-    Learned attributes: ``coef_`` (the selected w), ``alpha_``, ``beta_``, ``best_iteration_``
-    (1-based t of the selected θ_t), and for the selected (α, β): ``coef_path_`` (T × dim, θ_1..θ_T),
-    ``approx_error_`` (T,: ρ of §6.2, mean over training queries of |M̂(q) − M(q)| at θ_t),
-    ``train_score_`` and ``valid_score_`` (T,: mean exact measure); ``search_results_`` has one
-    dict per grid point (alpha, beta, best_iteration, best_valid, valid_score, train_score,
-    approx_error, seconds); ``best_valid_score_`` is the selected model's validation measure.
-    :meth:`get_state` / :meth:`from_state` save and restore all of them. ``max_entries`` is kept with the
-    parameters and in model files but has no effect: the compiled kernels take O(n) memory per query.
+    Learned attributes: ``coef_`` (the selected w), ``alpha_``, ``beta_``, ``best_iteration_`` (1-based t), and
+    for the selected (α, β): ``coef_path_`` (T × dim), ``approx_error_`` (T,: ρ of §6.2, mean |M̂(q) − M(q)|),
+    ``train_score_`` and ``valid_score_`` (T,: mean exact measure); ``search_results_`` (a dict per grid point:
+    alpha, beta, best_iteration, best_valid, valid_score, train_score, approx_error, seconds) and
+    ``best_valid_score_``.
 
     {parameters}
     """
@@ -281,7 +232,6 @@ class ApproxRanker(Parametrized):
         self.random_state = random_state
         self.verbose = verbose
 
-    # -- the grid --------------------------------------------------------------------------------
     def grid(self) -> List[Tuple[float, float]]:
         """(α, β) pairs searched: the paper's grids unless ``alphas``/``betas`` are given.
         β does not enter N̂DCG, so ApproxNDCG searches α only (β reported as NaN)."""
@@ -294,7 +244,6 @@ class ApproxRanker(Parametrized):
         alphas = NDCG_ALPHAS if self.alphas is None else self.alphas
         return [(float(a), float("nan")) for a in alphas]
 
-    # -- per-query objective ---------------------------------------------------------------------
     def _query(self, qs: _QuerySet, q: int, s: np.ndarray, alpha: float, beta: float,
                grad: bool) -> Tuple[float, Optional[np.ndarray]]:
         """(M̂, ∂M̂/∂s) of query q of ``qs`` at scores ``s``, from the compiled kernels (:func:`jit`)."""
@@ -319,7 +268,6 @@ class ApproxRanker(Parametrized):
         return np.array([self._query(qs, q, scores[o[q]:o[q + 1]], alpha, beta, False)[0]
                          for q in range(qs.n_queries)])
 
-    # -- training --------------------------------------------------------------------------------
     def fit(self, X: FeatureMatrix, labels: np.ndarray, offsets: np.ndarray,
             n_relevant: Optional[np.ndarray] = None, X_valid: Optional[FeatureMatrix] = None,
             labels_valid: Optional[np.ndarray] = None, offsets_valid: Optional[np.ndarray] = None,
@@ -400,28 +348,21 @@ class ApproxRanker(Parametrized):
                 "train_score": train_score, "approx_error": rho, "coef_path": path,
                 "seconds": time.perf_counter() - t0}
 
-    # -- prediction ------------------------------------------------------------------------------
     def decision_function(self, X: FeatureMatrix) -> np.ndarray:
         """Scores Φw of the selected model."""
         if not hasattr(self, "coef_"):
             raise RuntimeError(f"{type(self).__name__} is not fitted; call fit first")
         return X.dot(self.coef_)
 
-    # -- state -----------------------------------------------------------------------------------
     #: learned arrays of length T (per iteration of the selected grid point), and per grid point
     _CURVES = ("approx_error", "train_score", "valid_score")
     _SEARCH_SCALARS = (("alpha", float), ("beta", float), ("best_iteration", int),
                        ("best_valid", float), ("seconds", float))
 
     def get_state(self) -> Tuple[dict, Dict[str, np.ndarray]]:
-        """(meta, arrays) of the fitted ranker; :meth:`from_state` rebuilds it exactly.
-
-        meta: ``ranker``, ``params`` (``w0`` given as "array" when it is ``arrays["w0"]``),
-        ``alpha``, ``beta``, ``best_iteration``, ``best_valid_score`` and ``search_results`` (the
-        scalars of each grid point; non-finite floats such as ApproxNDCG's β as "nan"). arrays:
-        ``coef``, ``coef_path``, ``approx_error``, ``train_score``, ``valid_score`` and, stacked over
-        the grid points, ``search_valid_score``, ``search_train_score``, ``search_approx_error``.
-        """
+        """(meta, arrays) of the fitted ranker, :meth:`from_state` rebuilds it exactly: the learned scalars and
+        each grid point's in meta (``params["w0"]`` "array" when it is ``arrays["w0"]``), the learned arrays and,
+        stacked over the grid points, the curves (``search_valid_score``, ...)."""
         if not hasattr(self, "coef_"):
             raise RuntimeError(f"{type(self).__name__} is not fitted; call fit first")
         params = self.get_params(deep=False)
@@ -485,17 +426,14 @@ class ApproxRanker(Parametrized):
         self.approx_error_, self.train_score_, self.valid_score_ = (curves[c] for c in cls._CURVES)
         self.search_results_ = []
         for i, r in enumerate(results):
+            at = f"{what}['search_results'][{i}]"
             lacking = [k for k, _ in cls._SEARCH_SCALARS if not isinstance(r, dict) or k not in r]
             if lacking:
-                raise ValueError(f"{what}['search_results'][{i}] lacks {lacking}")
-            sc = {k: int_from_json(r[k], f"{what}['search_results'][{i}][{k!r}]") if t is int
-                  else float_from_json(r[k], f"{what}['search_results'][{i}][{k!r}]")
+                raise ValueError(f"{at} lacks {lacking}")
+            sc = {k: (int_from_json if t is int else float_from_json)(r[k], f"{at}[{k!r}]")
                   for k, t in cls._SEARCH_SCALARS}
-            # key order as fit writes it
-            self.search_results_.append({"alpha": sc["alpha"], "beta": sc["beta"],
-                                         "best_iteration": sc["best_iteration"], "best_valid": sc["best_valid"],
-                                         "valid_score": search["valid_score"][i].copy(),
-                                         "train_score": search["train_score"][i].copy(),
-                                         "approx_error": search["approx_error"][i].copy(),
-                                         "seconds": sc["seconds"]})
+            self.search_results_.append({**{k: sc[k] for k in ("alpha", "beta", "best_iteration", "best_valid")},
+                                         **{c: search[c][i].copy() for c in ("valid_score", "train_score",
+                                                                             "approx_error")},
+                                         "seconds": sc["seconds"]})           # the key order fit writes
         return self

@@ -183,11 +183,11 @@ class FeatureEncoder:
             raise ValueError(f"the model was trained on {self.n_functions_} base functions but these "
                              f"candidates have {raw.shape[1] if raw.ndim == 2 else raw.shape}; use the same "
                              "RunFeatures as in training")
-        return FeatureMatrix([DenseBlock(self.dense_values(kind, raw, offsets)) if BLOCK_KINDS[kind].dense
+        return FeatureMatrix([DenseBlock(self._dense_values(kind, raw, offsets)) if BLOCK_KINDS[kind].dense
                               else BinnedBlock(BLOCK_KINDS[kind].values(self, raw, offsets), self.n_bins)
                               for kind in self.blocks])
 
-    def dense_values(self, kind: str, raw, offsets: np.ndarray) -> np.ndarray:
+    def _dense_values(self, kind: str, raw, offsets: np.ndarray) -> np.ndarray:
         """(n, 2F) columns of a dense block kind: its values, then the "retrieved" indicators (times
         ``indicator_scale_``), filled chunk by chunk."""
         n, n_funcs = raw.shape
@@ -200,8 +200,19 @@ class FeatureEncoder:
         return out
 
     def bin_codes(self, raw, offsets: np.ndarray) -> np.ndarray:
-        """(n, F) uint8 or uint16: the number of thresholds each score exceeds (missing → 0), chunk by chunk,
-        rows spread over threads."""
+        """The number of thresholds each score exceeds (missing → 0), chunk by chunk, rows spread over threads.
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n, F)
+            Base-function scores, NaN where a function did not retrieve the candidate.
+        offsets : ndarray of shape (Q + 1,)
+            Query boundaries.
+
+        Returns
+        -------
+        ndarray of shape (n, F), uint8 or uint16
+        """
         raw = score_matrix(raw)
         dtype = np.uint8 if self.n_bins < 256 else np.uint16
         codes = np.zeros(raw.shape, dtype=dtype)

@@ -88,7 +88,7 @@ class FeatureLayout:
     def blocks(self) -> Tuple[str, ...]:
         return self.encoder.blocks
 
-    def block_width(self, kind: str) -> int:
+    def _block_width(self, kind: str) -> int:
         """Dimensions of block ``kind`` (:meth:`.blocks.FeatureBlock.width`), 1 for ``"bias"``."""
         if kind == "bias":
             return 1
@@ -98,7 +98,7 @@ class FeatureLayout:
         """(kind, slice of w) for every block in order, the bias last when there is one."""
         out, lo = [], 0
         for kind in list(self.blocks) + (["bias"] if self.bias else []):
-            width = self.block_width(kind)
+            width = self._block_width(kind)
             out.append((kind, slice(lo, lo + width)))
             lo += width
         return out
@@ -106,7 +106,7 @@ class FeatureLayout:
     @property
     def dim(self) -> int:
         """Length of w."""
-        return sum(self.block_width(k) for k, _ in self.block_slices())
+        return sum(self._block_width(k) for k, _ in self.block_slices())
 
     def block_weights(self, w: np.ndarray, kind: str) -> np.ndarray:
         """The weights of one block, shaped as its kind says (:meth:`.blocks.FeatureBlock.weight_shape`).
@@ -199,7 +199,21 @@ class FeatureLayout:
 
     def score_extent(self, raw: np.ndarray, offsets: np.ndarray, function: int) -> Tuple[float, float]:
         """The (min, max) of base function ``function``'s score column of :meth:`prior_block` on candidates
-        ``raw`` (:meth:`.blocks.FeatureBlock.score_extent`; a cluster takes the min and max over its shards)."""
+        (:meth:`.blocks.FeatureBlock.score_extent`; a cluster takes the min and max over its shards).
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n, F)
+            Base-function scores, NaN where a function did not retrieve the candidate.
+        offsets : ndarray of shape (Q + 1,)
+            Query boundaries.
+        function : int
+            The index of a base function.
+
+        Returns
+        -------
+        (float, float)
+        """
         return BLOCK_KINDS[self.prior_block()].score_extent(self.encoder, raw, offsets, function)
 
     #: the encoder's learned per-function arrays besides the thresholds (absent from models of earlier

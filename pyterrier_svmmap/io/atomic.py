@@ -1,12 +1,6 @@
-"""Files and folders written whole or not at all, with the permissions the umask gives, and paths checked
-for writing before long work starts.
-
-``tempfile`` creates files 0600 and folders 0700 whatever the umask. Here a file is created with mode 0666
-and a folder with 0777, the umask applied by the operating system (as ``open(path, "w")`` and ``mkdir``
-do), under a temporary name beside its destination, then renamed into place: a rename within a folder
-replaces the destination atomically. A folder of several files (a model) is written as a new folder renamed
-into place, or, when the folder exists, as temporary files renamed one after the other with Ctrl-C held back
-until the last rename, so that an interrupted write leaves the old files or the new ones, never a mix.
+"""Files and folders written whole or not at all, with the permissions the umask gives (``tempfile``'s are 0600
+whatever the umask): created 0666/0777 under a temporary name beside their destination, then renamed into place;
+and paths checked for writing before long work starts.
 """
 from __future__ import annotations
 
@@ -38,15 +32,8 @@ def _write_new(path: Path, data: bytes) -> None:
 
 
 def write_atomic(path: PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` whole or not at all: a temporary file beside it, renamed over it.
-
-    Parameters
-    ----------
-    path : str or Path
-        The file to write; its folder must exist. An existing file is replaced.
-    data : bytes
-        The content.
-    """
+    """Write ``data`` to ``path`` (its folder must exist) whole or not at all: a temporary file beside it, renamed
+    over it."""
     path = Path(path)
     tmp = temporary_name(path)
     try:
@@ -88,25 +75,10 @@ def _make_parents(folder: Path) -> List[Path]:
 
 
 def write_folder(path: PathLike, files: Dict[str, bytes]) -> Path:
-    """Write ``files`` (name → content) into folder ``path``, whole or not at all, in the order given (the
-    file that marks the folder complete last).
-
-    A new folder is written under a temporary name beside ``path`` and renamed to it (missing parent folders
-    are created, and removed again when the write fails). In an existing folder each file is written under a
-    temporary name, then the files are renamed into place with Ctrl-C held back; other files in it stay.
-
-    Parameters
-    ----------
-    path : str or Path
-        The folder.
-    files : dict of str to bytes
-        File names in the folder and their contents.
-
-    Returns
-    -------
-    Path
-        ``path``.
-    """
+    """Write ``files`` (name → content) into folder ``path``, whole or not at all, in the order given (the file
+    that marks the folder complete last); returns ``path``. A new folder (and its missing parents) is written under
+    a temporary name and renamed; in an existing one, temporary files are renamed into place with Ctrl-C held back,
+    other files staying."""
     path = Path(path)
     if path.is_dir():
         written: Dict[Path, Path] = {}
@@ -141,28 +113,9 @@ def write_folder(path: PathLike, files: Dict[str, bytes]) -> Path:
 
 
 def check_creatable(path: PathLike, what: str) -> Path:
-    """Check, before long work, that ``path`` (a file or folder to write; missing parent folders would be
-    created) can be written: by creating and removing a folder where it goes, so nothing is left behind.
-
-    Parameters
-    ----------
-    path : str or Path
-        The file or folder that will be written.
-    what : str
-        How the message names it, e.g. ``"MODEL"``.
-
-    Returns
-    -------
-    Path
-        ``path``.
-
-    Raises
-    ------
-    NotADirectoryError
-        When a parent of ``path`` is a file.
-    PermissionError
-        When the folder it goes in cannot be written (the message says which and why).
-    """
+    """Check, before long work, that ``path`` (a file or folder; missing parents would be created) can be written,
+    by creating and removing a folder where it goes; returns ``path``. NotADirectoryError when a parent is a file,
+    PermissionError when the folder cannot be written; ``what`` names it in the message (``"MODEL"``)."""
     path = Path(path)
     folder = path if path.is_dir() else path.parent
     existing = folder.absolute()

@@ -1,32 +1,13 @@
-"""The on-disk model format (one directory), shared by every estimator's ``save/load``, the command line
-and ``pt.Artifact``. It knows the file layout, versions and checksums — not the learners: a model is
-(estimator class, its constructor parameters, its fitted state as JSON + numpy arrays), and the classes
-themselves turn state into a fitted object (``_from_state``), so this module imports none of them until
-a model is loaded.
+"""The on-disk model format (one directory: ``model.json``, ``weights.npz``, ``pt_meta.json``; docs/user_guide.md
+lists what each holds), shared by every estimator's ``save/load``, the command line and ``pt.Artifact``. A model
+is (estimator class, its constructor parameters, its fitted state as JSON + numpy arrays); the classes turn state
+into a fitted object (``_from_state``), so this module imports none of them until a model is loaded.
 
-A model directory holds:
-
-``model.json``
-    ``format`` ("pyterrier-svmmap"), ``format_version`` (:data:`FORMAT_VERSION`), ``package_version``,
-    ``estimator`` (the class as ``module:qualname``, e.g. ``pyterrier_svmmap.estimators.structsvm:SVMMap``),
-    ``ranker`` (the array-level class that can score without PyTerrier, e.g.
-    ``pyterrier_svmmap.svm.ranker:StructSVMRanker``, or null), ``params`` (the estimator's constructor
-    parameters: loss and its parameters, the whole C grid, features, ...), ``state`` (the fitted state:
-    for a structural SVM the chosen C, the per-C path — validation MAP, iterations, gap, seconds —, the
-    cutting-plane history, the feature layout with its base names, the training summary), and
-    ``arrays_sha256`` (checksum of weights.npz).
-``weights.npz``
-    The state's arrays (for a structural SVM: ``coef``, ``coefs`` — w of every C of the grid —, and
-    ``thresholds``).
-``pt_meta.json``
-    ``{"type": "learned_ranker", "format": "svmmap", "package_hint": "pyterrier-svmmap"}`` so that
-    ``pt.Artifact.load(path)`` finds :func:`load_artifact` through the ``pyterrier.artifact`` entry point.
-
-Versions 1 and 2 (structural SVMs only: one ``coef``, the kept C, ``validation`` per C) still load; they
-are converted on reading (:func:`_upgrade_v2`). A newer version, a missing/corrupt/truncated file or
-inconsistent shapes raise :class:`ModelFormatError` naming the file and the problem. A model directory is
-written whole or not at all (:func:`~pyterrier_svmmap.io.atomic.write_folder`), ``model.json`` last, its
-files with the permissions the umask gives.
+``model.json`` names the estimator and ranker classes in the format's own vocabulary, :data:`FILE_NAMES`: fixed
+names such as ``pyterrier_svmmap.estimator:SVMMap`` that stand for the package's public classes wherever their
+modules are (another class is written ``module:qualname``). Formats 1 and 2 (structural SVMs only) are converted
+on reading (:func:`_upgrade_v2`); a newer version, a missing, corrupt or inconsistent file raises
+:class:`ModelFormatError` naming the file and the problem.
 """
 from __future__ import annotations
 
@@ -51,9 +32,8 @@ ARTIFACT_TYPE = "learned_ranker"
 ARTIFACT_FORMAT = "svmmap"
 PT_META = {"type": ARTIFACT_TYPE, "format": ARTIFACT_FORMAT, "package_hint": "pyterrier-svmmap"}
 
-#: the public classes a model file can name, under the names model.json gives them (``module:qualname`` of the
-#: module that defined each class when the format was fixed): part of the file format, so they do not follow
-#: the classes when modules move; reading maps them to the class through the package's public names
+#: the format's names of the package's public classes (the modules that defined them when the format was fixed):
+#: model.json's name → the class's name in ``pyterrier_svmmap``
 FILE_NAMES = {
     "pyterrier_svmmap.estimator:SVMMap": "SVMMap",
     "pyterrier_svmmap.estimator:StructSVM": "StructSVM",
@@ -64,11 +44,8 @@ FILE_NAMES = {
     "pyterrier_svmmap.approx_estimators:AdaRank": "AdaRank",
     "pyterrier_svmmap.ranker:StructSVMRanker": "StructSVMRanker",
 }
-_FILE_NAME_OF = {public: name for name, public in FILE_NAMES.items()}
-
-#: the estimator and ranker classes of format 1/2 files
-_V2_ESTIMATORS = {"SVMMap": "pyterrier_svmmap.estimator:SVMMap", "StructSVM": "pyterrier_svmmap.estimator:StructSVM"}
-STRUCT_RANKER = "pyterrier_svmmap.ranker:StructSVMRanker"
+#: a public class's name → its name in model.json (the inverse of :data:`FILE_NAMES`)
+FILE_NAME_OF = {public: name for name, public in FILE_NAMES.items()}
 
 
 class ModelFormatError(ValueError):
@@ -76,10 +53,10 @@ class ModelFormatError(ValueError):
 
 
 def class_path(cls) -> str:
-    """The name model.json gives a class: its :data:`FILE_NAMES` entry for the package's public classes,
-    else ``module:qualname``."""
-    if cls.__qualname__ in _FILE_NAME_OF and cls.__module__.startswith("pyterrier_svmmap."):
-        return _FILE_NAME_OF[cls.__qualname__]
+    """The name model.json gives a class: :data:`FILE_NAME_OF` for the package's public classes, else
+    ``module:qualname``."""
+    if cls.__qualname__ in FILE_NAME_OF and cls.__module__.startswith("pyterrier_svmmap."):
+        return FILE_NAME_OF[cls.__qualname__]
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
@@ -101,11 +78,9 @@ def import_class(path: str):
     return obj
 
 
-# ---------------------------------------------------------------------------------------------
-# Model metadata as JSON values: floats as Python writes them (read back bit for bit), NaN/inf as null
-# ---------------------------------------------------------------------------------------------
 def jsonable(obj):
-    """Numbers, arrays, tuples and dicts as strict-JSON values; NaN/inf become None."""
+    """Numbers, arrays, tuples and dicts as strict-JSON values (floats as Python writes them, read back bit for
+    bit); NaN/inf become None."""
     if isinstance(obj, dict):
         return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
@@ -121,35 +96,10 @@ def jsonable(obj):
     return obj
 
 
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def check_writable(path: Union[str, Path], force: bool = False, remedy: str = "overwrite=True") -> Path:
-    """Check that a model directory can be written at ``path`` (call before training): not an existing
-    file, and, unless ``force``, not an existing directory that holds other files but no model
-    (``model.json``), so that a mistyped path does not mix a model into another folder. An empty directory
-    or a model directory (which is replaced) is fine.
-
-    Parameters
-    ----------
-    path : str or Path
-        The model directory.
-    force : bool, default False
-        Accept a directory that holds other files (the model's files are added to them).
-    remedy : str, default "overwrite=True"
-        How the message names ``force`` (``svmmap learn``: ``"--force"``).
-
-    Returns
-    -------
-    Path
-        ``path``.
-
-    Raises
-    ------
-    FileExistsError
-        When ``path`` is a file, or a directory of other files without ``force``.
-    """
+    """``path``, checked before training: FileExistsError for an existing file, and, unless ``force``, for a
+    directory that holds other files but no model (a model directory is replaced); ``remedy`` names ``force`` in
+    the message (``svmmap learn``: ``"--force"``)."""
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise FileExistsError(f"{path} is an existing file; a model is a directory: give a new or a directory path")
@@ -159,18 +109,13 @@ def check_writable(path: Union[str, Path], force: bool = False, remedy: str = "o
     return path
 
 
-# ---------------------------------------------------------------------------------------------
-# writing and reading
-# ---------------------------------------------------------------------------------------------
 def save_model(path: Union[str, Path], estimator: str, params: dict, state: Tuple[dict, Dict[str, np.ndarray]],
                ranker: Optional[str] = None, overwrite: bool = False, implied: Optional[Dict[str, Any]] = None) -> Path:
-    """Write a fitted model: ``estimator`` / ``ranker`` as ``module:qualname``, the estimator's constructor
-    ``params`` and its ``state`` (meta, arrays). ``path`` must be new, an empty directory or a model
-    directory (replaced), or, with ``overwrite``, any directory (:func:`check_writable`). The directory is
-    written whole or not at all, its files with the permissions the umask gives
-    (:func:`~pyterrier_svmmap.io.atomic.write_folder`). ``implied``: the parameters added after the format was
-    fixed, with the value a file without them means (:attr:`~pyterrier_svmmap.params.ParamSpec.implied`): left
-    out of the file at that value, so that such a model is the same file as before. Returns the directory."""
+    """Write a fitted model, whole or not at all (:func:`~pyterrier_svmmap.io.atomic.write_folder`): ``estimator``
+    / ``ranker`` as :func:`class_path` names them, the estimator's constructor ``params`` and its ``state`` (meta,
+    arrays), into ``path`` as :func:`check_writable` allows (``overwrite``: ``force``). ``implied``: parameters
+    added after the format was fixed, left out at the value a file without them means
+    (:attr:`~pyterrier_svmmap.params.ParamSpec.implied`). Returns the directory."""
     path = check_writable(path, force=overwrite)
     meta, arrays = state
     implied = implied or {}
@@ -182,7 +127,7 @@ def save_model(path: Union[str, Path], estimator: str, params: dict, state: Tupl
     weights = buf.getvalue()
     doc: Dict[str, Any] = dict(format=FORMAT, format_version=FORMAT_VERSION, package_version=__version__,
                                estimator=estimator, ranker=ranker, params=jsonable(params), state=jsonable(meta),
-                               arrays_sha256=_sha256(weights))
+                               arrays_sha256=hashlib.sha256(weights).hexdigest())
     return write_folder(path, {"weights.npz": weights, "pt_meta.json": json.dumps(PT_META).encode(),
                                "model.json": json.dumps(doc, indent=1, allow_nan=False).encode()})
 
@@ -197,11 +142,6 @@ def implied_params(cls) -> Dict[str, Any]:
     (:attr:`~pyterrier_svmmap.params.ParamSpec.implied` of ``cls.PARAMS``; none for a class without one)."""
     spec = getattr(cls, "PARAMS", None)
     return dict(spec.implied) if spec is not None else {}
-
-
-def _with_implied(params: dict, cls) -> dict:
-    """``params`` with the :func:`implied_params` of ``cls`` they lack."""
-    return dict({k: v for k, v in implied_params(cls).items() if k not in params}, **params)
 
 
 def read_metadata(path: Union[str, Path]) -> dict:
@@ -245,7 +185,7 @@ def read_model(path: Union[str, Path]) -> Tuple[dict, Dict[str, np.ndarray]]:
         raise ModelFormatError(f"{path}: weights.npz is missing")
     data = wfile.read_bytes()
     expected = doc.get("arrays_sha256", doc.get("weights_sha256"))
-    if expected is not None and _sha256(data) != expected:
+    if expected is not None and hashlib.sha256(data).hexdigest() != expected:
         raise ModelFormatError(f"{wfile} is corrupt or truncated (checksum differs from model.json's)")
     try:
         with np.load(io.BytesIO(data)) as npz:
@@ -327,13 +267,8 @@ def _located(path: Path, e: Exception) -> ModelFormatError:
 
 
 def _upgrade_v2(path: Path, doc: dict, arrays: Dict[str, np.ndarray]) -> Tuple[dict, Dict[str, np.ndarray]]:
-    """A format 1/2 model (a structural SVM with the kept C's weights only) as a version-3 document.
-
-    Those files kept ``validation`` (C → MAP) for the whole grid but the weights of the chosen C only: the
-    other rows of ``coefs`` are NaN and their path entries carry only C and the validation MAP. They do not
-    say whether φ ends with a bias (the classification losses' dimension): the layout's ``bias`` is None and
-    the ranker, which knows its loss, decides.
-    """
+    """A format 1/2 model (a structural SVM with the kept C's weights only) as a version-3 document: the other
+    C's rows of ``coefs`` are NaN, and the layout's ``bias`` is None (the ranker, which knows its loss, decides)."""
     p = doc["params"]
     missing = [k for k in ("C", "loss", "features", "n_bins", "binning", "epsilon", "max_iter") if k not in p]
     if missing or "coef" not in arrays or "thresholds" not in arrays:
@@ -360,9 +295,9 @@ def _upgrade_v2(path: Path, doc: dict, arrays: Dict[str, np.ndarray]) -> Tuple[d
                  history=[final] if final else [], n_iter=int(training.get("n_iter") or 0),
                  converged=bool(training.get("converged")),
                  training={k: v for k, v in training.items() if k not in ("n_iter", "converged", "final")})
-    estimator = _V2_ESTIMATORS.get(doc.get("estimator"), _V2_ESTIMATORS["StructSVM"])
+    estimator = FILE_NAME_OF["SVMMap" if doc.get("estimator") == "SVMMap" else "StructSVM"]
     thresholds = np.asarray(arrays["thresholds"], dtype=float)
-    new_doc = dict(doc, format_version=FORMAT_VERSION, estimator=estimator, ranker=STRUCT_RANKER,
+    new_doc = dict(doc, format_version=FORMAT_VERSION, estimator=estimator, ranker=FILE_NAME_OF["StructSVMRanker"],
                    params=dict(params, C=grid), state=state)
     return new_doc, dict(coef=coef, coefs=coefs, thresholds=thresholds)
 
@@ -375,7 +310,7 @@ def load_model(path: Union[str, Path], cls=None):
     if cls is not None and not issubclass(named, cls) and not issubclass(cls, named):
         raise ModelFormatError(f"{path} holds a {named.__name__} model, not a {cls.__name__}")
     target = cls if cls is not None and issubclass(cls, named) else named
-    params = _with_implied(doc["params"], target)
+    params = dict({k: v for k, v in implied_params(target).items() if k not in doc["params"]}, **doc["params"])
     try:
         target.from_params(params)
     except (ValueError, TypeError) as e:

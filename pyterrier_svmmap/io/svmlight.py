@@ -1,39 +1,10 @@
-"""Reading svmlight / LETOR ranking files: ``label qid:Q idx:val idx:val ... # comment``.
+"""Reading svmlight / LETOR ranking files: ``label qid:Q idx:val idx:val ... # comment`` (docs/cli.md gives the
+format's rules), or index files listing them.
 
-The format of ``svm_map_learn``, ``svm_rank_learn`` and the LETOR collections:
-
-* ``label`` is a number; a document is relevant when ``label > 0``;
-* ``qid:Q`` (an integer) groups the lines of one query; every line must have one; a query's lines may be
-  apart within a file (they are grouped by qid) but must all be in one file: a qid found in two files read
-  together is an error, as it is on a Dask cluster, where each file is a shard;
-* ``idx:val`` pairs give features, indices 1-based and strictly increasing within a line;
-* a feature absent from a (sparse) line is **0**, as in svmlight — not "missing" (NaN): the
-  svmlight format cannot say "this base function did not score the document";
-* anything after ``#`` is a comment; ``#docid = X`` (LETOR) or ``# X`` is kept per line as its docid.
-
-The numbers are parsed in 64 MB chunks by a compiled parser (``io/_svmlight_kernels.py``: well-formed lines
-of plain numbers, converted only where the conversion is provably correctly rounded) and, for any chunk it
-does not take whole, line by line in Python (``io/svmlight_parser.py``: Python's ``float()``, correctly rounded),
-which decides what is valid; the values are the same bits either way, and the first line that is not valid
-is named ``file:line`` with what was expected there. Small reads (:func:`use_compiled_parser`) use the
-line-by-line reader alone, so that ``svmmap classify`` does not load numba for them. (pandas' tokenizer and
-scikit-learn's ``load_svmlight_file`` were measured and not used: docs/performance.md.)
-
-**Width bound.** The learners need a dense (lines × F) matrix, F = the largest feature index used, and
-keep per-feature state (thresholds, weights; StructSVM's φ has F × n_bins dimensions), so a sparse
-store would only move the problem. A read therefore rejects, *before* allocating the matrix:
-
-* a line using a feature index above ``max_features`` (default :data:`MAX_FEATURES` = 100,000, about
-  140 times the widest LETOR collection, Yahoo!'s 700; a larger index is a hashed or mistaken feature
-  id, not a base function) — or, with ``n_features`` (a model's width), above that — with ``file:line``
-  of the first such line (the fix: renumber the features consecutively from 1);
-* a dense matrix (8 bytes × lines × F) larger than the memory this process can still get (the
-  system's available memory, and the address-space limit when one is set), with ``file:line`` of the
-  first line using the largest index.
-
-An *index file* (the original programs' convention of a file listing data files, one per line,
-relative to the index file's folder; blank lines and ``#`` lines ignored) is read as the concatenation
-of the files it lists.
+The numbers are parsed in 64 MB chunks by :mod:`.svmlight_parser` (the compiled parser, with a line-by-line
+fallback that names the first bad line as ``file:line``). The learners need a dense (lines × F) matrix, F the
+largest feature index, so a read refuses, before allocating it, an index above ``max_features`` (default
+:data:`MAX_FEATURES`) or a model's ``n_features``, and a matrix larger than the memory this process can still get.
 """
 from __future__ import annotations
 
@@ -56,9 +27,8 @@ class SvmlightError(ValueError):
 
 
 class FeatureIndexTooLarge(SvmlightError):
-    """A line uses a feature index above the width bound (``max_features``): ``where`` (``file:line``),
-    ``index`` and ``limit``. ``str()`` gives the Python remedy; :meth:`message` words it for another caller
-    (``svmmap learn --max-features``)."""
+    """A line (``where``, ``file:line``) uses a feature ``index`` above the width bound ``limit``; :meth:`message`
+    words the remedy for another caller than Python's (``svmmap learn --max-features``)."""
 
     def __init__(self, where: str, index: float, limit: int):
         self.where, self.index, self.limit = where, index, limit
@@ -72,7 +42,8 @@ class FeatureIndexTooLarge(SvmlightError):
                 f"the features consecutively from 1{', or ' + remedy if remedy else ''}")
 
 
-#: the largest feature index :func:`read_svmlight` accepts unless told otherwise (see the module docstring)
+#: the largest feature index :func:`read_svmlight` accepts unless told otherwise: about 140 times the widest LETOR
+#: collection's (a larger index is a hashed or mistaken feature id, not a base function)
 MAX_FEATURES = 100_000
 
 
@@ -97,11 +68,10 @@ class RankingData:
 
     ``features`` (n, F) float, 0 where a line omits a feature; ``labels`` (n,); ``qids`` (n,) int;
     ``comments`` (n,) str ("" without one) and ``docids`` (n,) str (from ``#docid = X``, else the
-    comment's first word, else the line number), both None when not kept; ``order`` is a stable permutation
-    that groups the lines by query (queries in order of first appearance; None: the lines are grouped as
-    they are) and ``offsets`` (Q + 1) delimits the queries in that grouped order, ``query_ids`` (Q,) their
-    qids. ``sources`` lists the files read, ``source_lines`` how many data lines each holds and
-    ``line_numbers`` (n,) each line's 1-based line number in its file.
+    comment's first word, else the line number), both None when not kept; ``order`` a stable permutation
+    that groups the lines by query (None: grouped as they are), ``offsets`` (Q + 1) the queries in that order,
+    ``query_ids`` (Q,) their qids; ``sources`` the files read, ``source_lines`` the data lines of each and
+    ``line_numbers`` (n,) each line's 1-based number in its file.
     """
     features: np.ndarray
     labels: np.ndarray
@@ -112,9 +82,7 @@ class RankingData:
     offsets: np.ndarray
     query_ids: np.ndarray
     sources: List[str]
-    #: lines read from each of ``sources`` (None: not recorded)
     source_lines: Optional[List[int]] = None
-    #: (n,) each line's 1-based line number in its file (None: not recorded)
     line_numbers: Optional[np.ndarray] = None
 
     def where(self, line: int) -> str:
@@ -131,9 +99,7 @@ class RankingData:
     def queries_per_source(self) -> Optional[np.ndarray]:
         """How many of the grouped queries each source holds, when every query's lines are in one source
         (the shards a cluster would make of the files); None otherwise or when not recorded."""
-        if self.source_lines is None or len(self.source_lines) < 2:
-            return None
-        if len(self.offsets) < 2:
+        if self.source_lines is None or len(self.source_lines) < 2 or len(self.offsets) < 2:
             return None
         if self.order is None:          # the lines are grouped: a query's first and last line tell its sources
             ends = np.cumsum(self.source_lines)
@@ -152,8 +118,7 @@ class RankingData:
         return self.features.shape[1]
 
     def grouped(self, values: np.ndarray) -> np.ndarray:
-        """``values`` given in input order, re-ordered by query (as ``offsets`` delimits); None stays None, and
-        values of lines that are grouped already (``order`` None) are returned as they are (a memory map too)."""
+        """``values`` given in input order, re-ordered by query (None and already grouped values as they are)."""
         if values is None or self.order is None:
             return values
         return np.asarray(values)[self.order]
@@ -175,8 +140,6 @@ class RankingData:
 
 
 _DOCID = re.compile(r"docid\s*=\s*(\S+)")
-
-
 #: a token only svmlight data has: ``qid:<id>`` or ``<index>:<value>`` (a path never starts with a digit and a colon)
 _DATA_TOKEN = re.compile(r"^(qid:|\d+:)")
 
@@ -186,8 +149,7 @@ BOM = b"\xef\xbb\xbf"
 
 def _is_data_line(text: str) -> bool:
     """Whether a line is svmlight data rather than an index file's path: its first token is a number (the
-    label) or a later token is ``qid:…`` / ``index:value`` — so a data line with a malformed label is still
-    recognised as data, and its error reported as ``file:line``."""
+    label) or a later token is ``qid:…`` / ``index:value`` (so a malformed label is reported as ``file:line``)."""
     tok = text.split("#", 1)[0].split()
     if not tok:
         return True
@@ -229,8 +191,7 @@ def _number(token: bytes, kind=float):
 
 
 def line_error(path: Path, data: bytes, bad: BadLine, width: Width, first_line: int = 1) -> SvmlightError:
-    """The error of the line of ``data`` (lines of ``path`` from ``first_line`` on) that ``bad`` names:
-    'file:line: what is wrong'."""
+    """The error of the line of ``data`` (lines of ``path`` from ``first_line`` on) that ``bad`` names."""
     where = f"{path}:{first_line + bad.line}"
     if bad.index is not None:
         return width.error(where, bad.index)
@@ -281,9 +242,8 @@ _CHUNK = 1 << 26     # parse 64 MB at a time (bounded memory)
 
 
 def file_chunks(path: Path, chunk_bytes: int = _CHUNK):
-    """``(bytes, line)`` pieces of the file at ``path``, each of whole lines (the last one may lack its
-    newline), about ``chunk_bytes`` long, ``line`` the 1-based line number of its first line; a UTF-8
-    byte-order mark at the start is skipped."""
+    """``(bytes, line)`` pieces of the file of about ``chunk_bytes`` of whole lines (the last one may lack its
+    newline), ``line`` the 1-based number of the first; a UTF-8 byte-order mark at the start is skipped."""
     try:
         f = open(path, "rb")
     except IsADirectoryError:
@@ -291,14 +251,14 @@ def file_chunks(path: Path, chunk_bytes: int = _CHUNK):
     with f:
         rest, line, start = b"", 1, True
         while True:
-            block = f.read(chunk_bytes)
+            piece = f.read(chunk_bytes)
             if start:
-                block, start = block.removeprefix(BOM), False
-            if not block:
+                piece, start = piece.removeprefix(BOM), False
+            if not piece:
                 if rest:
                     yield rest, line
                 return
-            data = rest + block
+            data = rest + piece
             cut = data.rfind(b"\n") + 1
             if cut == 0:
                 rest = data
@@ -309,11 +269,9 @@ def file_chunks(path: Path, chunk_bytes: int = _CHUNK):
 
 
 def estimated_read_bytes(files: Sequence[Path], sample_bytes: int = 1 << 18) -> Optional[int]:
-    """About the memory :func:`read_svmlight` takes for ``files``: the dense float64 matrix, the (index, value)
-    pairs it is built from, twice (each file's and their concatenation), and ~250 bytes a line of labels, qids,
-    line numbers, comments and docids (Python strings), extrapolated from each file's first ``sample_bytes``
-    (10⁷ lines of 16 features: 8.9 GB estimated, 8.0 GB measured); None when a sample is not well-formed (the
-    read will say why)."""
+    """About the memory :func:`read_svmlight` takes for ``files`` (the dense matrix, its (index, value) pairs
+    twice, ~250 bytes a line of the rest), extrapolated from each file's first ``sample_bytes`` (10⁷ lines of
+    16 features: 8.9 GB estimated, 8.0 GB measured); None when a sample is not well-formed."""
     lines = pairs = width = 0.0
     for path in files:
         size = Path(path).stat().st_size
@@ -333,16 +291,13 @@ def estimated_read_bytes(files: Sequence[Path], sample_bytes: int = 1 << 18) -> 
     return int(8 * lines * width + 32 * pairs + 250 * lines)
 
 
-#: data from which a read uses the compiled parser even when numba is not loaded yet: loading it and its cached
-#: parser (~1 s) costs what the line-by-line reader takes for about 10 MB, and the compiled one reads 8-10 times
-#: as fast
+#: data from which a read uses the compiled parser even when numba is not loaded yet: loading it (~1 s) costs what
+#: the line-by-line reader takes for about 10 MB, and the compiled one reads 8-10 times as fast
 COMPILED_FROM_BYTES = 1 << 25
 
 
 def use_compiled_parser(n_bytes: int) -> bool:
-    """Whether to read ``n_bytes`` of svmlight text with the compiled parser: when numba is loaded already, or
-    when the data are large enough (:data:`COMPILED_FROM_BYTES`) that loading it pays; both readers give the
-    same values."""
+    """Whether to read ``n_bytes`` of svmlight text with the compiled parser (numba loaded, or enough data)."""
     return "numba" in sys.modules or n_bytes >= COMPILED_FROM_BYTES
 
 
@@ -364,9 +319,8 @@ def _read_one(path: Path, width: Width, compiled: bool = True):
 
 
 def available_memory() -> Optional[int]:
-    """Bytes this process can still allocate: the system's available memory (Linux ``MemAvailable``),
-    and at most the address-space limit minus the address space in use when such a limit is set; None
-    when neither is known (then no memory check)."""
+    """Bytes this process can still allocate: Linux's ``MemAvailable``, at most the address-space limit minus the
+    address space in use; None when neither is known."""
     avail = None
     try:
         with open("/proc/meminfo") as f:
@@ -420,14 +374,11 @@ def read_svmlight(paths: Union[str, Path, Sequence[Union[str, Path]]],
                   parser: str = "auto") -> RankingData:
     """Read one or more svmlight/LETOR ranking files (or index files listing them), in order.
 
-    ``n_features`` fixes the width: lines using a larger index are an error, a file using fewer
-    gets zero columns (svmlight: absent = 0). Without it, a feature index above ``max_features`` is an
-    error (the dense matrix would have a column per index up to it; see the module docstring), and so is
-    a dense matrix larger than the available memory — both raised before allocating it. Raises
-    :class:`SvmlightError` (a ValueError) with ``file:line`` for bad input, FileNotFoundError for a
-    missing file. ``parser``: ``"compiled"`` (numba's, 8–10× faster; loads numba), ``"python"`` (line by line,
-    no numba; ``"numpy"``, its earlier name, is deprecated) or ``"auto"`` (:func:`use_compiled_parser`); the
-    values are the same bits with either.
+    ``n_features`` fixes the width: a larger index is an error, a narrower file gets zero columns. Without it,
+    an index above ``max_features`` is an error, and so is a dense matrix larger than the available memory.
+    Raises :class:`SvmlightError` (a ValueError) with ``file:line`` for bad input, FileNotFoundError for a
+    missing file. ``parser``: ``"compiled"`` (numba's, 8–10× faster), ``"python"`` (line by line, no numba;
+    ``"numpy"`` is its deprecated name) or ``"auto"`` (:func:`use_compiled_parser`): the same values with either.
     """
     if parser == "numpy":
         warnings.warn('read_svmlight(parser="numpy") is deprecated: the numba-free reader is parser="python"',
@@ -458,15 +409,7 @@ def read_svmlight(paths: Union[str, Path, Sequence[Union[str, Path]]],
         np.concatenate([p[4] for p in parts])
     comments = np.concatenate([p[5] for p in parts])
     docids = np.array([_docid(c, i) for i, c in enumerate(comments, 1)], dtype=object)
-    # group by query, queries in order of first appearance, lines within a query in input order
-    uniq, first, inverse = np.unique(qids, return_index=True, return_inverse=True)
-    rank_of_query = np.empty(len(uniq), dtype=np.int64)
-    rank_of_query[np.argsort(first, kind="stable")] = np.arange(len(uniq))
-    key = rank_of_query[inverse]
-    order = np.argsort(key, kind="stable")
-    sizes = np.bincount(key, minlength=len(uniq))
-    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    query_ids = uniq[np.argsort(rank_of_query)]
+    order, offsets, query_ids = group_by_query(qids)
     return RankingData(features=features, labels=labels, qids=qids, comments=comments, docids=docids,
                        order=order, offsets=offsets, query_ids=query_ids, sources=[str(f) for f in files],
                        source_lines=[len(p[0]) for p in parts], line_numbers=np.concatenate([p[6] for p in parts]))
@@ -496,14 +439,10 @@ def check_width_arguments(n_features, max_features) -> Width:
 
 
 def check_queries_in_one_file(files: List[Path], qid: np.ndarray, file: np.ndarray, line: np.ndarray) -> None:
-    """Refuse a qid that occurs in more than one of the files read together (their lines are one set of
-    queries, grouped by qid): the two would be merged into one query with both files' candidates. Within one
-    file the lines of a query are grouped wherever they are.
-
-    The lines are given as runs of equal qids in input order: each run's ``qid``, ``file`` (the index of its
-    file in ``files``, non-decreasing) and ``line`` (its first line's number in that file). The error names
-    the first qid, file by file in order of appearance, that an earlier file has, with its first line in each.
-    """
+    """Refuse a qid that occurs in more than one of the files read together (the two would be merged into one
+    query), naming the first such qid with its first line in each file. The lines are given as runs of equal
+    qids: each run's ``qid``, ``file`` (its index in ``files``, non-decreasing) and ``line`` (its first line's
+    number in that file)."""
     if len(qid) == 0 or np.unique(np.stack([file, qid]), axis=1).shape[1] == len(np.unique(qid)):
         return                                              # no qid in two files
     seen = np.zeros(0, dtype=qid.dtype)
@@ -517,24 +456,30 @@ def check_queries_in_one_file(files: List[Path], qid: np.ndarray, file: np.ndarr
             earlier = int(np.flatnonzero(qid[:lo] == q)[0])
             j = int(file[earlier])
             shared = len(np.intersect1d(qid[bounds[j]:bounds[j + 1]], here))
-            raise qid_in_two_files(q, f"{files[j]} (line {int(line[earlier])})",
-                                   f"{files[i]} (line {int(line[lo + again[0]])})", shared)
+            raise SvmlightError(
+                f"qid {q} is in {files[j]} (line {int(line[earlier])}) and in {files[i]} (line "
+                f"{int(line[lo + again[0]])}); {shared} qids are in both: files read together are one set of "
+                "queries, and a query's lines must all be in one file (else the two would be merged into one query "
+                "with the candidates of both): make the qids unique across the files, and give each query once (two "
+                "folds' training files share queries)")
         seen = np.union1d(seen, here)
+
+
+def group_by_query(qids: np.ndarray, lengths: Optional[np.ndarray] = None):
+    """(order, offsets, query_ids) grouping lines of ``qids`` by query: queries in order of first appearance, lines
+    in input order (``lengths``: ``qids`` are of runs of that many lines)."""
+    uniq, first, inverse = np.unique(qids, return_index=True, return_inverse=True)
+    rank = np.empty(len(uniq), dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(uniq))
+    key = rank[inverse] if lengths is None else np.repeat(rank[inverse], lengths)
+    sizes = np.bincount(key, minlength=len(uniq))
+    return np.argsort(key, kind="stable"), np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64), \
+        uniq[np.argsort(rank)]
 
 
 def run_starts(qids: np.ndarray) -> np.ndarray:
     """Where a run of equal qids starts in ``qids``."""
     return np.flatnonzero(np.r_[True, qids[1:] != qids[:-1]]) if len(qids) else np.zeros(0, np.int64)
-
-
-def qid_in_two_files(qid, first: str, second: str, shared: int) -> SvmlightError:
-    """The error of a qid found in two files read together (``first`` and ``second``: 'file (line N)'),
-    ``shared`` of their qids in both."""
-    return SvmlightError(
-        f"qid {qid} is in {first} and in {second}; {shared} qids are in both: "
-        "files read together are one set of queries, and a query's lines must all be in one file (else the two "
-        "would be merged into one query with the candidates of both): make the qids unique across the files, "
-        "and give each query once (two folds' training files share queries)")
 
 
 def _docid(comment: str, line_no: int) -> str:

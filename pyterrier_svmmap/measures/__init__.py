@@ -42,11 +42,13 @@ def ranks_within_queries(scores: np.ndarray, offsets: np.ndarray):
     return order, rank
 
 
+def _ranks(offsets: np.ndarray) -> np.ndarray:
+    """1-based rank of every position of the grouped order (position − its query's offset + 1)."""
+    return np.arange(offsets[-1]) - np.asarray(offsets)[:-1][query_ids(offsets)] + 1
+
+
 def _ranked_relevance(order, labels, offsets):
-    rel = (np.asarray(labels)[order] > 0).astype(float)
-    qid = query_ids(offsets)
-    rank = np.arange(len(order)) - np.asarray(offsets)[:-1][qid] + 1     # 1-based rank within query
-    return rel, rank, qid
+    return (np.asarray(labels)[order] > 0).astype(float), _ranks(offsets), query_ids(offsets)
 
 
 def average_precision(scores, labels, offsets, n_relevant: Optional[np.ndarray] = None) -> np.ndarray:
@@ -72,8 +74,7 @@ def dcg_at(scores, gains, offsets, k: Optional[int] = None) -> np.ndarray:
     """DCG@k per query of the ranking by ``scores``: Σ gain/log2(rank + 1) over ranks ≤ k (None: all).
     Gains are per candidate, so binary (nDCG here) and graded (ApproxNDCG's 2^r − 1) share it."""
     order = rank_within_queries(scores, offsets)
-    qid = query_ids(offsets)
-    rank = np.arange(len(order)) - np.asarray(offsets)[:-1][qid] + 1     # 1-based rank within query
+    qid, rank = query_ids(offsets), _ranks(offsets)
     disc = 1.0 / np.log2(rank + 1)
     if k is not None:
         disc = np.where(rank <= k, disc, 0.0)
@@ -108,44 +109,17 @@ def reciprocal_rank_at(scores, labels, offsets, k: Optional[int] = None) -> np.n
     return out
 
 
-# -------------------------------------------------------------------------------------------------
-# LETOR 4.0 evaluation (Eval-Score-4.0.pl)
-# -------------------------------------------------------------------------------------------------
-# What the official script of LETOR 4.0 (Eval-Score-4.0.pl, Jun Xu and Tie-Yan Liu, "modified for
-# Letor 4.0", March 2009) does, read from its source:
-#
-# * ranking: the documents of a query are listed in file order, then sorted by decreasing prediction
-#   with Perl's sort (a stable merge sort since Perl 5.8), so **ties keep file order**. trec_eval and
-#   ir_measures instead break ties by docno (descending), so they agree only without ties;
-# * relevance (MAP, P@k): labels "1" and "2" are relevant, "0" is not ("3"+ would count as non-relevant
-#   there; here ``label >= rel``, i.e. ir_measures' ``AP(rel=1)``);
-# * a query without a relevant document has AP = 0, NDCG = 0 and P@k = 0, and **counts in the mean**
-#   (the mean is over all queries of the file, 220 of MQ2008's 784 queries have no relevant document);
-# * P@k divides by k even when the query has fewer than k documents (the "hole" is non-relevant);
-# * NDCG: gain 2^label − 1 (its table 2 → 3, 1 → 1, 0 → 0), discount 1 at ranks 1 and 2 and
-#   1/log2(rank) from rank 3 (Järvelin & Kekäläinen's DCG; trec_eval's nDCG uses 1/log2(rank + 1) and
-#   gain = label). The ideal DCG sorts the same documents by gain;
-# * NDCG@k of a query with **fewer than k documents is 0**: the script computes NDCG at positions
-#   1..n only and averages the undefined NDCG@k (k > n) as 0. On MQ2008 (many queries of 5–8
-#   documents) this is why the published NDCG@10 (~0.23) is far below NDCG@5 (~0.47).
-
+# LETOR 4.0's evaluation as its official script, Eval-Score-4.0.pl, computes it (docs/experiments.md): ties keep
+# file order, a query without a relevant document scores 0 and counts in the mean, P@k divides by k, NDCG has gain
+# 2^label − 1, ranks 1–2 undiscounted, and is 0 for a query of fewer than k documents.
 _LETOR_DISCOUNTS = ("letor", "trec")
 _LETOR_GAINS = ("exp", "linear")
 _SHORT_QUERY = ("zero", "score")
 
 
-def _ranks(offsets: np.ndarray) -> np.ndarray:
-    """1-based rank of every position of the grouped order (position − its query's offset + 1)."""
-    return np.arange(offsets[-1]) - np.asarray(offsets)[:-1][query_ids(offsets)] + 1
-
-
 def letor_average_precision(scores, labels, offsets, rel: float = 1) -> np.ndarray:
-    """AP per query as Eval-Score-4.0.pl computes it: relevant = ``label >= rel``, ranking by
-    decreasing score with ties in candidate order, AP = 0 for a query without a relevant candidate.
-
-    The same as ir_measures' ``AP(rel=rel)`` when the qrels are the candidates and scores have no
-    ties (trec_eval breaks ties by docno). Average it over *all* queries for LETOR's MAP.
-    """
+    """AP per query as Eval-Score-4.0.pl computes it (relevant: ``label >= rel``): ir_measures' ``AP(rel=rel)``
+    when the qrels are the candidates and no scores tie. Average it over *all* queries for LETOR's MAP."""
     relevant = np.asarray(labels) >= rel
     return average_precision(scores, relevant, offsets)
 
@@ -176,14 +150,10 @@ def _gain(labels: np.ndarray, gain: str) -> np.ndarray:
 
 def letor_ndcg_at(scores, labels, offsets, k: int, discount: str = "letor", gain: str = "exp",
                   short_query: str = "zero") -> np.ndarray:
-    """NDCG@k per query; the defaults are Eval-Score-4.0.pl's (see the comment block above).
-
-    ``discount``: "letor" (1 at ranks 1–2, then 1/log2(rank)) or "trec" (1/log2(rank + 1));
-    ``gain``: "exp" (2^label − 1) or "linear" (label); ``short_query``: "zero" (NDCG@k = 0 when the
-    query has fewer than k candidates, as the LETOR script reports it) or "score" (NDCG of the whole
-    short ranking, as trec_eval). NDCG = 0 when the ideal DCG is 0 (no relevant candidate).
-    ``discount="trec", gain="linear", short_query="score"`` is ir_measures' ``nDCG@k`` without ties.
-    """
+    """NDCG@k per query, Eval-Score-4.0.pl's by default: ``discount`` "letor" (1 at ranks 1–2, then 1/log2(rank))
+    or "trec" (1/log2(rank + 1)); ``gain`` "exp" (2^label − 1) or "linear"; ``short_query`` "zero" (0 for a query
+    of fewer than k candidates) or "score". 0 without a relevant candidate. ``"trec", "linear", "score"`` is
+    ir_measures' ``nDCG@k`` without ties."""
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
     if discount not in _LETOR_DISCOUNTS or gain not in _LETOR_GAINS or short_query not in _SHORT_QUERY:

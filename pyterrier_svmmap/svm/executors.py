@@ -1,19 +1,11 @@
-"""Where a structural SVM trains on shards: the interface of what trains it elsewhere.
-
-The cutting-plane loop is data-parallel over whole queries, so the training data may come in shards (files
-or arrays) and the per-iteration sums may be computed elsewhere (a Dask cluster). The numeric core does not
-know those places: :class:`StructSVMRanker`'s ``executor`` is None (this process) or a *shard executor*, an
-object with ``fit_shards(ranker, sources, valid, base_names)``, which the caller makes and hands in
-(:func:`pyterrier_svmmap.scale.dask.executor_for` makes one of None, ``"local"``, a scheduler address or a
-``dask.distributed.Client``; the estimators and ``svmmap learn`` call it).
-
-An executor may also run the independent fits of a search (``selection="auto"``, whose search runs in the
-calling process): then it has ``fit_map()``, a context manager that yields a
-:data:`~pyterrier_svmmap.selection.FitMap` (:meth:`~pyterrier_svmmap.svm.ranker.StructSVMRanker.search_map`).
+"""Where a structural SVM trains on shards: :class:`StructSVMRanker`'s ``executor`` is None (this process) or a
+*shard executor*, an object with ``fit_shards(ranker, sources, valid, base_names)`` that the caller makes
+(:func:`pyterrier_svmmap.scale.dask.executor_for`). One that also has ``fit_map()``, a context manager yielding a
+:data:`~pyterrier_svmmap.selection.FitMap`, runs the independent fits of ``selection="auto"``'s search.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, ContextManager, Optional, Protocol, Sequence
+from typing import Any, Optional, Protocol, Sequence
 
 
 class ShardExecutor(Protocol):
@@ -22,14 +14,6 @@ class ShardExecutor(Protocol):
 
     def fit_shards(self, ranker: Any, sources: Sequence, valid: Optional[tuple],
                    base_names: Optional[Sequence[str]]) -> Any:
-        ...
-
-
-class SearchExecutor(ShardExecutor, Protocol):
-    """A shard executor that also runs the independent fits of a search (optional: ``selection="auto"`` on an
-    executor needs it)."""
-
-    def fit_map(self) -> ContextManager[Callable[[Callable[[int], Any], int], list]]:
         ...
 
 

@@ -1,8 +1,5 @@
-"""Slack groups: the losses of a structural SVM, each with its own slack variable and constant C.
-
-One loss is one group; SVM-COMBO with separate slacks (Chakrabarti et al. 2008 §3.7) is one group per member
-loss. The cutting-plane solver (:mod:`~pyterrier_svmmap.svm.cutting_plane`) adds one constraint per group
-and iteration.
+"""Slack groups: the losses of a structural SVM, each with its own slack variable and constant C (one loss is one
+group; SVM-COMBO with separate slacks, Chakrabarti et al. 2008 §3.7, is one group per member loss).
 """
 from __future__ import annotations
 
@@ -20,14 +17,9 @@ class SlackGroup:
 
 
 def make_slack_groups(loss: LossSpec, C: float, **params) -> list:
-    """The solver's slack groups (:class:`SlackGroup`) for a loss specification.
-
-    * a single loss (name, shorthand or Loss; ``params`` go to :func:`get_loss`): one group with ``C``;
-    * ``loss="combo"`` (SVM-COMBO, Chakrabarti et al. 2008 §3.7) with ``losses=[...]`` (names or Loss
-      instances), ``slack="separate"`` (default; one group per loss, each with its own slack and
-      constant C·C_weights[l]) or ``slack="shared"`` (one group with a :class:`ComboLoss`, Δ = max_l Δ_l
-      in effect, constant C), and ``C_weights`` (per-loss multipliers of C; separate slacks only).
-      A :class:`ComboLoss` instance is a shared-slack combo.
+    """The solver's slack groups for a loss specification: one group with ``C`` for a single loss; for
+    ``"combo"`` (SVM-COMBO), one group per member loss with C·C_weights[l] (``slack="separate"``, the default) or
+    one :class:`ComboLoss` group (``slack="shared"``, Δ = max_l Δ_l in effect; a ComboLoss instance is one).
 
     Parameters
     ----------

@@ -50,12 +50,6 @@ def test_concatenate_widens_and_joins_in_order():
         Queries.concatenate([])
 
 
-def test_validation_set_is_what_fit_takes():
-    q = _queries()
-    raw, labels, offsets, n_rel, docnos = q.validation_set()
-    assert raw is q.raw and labels is q.labels and offsets is q.offsets and n_rel is q.n_relevant
-
-
 def test_offset_helpers():
     offsets = np.array([0, 3, 3, 7])
     assert list(query_ids(offsets)) == [0, 0, 0, 2, 2, 2, 2]
@@ -130,7 +124,7 @@ def test_as_queries_reads_the_forms_of_valid():
     assert as_queries(q) is q and as_queries(None) is None
     three = as_queries((raw, labels, offsets))
     assert three.raw is raw and three.labels is labels and three.n_relevant is None and three.docnos is None
-    five = as_queries(q.validation_set())
+    five = as_queries((q.raw, q.labels, q.offsets, q.n_relevant, q.docnos))
     assert five.n_relevant is q.n_relevant and five.docnos is q.docnos
     four = as_queries((raw, labels, offsets, q.n_relevant))
     assert four.n_relevant is q.n_relevant and four.docnos is None
