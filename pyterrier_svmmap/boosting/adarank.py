@@ -9,11 +9,11 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
-from pyterrier_svmmap.boosting.common import Peer, n_functions_of, query_minmax
+from pyterrier_svmmap.boosting.common import Peer, query_minmax
 from pyterrier_svmmap.measures import average_precision, ndcg_at
 from pyterrier_svmmap.params import Param, ParamSpec, boolean, one_of, positive_int
-from pyterrier_svmmap.state import check_state, float_from_json, int_from_json, json_float, state_array
 from pyterrier_svmmap.queries import check_ranking_arrays
+from pyterrier_svmmap.state import float_from_json, int_from_json, json_float, state_array
 
 log = logging.getLogger(__name__)
 
@@ -54,23 +54,20 @@ class AdaRankRanker(Peer):
     def _evaluate(self, scores, labels, offsets, n_relevant):
         if self.measure == "ap":
             return average_precision(scores, labels, offsets, n_relevant)
-        if self.measure == "ndcg":
-            return ndcg_at(scores, labels, offsets, self.k, n_relevant)
-        raise ValueError(f"measure={self.measure!r} is not valid; choose 'ap' or 'ndcg'")
+        return ndcg_at(scores, labels, offsets, self.k, n_relevant)
 
     def fit(self, raw: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
             raw_valid: Optional[np.ndarray] = None, labels_valid: Optional[np.ndarray] = None,
             offsets_valid: Optional[np.ndarray] = None, n_relevant: Optional[np.ndarray] = None,
             n_relevant_valid: Optional[np.ndarray] = None) -> "AdaRankRanker":
         self.check_params()
-        raw, _, offsets = check_ranking_arrays(raw, labels, offsets)
-        self.n_functions_ = raw.shape[1]
+        raw, offsets = self._training(raw, labels, offsets)
         X = query_minmax(raw, offsets)
         n_q, n_f = len(offsets) - 1, X.shape[1]
         # E(h_k, q_i) of every weak ranker on every query is fixed: compute it once
         E = np.stack([self._evaluate(X[:, k], labels, offsets, n_relevant) for k in range(n_f)])
-        Xv = None if raw_valid is None else query_minmax(check_ranking_arrays(raw_valid, labels_valid, offsets_valid, "validation")[0],
-                                                         offsets_valid)
+        Xv = None if raw_valid is None else query_minmax(
+            check_ranking_arrays(raw_valid, labels_valid, offsets_valid, "validation")[0], offsets_valid)
         P = np.full(n_q, 1.0 / n_q)
         w = np.zeros(n_f)
         best, prev = (-np.inf, w.copy(), 0), -1
@@ -103,9 +100,7 @@ class AdaRankRanker(Peer):
 
     def predict(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """Σ_t α_t h_t on the per-query normalised features."""
-        self._check_fitted()
-        raw, _, offsets = check_ranking_arrays(raw, None, offsets, "scored")
-        self._check_width(raw)
+        raw, offsets = self._scored(raw, offsets)
         return query_minmax(raw, offsets) @ self.coef_
 
     _HISTORY = (("round", int), ("feature", int), ("alpha", float), ("train", float), ("select", float))
@@ -124,9 +119,7 @@ class AdaRankRanker(Peer):
         """The fitted ranker saved by :meth:`get_state` (bit-identical predictions); ValueError
         naming what is missing or inconsistent."""
         name = cls.__name__
-        params = check_state(cls, meta, arrays, ("n_functions", "best_round", "history"), ("coef",))
-        self = cls(**params)
-        self.n_functions_ = n_functions_of(meta, name)
+        self = cls._restored(meta, arrays, ("best_round", "history"), ("coef",))
         self.coef_ = state_array(arrays, "coef", (self.n_functions_,), name)
         history = meta["history"]
         if not isinstance(history, list) or not all(isinstance(h, dict) for h in history):

@@ -1,19 +1,6 @@
-"""What the boosted learners share: missing scores, labels and inputs, LightGBM, and the model state's parts.
-
-Every learner of :mod:`pyterrier_svmmap.boosting` takes a dense matrix ``raw`` (candidates × base functions, NaN
-where a function did not retrieve the candidate), ``labels`` and ``offsets`` (length Q + 1; candidates of a query
-contiguous), like the rest of the numeric core, and fills missing scores itself (:func:`fill_missing`,
-:func:`query_minmax`).
-
-LightGBM is optional (``pip install pyterrier-svmmap[peers]``) and only imported when a LightGBM learner is
-fitted or loaded (:func:`load_lightgbm`).
-
-Model state. Every ranker of the package has ``get_params()`` (the constructor parameters),
-``get_state() -> (meta, arrays)`` and ``from_state(meta, arrays)``: ``meta`` is JSON (constructor parameters
-under ``meta["params"]``, learned scalars, ``meta["ranker"]`` the class name), ``arrays`` the learned numpy
-arrays; a ranker rebuilt by ``from_state`` predicts bit-identically. The LightGBM boosters are kept as
-LightGBM's text model (UTF-8 bytes in a uint8 array, :func:`booster_bytes`), which writes every threshold and
-leaf value with 17 significant digits and so round-trips doubles exactly.
+"""What the boosted learners share: missing scores, labels and inputs, LightGBM (optional, ``[peers]``, imported
+when a LightGBM learner is fitted or loaded) and the model state's parts. The boosters are kept as LightGBM's text
+model, which writes every threshold and leaf value with 17 significant digits and so round-trips exactly.
 """
 from __future__ import annotations
 
@@ -22,9 +9,9 @@ from typing import Dict, Optional
 import numpy as np
 
 from pyterrier_svmmap.features.transforms import minmax_normalise, query_min_max
-from pyterrier_svmmap.queries import Queries, query_ids
 from pyterrier_svmmap.params import Parametrized
-from pyterrier_svmmap.state import int_from_json, json_params, state_array
+from pyterrier_svmmap.queries import Queries, check_ranking_arrays, query_ids
+from pyterrier_svmmap.state import check_state, int_from_json, json_params, state_array
 
 PEERS_HINT = ("this learner needs LightGBM, an optional dependency of pyterrier-svmmap; "
               "install it with: pip install pyterrier-svmmap[peers]")
@@ -39,11 +26,9 @@ def load_lightgbm():
     return lightgbm
 
 
-# -- missing scores, labels, inputs ------------------------------------------------------------
 def fill_missing(raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Raw scores with a missing score replaced by the query's lowest score of that function, minus
-    a margin (1% of the query's range, at least 1e-6), so "not retrieved" ranks below every retrieved
-    candidate; a function retrieving nothing for a query gives 0 there."""
+    """Raw scores, a missing one as the query's lowest of that function minus 1% of its range (at least 1e-6),
+    so that "not retrieved" ranks below every retrieved candidate; 0 where a function retrieved nothing."""
     raw = np.asarray(raw, dtype=float)
     lo, hi = query_min_max(raw, offsets)
     margin = np.maximum(0.01 * np.nan_to_num(hi - lo), 1e-6)
@@ -52,14 +37,13 @@ def fill_missing(raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 
 def query_minmax(raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Per-query min–max normalised scores, missing → 0 (LETOR's "QueryLevelNorm", which AdaRank's
-    experiments used; a linear combination of raw scores of different scales would be meaningless)."""
+    """Per-query min–max normalised scores, missing → 0 (LETOR's "QueryLevelNorm", AdaRank's features)."""
     return np.nan_to_num(minmax_normalise(np.asarray(raw, dtype=float), offsets), nan=0.0)
 
 
 def int_labels(labels: np.ndarray) -> np.ndarray:
-    """Relevance grades as non-negative integers (negative judgements count as 0). The boosted learners use
-    graded labels as classes / gains, so a fractional label is an error, not silently rounded."""
+    """Relevance grades as non-negative integers (negative judgements count as 0); a fractional label is an
+    error, not silently rounded."""
     labels = np.asarray(labels, dtype=float)
     frac = labels != np.rint(labels)
     if frac.any():
@@ -69,7 +53,6 @@ def int_labels(labels: np.ndarray) -> np.ndarray:
     return np.clip(labels, 0, None).astype(int)
 
 
-# -- model state ----------------------------------------------------------------------------------
 def booster_bytes(booster) -> np.ndarray:
     """LightGBM's text model of ``booster`` (all iterations) as a uint8 array of UTF-8 bytes."""
     return np.frombuffer(booster.model_to_string(num_iteration=-1).encode("utf-8"), dtype=np.uint8).copy()
@@ -90,18 +73,9 @@ def booster_from_bytes(arrays: Dict[str, np.ndarray], owner: str, n_functions: i
     return booster
 
 
-def n_functions_of(meta: dict, owner: str) -> int:
-    """``meta["n_functions"]`` of a saved ranker, checked to be a whole number ≥ 1 (ValueError naming ``owner``)."""
-    n = int_from_json(meta["n_functions"], f"{owner} state: meta['n_functions']")
-    if n < 1:
-        raise ValueError(f"{owner} state: meta['n_functions'] must be at least 1, got {n}")
-    return n
-
-
 class Peer(Parametrized):
-    """Shared plumbing: scikit-learn's habits (``PARAMS`` declares the keyword-only constructor, which stores its
-    parameters; learned attributes end in _), and the :class:`~pyterrier_svmmap.queries.QueryRanker` protocol
-    over each learner's ``fit`` and ``predict``."""
+    """What the boosted learners share: the :class:`~pyterrier_svmmap.queries.QueryRanker` protocol over each
+    learner's ``fit`` and ``predict``, their inputs' checks, and their state's common part."""
 
     #: whether ``fit`` takes ``n_relevant``/``n_relevant_valid`` (the measure it boosts is normalised by them)
     _FIT_TAKES_N_RELEVANT = False
@@ -123,12 +97,31 @@ class Peer(Parametrized):
         if not hasattr(self, "n_functions_"):
             raise RuntimeError(f"{type(self).__name__} is not fitted; call fit first")
 
-    def _check_width(self, raw):
+    def _training(self, raw, labels, offsets):
+        """(raw, offsets) of the training queries, checked; sets ``n_functions_``."""
+        raw, _, offsets = check_ranking_arrays(raw, labels, offsets)
+        self.n_functions_ = raw.shape[1]
+        return raw, offsets
+
+    def _scored(self, raw, offsets):
+        """(raw, offsets) of candidates to score, checked against the fitted model."""
+        self._check_fitted()
+        raw, _, offsets = check_ranking_arrays(raw, None, offsets, "scored")
         if raw.shape[1] != self.n_functions_:
             raise ValueError(f"trained on {self.n_functions_} base functions, got {raw.shape[1]}")
+        return raw, offsets
 
     def _meta(self) -> dict:
         self._check_fitted()
         name = type(self).__name__
         return {"ranker": name, "params": json_params(self.get_params(deep=False), name),
                 "n_functions": int(self.n_functions_)}
+
+    @classmethod
+    def _restored(cls, meta: dict, arrays: Dict[str, np.ndarray], meta_keys: tuple, array_keys: tuple):
+        """A ranker of the saved parameters with its ``n_functions_`` (a whole number ≥ 1), checked."""
+        self = cls(**check_state(cls, meta, arrays, ("n_functions", *meta_keys), array_keys))
+        self.n_functions_ = int_from_json(meta["n_functions"], f"{cls.__name__} state: meta['n_functions']")
+        if self.n_functions_ < 1:
+            raise ValueError(f"{cls.__name__} state: meta['n_functions'] must be at least 1, got {self.n_functions_}")
+        return self

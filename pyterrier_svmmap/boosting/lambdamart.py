@@ -11,11 +11,11 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
-from pyterrier_svmmap.boosting.common import (Peer, booster_bytes, booster_from_bytes, fill_missing,
-                                              int_labels, load_lightgbm, n_functions_of)
+from pyterrier_svmmap.boosting.common import Peer, booster_bytes, booster_from_bytes, fill_missing, int_labels, \
+    load_lightgbm
 from pyterrier_svmmap.params import Param, ParamSpec, boolean, optional_int, positive_int, positive_number
-from pyterrier_svmmap.state import check_state, int_from_json
 from pyterrier_svmmap.queries import check_ranking_arrays
+from pyterrier_svmmap.state import int_from_json
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +66,7 @@ class LambdaMARTRanker(Peer):
             offsets_valid: Optional[np.ndarray] = None) -> "LambdaMARTRanker":
         self.check_params()
         lgb = load_lightgbm()
-        raw, _, offsets = check_ranking_arrays(raw, labels, offsets)
-        self.n_functions_ = raw.shape[1]
+        raw, offsets = self._training(raw, labels, offsets)
         model = lgb.LGBMRanker(
             objective="lambdarank", n_estimators=self.n_estimators, learning_rate=self.learning_rate,
             num_leaves=self.num_leaves, min_child_samples=self.min_child_samples,
@@ -92,9 +91,7 @@ class LambdaMARTRanker(Peer):
 
     def predict(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """Scores (higher is better) of the best iteration."""
-        self._check_fitted()
-        raw, _, offsets = check_ranking_arrays(raw, None, offsets, "scored")
-        self._check_width(raw)
+        raw, offsets = self._scored(raw, offsets)
         # what LGBMRanker.predict does, on the booster alone (so a loaded model predicts the same)
         return self.booster_.predict(fill_missing(raw, offsets), num_iteration=self.best_iteration_)
 
@@ -109,9 +106,7 @@ class LambdaMARTRanker(Peer):
     def from_state(cls, meta: dict, arrays: Dict[str, np.ndarray]) -> "LambdaMARTRanker":
         """The fitted ranker saved by :meth:`get_state` (bit-identical predictions); ValueError
         naming what is missing or inconsistent."""
-        params = check_state(cls, meta, arrays, ("n_functions", "best_iteration"), ("booster",))
-        self = cls(**params)
-        self.n_functions_ = n_functions_of(meta, cls.__name__)
+        self = cls._restored(meta, arrays, ("best_iteration",), ("booster",))
         self.best_iteration_ = int_from_json(meta["best_iteration"], f"{cls.__name__} state: meta['best_iteration']")
         if self.best_iteration_ < 1:
             raise ValueError(f"{cls.__name__} state: meta['best_iteration'] must be at least 1, "

@@ -10,11 +10,10 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
-from pyterrier_svmmap.boosting.common import (Peer, booster_bytes, booster_from_bytes, fill_missing,
-                                              int_labels, load_lightgbm, n_functions_of)
+from pyterrier_svmmap.boosting.common import Peer, booster_bytes, booster_from_bytes, fill_missing, int_labels, \
+    load_lightgbm
 from pyterrier_svmmap.params import Param, ParamSpec, boolean, optional_int, positive_int, positive_number
-from pyterrier_svmmap.state import check_state, state_array
-from pyterrier_svmmap.queries import check_ranking_arrays
+from pyterrier_svmmap.state import state_array
 
 
 class McRankRanker(Peer):
@@ -55,8 +54,7 @@ class McRankRanker(Peer):
             offsets_valid: Optional[np.ndarray] = None) -> "McRankRanker":
         self.check_params()
         lgb = load_lightgbm()
-        raw, _, offsets = check_ranking_arrays(raw, labels, offsets)
-        self.n_functions_ = raw.shape[1]
+        raw, offsets = self._training(raw, labels, offsets)
         y = int_labels(labels)
         self.classes_ = np.unique(y)
         if len(self.classes_) < 2:
@@ -64,24 +62,18 @@ class McRankRanker(Peer):
         # two grades: LightGBM's multiclass needs ≥ 3 classes; the binary logistic model is the
         # two-class case of the same multinomial model, and Σ_z z·P(z | x) is still the score
         model = lgb.LGBMClassifier(
-            objective="multiclass" if len(self.classes_) > 2 else "binary", n_estimators=self.n_estimators, learning_rate=self.learning_rate,
-            num_leaves=self.num_leaves, min_child_samples=self.min_child_samples,
+            objective="multiclass" if len(self.classes_) > 2 else "binary", n_estimators=self.n_estimators,
+            learning_rate=self.learning_rate, num_leaves=self.num_leaves, min_child_samples=self.min_child_samples,
             random_state=self.random_state, verbose=1 if self.verbose else -1, **(self.params or {}))
         model.fit(fill_missing(raw, offsets), y)
         self.booster_ = model.booster_     # trained on the grades' indices 0..K-1 in classes_
         return self
 
-    def _proba(self, X: np.ndarray) -> np.ndarray:
-        """P(z | x) per class, as ``LGBMClassifier.predict_proba`` computes it from the booster."""
-        p = self.booster_.predict(X, num_iteration=-1)
-        return p if p.ndim == 2 else np.vstack((1.0 - p, p)).transpose()
-
     def predict(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        """Expected relevance Σ_z z·P(z | x) of every candidate."""
-        self._check_fitted()
-        raw, _, offsets = check_ranking_arrays(raw, None, offsets, "scored")
-        self._check_width(raw)
-        return self._proba(fill_missing(raw, offsets)) @ self.classes_.astype(float)
+        """Expected relevance Σ_z z·P(z | x) of every candidate (P as ``LGBMClassifier.predict_proba`` gives it)."""
+        raw, offsets = self._scored(raw, offsets)
+        p = self.booster_.predict(fill_missing(raw, offsets), num_iteration=-1)
+        return (p if p.ndim == 2 else np.vstack((1.0 - p, p)).transpose()) @ self.classes_.astype(float)
 
     def get_state(self) -> Tuple[dict, Dict[str, np.ndarray]]:
         """(meta, arrays): parameters and ``n_functions``; ``arrays["classes"]`` and the booster's
@@ -94,9 +86,7 @@ class McRankRanker(Peer):
         """The fitted ranker saved by :meth:`get_state` (bit-identical predictions); ValueError
         naming what is missing or inconsistent."""
         name = cls.__name__
-        params = check_state(cls, meta, arrays, ("n_functions",), ("classes", "booster"))
-        self = cls(**params)
-        self.n_functions_ = n_functions_of(meta, name)
+        self = cls._restored(meta, arrays, (), ("classes", "booster"))
         self.classes_ = state_array(arrays, "classes", (None,), name, dtype=np.int64)
         k = len(self.classes_)
         if k < 2 or np.any(np.diff(self.classes_) <= 0):
