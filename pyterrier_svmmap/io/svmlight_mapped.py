@@ -1,22 +1,8 @@
-"""Reading svmlight files larger than memory: the dense features written to a memory map on disk.
-
-:func:`read_svmlight_mapped` reads what :func:`~pyterrier_svmmap.io.svmlight.read_svmlight` reads — the same
-lines, the same float64 values, the same errors (``file:line``) and the same grouping by query — in one
-streaming pass of 64 MB chunks, and writes the dense features, one row per line, to a file in a folder the
-caller gives, opened as a read-only ``numpy.memmap``. Only the labels (8 bytes a line) and the queries'
-boundaries stay in memory; the qids and the line numbers are memory maps beside the features. Comments and
-docids are not kept (training does not use them). The learners read such a map in blocks of whole queries
-(:mod:`pyterrier_svmmap.chunks`), so a fit from it holds only what it builds (bin codes, φ).
-
-The lines are returned grouped by query (``order`` None). A file whose queries' lines are contiguous (every
-LETOR file, anything written query by query) is kept in its order; otherwise the rows are regrouped into a
-second map — queries in order of first appearance, lines in input order, as ``read_svmlight`` groups them —
-by a gather over the first map (random reads) and about 40 bytes a line of memory (the permutation, and the
-qids, line numbers and labels permuted).
-
-The width is ``read_svmlight``'s: the largest feature index used (or a model's ``n_features``). The map
-starts as wide as the first chunk's largest index and is rewritten wider, by one sequential copy, when a
-later chunk uses a larger one.
+"""Reading svmlight files larger than memory (docs/user_guide.md): what
+:func:`~pyterrier_svmmap.io.svmlight.read_svmlight` reads, in one streaming pass of 64 MB chunks, the dense
+features written to a memory map in a folder the caller gives; in memory stay only the labels and the queries'
+boundaries. The lines are returned grouped by query: a file whose queries are not contiguous is regrouped into a
+second map by a gather over the first. The map is rewritten wider when a later chunk uses a larger index.
 """
 from __future__ import annotations
 
@@ -26,7 +12,8 @@ from typing import List, Optional, Sequence, Union
 import numpy as np
 
 from pyterrier_svmmap.io.svmlight import (MAX_FEATURES, RankingData, SvmlightError, check_queries_in_one_file,
-                                          check_width_arguments, data_files, file_chunks, line_error, run_starts)
+                                          check_width_arguments, data_files, file_chunks, group_by_query, line_error,
+                                          run_starts)
 from pyterrier_svmmap.io.svmlight_parser import BadLine, parse_chunk
 
 #: bytes read from a file at a time
@@ -52,10 +39,10 @@ class _RowWriter:
         batch = max(1, BATCH_BYTES // (8 * max(self.width, 1)))
         for lo in range(0, n_rows, batch):
             hi = min(n_rows, lo + batch)
-            block = np.zeros((hi - lo, self.width))
+            rows = np.zeros((hi - lo, self.width))
             p0, p1 = ends[lo], ends[hi]
-            block[np.repeat(np.arange(hi - lo), n_pairs[lo:hi]), idx[p0:p1] - 1] = val[p0:p1]
-            block.tofile(self.file)
+            rows[np.repeat(np.arange(hi - lo), n_pairs[lo:hi]), idx[p0:p1] - 1] = val[p0:p1]
+            rows.tofile(self.file)
         self.rows += n_rows
 
     def _widen(self, width: int) -> None:
@@ -67,9 +54,9 @@ class _RowWriter:
             batch = max(1, BATCH_BYTES // (8 * width))
             with open(wider, "wb") as out:
                 for lo in range(0, self.rows, batch):
-                    block = np.zeros((min(self.rows, lo + batch) - lo, width))
-                    block[:, :self.width] = old[lo:lo + batch]
-                    block.tofile(out)
+                    rows = np.zeros((min(self.rows, lo + batch) - lo, width))
+                    rows[:, :self.width] = old[lo:lo + batch]
+                    rows.tofile(out)
             del old
             wider.replace(self.path)
             self.file = open(self.path, "ab")
@@ -97,8 +84,7 @@ class _Column:
         self.file.close()
 
     def values(self, in_memory: bool = False) -> np.ndarray:
-        """The values written (after :meth:`close`): read into memory (``in_memory``), else a read-only memory
-        map."""
+        """The values written (after :meth:`close`), in memory or as a read-only memory map."""
         if in_memory or self.n == 0:
             return np.fromfile(self.path, dtype=self.dtype)
         return np.memmap(self.path, dtype=self.dtype, mode="r", shape=(self.n,))
@@ -107,11 +93,8 @@ class _Column:
 def read_svmlight_mapped(paths: Union[str, Path, Sequence[Union[str, Path]]], folder: Union[str, Path],
                          n_features: Optional[int] = None, max_features: int = MAX_FEATURES,
                          chunk_bytes: int = CHUNK_BYTES) -> RankingData:
-    """Read svmlight/LETOR ranking files (or index files listing them) with the features in a memory map.
-
-    The same lines, values, checks and errors as :func:`~pyterrier_svmmap.io.svmlight.read_svmlight`,
-    without its memory check: the memory used is about 8 bytes a line (the labels) and a 64 MB chunk, the
-    disk 8 bytes a line and feature plus 24 a line (labels, qids, line numbers).
+    """Read svmlight/LETOR ranking files (or index files listing them) with the features in a memory map: the
+    lines, values, checks and errors of :func:`~pyterrier_svmmap.io.svmlight.read_svmlight` but its memory check.
 
     Parameters
     ----------
@@ -202,15 +185,9 @@ class _Runs:
 
 
 def _regroup(folder: Path, run: dict, features, labels, qids, lines):
-    """The lines re-ordered by query (queries in order of first appearance, lines in input order): features
-    into a second map (``grouped.f8``, the first removed), the other columns permuted."""
-    uniq, first, inverse = np.unique(run["qid"], return_index=True, return_inverse=True)
-    rank = np.empty(len(uniq), dtype=np.int64)
-    rank[np.argsort(first, kind="stable")] = np.arange(len(uniq))
-    order = np.argsort(np.repeat(rank[inverse], run["length"]), kind="stable")
-    sizes = np.bincount(rank[inverse], weights=run["length"], minlength=len(uniq)).astype(np.int64)
-    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    query_ids = uniq[np.argsort(rank)]
+    """The lines grouped by query (:func:`~pyterrier_svmmap.io.svmlight.group_by_query`): features into a second
+    map (``grouped.f8``, the first removed), the other columns permuted."""
+    order, offsets, query_ids = group_by_query(run["qid"], run["length"])
     if isinstance(features, np.memmap):
         path = folder / "grouped.f8"
         batch = max(1, BATCH_BYTES // (8 * features.shape[1]))
@@ -218,13 +195,11 @@ def _regroup(folder: Path, run: dict, features, labels, qids, lines):
             for lo in range(0, len(order), batch):
                 rows = order[lo:lo + batch]
                 by_position = np.argsort(rows)                  # read the map's rows in increasing order
-                block = np.empty((len(rows), features.shape[1]))
-                block[by_position] = features[rows[by_position]]
-                block.tofile(out)
+                grouped = np.empty((len(rows), features.shape[1]))
+                grouped[by_position] = features[rows[by_position]]
+                grouped.tofile(out)
         shape = features.shape
         del features
         (folder / "features.f8").unlink()
         features = np.memmap(path, dtype=np.float64, mode="r", shape=shape)
-    grouped_qids = np.asarray(qids)[order]
-    grouped_lines = np.asarray(lines)[order]
-    return features, labels[order], grouped_qids, grouped_lines, offsets, query_ids
+    return features, labels[order], np.asarray(qids)[order], np.asarray(lines)[order], offsets, query_ids

@@ -1,11 +1,9 @@
 """The svmlight parser: the numbers of whole lines of svmlight/LETOR text (``label qid:Q idx:val ... # comment``).
 
-One parser with one fallback. The compiled one (numba, ``io/_svmlight_kernels.py``) reads the well-formed
-lines of plain numbers whose conversion it can prove correctly rounded; a chunk it does not take whole is
-read line by line in Python (:func:`_parse_lines`, numba-free: ``svmmap classify`` uses it alone for small
-files), which reads every number with ``float()`` (correctly rounded, as C ``strtod``), decides what is valid
-and raises :class:`BadLine` with the first line that is not (``svmlight.line_error`` words it ``file:line``).
-The values are the same bits either way.
+The compiled parser (``io/_svmlight_kernels.py``) reads well-formed lines of plain numbers whose conversion it can
+prove correctly rounded; a chunk it does not take whole is read line by line in Python (:func:`_parse_lines`,
+``float()``), which decides what is valid and raises :class:`BadLine` with the first line that is not. The values
+are the same bits either way.
 """
 from __future__ import annotations
 
@@ -29,11 +27,8 @@ class BadLine(Exception):
 def parse_chunk(data: bytes, limit: int, comments: bool = True, compiled: bool = True):
     """Numbers of the data lines in ``data`` (whole lines): labels, qids, pair counts, indices, values,
     comments (None unless ``comments``) and the lines' 0-based numbers in ``data``; None without data lines.
-
-    The compiled parser (``io/_svmlight_kernels.py``) reads well-formed lines of plain numbers; a chunk it does
-    not accept whole is read by :func:`_parse_lines`, which decides what is valid; both give every number's
-    correctly rounded value. Raises :class:`BadLine` for the first line that is not valid or uses a feature
-    index above ``limit``. ``compiled`` False: :func:`_parse_lines` only (no numba to load)."""
+    :class:`BadLine` for the first line that is not valid or uses a feature index above ``limit``. ``compiled``
+    False: :func:`_parse_lines` only (no numba to load)."""
     if not compiled:
         return _parse_lines(data, limit, comments)
     k = load("io._svmlight_kernels")
@@ -53,8 +48,7 @@ def parse_chunk(data: bytes, limit: int, comments: bool = True, compiled: bool =
 
 
 def _parse_lines(data: bytes, limit: int, comments: bool = True):
-    """:func:`parse_chunk` line by line in Python, numba-free: the reader of the chunks the compiled parser does
-    not take, and the judge of what is valid.
+    """:func:`parse_chunk` line by line in Python, the judge of what is valid.
 
     A line's text before ``#`` is its tokens (white space apart), the second starting ``qid:``, ``qid:`` once and
     as many ``:`` as tokens after the label; its numbers (the text between spaces and colons, ``qid`` left out;
