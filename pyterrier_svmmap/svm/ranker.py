@@ -14,7 +14,6 @@ trains the paths it asks for).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import sys
 import time
@@ -25,21 +24,21 @@ import numpy as np
 import pyterrier_svmmap.svm.cutting_plane as solver
 import pyterrier_svmmap.svm.model_state as model_state
 import pyterrier_svmmap.threads as threads
-from pyterrier_svmmap.features.layout import EncodedQueries, FeatureLayout, default_base_names
 from pyterrier_svmmap.chunks import score_matrix
+from pyterrier_svmmap.features.layout import EncodedQueries, FeatureLayout, default_base_names
 from pyterrier_svmmap.params import Parametrized
-from pyterrier_svmmap.svm.docs import compose
-from pyterrier_svmmap.svm.params import STRUCT_SVM_PARAMS
-from pyterrier_svmmap.selection import DEFAULT_ALPHA, DEFAULT_C_GRID, DEFAULT_MIN_VALID_QUERIES
-from pyterrier_svmmap.svm.executors import resolve as resolve_executor
-from pyterrier_svmmap.svm.slack import make_slack_groups
-from pyterrier_svmmap.selection import (best_function, c_grid, cross_validate,
-                                        encode_settings, feature_options, features_name, is_auto_c, prior_options,
-                                        queries_best_function, ranked_ap, resolve_c_grid, select, select_auto)
 from pyterrier_svmmap.queries import (Queries, as_queries, check_ranking_arrays, shard_sizes, split_queries,
                                      subset_queries, usable_queries)
+from pyterrier_svmmap.selection.grids import (DEFAULT_ALPHA, DEFAULT_C_GRID, DEFAULT_MIN_VALID_QUERIES, c_grid,
+                                              evidence_source, feature_options, features_name, is_auto_c,
+                                              prior_options)
+from pyterrier_svmmap.selection.reference import queries_best_function
+from pyterrier_svmmap.selection.engine import PAPER, Protocol, Search, from_paths, search
 from pyterrier_svmmap.state import StateError
-from pyterrier_svmmap.string_codes import sorted_string_codes
+from pyterrier_svmmap.svm.docs import compose
+from pyterrier_svmmap.svm.executors import resolve as resolve_executor
+from pyterrier_svmmap.svm.params import STRUCT_SVM_PARAMS
+from pyterrier_svmmap.svm.slack import make_slack_groups
 from pyterrier_svmmap.ties import break_ties
 from pyterrier_svmmap.user_warnings import warn
 
@@ -266,42 +265,38 @@ class StructSVMRanker(Parametrized):
         reference = self.reference_column()
         self.first_stage_ = None if reference is None else self.base_names_[reference]
         t0 = time.perf_counter()
-        options = self.feature_options()
-        if self.selects_auto():
-            if valid is not None and not self._can_choose(valid):
-                valid = None
-            used = self._fit_auto(raw, labels, offsets, n_relevant, ok, valid, grid, options, shards, fit_map,
-                                  reference)
-            self.training_summary_ = dict(n_queries=int(ok.sum()), n_candidates=int(len(raw)),
-                                          skipped_queries=int(n_queries - ok.sum()),
-                                          skipped_candidates=int(n_candidates - len(raw)),
-                                          seconds=time.perf_counter() - t0, **used)
-            return self
-        cv_scores = None
-        if valid is not None and len(grid) * len(options) > 1 and not self._can_choose(valid):
+        settings = [(option, prior) for option in self.feature_options() for prior in prior_options(self.prior)]
+        auto = self.selects_auto()
+        if valid is not None and len(grid) * len(settings) > 1 and not self._can_choose(valid):
             valid = None
-        folds = self.cv if valid is None and len(grid) * len(options) > 1 else 0
-        self._progress = _Progress(self.verbose, (folds + 1) * len(options) * len(grid), type(self).__name__,
-                                   self.epsilon, self.max_iter)
+        n_rel = None if n_relevant is None else np.asarray(n_relevant, dtype=float)[ok]
+        train = Queries(raw, labels, offsets, n_relevant=n_rel, reference=reference)
+        valid = None if valid is None else self._valid_queries(valid)
+        protocol = Protocol.auto(self.fallback_alpha, self.min_valid_queries, self.average_folds) if auto else PAPER
+        self._progress = _Progress(self.verbose, self._n_paths(protocol, valid, len(settings), fit_map) * len(grid),
+                                   type(self).__name__, self.epsilon, self.max_iter)
         try:
-            queries = Queries(raw, labels, offsets, reference=reference)
-            settings = [(option, self.prior) for option in options]
-            encodings = encode_settings(queries, settings, self._make_layout)
-            grids = [resolve_c_grid(self.C, e.spread) for e in encodings]
-            if folds:
-                cv_scores = self._cross_validate(queries, n_relevant, ok, grids, settings, encodings)
-            self.tie_function_ = queries_best_function(queries)
-            trained = [self._train(queries, g, option, shards, encoded=e)
-                       for option, g, e in zip(options, grids, encodings)]
+            found = search(train, valid, settings, self.C, self.path_trainer(), self._make_layout, protocol,
+                           cv=self.cv, random_state=self.random_state, prior_scale=self.prior_scale, shards=shards,
+                           fit_map=fit_map)
         finally:
             self._progress.close()
             del self._progress
-        self._select(grids, options, trained, valid, cv_scores)
+        self._learn(found, with_prior=auto)
         self.training_summary_ = dict(n_queries=int(ok.sum()), n_candidates=int(len(raw)),
                                       skipped_queries=int(n_queries - ok.sum()),
                                       skipped_candidates=int(n_candidates - len(raw)),
-                                      seconds=time.perf_counter() - t0)
+                                      seconds=time.perf_counter() - t0,
+                                      **({"selection_queries": int(found.fit.n_queries)}
+                                         if protocol.pool and self.selection_ == "cv" else {}))
         return self
+
+    def _n_paths(self, protocol: Protocol, valid: Optional[Queries], n_settings: int, fit_map) -> int:
+        """The paths of C a fit trains in this process (for the progress bar)."""
+        if valid is not None and evidence_source(valid.n_queries, protocol.min_valid_queries) == "validation":
+            return n_settings
+        folds = self.cv * n_settings if fit_map is None else 0
+        return folds + (n_settings if protocol.refit_every else 1)
 
     def fit_queries(self, train: Queries, valid: Optional[Queries] = None) -> "StructSVMRanker":
         """:meth:`fit` on :class:`~pyterrier_svmmap.queries.Queries` (the
@@ -398,11 +393,11 @@ class StructSVMRanker(Parametrized):
         """
         return layout.prior_weights(function, raw, offsets, scale=self.prior_scale, span=span)
 
-    def select_paths(self, grids: Sequence[Sequence[float]], trained: Sequence[tuple], valid: Optional[ValidSet],
-                     cv_scores: Optional[np.ndarray] = None) -> None:
-        """``selection="validation"``: score every (feature option, C) of the trained paths on the validation
-        queries (or take the cross-validation scores), choose one (:func:`~pyterrier_svmmap.selection.select`)
-        and set the learned attributes (``path_``, ``C_``, ``coef_``, ...), as :meth:`fit` does.
+    def select_paths(self, grids: Sequence[Sequence[float]], trained: Sequence[tuple], valid: Optional[ValidSet]
+                     ) -> None:
+        """The paper's choice among paths of C trained elsewhere (a cluster's shards): the best validation MAP
+        (:func:`~pyterrier_svmmap.selection.engine.from_paths`, ties broken by ``tie_function_``), and the
+        learned attributes (``path_``, ``C_``, ``coef_``, ...) as :meth:`fit` sets them.
 
         Parameters
         ----------
@@ -412,50 +407,34 @@ class StructSVMRanker(Parametrized):
             Per feature option, its path: (layout, one training result per C, the prior's base function or
             None), as :meth:`train_path` returns it.
         valid : Queries or tuple, optional
-            The validation queries (as in :meth:`fit`), or None.
-        cv_scores : ndarray, optional
-            Held-out MAP of every (fold, option·C), option-major, when chosen by cross-validation.
+            The validation queries (as in :meth:`fit`), or None: the first setting.
         """
-        self._select(list(grids), self.feature_options(), list(trained), valid, cv_scores)
+        settings = [(option, self.prior) for option in self.feature_options()]
+        valid = None if valid is None else self._valid_queries(valid)
+        self._learn(from_paths(trained, settings, grids, valid, self.tie_function_), with_prior=False)
 
-    def _select(self, grids, options, trained, valid, cv_scores) -> None:
-        """:meth:`select_paths` of the feature options ``options``."""
-        G = len(grids[0])
-        scores: List[float] = []
-        for o, (option, (layout, results, _)) in enumerate(zip(options, trained)):
-            if cv_scores is not None:
-                scores.extend(cv_scores[:, o * G:(o + 1) * G].mean(axis=0))
-            else:
-                scorer = self._validation_scorer(valid, layout)
-                scores.extend(scorer(r.w) if scorer else float("nan") for r in results)
-        choice = select(scores, "cv" if cv_scores is not None else ("validation" if valid is not None else "none"),
-                        cv_scores)
-        self.path_: List[dict] = choice.path([(option, None) for option in options], grids, with_prior=False)
-        for o, (option, (layout, results, _)) in enumerate(zip(options, trained)):
-            for i, (C, res) in enumerate(zip(grids[o], results)):
-                entry = self.path_[o * G + i]
-                cv = entry.pop("cv_scores", None)
-                entry.update(n_iter=res.n_iter, oracle_calls=res.oracle_calls, converged=bool(res.converged),
-                             gap=float(res.duality_gap), primal=float(res.history[-1]["primal"]),
-                             seconds=float(res.history[-1]["seconds"]), **({} if cv is None else {"cv_scores": cv}))
-                log.debug("features=%s C=%g: %d iterations, validation MAP %.4f", entry["features"], C, res.n_iter,
-                          entry["validation"])
-        self.selection_ = choice.method
-        o, i = divmod(choice.chosen, G)
-        self.layout_, results, prior = trained[o]
-        if prior is not None:
-            self.prior_function_ = self.base_names_[prior]
-        self.features_ = self.path_[choice.chosen]["features"]
-        kept = results[i]
-        self.C_ = grids[o][i]
-        self.coefs_ = np.stack([r.w for r in results])
-        self.coef_ = np.array(kept.w, dtype=float)
-        self.validation_: Dict[float, float] = {p["C"]: p["validation"] for p in self.path_
-                                                if p["features"] == self.features_}
-        self.history_ = list(kept.history)
-        self.n_iter_ = kept.n_iter
-        self.converged_ = bool(kept.converged)
+    def _learn(self, found: Search, with_prior: bool) -> None:
+        """The learned attributes of the model a search made (``with_prior``: ``path_`` names each entry's
+        prior, as ``selection="auto"`` records it)."""
+        self.tie_function_ = found.tie_function
+        self.selection_ = found.selection.method
+        self.path_: List[dict] = found.path(with_prior, with_training=not with_prior)
+        self.layout_, self.coef_, self.coefs_, self.C_ = found.layout, found.coef, found.coefs, found.C
+        self.__dict__.pop("prior_function_", None)
+        if found.function is not None:
+            self.prior_function_ = self.base_names_[found.function]
+        if found.fallback:
+            self.features_ = "raw"
+            self.history_, self.n_iter_, self.converged_ = [], 0, True
+        else:
+            self.features_ = features_name(found.settings[found.setting][0])
+            kept = found.result
+            self.history_, self.n_iter_, self.converged_ = list(kept.history), kept.n_iter, bool(kept.converged)
         self.feature_names_ = self.layout_.names()
+        learned = self.path_[found.choice.best if found.choice is not None else found.selection.chosen]
+        self.validation_: Dict[float, float] = _block_validation(self.path_, learned)
+        if with_prior:
+            self.choice_ = found.record(self.path_)
 
     def reference_column(self) -> Optional[int]:
         """The column of ``first_stage`` among the base functions (``base_names_``): for ``"auto"`` the first
@@ -475,48 +454,6 @@ class StructSVMRanker(Parametrized):
         if not 0 <= int(first) < self.n_functions_:
             raise ValueError(f"first_stage={first!r} is not a column of the {self.n_functions_} base functions")
         return int(first)
-
-    def _fit_auto(self, raw, labels, offsets, n_relevant, ok, valid, grid, options, shards, fit_map=None,
-                  reference: Optional[int] = None) -> dict:
-        """``selection="auto"``: the rule of :func:`~pyterrier_svmmap.selection.select_auto` decides, this
-        learner trains (:meth:`train_path`, the independent fits through ``fit_map`` when given); sets the
-        learned attributes. Returns what the training summary adds."""
-        settings = [(o, p) for o in options for p in prior_options(self.prior)]
-        n_rel = None if n_relevant is None else np.asarray(n_relevant, dtype=float)[ok]
-        train = Queries(raw, labels, offsets, n_relevant=n_rel, reference=reference)
-        valid = None if valid is None else self._valid_queries(valid)
-        folds = self.cv if valid is None or (self.min_valid_queries is None
-                                             or valid.n_queries < self.min_valid_queries) else 0
-        here = folds * len(settings) + (1 if folds else len(settings)) if fit_map is None else 1
-        self._progress = _Progress(self.verbose, here * len(grid), type(self).__name__, self.epsilon, self.max_iter)
-        try:
-            auto = select_auto(train, valid, settings, self.C, self.path_trainer(), self._make_layout, cv=self.cv,
-                               random_state=self.random_state, alpha=self.fallback_alpha,
-                               min_valid_queries=self.min_valid_queries, average_folds=self.average_folds,
-                               prior_scale=self.prior_scale, shards=shards, fit_map=fit_map)
-        finally:
-            self._progress.close()
-            del self._progress
-        self.tie_function_ = auto.tie_function
-        self.selection_ = auto.selection.method
-        self.path_ = auto.path()
-        self.layout_, self.coef_, self.coefs_, self.C_ = auto.layout, auto.coef, auto.coefs, auto.C
-        self.__dict__.pop("prior_function_", None)
-        if auto.fallback:
-            self.features_ = "raw"
-            self.prior_function_ = self.base_names_[auto.function]
-            self.history_, self.n_iter_, self.converged_ = [], 0, True
-        else:
-            self.features_ = features_name(auto.settings[auto.setting][0])
-            if auto.function is not None:
-                self.prior_function_ = self.base_names_[auto.function]
-            kept = auto.result
-            self.history_, self.n_iter_, self.converged_ = list(kept.history), kept.n_iter, bool(kept.converged)
-        self.feature_names_ = self.layout_.names()
-        learned = self.path_[auto.choice.best] if auto.choice is not None else self.path_[0]   # the arg-max's block
-        self.validation_ = _block_validation(self.path_, learned)
-        self.choice_ = auto.record(self.path_)
-        return dict(selection_queries=int(auto.fit.n_queries)) if self.selection_ == "cv" else {}
 
     def _valid_queries(self, valid: ValidSet) -> Queries:
         """Validation data as :class:`~pyterrier_svmmap.queries.Queries`, checked, labels binary (``rel``),
@@ -544,21 +481,6 @@ class StructSVMRanker(Parametrized):
              f"{self.cv}-fold cross-validation over the training queries instead (check that the "
              "validation qrels name the validation candidates' qids and docnos)")
         return False
-
-    def _validation_scorer(self, valid: Optional[ValidSet], layout: FeatureLayout):
-        """w ↦ validation MAP (AP normalised by the qrels' relevant count when given), or None."""
-        if valid is None:
-            return None
-        valid = as_queries(valid)
-        v = self._valid_queries(valid)
-        v.n_relevant = valid.n_relevant                                                  # as given, uncast
-        codes = sorted_string_codes(v.docnos)[0] if v.docnos is not None else None   # once, not per C
-        X = layout.transform(v.raw, v.offsets)
-        secondary = v.raw[:, self.tie_function_]
-
-        def score(w):                                   # validation MAP of the ranking ranker output gives
-            return float(ranked_ap(X, w, v, secondary, codes).mean())
-        return score
 
     def _make_layout(self, queries: Queries, features) -> FeatureLayout:
         """The layout of feature blocks ``features`` fitted on ``queries`` (thresholds and scales; labels unused)."""
@@ -632,14 +554,6 @@ class StructSVMRanker(Parametrized):
         with this ranker (progress reports included); pickled, e.g. to a cluster's worker, it carries a copy
         of this ranker's parameters without the executor, with the base names of the fit."""
         return PathTrainer(self)
-
-    def _cross_validate(self, queries: Queries, n_relevant, usable, grids, settings, encodings) -> np.ndarray:
-        """Held-out MAP of every (feature option, C) on ``cv`` folds of the (usable) training queries:
-        (folds × options·C), option-major (:func:`~pyterrier_svmmap.selection.cross_validate`)."""
-        n_rel = None if n_relevant is None else np.asarray(n_relevant, dtype=float)[usable]
-        held_out = cross_validate(dataclasses.replace(queries, n_relevant=n_rel), settings, grids, self.path_trainer(),
-                                  encodings, self.cv, self.random_state)
-        return np.array([held_out.fold_means(k) for k in range(self.cv)])
 
     # -- prediction -------------------------------------------------------------------------------
     def decision_function(self, raw, offsets) -> np.ndarray:

@@ -29,9 +29,27 @@ def test_select_records_the_evidence_of_the_choice():
         select([0.1], "best")
 
 
-def test_select_applies_the_rule_of_the_module(monkeypatch):
-    monkeypatch.setattr(selection, "RULE", lambda scores: len(scores) - 1)      # where a new rule goes
-    assert select([0.9, 0.1], "validation").chosen == 1
+def test_one_function_chooses_for_both_protocols_and_the_grid_searches(monkeypatch):
+    """selection.rule.choose is the one function that picks a setting: the paper's protocol (on validation
+    queries and by cross-validation), the default's and the other learners' grid searches (select) all call
+    it, and what it returns is what they keep."""
+    from pyterrier_svmmap.selection import engine, rule
+    calls = []
+
+    def last(evidence, fallback=None, alpha=0.5, seed=0, levels=None):   # a rule that keeps the last setting
+        calls.append(alpha)
+        n = np.asarray(evidence).shape[1]
+        return rule.Choice(n - 1, n - 1, 0.0, None, None, None, None, alpha, len(evidence))
+    monkeypatch.setattr(engine, "choose", last)
+    monkeypatch.setattr(rule, "choose", last)
+    assert select([0.9, 0.1], "validation").chosen == 1 and calls == [None]
+    train, valid = _planted(0, 15, helpful=True), _planted(1, 5, helpful=True)
+    grid = [0.01, 0.1, 1.0]
+    on_valid = StructSVMRanker(C=grid, features="raw").fit(*train, valid=valid)
+    by_cv = StructSVMRanker(C=grid, features="raw").fit(*train)
+    auto = StructSVMRanker(C=grid, features="raw", prior="best", selection="auto").fit(*train)
+    assert calls == [None, None, None, 0.5]
+    assert on_valid.C_ == by_cv.C_ == auto.C_ == 1.0          # the last setting, not the best one
 
 
 def test_cv_folds_deal_shuffled_queries_round_robin():
@@ -296,7 +314,8 @@ def test_cross_validate_trains_every_setting_once_per_fold_and_scores_only_held_
     ap = [average_precision(raw[:, j], labels, offsets) for j in range(3)]
     assert np.allclose(held.ap, np.stack([ap[0], ap[0], ap[2], ap[2]], axis=1))        # scale of w: same ranking
     assert np.allclose(held.fallback_ap, ap[1])
-    assert held.fold_means(1) == [float(held.ap[held.fold == 1, c].mean()) for c in range(4)]
+    assert held.fold_means()[1].tolist() == [float(held.ap[held.fold == 1, c].mean()) for c in range(4)] + [
+        float(held.fallback_ap[held.fold == 1].mean())]
 
 
 # -- levels of model classes: a richer class must beat the simpler one's choice --------------------------------
