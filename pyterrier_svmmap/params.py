@@ -84,18 +84,19 @@ class ParamSpec:
 
     def with_defaults(self, **defaults: Any) -> "ParamSpec":
         """The same parameters with other defaults (shown in the docstring as their ``repr``)."""
-        unknown = set(defaults) - set(self.names)
-        if unknown:
-            raise ValueError(f"no parameters {sorted(unknown)}")
+        self._known(defaults)
         return ParamSpec([replace(p, default=defaults[p.name], default_doc=None) if p.name in defaults else p
                           for p in self.params])
 
     def without(self, *names: str) -> "ParamSpec":
         """The parameters but ``names``."""
+        self._known(names)
+        return ParamSpec([p for p in self.params if p.name not in names])
+
+    def _known(self, names) -> None:
         unknown = set(names) - set(self.names)
         if unknown:
             raise ValueError(f"no parameters {sorted(unknown)}")
-        return ParamSpec([p for p in self.params if p.name not in names])
 
     def plus(self, *params: Param) -> "ParamSpec":
         """These parameters followed by ``params``."""

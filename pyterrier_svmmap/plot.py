@@ -1,6 +1,5 @@
-"""Pictures: a model's learned score contributions (Yue et al. 2007, Figure 2) and a systems summary.
-
-Needs matplotlib (``pip install pyterrier-svmmap[plot]``).
+"""Pictures: a model's learned score contributions (Yue et al. 2007, Figure 2) and a systems summary (needs
+matplotlib: ``pip install pyterrier-svmmap[plot]``).
 """
 from __future__ import annotations
 
@@ -23,14 +22,9 @@ def _plt():
 
 
 def contributions(model, x_range: Tuple[float, float] = (0.0, 1.0)):
-    """Per base function, (name, kind, x, y, base): the score's contribution as a function of the base score.
-
-    Each block kind draws itself (:meth:`~pyterrier_svmmap.features.blocks.FeatureBlock.curves`): for a
-    ``bins`` block, the step function Σ_{k < x} w_k (cumulative weights at the finite thresholds;
-    ``base`` is the weight of the first, −∞, threshold: the "retrieved at all" indicator); for
-    ``raw``/``minmax`` blocks, the line w·x over ``x_range`` (minmax: [0, 1]) and ``base`` the weight of
-    the retrieved indicator. The weights come from the model's :class:`~pyterrier_svmmap.features.layout.FeatureLayout`.
-    """
+    """Per base function, (name, kind, x, y, base): the score's contribution as a function of the base score, as
+    each block kind draws it (:meth:`~pyterrier_svmmap.features.blocks.FeatureBlock.curves`: a step function of
+    the thresholds, or a line over ``x_range``; ``base`` the "retrieved" indicator's weight)."""
     if not hasattr(model, "layout_") or not hasattr(model, "coef_"):
         raise RuntimeError(f"{type(model).__name__} is not fitted: call fit() or load() before plotting it")
     layout = model.layout_
@@ -43,12 +37,9 @@ def contributions(model, x_range: Tuple[float, float] = (0.0, 1.0)):
 
 def plot_model(model, path: Optional[Union[str, Path]] = None, x_range: Tuple[float, float] = (0.0, 1.0),
                max_panels: Optional[int] = None, ncols: int = 4):
-    """One panel per base function: its learned contribution to the score against its score.
-
-    Panels are ordered by the range of the contribution (the functions that move the score most first).
-    ``x_range`` is the score range drawn for ``raw`` blocks (the model does not keep the training range).
-    Returns the matplotlib Figure; also saves it to ``path`` when given.
-    """
+    """The matplotlib Figure (saved to ``path`` when given) of one panel per base function, its learned
+    contribution to the score against its score, the functions that move the score most first; ``x_range`` is
+    the score range drawn for ``raw`` blocks."""
     plt = _plt()
     curves = contributions(model, x_range)
     curves.sort(key=lambda c: -(np.ptp(c[3]) if len(c[3]) else 0.0))

@@ -71,16 +71,16 @@ def shard_sizes(n_queries: int, queries_per_shard: int) -> np.ndarray:
     return np.diff(np.r_[np.arange(0, n_queries, queries_per_shard), n_queries]).astype(np.int64)
 
 
+def shard_rows(offsets: np.ndarray, sizes: Sequence[int]) -> List[Tuple[int, int, np.ndarray]]:
+    """Consecutive shards of ``sizes[i]`` whole queries each: their rows ``lo:hi`` and offsets from 0."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    bounds = np.concatenate([[0], np.cumsum(np.asarray(sizes, dtype=np.int64))])
+    return [(int(offsets[a]), int(offsets[b]), offsets[a:b + 1] - offsets[a]) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
 def split_queries(raw, labels, offsets, sizes: Sequence[int]) -> List[Tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """The arrays cut into consecutive shards of ``sizes[i]`` whole queries each (views, re-offset)."""
-    offsets = np.asarray(offsets, dtype=np.int64)
-    out, start = [], 0
-    for size in sizes:
-        stop = start + int(size)
-        lo, hi = offsets[start], offsets[stop]
-        out.append((raw[lo:hi], labels[lo:hi], offsets[start:stop + 1] - lo))
-        start = stop
-    return out
+    return [(raw[lo:hi], labels[lo:hi], offs) for lo, hi, offs in shard_rows(offsets, sizes)]
 
 
 @dataclass

@@ -1,9 +1,6 @@
-"""String columns (qids, docnos) as int64 codes in the order of their strings: what the canonical row order
-of :func:`~pyterrier_svmmap.frames.candidates_from_frame`, the tie policy's docno key
-(:mod:`~pyterrier_svmmap.ties`) and the evaluator of ``svmmap reproduce`` sort by. Values are compared as
-their ``str`` (``1`` and ``"1"`` are one value), in code-point order. numpy only: the PyTerrier layer
-factorises large frame columns with pandas first (:func:`~pyterrier_svmmap.frames.frame_string_codes`) and
-converts only their distinct values here.
+"""String columns (qids, docnos) as int64 codes in the order of their strings (compared as their ``str``, in
+code-point order): what the canonical row order of candidates, the tie policy's docno key and ``svmmap
+reproduce``'s evaluator sort by. numpy only: the PyTerrier layer factorises large columns with pandas first.
 """
 from __future__ import annotations
 

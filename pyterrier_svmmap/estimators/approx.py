@@ -1,6 +1,5 @@
 """PyTerrier estimators of ApproxAP and ApproxNDCG (Qin, Liu & Li 2010) over
-:class:`~pyterrier_svmmap.approx.ranker.ApproxRanker`, on the feature layout of
-:class:`~pyterrier_svmmap.features.layout.FeatureLayout` (per-query min–max by default)."""
+:class:`~pyterrier_svmmap.approx.ranker.ApproxRanker`, on a :class:`~pyterrier_svmmap.features.layout.FeatureLayout`."""
 from __future__ import annotations
 
 import dataclasses
@@ -94,10 +93,8 @@ class _Approx(RankerEstimator):
 
 
 class ApproxAP(_Approx):
-    """ApproxAP (Qin et al., §4.3–4.4): a linear model on ``FeatureEncoder(features, n_bins, binning)`` features
-    trained by gradient ascent on ÂP (Eq. (22)); (α, β) and the iteration chosen by validation MAP over the
-    paper's grid (§6.3) unless ``alphas``/``betas`` are given. ρ per iteration is ``approx_error_``. See
-    :class:`pyterrier_svmmap.approx.ranker.ApproxRanker`.
+    """ApproxAP (Qin et al., §4.3–4.4, :class:`~pyterrier_svmmap.approx.ranker.ApproxRanker`): a linear model on
+    φ trained by gradient ascent on ÂP; (α, β) and the iteration chosen by validation MAP over the paper's grid.
 
     {parameters}
     """

@@ -1,6 +1,5 @@
-"""PyTerrier estimators of the boosted peers: LambdaMART and McRank (LightGBM, ``[peers]``) and AdaRank,
-over the array-level rankers of :mod:`pyterrier_svmmap.boosting` (:mod:`~pyterrier_svmmap.boosting.lambdamart`,
-:mod:`~pyterrier_svmmap.boosting.mcrank`, :mod:`~pyterrier_svmmap.boosting.adarank`)."""
+"""PyTerrier estimators of the boosted peers — LambdaMART and McRank (LightGBM, ``[peers]``), AdaRank — over the
+array-level rankers of :mod:`pyterrier_svmmap.boosting`."""
 from __future__ import annotations
 
 import dataclasses

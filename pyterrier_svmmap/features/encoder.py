@@ -94,11 +94,8 @@ class FeatureEncoder:
 
         Parameters
         ----------
-        raw : ndarray of shape (n, F)
-            Base-function scores, NaN where a function did not retrieve the candidate (float32 or float64, a
-            memory map included: read in chunks of whole queries, never copied whole).
-        offsets : ndarray of shape (Q + 1,)
-            Query boundaries: query q holds rows ``offsets[q]:offsets[q + 1]``.
+        raw, offsets : ndarray
+            Candidates (n × F scores, NaN where a function did not retrieve one) and their query boundaries.
         base_names : sequence of str, optional
             A name per base function (for errors).
 
@@ -165,10 +162,8 @@ class FeatureEncoder:
 
         Parameters
         ----------
-        raw : ndarray of shape (n, F)
-            Base-function scores, NaN where a function did not retrieve the candidate.
-        offsets : ndarray of shape (Q + 1,)
-            Query boundaries: query q holds rows ``offsets[q]:offsets[q + 1]``.
+        raw, offsets : ndarray
+            Candidates (n × F scores, NaN where a function did not retrieve one) and their query boundaries.
 
         Returns
         -------
@@ -204,10 +199,8 @@ class FeatureEncoder:
 
         Parameters
         ----------
-        raw : ndarray of shape (n, F)
-            Base-function scores, NaN where a function did not retrieve the candidate.
-        offsets : ndarray of shape (Q + 1,)
-            Query boundaries.
+        raw, offsets : ndarray
+            Candidates (n × F scores, NaN where a function did not retrieve one) and their query boundaries.
 
         Returns
         -------

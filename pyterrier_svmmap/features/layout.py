@@ -13,6 +13,7 @@ from pyterrier_svmmap.features.blocks import BLOCK_KINDS
 from pyterrier_svmmap.features.encoder import FeatureEncoder, parse_blocks
 from pyterrier_svmmap.features.matrices import DenseBlock, FeatureMatrix
 from pyterrier_svmmap.features.scales import check_unnormalised_range, column_top
+from pyterrier_svmmap.queries import shard_rows
 
 
 @dataclass
@@ -52,24 +53,14 @@ class FeatureLayout:
 
         Parameters
         ----------
-        raw : ndarray of shape (n, F)
-            Base-function scores, NaN where a function did not retrieve the candidate.
-        offsets : ndarray of shape (Q + 1,)
-            Query boundaries: query q holds rows ``offsets[q]:offsets[q + 1]``.
-        features : str or sequence of str
-            The blocks of φ (``"bins+raw"``, ...).
-        n_bins : int
-            Thresholds per function of a block with thresholds.
-        binning : str
-            How scores are scaled before thresholds apply (:data:`~pyterrier_svmmap.features.transforms.BINNINGS`).
-        threshold_depth : int, optional
-            Quantiles over each query's top candidates only.
+        raw, offsets : ndarray
+            Candidates (n × F scores, NaN where a function did not retrieve one) and their query boundaries.
+        features, n_bins, binning, threshold_depth, normalise
+            :class:`FeatureEncoder`'s parameters.
         bias : bool
             Whether φ ends with a constant dimension (the classification losses).
         base_names : sequence of str, optional
             A name per base function.
-        normalise : {'query', None}
-            The ``raw`` block's scale.
 
         Returns
         -------
@@ -140,10 +131,8 @@ class FeatureLayout:
 
         Parameters
         ----------
-        raw : ndarray of shape (n, F)
-            Base-function scores, NaN where a function did not retrieve the candidate.
-        offsets : ndarray of shape (Q + 1,)
-            Query boundaries: query q holds rows ``offsets[q]:offsets[q + 1]``.
+        raw, offsets : ndarray
+            Candidates (n × F scores, NaN where a function did not retrieve one) and their query boundaries.
 
         Returns
         -------
@@ -172,10 +161,8 @@ class FeatureLayout:
         ----------
         function : int
             The index of a base function.
-        raw : ndarray of shape (n, F), optional
-            The training candidates' base-function scores, NaN where a function did not retrieve the candidate.
-        offsets : ndarray of shape (Q + 1,), optional
-            Their query boundaries: query q holds rows ``offsets[q]:offsets[q + 1]``.
+        raw, offsets : ndarray, optional
+            Candidates (n × F scores, NaN where a function did not retrieve one) and their query boundaries.
         scale : float
             The factor of the whole vector.
         span : float, optional
@@ -203,10 +190,8 @@ class FeatureLayout:
 
         Parameters
         ----------
-        raw : ndarray of shape (n, F)
-            Base-function scores, NaN where a function did not retrieve the candidate.
-        offsets : ndarray of shape (Q + 1,)
-            Query boundaries.
+        raw, offsets : ndarray
+            Candidates (n × F scores, NaN where a function did not retrieve one) and their query boundaries.
         function : int
             The index of a base function.
 
@@ -235,9 +220,10 @@ class FeatureLayout:
     @classmethod
     def from_state(cls, meta: dict, arrays: Dict[str, np.ndarray]) -> "FeatureLayout":
         """The layout saved by :meth:`get_state`; ValueError naming what is inconsistent."""
-        missing = [k for k in ("features", "n_bins", "binning", "n_functions", "bias", "base_names") if k not in meta]
-        if missing or "thresholds" not in arrays:
-            raise ValueError(f"feature layout incomplete: missing {missing + ([] if 'thresholds' in arrays else ['thresholds'])}")
+        missing = [k for k in ("features", "n_bins", "binning", "n_functions", "bias", "base_names") if k not in meta] \
+            + [k for k in ("thresholds",) if k not in arrays]
+        if missing:
+            raise ValueError(f"feature layout incomplete: missing {missing}")
         F, n_bins = int(meta["n_functions"]), int(meta["n_bins"])
         scales = [name for name in cls.SCALE_ARRAYS if name in arrays]
         if scales and len(scales) != len(cls.SCALE_ARRAYS):
@@ -292,13 +278,7 @@ class EncodedQueries:
 
     def shards(self, queries_per_shard: np.ndarray) -> list:
         """φ cut into consecutive shards of whole queries, ``queries_per_shard[i]`` each: (φ, offsets) pairs."""
-        out, start = [], 0
-        for size in np.asarray(queries_per_shard, dtype=np.int64):
-            stop = start + int(size)
-            lo, hi = self.offsets[start], self.offsets[stop]
-            out.append((self.X.rows(int(lo), int(hi)), self.offsets[start:stop + 1] - lo))
-            start = stop
-        return out
+        return [(self.X.rows(lo, hi), offs) for lo, hi, offs in shard_rows(self.offsets, queries_per_shard)]
 
     @property
     def spread(self) -> float:
