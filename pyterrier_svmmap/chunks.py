@@ -112,21 +112,10 @@ def select_queries(raw, offsets: np.ndarray, keep: np.ndarray):
 
 
 class QueryRows:
-    """The rows of some whole queries of a score matrix, in order, without a copy.
-
-    It has the matrix's ``shape`` (its rows), ``ndim``, ``len`` and a float64 ``dtype``; :func:`query_chunks`
-    reads it chunk by chunk, ``rows[:, j]`` gathers one column, and ``numpy.asarray(rows)`` (or any other
-    indexing) makes the float64 copy.
-
-    Parameters
-    ----------
-    base : numpy.ndarray
-        The score matrix (any dtype the numeric core reads; a memory map stays one).
-    base_offsets : numpy.ndarray
-        Its query boundaries.
-    queries : numpy.ndarray
-        The indices of the queries kept, increasing.
-    """
+    """The rows of queries ``queries`` (increasing indices) of score matrix ``base`` (a memory map stays one),
+    delimited by ``base_offsets``, in order, without a copy: with the matrix's ``shape`` (its rows), ``ndim``,
+    ``len`` and a float64 ``dtype``; :func:`query_chunks` reads it chunk by chunk, ``rows[:, j]`` gathers one
+    column, and ``numpy.asarray(rows)`` (or any other indexing) makes the float64 copy."""
 
     ndim = 2
     dtype = np.dtype(np.float64)
@@ -210,6 +199,3 @@ def release(part: np.ndarray) -> None:
         mm.madvise(mmap.MADV_DONTNEED, first, start + part.nbytes - first)
     except (ValueError, OSError, TypeError):
         pass
-
-
-query_blocks = query_chunks     # TEMPORARY: selection.py's old name, until the selection package is committed

@@ -85,29 +85,11 @@ def split_queries(raw, labels, offsets, sizes: Sequence[int]) -> List[Tuple[np.n
 
 @dataclass
 class Queries:
-    """Candidates of whole queries, in query order: what every learner trains on and scores.
-
-    Attributes
-    ----------
-    raw : ndarray of shape (n, F)
-        A score per candidate and base function (NaN where a function did not retrieve the candidate), or
-        any feature values.
-    labels : ndarray of shape (n,) or None
-        Relevance labels (None for candidates to score only).
-    offsets : ndarray of shape (Q + 1,)
-        Query boundaries: query q holds candidates ``offsets[q]:offsets[q + 1]``.
-    qids : ndarray of shape (Q,) or None
-        The queries' ids, where known.
-    n_relevant : ndarray of shape (Q,) or None
-        Relevant documents per query in the qrels (validation MAP normalises by it; default: the relevant
-        candidates).
-    docnos : ndarray of shape (n,) or None
-        The candidates' document ids, where known (the tie policy's last key).
-    reference : int or None
-        The column of the *reference function*, the ranking a learner starts from and falls back to: the
-        first stage the user would rank by without learning, where known; None: the base function with the
-        best MAP on these queries (:func:`~pyterrier_svmmap.selection.queries_best_function`). Subsets keep it.
-    """
+    """Candidates of whole queries, in query order: what every learner trains on and scores — ``raw`` (n × F
+    scores, NaN = not retrieved), ``labels`` (n,; None to score only), ``offsets`` (Q + 1), and where known the
+    ``qids`` (Q,), ``n_relevant`` (Q,: relevant documents in the qrels, which validation MAP divides by), the
+    ``docnos`` (n,: the tie policy's last key) and ``reference``, the column of the *reference function* a learner
+    starts from and falls back to (the first stage; None: the best base function on these queries)."""
     raw: np.ndarray
     labels: Optional[np.ndarray]
     offsets: np.ndarray

@@ -16,25 +16,11 @@ from pyterrier_svmmap.queries import query_ids
 
 
 class FeatureBlock:
-    """One kind of block of φ (subclass it and :func:`register_block` the subclass).
-
-    Attributes
-    ----------
-    name : str
-        The kind's name in ``features`` (``"bins"``, ``"raw"``, ...).
-    description : str
-        One line for the documentation and ``--help``.
-    dense : bool
-        Whether its values are one column per base function followed by the "retrieved" indicators (else bin
-        codes: one step function per base function).
-    thresholds : bool
-        Whether it needs the encoder's thresholds.
-    model_class : int
-        For model selection's levels (:func:`~pyterrier_svmmap.selection.model_class`): 0 for a linear function
-        of the scores, 1 for step functions of them.
-    axis_label : str
-        The x axis of its picture.
-    """
+    """One kind of block of φ (subclass it and :func:`register_block` the subclass): its ``name`` in ``features``,
+    a ``description`` line for the documentation and ``--help``, whether it is ``dense`` (a column per base
+    function, then the "retrieved" indicators; else bin codes) and needs the encoder's ``thresholds``, its
+    ``model_class`` for model selection's levels (0: linear in the scores, 1: step functions) and the
+    ``axis_label`` of its picture."""
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""

@@ -55,24 +55,8 @@ def sample_thresholds(raw, offsets: np.ndarray, n_bins: int, depth: Optional[int
     scores per function), read in chunks of whole queries: every sampled score is gathered in ``raw``'s dtype,
     a group of functions per pass of about ``max_bytes`` (default :data:`SAMPLE_BYTES`).
 
-    Parameters
-    ----------
-    raw : numpy.ndarray
-        (n, F) scores, NaN = not retrieved: a float32 or float64 array or memory map, or
-        :class:`~pyterrier_svmmap.chunks.QueryRows`.
-    offsets : numpy.ndarray
-        (Q + 1,) query boundaries.
-    n_bins : int
-        Thresholds per function.
-    depth : int, optional
-        The ``threshold_depth``: sample each query's ``depth`` highest scores per function.
-    max_bytes : int, optional
-        The samples' bytes per pass.
-
-    Returns
-    -------
-    numpy.ndarray
-        (F, n_bins) thresholds.
+    ``raw`` (n × F, NaN = not retrieved) may be float32 or float64, a memory map or
+    :class:`~pyterrier_svmmap.chunks.QueryRows`; returns the (F, n_bins) thresholds.
     """
     raw = score_matrix(raw)
     offsets = np.asarray(offsets, dtype=np.int64)

@@ -74,7 +74,8 @@ def import_class(path: str):
         for part in name.split("."):
             obj = getattr(obj, part)
     except (ImportError, AttributeError) as e:
-        raise ModelFormatError(f"model names class {path!r}, which this pyterrier-svmmap {__version__} lacks ({e})") from None
+        raise ModelFormatError(f"model names class {path!r}, which this pyterrier-svmmap {__version__} lacks "
+                               f"({e})") from None
     return obj
 
 

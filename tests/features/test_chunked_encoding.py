@@ -1,7 +1,7 @@
-"""Encoding in blocks of whole queries (:mod:`pyterrier_svmmap.chunks`) gives what the whole matrix gives.
+"""Encoding in chunks of whole queries (:mod:`pyterrier_svmmap.chunks`) gives what the whole matrix gives.
 
-The encoder reads float32 and float64 arrays and memory maps block by block; its thresholds come from samples
-gathered a group of functions at a time. Cutting the blocks at every query boundary (``CHUNK_BYTES`` of one
+The encoder reads float32 and float64 arrays and memory maps chunk by chunk; its thresholds come from samples
+gathered a group of functions at a time. Cutting the chunks at every query boundary (``CHUNK_BYTES`` of one
 byte) and the samples at every function (``SAMPLE_BYTES`` of one byte) must change nothing: the same thresholds
 (those of ``np.quantile(method="lower")`` of every retrieved score, or of each query's top ``depth``), scales
 and φ, bit for bit.
