@@ -168,7 +168,7 @@ class FeatureEncoder:
         Returns
         -------
         FeatureMatrix
-            φ, one block per kind of ``features``.
+            φ, a part per block of ``features``.
         """
         raw = score_matrix(raw)
         offsets = np.asarray(offsets, dtype=np.int64)
