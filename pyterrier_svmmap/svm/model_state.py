@@ -1,19 +1,18 @@
 """The checks of a structural SVM's saved state (:meth:`~pyterrier_svmmap.svm.ranker.StructSVMRanker.from_state`):
-the parameters against the feature layout, the layout against the arrays' shapes and kinds, every index in
-range. A model file edited by hand, or written by a faulty program, fails on loading with a
-:class:`~pyterrier_svmmap.state.StateError` that names the field, never later with an IndexError or a
-model that is not what its parameters say.
+parameters against layout, layout against arrays, every index in range, so that an edited or faulty model file fails
+on loading with a :class:`~pyterrier_svmmap.state.StateError` that names the field.
 """
 from __future__ import annotations
 
 import math
-from typing import Dict, Tuple
+from typing import Dict, List, Tuple
 
 import numpy as np
 
 from pyterrier_svmmap.features.blocks import BLOCK_KINDS
 from pyterrier_svmmap.features.encoder import parse_blocks
-from pyterrier_svmmap.selection import c_grid, feature_options, features_name
+from pyterrier_svmmap.features.layout import FeatureLayout
+from pyterrier_svmmap.selection import c_grid, feature_options, features_name, is_auto_c
 from pyterrier_svmmap.state import StateError, check_tie_function
 
 #: the values of ``selection`` in a state (how C was chosen)
@@ -115,3 +114,84 @@ def check_fitted(meta: dict, params: dict, n_functions: int, base_names, blocks)
     path = meta["path"]
     if not isinstance(path, list) or not all(isinstance(p, dict) and "C" in p for p in path):
         raise StateError("path", "must be a list of entries, each with its C")
+
+
+def save(ranker) -> Tuple[dict, Dict[str, np.ndarray]]:
+    """(meta, arrays) of a fitted :class:`~pyterrier_svmmap.svm.ranker.StructSVMRanker`: everything
+    :func:`restore` needs to rebuild it exactly."""
+    if not hasattr(ranker, "coef_"):
+        raise RuntimeError("get_state() needs a fitted ranker")
+    layout_meta, layout_arrays = ranker.layout_.get_state()
+    params = {k: getattr(ranker, k) for k in ranker.MODEL_PARAMS}
+    params["C"] = ranker.C if is_auto_c(ranker.C) else c_grid(ranker.C)
+    if not isinstance(params["loss"], str):
+        raise ValueError(f"a model with a Loss instance ({ranker.loss!r}) cannot be saved; give the loss by name "
+                         "and its parameters in loss_params")
+    meta = dict(params=params, C_=ranker.C_, layout=layout_meta, path=ranker.path_, history=ranker.history_,
+                n_iter=int(ranker.n_iter_), converged=bool(ranker.converged_),
+                training=ranker.training_summary_, prior_function=getattr(ranker, "prior_function_", None),
+                selection=ranker.selection_, features=ranker.features_, tie_function=int(ranker.tie_function_),
+                **({"first_stage": ranker.first_stage_} if getattr(ranker, "first_stage_", None) is not None else {}),
+                **({"choice": ranker.choice_} if getattr(ranker, "choice_", None) is not None else {}))
+    arrays = dict(coef=np.asarray(ranker.coef_, dtype=float), coefs=np.asarray(ranker.coefs_, dtype=float),
+                  **layout_arrays)
+    return meta, arrays
+
+
+def restore(ranker, meta: dict, arrays: Dict[str, np.ndarray]):
+    """The fitted state of ``meta`` and ``arrays`` (:func:`save`) checked whole and set on ``ranker``, a
+    :class:`~pyterrier_svmmap.svm.ranker.StructSVMRanker` built from the state's parameters: a
+    :class:`~pyterrier_svmmap.state.StateError` names the field that is missing or inconsistent."""
+    layout = meta["layout"]
+    if isinstance(layout, dict) and layout.get("bias", False) is None:    # format 1/2: the loss decides
+        layout = dict(layout, bias=ranker.needs_bias)
+    check_layout(layout, arrays, ranker.get_params(), fallback=meta["C_"] == 0)
+    try:
+        ranker.layout_ = FeatureLayout.from_state(layout, arrays)
+    except (TypeError, ValueError, KeyError) as e:
+        raise StateError("layout", str(e)) from None
+    if ranker.layout_.bias != ranker.needs_bias:
+        has, uses = ("has", "does not use") if ranker.layout_.bias else ("lacks", "needs")
+        raise StateError("layout.bias", f"is {ranker.layout_.bias}: the layout {has} a bias, which params.loss="
+                                        f"{ranker.loss!r} {uses}")
+    coef, coefs = check_weights(
+        arrays, ranker.layout_.dim, f"features={ranker.layout_.blocks} on {ranker.layout_.n_functions} base functions"
+                                  f"{', bias' if ranker.layout_.bias else ''}")
+    check_fitted(meta, ranker.get_params(), ranker.layout_.n_functions, ranker.layout_.base_names,
+                             ranker.layout_.blocks)
+    ranker.coef_, ranker.coefs_ = coef, coefs
+    ranker.features_ = meta.get("features", features_name(ranker.layout_.blocks))
+    ranker.tie_function_ = int(meta.get("tie_function", 0))
+    ranker.C_ = float(meta["C_"])
+    ranker.n_functions_ = ranker.layout_.n_functions
+    ranker.base_names_ = list(ranker.layout_.base_names)
+    ranker.feature_names_ = ranker.layout_.names()
+    ranker.path_ = [dict(p, validation=_nan_if_none(p.get("validation")),
+                       **({"cv_scores": [_nan_if_none(x) for x in p["cv_scores"]]} if "cv_scores" in p else {}))
+                  for p in meta["path"]]
+    learned = (meta.get("choice") or {}).get("best_learned") or {"features": ranker.features_}
+    ranker.validation_ = block_validation(ranker.path_, learned)
+    ranker.history_ = list(meta.get("history") or [])
+    ranker.n_iter_ = int(meta["n_iter"])
+    ranker.converged_ = bool(meta["converged"])
+    ranker.training_summary_ = dict(meta.get("training") or {})
+    ranker.selection_ = meta.get("selection", "validation" if len(ranker.path_) > 1 else "none")
+    if meta.get("prior_function") is not None:
+        ranker.prior_function_ = meta["prior_function"]
+    ranker.first_stage_ = meta.get("first_stage")
+    if meta.get("choice") is not None:
+        ranker.choice_ = meta["choice"]
+    return ranker
+
+
+def block_validation(path: List[dict], learned: dict) -> Dict[float, float]:
+    """``validation_``: C → validation (or mean held-out) MAP of the path's entries of ``learned``'s feature
+    block and prior (a model saved before priors were searched has none: ``prior`` matches its absence),
+    the fallback entry left out."""
+    return {float(p["C"]): p["validation"] for p in path
+            if p.get("features", learned["features"]) == learned["features"]
+            and p.get("prior") == learned.get("prior") and not p.get("fallback")}
+
+
+def _nan_if_none(v):
+    return float("nan") if v is None else float(v)

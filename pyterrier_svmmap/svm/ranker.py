@@ -14,8 +14,6 @@ trains the paths it asks for).
 from __future__ import annotations
 
 import contextlib
-import logging
-import sys
 import time
 from typing import Any, Callable, ContextManager, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -30,7 +28,7 @@ from pyterrier_svmmap.params import Parametrized
 from pyterrier_svmmap.queries import (Queries, as_queries, check_ranking_arrays, shard_sizes, split_queries,
                                      subset_queries, usable_queries)
 from pyterrier_svmmap.selection.grids import (DEFAULT_ALPHA, DEFAULT_C_GRID, DEFAULT_MIN_VALID_QUERIES, c_grid,
-                                              evidence_source, feature_options, features_name, is_auto_c,
+                                              evidence_source, feature_options, features_name,
                                               prior_options)
 from pyterrier_svmmap.selection.reference import queries_best_function
 from pyterrier_svmmap.selection.engine import PAPER, Protocol, Search, from_paths, search
@@ -38,11 +36,11 @@ from pyterrier_svmmap.state import StateError
 from pyterrier_svmmap.svm.docs import compose
 from pyterrier_svmmap.svm.executors import resolve as resolve_executor
 from pyterrier_svmmap.svm.params import STRUCT_SVM_PARAMS
+from pyterrier_svmmap.svm.progress import Progress
 from pyterrier_svmmap.svm.slack import make_slack_groups
 from pyterrier_svmmap.ties import break_ties
 from pyterrier_svmmap.user_warnings import warn
 
-log = logging.getLogger(__name__)
 
 #: validation data: :class:`~pyterrier_svmmap.queries.Queries`, or (raw, labels, offsets[, n_relevant[, docnos]])
 ValidSet = Union[Queries, Tuple[np.ndarray, ...]]
@@ -100,55 +98,34 @@ class StructSVMRanker(Parametrized):
             raise ValueError("prior='auto' (with and without the prior, chosen with C) needs selection='auto'")
 
     def relevant(self, labels: np.ndarray) -> np.ndarray:
-        """Labels as 1.0 (label ≥ ``rel``) and 0.0 — the package's relevance rule.
+        """Labels as 1.0 (label ≥ ``rel``) and 0.0: the package's relevance rule.
 
         Parameters
         ----------
         labels : ndarray of shape (n,)
-            Relevance labels (> 0 relevant).
-
-        Returns
-        -------
-        ndarray of shape (n,)
-            1.0 where label ≥ ``rel``, else 0.0.
+            Relevance labels.
         """
         return (np.asarray(labels, dtype=float) >= self.rel).astype(float)
 
     def feature_options(self) -> List[Union[str, Sequence[str]]]:
-        """The feature blocks to train (:func:`~pyterrier_svmmap.selection.feature_options` of ``features``).
-
-        Returns
-        -------
-        list
-            One entry per feature option, in the order their paths are trained and recorded in ``path_``.
-        """
+        """The feature blocks to train (:func:`~pyterrier_svmmap.selection.grids.feature_options` of
+        ``features``), in the order of their paths in ``path_``."""
         return feature_options(self.features)
 
     def selects_auto(self) -> bool:
-        """Whether :meth:`fit` selects by ``selection="auto"``: asked, and more than one setting (a single C,
-        features and prior given by the user is trained as given: nothing to select, no fallback).
-
-        Returns
-        -------
-        bool
-            True when the fit runs :func:`~pyterrier_svmmap.selection.select_auto`.
-        """
+        """Whether :meth:`fit` runs ``selection="auto"``: asked, and more than one setting (a single C, features
+        and prior is trained as given: nothing to select, no fallback)."""
         return self.selection == "auto" and \
             len(c_grid(self.C)) * len(self.feature_options()) * len(prior_options(self.prior)) > 1
 
     def slack_groups(self, C: float) -> list:
-        """The solver's slack groups of ``loss`` and ``loss_params`` at constant C.
+        """The solver's slack groups of ``loss`` and ``loss_params``
+        (:func:`~pyterrier_svmmap.svm.slack.make_slack_groups`; their errors as ValueError naming the loss).
 
         Parameters
         ----------
         C : float
             The constant of every group (the paths are trained from groups at C = 1).
-
-        Returns
-        -------
-        list
-            :func:`~pyterrier_svmmap.svm.slack.make_slack_groups` of the loss (loss errors re-raised as
-            ValueError with the loss named).
         """
         try:
             return make_slack_groups(self.loss, C, **dict(self.loss_params or {}))
@@ -170,15 +147,10 @@ class StructSVMRanker(Parametrized):
         """Train on candidates grouped by query.
 
         Queries without a relevant or without a non-relevant candidate cannot form constraints: they are
-        skipped with one warning that counts them.
-
-        The cutting-plane sums are taken over shards of whole queries, in order, as a Dask cluster takes
-        them (:mod:`~pyterrier_svmmap.scale.dask`), so that this process and a cluster give the same model
-        bit for bit: shards of ``queries_per_shard`` queries, or ``shard_queries``.
-
-        With an ``executor``, ``selection="auto"`` (the default) runs its search here and its independent
-        fits (the cross-validation's (fold, setting) paths) on the executor's processes
-        (:meth:`search_map`), which gives the model of one process bit for bit; any other selection trains
+        skipped with one warning that counts them. The cutting-plane sums are taken over shards of whole
+        queries (``queries_per_shard``, or ``shard_queries``), in order, as a Dask cluster takes them, so that
+        this process and a cluster give the same model bit for bit. With an ``executor``, ``selection="auto"``
+        runs its independent fits on the executor's processes (:meth:`search_map`); any other selection trains
         on shards of the data held by the executor (its ``fit_shards``).
 
         Parameters
@@ -229,19 +201,9 @@ class StructSVMRanker(Parametrized):
 
     def search_map(self) -> ContextManager[Optional[Callable[[Callable[[int], Any], int], list]]]:
         """Where the independent fits of ``selection="auto"`` run: a context manager that gives the
-        :data:`~pyterrier_svmmap.selection.FitMap` of ``executor`` (its shard executor's ``fit_map()``, e.g. the
-        workers of a Dask cluster, open for the block), or None without an executor (this process).
-
-        Returns
-        -------
-        context manager
-            Yields the fit map, or None.
-
-        Raises
-        ------
-        ValueError
-            When the executor's shard executor cannot run independent fits (it has no ``fit_map``).
-        """
+        :data:`~pyterrier_svmmap.selection.engine.FitMap` of ``executor`` (e.g. the workers of a Dask cluster,
+        open for the block), or None without an executor (this process); ValueError when the executor's shard
+        executor cannot run independent fits (it has no ``fit_map``)."""
         if self.executor is None:
             return contextlib.nullcontext(None)
         executor = resolve_executor(self.executor)
@@ -273,7 +235,7 @@ class StructSVMRanker(Parametrized):
         train = Queries(raw, labels, offsets, n_relevant=n_rel, reference=reference)
         valid = None if valid is None else self._valid_queries(valid)
         protocol = Protocol.auto(self.fallback_alpha, self.min_valid_queries, self.average_folds) if auto else PAPER
-        self._progress = _Progress(self.verbose, self._n_paths(protocol, valid, len(settings), fit_map) * len(grid),
+        self._progress = Progress(self.verbose, self._n_paths(protocol, valid, len(settings), fit_map) * len(grid),
                                    type(self).__name__, self.epsilon, self.max_iter)
         try:
             found = search(train, valid, settings, self.C, self.path_trainer(), self._make_layout, protocol,
@@ -300,37 +262,25 @@ class StructSVMRanker(Parametrized):
 
     def fit_queries(self, train: Queries, valid: Optional[Queries] = None) -> "StructSVMRanker":
         """:meth:`fit` on :class:`~pyterrier_svmmap.queries.Queries` (the
-        :class:`~pyterrier_svmmap.queries.QueryRanker` protocol): ``train.n_relevant`` normalises validation
-        MAP, ``valid`` chooses C (else cross-validation, as in :meth:`fit`).
+        :class:`~pyterrier_svmmap.queries.QueryRanker` protocol).
 
         Parameters
         ----------
         train : Queries
-            Training queries with labels (``n_relevant`` normalises validation MAP).
+            Training queries with labels (``n_relevant`` normalises held-out MAP).
         valid : Queries, optional
-            Validation queries that choose the setting (else cross-validation).
-
-        Returns
-        -------
-        StructSVMRanker
-            self, fitted.
+            Validation queries (as in :meth:`fit`).
         """
         return self.fit(train.raw, train.labels, train.offsets, train.n_relevant, valid=valid)
 
     def fit_shards(self, sources: Sequence, valid: Optional[ValidSet] = None,
                    base_names: Optional[Sequence[str]] = None) -> "StructSVMRanker":
-        """Train on data that comes in shards: ``sources`` are svmlight/LETOR file paths or ``(raw, labels,
-        offsets)`` tuples (of arrays, or, on a Dask cluster, of futures of arrays made on the workers); a
-        query's candidates must all be in one shard. ``valid`` as in :meth:`fit`, or an svmlight file path
-        (read as wide as the training shards).
-
-        The shards go to the shard executor of ``executor`` (:mod:`~pyterrier_svmmap.svm.executors`):
-        without one they are read and concatenated in this process and :meth:`fit` trains as usual, with the
-        sums taken shard by shard; on a Dask cluster (:mod:`~pyterrier_svmmap.scale.dask`) each worker reads
-        and keeps its shards, and the model equals one process's fit up to the summation order of
-        floating-point sums. With ``selection="validation"``, a grid of C (or ``features="auto"``) on a cluster
-        needs validation data; ``selection="auto"`` gathers the shards into this process and cross-validates
-        on the cluster (:meth:`fit`).
+        """Train on data that comes in shards, through the shard executor of ``executor``
+        (:mod:`~pyterrier_svmmap.svm.executors`): without one they are read and concatenated here and :meth:`fit`
+        trains, its sums taken shard by shard; on a Dask cluster (:mod:`~pyterrier_svmmap.scale.dask`) each
+        worker keeps its shards and the model equals one process's fit. There, ``selection="validation"`` with a
+        grid needs validation data; ``selection="auto"`` gathers the shards here and cross-validates on the
+        cluster.
 
         Parameters
         ----------
@@ -338,7 +288,7 @@ class StructSVMRanker(Parametrized):
             svmlight/LETOR file paths or ``(raw, labels, offsets)`` tuples (of arrays, or on a Dask cluster of
             futures of arrays made on the workers); a query's candidates all in one shard.
         valid : Queries, tuple or path, optional
-            As in :meth:`fit`, or an svmlight file path.
+            As in :meth:`fit`, or an svmlight file path (read as wide as the training shards).
         base_names : sequence of str, optional
             A name per base function.
 
@@ -352,26 +302,19 @@ class StructSVMRanker(Parametrized):
         return resolve_executor(self.executor).fit_shards(self, sources, valid, base_names)
 
     def uses_prior(self, prior: Optional[str] = "default") -> bool:
-        """Whether a path is trained towards a prior: ``prior`` (``"default"``: the parameter ``prior``) is
-        given. The prior's centre is :meth:`prior_weights` of the reference function: the first stage
-        (``first_stage``) or the base function with the best MAP on the training queries
-        (:func:`~pyterrier_svmmap.selection.queries_best_function`).
+        """Whether a path is trained towards the prior.
 
         Parameters
         ----------
         prior : str or None
-            ``"best"``, None, or ``"default"`` for ``self.prior``.
-
-        Returns
-        -------
-        bool
+            ``"best"``, None, or ``"default"`` for the parameter ``prior``.
         """
         return bool(self.prior if prior == "default" else prior)
 
     def prior_weights(self, layout: FeatureLayout, function: int, raw: Optional[np.ndarray] = None,
                       offsets: Optional[np.ndarray] = None, span: Optional[float] = None) -> np.ndarray:
         """The prior's centre w₀ in ``layout``: the weights that rank like base function ``function`` alone,
-        its score column scaled by ``prior_scale`` over the column's range on the training candidates
+        its column scaled by ``prior_scale`` over its range
         (:meth:`~pyterrier_svmmap.features.layout.FeatureLayout.prior_weights`).
 
         Parameters
@@ -379,17 +322,11 @@ class StructSVMRanker(Parametrized):
         layout : FeatureLayout
             The fitted layout of the path.
         function : int
-            The prior's base function: the reference function (the first stage, or the best on the training
-            queries).
+            The reference function: the first stage, or the best on the training queries.
         raw, offsets : ndarray, optional
             The training candidates' scores and query boundaries, on which the column's range is taken.
         span : float, optional
             The column's range when it is known already (a cluster's, over its shards).
-
-        Returns
-        -------
-        ndarray
-            w₀, of φ's dimension.
         """
         return layout.prior_weights(function, raw, offsets, scale=self.prior_scale, span=span)
 
@@ -432,7 +369,7 @@ class StructSVMRanker(Parametrized):
             self.history_, self.n_iter_, self.converged_ = list(kept.history), kept.n_iter, bool(kept.converged)
         self.feature_names_ = self.layout_.names()
         learned = self.path_[found.choice.best if found.choice is not None else found.selection.chosen]
-        self.validation_: Dict[float, float] = _block_validation(self.path_, learned)
+        self.validation_: Dict[float, float] = model_state.block_validation(self.path_, learned)
         if with_prior:
             self.choice_ = found.record(self.path_)
 
@@ -488,14 +425,35 @@ class StructSVMRanker(Parametrized):
                                  self.threshold_depth, bias=self.needs_bias, base_names=self.base_names_,
                                  normalise=self.normalise)
 
-    def _train(self, queries: Queries, grid, features, shards: Optional[np.ndarray] = None,
-               fold: Optional[int] = None, prior="default", encoded: Optional[EncodedQueries] = None):
-        """The path of C on these (usable) training queries: (layout, results, index of the prior's base
-        function or None). ``encoded``: φ of ``queries`` (its layout fitted on them or on more queries), else
-        a layout of blocks ``features`` is fitted on them. ``shards``: queries per shard (the sums' order, see
-        :meth:`fit`); None or one shard: all queries at once. ``fold``: the cross-validation fold being trained
-        (for progress reports), None for the final fit. ``prior``: ``self.prior`` unless given
-        (``selection="auto"`` with ``prior="auto"`` trains both)."""
+    def train_path(self, queries: Queries, grid: Sequence[float], setting: Tuple[Any, Optional[str]],
+                   fold: Optional[int] = None, shards: Optional[np.ndarray] = None,
+                   encoded: Optional[EncodedQueries] = None):
+        """The path of C of one setting on these (usable) training queries: the
+        :data:`~pyterrier_svmmap.selection.TrainPath` that the searches of :mod:`~pyterrier_svmmap.selection`
+        call.
+
+        Parameters
+        ----------
+        queries : Queries
+            The training queries, labels binary.
+        grid : sequence of float
+            The C values, trained in order, each warm-started from the previous.
+        setting : (features, prior)
+            The feature blocks and the prior (``None`` or ``"best"``).
+        fold : int, optional
+            The cross-validation fold being trained (for progress reports), None for a final fit.
+        shards : ndarray, optional
+            Queries per shard (the order of the sums, see :meth:`fit`); None: all queries at once.
+        encoded : EncodedQueries, optional
+            φ of ``queries`` (its layout fitted on them or on more queries); else a layout of ``features`` is
+            fitted on them.
+
+        Returns
+        -------
+        tuple
+            (layout, one training result per C, index of the prior's base function or None).
+        """
+        features, prior = setting
         raw, labels, offsets = queries.raw, queries.labels, queries.offsets
         if encoded is None:
             encoded = EncodedQueries.of(self._make_layout(queries, features), raw, offsets)
@@ -518,36 +476,6 @@ class StructSVMRanker(Parametrized):
                                     max_iter=self.max_iter, prior=w0, oracle=oracle, on_result=report,
                                     warn=report is None)
         return layout, results, f
-
-    def train_path(self, queries: Queries, grid: Sequence[float], setting: Tuple[Any, Optional[str]],
-                   fold: Optional[int] = None, shards: Optional[np.ndarray] = None,
-                   encoded: Optional[EncodedQueries] = None):
-        """The path of C of one setting on these (usable) training queries: the
-        :data:`~pyterrier_svmmap.selection.TrainPath` that the searches of :mod:`~pyterrier_svmmap.selection`
-        call.
-
-        Parameters
-        ----------
-        queries : Queries
-            The training queries, labels binary.
-        grid : sequence of float
-            The C values, trained in order, each warm-started from the previous.
-        setting : (features, prior)
-            The feature blocks and the prior (``None`` or ``"best"``; ``"default"``: ``self.prior``).
-        fold : int, optional
-            The cross-validation fold being trained (for progress reports), None for a final fit.
-        shards : ndarray, optional
-            Queries per shard (the order of the sums, see :meth:`fit`); None: all queries at once.
-        encoded : EncodedQueries, optional
-            φ of ``queries`` (its layout fitted on them or on more queries); else a layout of ``features`` is
-            fitted on them.
-
-        Returns
-        -------
-        tuple
-            (layout, one training result per C, index of the prior's base function or None).
-        """
-        return self._train(queries, grid, setting[0], shards, fold=fold, prior=setting[1], encoded=encoded)
 
     def path_trainer(self) -> "PathTrainer":
         """:meth:`train_path` as a picklable callable (:class:`PathTrainer`): called in this process it trains
@@ -607,24 +535,9 @@ class StructSVMRanker(Parametrized):
 
     # -- state ------------------------------------------------------------------------------------
     def get_state(self) -> Tuple[dict, Dict[str, np.ndarray]]:
-        """(meta, arrays): everything :meth:`from_state` needs to rebuild this fitted ranker exactly."""
-        if not hasattr(self, "coef_"):
-            raise RuntimeError("get_state() needs a fitted ranker")
-        layout_meta, layout_arrays = self.layout_.get_state()
-        params = {k: getattr(self, k) for k in self.MODEL_PARAMS}
-        params["C"] = self.C if is_auto_c(self.C) else c_grid(self.C)
-        if not isinstance(params["loss"], str):
-            raise ValueError(f"a model with a Loss instance ({self.loss!r}) cannot be saved; give the loss by name "
-                             "and its parameters in loss_params")
-        meta = dict(params=params, C_=self.C_, layout=layout_meta, path=self.path_, history=self.history_,
-                    n_iter=int(self.n_iter_), converged=bool(self.converged_),
-                    training=self.training_summary_, prior_function=getattr(self, "prior_function_", None),
-                    selection=self.selection_, features=self.features_, tie_function=int(self.tie_function_),
-                    **({"first_stage": self.first_stage_} if getattr(self, "first_stage_", None) is not None else {}),
-                    **({"choice": self.choice_} if getattr(self, "choice_", None) is not None else {}))
-        arrays = dict(coef=np.asarray(self.coef_, dtype=float), coefs=np.asarray(self.coefs_, dtype=float),
-                      **layout_arrays)
-        return meta, arrays
+        """(meta, arrays): everything :meth:`from_state` needs to rebuild this fitted ranker exactly
+        (:func:`~pyterrier_svmmap.svm.model_state.save`)."""
+        return model_state.save(self)
 
     @classmethod
     def from_state(cls, meta: dict, arrays: Dict[str, np.ndarray]) -> "StructSVMRanker":
@@ -640,46 +553,7 @@ class StructSVMRanker(Parametrized):
             self.check_params()
         except (TypeError, ValueError) as e:
             raise StateError("params", str(e)) from None
-        layout = meta["layout"]
-        if isinstance(layout, dict) and layout.get("bias", False) is None:    # format 1/2: the loss decides
-            layout = dict(layout, bias=self.needs_bias)
-        model_state.check_layout(layout, arrays, self.get_params(), fallback=meta["C_"] == 0)
-        try:
-            self.layout_ = FeatureLayout.from_state(layout, arrays)
-        except (TypeError, ValueError, KeyError) as e:
-            raise StateError("layout", str(e)) from None
-        if self.layout_.bias != self.needs_bias:
-            has, uses = ("has", "does not use") if self.layout_.bias else ("lacks", "needs")
-            raise StateError("layout.bias", f"is {self.layout_.bias}: the layout {has} a bias, which params.loss="
-                                            f"{self.loss!r} {uses}")
-        coef, coefs = model_state.check_weights(
-            arrays, self.layout_.dim, f"features={self.layout_.blocks} on {self.layout_.n_functions} base functions"
-                                      f"{', bias' if self.layout_.bias else ''}")
-        model_state.check_fitted(meta, self.get_params(), self.layout_.n_functions, self.layout_.base_names,
-                                 self.layout_.blocks)
-        self.coef_, self.coefs_ = coef, coefs
-        self.features_ = meta.get("features", features_name(self.layout_.blocks))
-        self.tie_function_ = int(meta.get("tie_function", 0))
-        self.C_ = float(meta["C_"])
-        self.n_functions_ = self.layout_.n_functions
-        self.base_names_ = list(self.layout_.base_names)
-        self.feature_names_ = self.layout_.names()
-        self.path_ = [dict(p, validation=_nan_if_none(p.get("validation")),
-                           **({"cv_scores": [_nan_if_none(x) for x in p["cv_scores"]]} if "cv_scores" in p else {}))
-                      for p in meta["path"]]
-        learned = (meta.get("choice") or {}).get("best_learned") or {"features": self.features_}
-        self.validation_ = _block_validation(self.path_, learned)
-        self.history_ = list(meta.get("history") or [])
-        self.n_iter_ = int(meta["n_iter"])
-        self.converged_ = bool(meta["converged"])
-        self.training_summary_ = dict(meta.get("training") or {})
-        self.selection_ = meta.get("selection", "validation" if len(self.path_) > 1 else "none")
-        if meta.get("prior_function") is not None:
-            self.prior_function_ = meta["prior_function"]
-        self.first_stage_ = meta.get("first_stage")
-        if meta.get("choice") is not None:
-            self.choice_ = meta["choice"]
-        return self
+        return model_state.restore(self, meta, arrays)
 
 
 class PathTrainer:
@@ -700,46 +574,6 @@ class PathTrainer:
         if hasattr(self.ranker, "base_names_"):
             copy.base_names_ = list(self.ranker.base_names_)
         return PathTrainer, (copy,)
-
-
-class _Progress:
-    """What a fit reports of its trainings: with ``verbose=True`` a progress bar over the (fold, features, C) fits
-    on stderr and one line per trained C (iterations, duality gap, seconds); and, verbose or not, one warning
-    at the end when some C stopped before its duality gap reached the bound (instead of one per C and fold)."""
-
-    def __init__(self, verbose: bool, total: int, name: str, epsilon: float, max_iter: int):
-        self.bar = None
-        self.epsilon, self.max_iter = epsilon, max_iter
-        self.trained = 0
-        #: (where, reason) of every training that stopped before converging
-        self.unconverged: List[Tuple[str, str]] = []
-        if verbose:
-            from tqdm.auto import tqdm
-            self.bar = tqdm(total=total, desc=name, unit="fit", file=sys.stderr, leave=False)
-
-    def reporter(self, features: str, fold: Optional[int]):
-        """The ``on_result`` callback of one path of C."""
-        where = f"cv fold {fold}, " if fold is not None else ""
-
-        def report(result) -> None:
-            self.trained += 1
-            if not result.converged:
-                self.unconverged.append((f"{where}features={features}",
-                                         solver.not_converged_reason(result, self.epsilon, self.max_iter)))
-            if self.bar is not None:
-                self.bar.update(1)
-                self.bar.write(f"{where}features={features} C={result.C:g}: {result.n_iter} iterations, duality "
-                               f"gap {result.duality_gap:.3g}, {result.seconds:.2f}s"
-                               f"{'' if result.converged else ' (NOT converged)'}", file=sys.stderr)
-        return report
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-        if self.unconverged:
-            where, first = self.unconverged[0]
-            warn(f"{len(self.unconverged)} of {self.trained} trainings stopped before their duality gap reached "
-                 f"sum(C)*epsilon (their models are the last iterates), e.g. {where}: {first}")
 
 
 def warn_skipped(skipped: int, total: int) -> None:
@@ -764,16 +598,3 @@ def _usable_shard_sizes(ok: np.ndarray, shard_queries: Optional[Sequence[int]], 
     ends = np.cumsum(sizes)
     usable = cum[ends] - cum[ends - sizes]
     return usable[usable > 0]
-
-
-def _block_validation(path: List[dict], learned: dict) -> Dict[float, float]:
-    """``validation_``: C → validation (or mean held-out) MAP of the path's entries of ``learned``'s feature
-    block and prior (a model saved before priors were searched has none: ``prior`` matches its absence),
-    the fallback entry left out."""
-    return {float(p["C"]): p["validation"] for p in path
-            if p.get("features", learned["features"]) == learned["features"]
-            and p.get("prior") == learned.get("prior") and not p.get("fallback")}
-
-
-def _nan_if_none(v):
-    return float("nan") if v is None else float(v)
