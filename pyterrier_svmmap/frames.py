@@ -127,12 +127,6 @@ def _flat_features(cells: np.ndarray) -> Optional[np.ndarray]:
     return flat.astype(float).reshape(len(cells), int(lengths[0]))
 
 
-def _shown(value, width: int = 60) -> str:
-    """``repr(value)``, cut to ``width`` characters."""
-    text = repr(value)
-    return text if len(text) <= width else text[:width - 3] + "..."
-
-
 def _numeric(cell) -> bool:
     """Whether a ``features`` cell holds numbers: not text, and convertible to floats."""
     a = np.asarray(cell)
@@ -151,7 +145,9 @@ def _diagnosed_features(features: pd.Series, qid_str: np.ndarray, docno: pd.Seri
     numeric = features.map(_numeric).to_numpy()
     if not numeric.all():
         r = int(np.argmin(numeric))
-        raise ValueError(f"features of qid={qid_str[r]!r} docno={docno.iloc[r]!r} is {_shown(features.iloc[r])}, not "
+        shown = repr(features.iloc[r])
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise ValueError(f"features of qid={qid_str[r]!r} docno={docno.iloc[r]!r} is {shown}, not "
                          "numbers: the features column must hold numeric arrays, one float per base function "
                          "(e.g. np.array([12.1, 8.3])); convert text with "
                          "res['features'] = res['features'].map(lambda s: np.array(s.split(), dtype=float))")

@@ -135,19 +135,6 @@ def precision_at(scores, labels, offsets, k: int, rel: float = 1) -> np.ndarray:
     return np.bincount(query_ids(offsets), weights=hit, minlength=len(offsets) - 1) / k
 
 
-def _discount(rank: np.ndarray, discount: str) -> np.ndarray:
-    """Per-rank discount: "letor" 1/log2(max(rank, 2)) (ranks 1 and 2 undiscounted), "trec" 1/log2(rank + 1)."""
-    if discount == "letor":
-        return 1.0 / np.log2(np.maximum(rank, 2))
-    return 1.0 / np.log2(rank + 1)
-
-
-def _gain(labels: np.ndarray, gain: str) -> np.ndarray:
-    """Per-candidate gain: "exp" 2^label − 1 (LETOR), "linear" label (trec_eval); negatives count 0."""
-    lab = np.maximum(np.asarray(labels, dtype=float), 0.0)
-    return np.exp2(lab) - 1.0 if gain == "exp" else lab
-
-
 def letor_ndcg_at(scores, labels, offsets, k: int, discount: str = "letor", gain: str = "exp",
                   short_query: str = "zero") -> np.ndarray:
     """NDCG@k per query, Eval-Score-4.0.pl's by default: ``discount`` "letor" (1 at ranks 1–2, then 1/log2(rank))
@@ -163,8 +150,9 @@ def letor_ndcg_at(scores, labels, offsets, k: int, discount: str = "letor", gain
     n_q = len(offsets) - 1
     qid = query_ids(offsets)
     rank = _ranks(offsets)
-    disc = np.where(rank <= k, _discount(rank, discount), 0.0)
-    g = _gain(labels, gain)
+    disc = np.where(rank <= k, 1.0 / np.log2(np.maximum(rank, 2) if discount == "letor" else rank + 1), 0.0)
+    g = np.maximum(np.asarray(labels, dtype=float), 0.0)         # negative judgements count 0
+    g = np.exp2(g) - 1.0 if gain == "exp" else g
     dcg = np.bincount(qid, weights=g[rank_within_queries(scores, offsets)] * disc, minlength=n_q)
     ideal = np.lexsort((-g, qid))                       # by query, then decreasing gain
     idcg = np.bincount(qid, weights=g[ideal] * disc, minlength=n_q)
