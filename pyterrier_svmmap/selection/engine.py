@@ -65,6 +65,9 @@ Path = Tuple[FeatureLayout, list, Optional[int]]
 #: threads well; above it they run one after another, each on every thread, holding one fold's φ at a time
 CONCURRENT_FOLDS_MAX_CANDIDATES = 1 << 20
 
+#: the folds on which :func:`cross_validate` races the richer settings before it trains them on the others
+RACE_FOLDS = 2
+
 
 @dataclass(frozen=True)
 class Protocol:
@@ -88,6 +91,10 @@ class Protocol:
         Average the final model with the cross-validation's fold models at the chosen setting.
     fold_means : bool
         A setting's cross-validated score is the mean of its folds' MAPs (else of its held-out queries' APs).
+    race : bool
+        Cross-validation races the richer model classes (:func:`race_richer`): trained on the first
+        :data:`RACE_FOLDS` folds, they go on to the others only when their best setting beats the simpler
+        level's choice on those folds' queries.
     """
     alpha: Optional[float] = None
     fallback: bool = False
@@ -96,13 +103,14 @@ class Protocol:
     refit_every: bool = True
     average_folds: bool = False
     fold_means: bool = True
+    race: bool = False
 
     @classmethod
     def auto(cls, alpha: Optional[float] = DEFAULT_ALPHA, min_valid_queries: Optional[int] = DEFAULT_MIN_VALID_QUERIES,
-             average_folds: bool = True) -> "Protocol":
-        """The package's default rule (``selection="auto"``) with its three parameters."""
+             average_folds: bool = True, race: bool = True) -> "Protocol":
+        """The package's default rule (``selection="auto"``) with its parameters."""
         return cls(alpha=alpha, fallback=True, pool=True, min_valid_queries=min_valid_queries, refit_every=False,
-                   average_folds=average_folds, fold_means=False)
+                   average_folds=average_folds, fold_means=False, race=race)
 
 
 #: Yue et al.'s protocol (``selection="validation"``)
@@ -128,10 +136,10 @@ class HeldOut:
 
 @dataclass
 class FoldFits:
-    """The (fold, setting) fits of :func:`cross_validate` as one job: ``job(j)`` trains fit ``j`` (fold ``j //
-    len(settings)``, setting ``j % len(settings)``) on the other folds and returns (the weights of every C,
-    the held-out queries' APs under each C, queries × C). A pure function of its fields, so that it gives the
-    same bits in any process."""
+    """The (fold, setting) fits of :func:`cross_validate` as one job: ``job(j)`` trains setting ``s`` on the
+    folds other than ``k``, ``(k, s) = pairs[j]``, and returns (the weights of every C, the held-out queries'
+    APs under each C, queries × C). A pure function of its fields, so that it gives the same bits in any
+    process."""
     queries: Queries
     fold: np.ndarray
     settings: List[Setting]
@@ -139,9 +147,10 @@ class FoldFits:
     train_path: TrainPath
     encodings: List[EncodedQueries]
     ties: List[int]
+    pairs: List[Tuple[int, int]]
 
     def __call__(self, j: int) -> Tuple[List[np.ndarray], np.ndarray]:
-        k, s = divmod(j, len(self.settings))
+        k, s = self.pairs[j]
         held = self.fold == k
         tr, te = self.queries.subset(~held), self.queries.subset(held)
         tr.__dict__["_best_function"] = self.ties[k]                  # queries_best_function(tr), known
@@ -177,34 +186,46 @@ def run_here(job: Callable[[int], Any], n: int, n_candidates: int) -> list:
 def cross_validate(queries: Queries, settings: Sequence[Setting], grids: Sequence[Sequence[float]],
                    train_path: TrainPath, encodings: Sequence[EncodedQueries], cv: int, random_state: Optional[int],
                    fallback: Optional[Callable[[Queries], Tuple[FeatureLayout, np.ndarray, int]]] = None,
-                   fit_map: Optional[FitMap] = None) -> HeldOut:
+                   fit_map: Optional[FitMap] = None, raced: Sequence[int] = (),
+                   go_on: Optional[Callable[[HeldOut], bool]] = None) -> HeldOut:
     """``cv``-fold cross-validation over ``queries``: for each fold, the path of C of every setting (its C
     values ``grids[s]``, all of the same length) trained on the other folds
     (``train_path(train, grids[s], setting, fold, None, encoded)``, with the rows of ``encodings[s]``, φ of
     ``queries``) and each held-out query's AP under each C's model, ranked with the training part's reference
     function breaking ties; ``fallback`` (optional) makes a model (layout, w, tie-break function) of the
     training part whose held-out APs are measured too. ``fit_map`` runs the (fold, setting) fits
-    (:class:`FoldFits`), by default in this process (:func:`run_here`)."""
+    (:class:`FoldFits`), by default in this process (:func:`run_here`).
+
+    Racing: the settings ``raced`` are first trained on the first :data:`RACE_FOLDS` folds only, beside every
+    other setting on every fold; they are completed when ``go_on`` says so of that evidence, else their APs on
+    the other folds' queries stay NaN (and their fold weights None)."""
     settings = list(settings)
     G = len(grids[0])
     fold = cv_folds(queries.n_queries, cv, random_state, len(settings) * G)
-    ap = np.empty((queries.n_queries, len(settings) * G))
+    ap = np.full((queries.n_queries, len(settings) * G), np.nan)
     parts = [(queries.subset(fold != k), queries.subset(fold == k)) for k in range(cv)]
     ties = [queries_best_function(tr) for tr, _ in parts]             # each fold's tie-break function
-    job = FoldFits(queries, fold, settings, [list(g) for g in grids], train_path, list(encodings), ties)
-    n_tasks = cv * len(settings)
-    paths = fit_map(job, n_tasks) if fit_map is not None else run_here(job, n_tasks, len(queries.raw))
-    for j, (_, held_ap) in enumerate(paths):
-        k, s = divmod(j, len(settings))
-        ap[fold == k, s * G:(s + 1) * G] = held_ap
-    weights = [[np.stack(paths[k * len(settings) + s][0]) for k in range(cv)] for s in range(len(settings))]
-    fallback_ap = None
+    raced = list(raced) if go_on is not None and cv > RACE_FOLDS else []
+    first = [(k, s) for k in range(cv) for s in range(len(settings)) if s not in raced or k < RACE_FOLDS]
+    rest = [(k, s) for k in range(RACE_FOLDS, cv) for s in raced]
+    weights: List[List[Optional[np.ndarray]]] = [[None] * cv for _ in settings]
+    held = HeldOut(fold, ap, None, weights)
+
+    def run(pairs: List[Tuple[int, int]]) -> None:
+        job = FoldFits(queries, fold, settings, [list(g) for g in grids], train_path, list(encodings), ties, pairs)
+        paths = fit_map(job, len(pairs)) if fit_map is not None else run_here(job, len(pairs), len(queries.raw))
+        for (k, s), (w, held_ap) in zip(pairs, paths):
+            ap[fold == k, s * G:(s + 1) * G] = held_ap
+            weights[s][k] = np.stack(w)
+    run(first)
     if fallback is not None:
-        fallback_ap = np.empty(queries.n_queries)
+        held.fallback_ap = np.empty(queries.n_queries)
         for k, (tr, te) in enumerate(parts):
             layout, w, f = fallback(tr)
-            fallback_ap[fold == k] = HeldOutRanking(te, f).ap(layout.transform(te.raw, te.offsets).dot(w))
-    return HeldOut(fold, ap, fallback_ap, weights)
+            held.fallback_ap[fold == k] = HeldOutRanking(te, f).ap(layout.transform(te.raw, te.offsets).dot(w))
+    if rest and go_on(held):
+        run(rest)
+    return held
 
 
 def encode_settings(queries: Queries, settings: Sequence[Setting], make_layout: MakeLayout) -> List[EncodedQueries]:
@@ -317,6 +338,7 @@ def search(train: Queries, valid: Optional[Queries], settings: Sequence[Setting]
     encodings = encode_settings(fit, settings, make_layout)
     grids = [resolve_c_grid(C, e.spread) for e in encodings]
     G = len(grids[0])
+    levels = setting_levels(settings, G)
     if source == "cv" and (S * G == 1 or (protocol.fallback and fit.n_queries < cv)):
         source = "none"
     raw_layout = lambda q: make_layout(q, "raw")                            # noqa: E731 - the fallback's
@@ -330,10 +352,15 @@ def search(train: Queries, valid: Optional[Queries], settings: Sequence[Setting]
             layout, w, f = fallback_model(train, raw_layout, prior_scale)
             F = validation_evidence([(layout, [_Weights(w)], None)], valid, queries_best_function(train))[:, 0]
     elif source == "cv":
+        raced = [] if not (protocol.race and protocol.fallback) else \
+            sorted({c // G for level in levels[1:] for c in level})
         held = cross_validate(fit, settings, grids, train_path, encodings, cv, random_state, fit_map=fit_map,
                               fallback=(lambda tr: fallback_model(tr, raw_layout, prior_scale))
-                              if protocol.fallback else None)
+                              if protocol.fallback else None,
+                              raced=raced, go_on=lambda h: race_richer(h, levels, protocol.alpha))
         E, F = held.ap, held.fallback_ap
+        if any(w is None for s in raced for w in held.fold_weights[s]):
+            levels = levels[:1]                                     # the richer classes lost the race
     else:
         E = np.zeros((0, S * G))
     fold_scores = None if held is None else held.fold_means()
@@ -341,13 +368,28 @@ def search(train: Queries, valid: Optional[Queries], settings: Sequence[Setting]
         evidence = fold_scores[:, :S * G]
     else:
         evidence = E
-    choice = choose(evidence, F, protocol.alpha, levels=setting_levels(settings, G)) if len(E) else None
+    choice = choose(evidence, F, protocol.alpha, levels=levels) if len(E) else None
     means = column_means(evidence) if len(E) else np.full(S * G, np.nan)
     scores = [float(x) for x in means] + ([] if F is None else [float(F.mean())])
     chosen = (len(scores) - 1 if choice.fallback else choice.index) if choice is not None else 0
     return _model(Selection(source, scores, fold_scores, chosen), choice, settings, grids, fit, paths, held,
                   train_path, encodings, protocol, prior_scale, raw_layout,
                   shards if fit is train else None)
+
+
+def race_richer(held: HeldOut, levels: Sequence[Sequence[int]], alpha: Optional[float]) -> bool:
+    """Whether cross-validation goes on with the richer model classes (``levels[1:]``, columns of
+    ``held.ap``) after the first :data:`RACE_FOLDS` folds: their best column's mean gain over the simplest
+    level's choice (:func:`~pyterrier_svmmap.selection.rule.choose` at ``alpha`` over every query, with the
+    fallback) is positive on those folds' queries. A richer class that does not beat the simpler choice there
+    is unlikely to pass :func:`~pyterrier_svmmap.selection.rule.choose`'s test against it on every query, and
+    costs most of a search (step functions have the most weights and take the most iterations)."""
+    simple = list(levels[0])
+    first = choose(held.ap[:, simple], held.fallback_ap, alpha)
+    current = held.fallback_ap if first.fallback else held.ap[:, simple[first.index]]
+    rows = held.fold < RACE_FOLDS
+    richer = [c for level in levels[1:] for c in level]
+    return bool(column_means(held.ap[rows][:, richer] - current[rows, None]).max() > 0)
 
 
 def from_paths(paths: Sequence[Path], settings: Sequence[Setting], grids: Sequence[Sequence[float]],

@@ -377,3 +377,48 @@ def test_a_richer_level_is_tested_against_every_setting_tried_so_far():
     current = fb if not c.steps[0]["accepted"] else E[:, 0]
     assert c.steps[1]["p_value"] == max_gain_pvalue(E - current[:, None])
     assert c.steps[1]["p_value"] >= max_gain_pvalue(E[:, [2]] - current[:, None])
+
+
+# -- racing: the richer model classes go on to every fold only when they beat the simpler choice on the first
+def _two_sided(seed, n_q, n=60, F=3):
+    """Relevant candidates have an extreme score of function 0 on either side: a step function of the score
+    (bins) ranks them, no linear one does."""
+    rng = np.random.default_rng(seed)
+    y = (rng.random(n_q * n) < 0.15).astype(float)
+    y[::n], y[1::n] = 1.0, 0.0
+    raw = rng.normal(size=(n_q * n, F))
+    raw[:, 0] += 3.0 * y * rng.choice([-1.0, 1.0], n_q * n)
+    return raw, y, np.arange(0, n_q * n + 1, n)
+
+
+def _search(data, race):
+    from pyterrier_svmmap.queries import Queries
+    from pyterrier_svmmap.selection import engine, features_name
+    raw, y, off = data
+    ranker = StructSVMRanker(C="auto", features="auto", prior="best", selection="auto", n_bins=10)
+    ranker.base_names_ = [f"f{i}" for i in range(raw.shape[1])]
+    calls = []
+
+    def train_path(queries, grid, setting, fold, shards, encoded):
+        calls.append((features_name(setting[0]), fold))
+        return ranker.train_path(queries, grid, setting, fold, shards, encoded)
+    found = engine.search(Queries(raw, y, off), None, [(f, "best") for f in AUTO_FEATURES], "auto", train_path,
+                          ranker._make_layout, engine.Protocol.auto(race=race), cv=5)
+    return found, calls
+
+
+@pytest.mark.parametrize("data,richer_wins", [(_planted(0, 20, helpful=True, F=8), False), (_two_sided(0, 20), True)])
+def test_racing_chooses_what_the_plain_search_chooses(data, richer_wins):
+    plain, plain_calls = _search(data, race=False)
+    raced, raced_calls = _search(data, race=True)
+    assert raced.selection.chosen == plain.selection.chosen and np.array_equal(raced.coef, plain.coef)
+    assert (plain.settings[plain.setting][0] != "raw") == richer_wins
+    folds = {f: sorted(k for g, k in raced_calls if g == f and k is not None) for f in AUTO_FEATURES}
+    assert folds["raw"] == [0, 1, 2, 3, 4]
+    assert folds["bins"] == folds["bins+raw"] == ([0, 1, 2, 3, 4] if richer_wins else [0, 1])
+    assert len(plain_calls) == 16 and len(raced_calls) == (16 if richer_wins else 10)
+    if not richer_wins:          # the settings that lost the race have no score: they were not held out everywhere
+        lost = [p for p in raced.path() if p["features"] != "raw" and not p.get("fallback")]
+        assert all(math.isnan(p["validation"]) for p in lost)
+        assert all(math.isnan(p["cv_scores"][4]) and not math.isnan(p["cv_scores"][0]) for p in lost)
+        assert len(plain.choice.steps) == 2 and len(raced.choice.steps) == 1     # the richer level is not tested
