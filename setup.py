@@ -1,10 +1,42 @@
 """Packaging for pyterrier-svmmap."""
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from setuptools import find_packages, setup
+from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).parent
+#: compiles (and caches) every kernel of the package, in the built package's ``__pycache__`` folders
+WARM_UP = "from pyterrier_svmmap.cli.warm_up import warm_up; warm_up()"
+
+
+class BuildPyCompiled(build_py):
+    """``build_py``, then, for a wheel, the numba kernels compiled by ``svmmap warm-up`` into the built package,
+    where numba caches an installed package's kernels. A wheel installs them valid: numba's cache index names a
+    source file by its content and a kernel by its bytecode, this machine's CPU and numba's version, so a first
+    fit after ``pip install`` loads the kernels instead of compiling them (about 30 s). With another CPU or
+    numba, or ``NUMBA_CACHE_DIR`` set, numba compiles them on first use as without them.
+    ``PYTERRIER_SVMMAP_PRECOMPILE=0`` leaves them out; a failed compile warns and leaves them out."""
+
+    def run(self):
+        super().run()
+        lib = Path(self.build_lib).resolve()
+        for stale in lib.glob("pyterrier_svmmap/**/__pycache__/*.nb[ic]"):     # an earlier build's
+            stale.unlink()
+        if self.editable_mode or os.environ.get("PYTERRIER_SVMMAP_PRECOMPILE") == "0":
+            return
+        env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+        env.update(PYTHONPATH=os.pathsep.join(filter(None, [str(lib), os.environ.get("PYTHONPATH")])),
+                   PYTHONDONTWRITEBYTECODE="1")
+        done = subprocess.run([sys.executable, "-c", WARM_UP], cwd=lib, env=env, capture_output=True, text=True)
+        if done.returncode:
+            self.warn("kernels not compiled into the wheel (they compile on first use): "
+                      + " ".join(done.stderr.strip().splitlines()[-1:]))
+
+
 VERSION = re.search(r'__version__ = "([^"]+)"', (HERE / "pyterrier_svmmap" / "_version.py").read_text()).group(1)
 
 setup(
@@ -33,6 +65,7 @@ setup(
         "test": ["pytest>=7", "hypothesis>=6", "pyterrier-pisa>=0.4", "lightgbm>=4.0", "scikit-learn>=1.0", "matplotlib>=3.6",
                  "dask[distributed]>=2024.1", "nbclient>=0.7", "nbformat>=5.7", "ipykernel>=6"],
     },
+    cmdclass={"build_py": BuildPyCompiled},
     entry_points={
         "console_scripts": ["svmmap=pyterrier_svmmap.cli:main"],
         "pyterrier.artifact": ["learned_ranker.svmmap = pyterrier_svmmap.io.model_files:load_artifact"],

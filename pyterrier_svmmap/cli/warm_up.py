@@ -1,18 +1,24 @@
 """Compile the numba kernels ahead, so that the first ``svmmap learn`` (or fit) does not wait for them.
 
-numba compiles the package's kernels the first time they run after an install (about 15-60 s) and caches
-them on disk (``__pycache__`` beside the package, or ``NUMBA_CACHE_DIR``); every later run loads them.
-``svmmap warm-up`` runs tiny fits of every loss and feature block, their predictions, every loss's
-single-query argmax, the ApproxAP/ApproxNDCG learners and the svmlight parser, which compiles (or, when
-already cached, just loads) every kernel they use. Run it
-once after installing, e.g. in a container image's build.
+numba compiles the package's kernels the first time they run after an install and caches them on disk
+(``__pycache__`` beside the package, or ``NUMBA_CACHE_DIR``); every later run loads them. A wheel built by
+``pip install`` already holds them (``setup.py`` runs :func:`warm_up` on the built package), so this is for
+an install whose cache numba cannot use (another CPU, another numba, ``NUMBA_CACHE_DIR``, a read-only
+``site-packages``). ``svmmap warm-up`` runs tiny fits of every loss and feature block, their predictions,
+every loss's single-query argmax, the ApproxAP/ApproxNDCG learners and the svmlight parser, which compiles
+(or, when already cached, just loads) every kernel they use; the dual QP, about a third of the compiling,
+compiles meanwhile in a second process (:func:`warm_up_qp`), as numba compiles one kernel at a time.
 """
 from __future__ import annotations
 
 import argparse
 import logging
+import os
+import subprocess
+import sys
 import time
 import warnings
+from pathlib import Path
 
 log = logging.getLogger(__name__)
 
@@ -50,12 +56,20 @@ def tiny_data(seed: int = 0, n_queries: int = 6, per_query: int = 30, n_function
     return raw, labels, offsets, docnos
 
 
-def warm_up(n_jobs: int = 1) -> float:
+def warm_up(n_jobs: int = 1, qp_process: bool = True) -> float:
     """Run every kernel the fits, predictions and argmaxes use once; returns the seconds it took.
 
-    Kernels already in numba's cache are loaded, the others compiled (and cached).
+    Kernels already in numba's cache are loaded, the others compiled (and cached). With ``qp_process`` a
+    second process (:data:`SECOND_PROCESS`, the same cache) compiles the dual QP, then the ApproxAP/ApproxNDCG
+    learners, while this one compiles the kernels that need no QP; the SVM fits wait for its QP, then load it.
     """
     t0 = time.perf_counter()
+    side = None
+    if qp_process:
+        package_parent = str(Path(__file__).resolve().parents[2])    # the child imports this very package
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [package_parent,
+                                                                        os.environ.get("PYTHONPATH")])))
+        side = subprocess.Popen([sys.executable, "-c", SECOND_PROCESS], env=env, stdout=subprocess.PIPE, text=True)
     raw, labels, offsets, _ = tiny_data()
     v_raw, v_labels, v_offsets, v_docnos = tiny_data(seed=1)
     valid = (v_raw, v_labels, v_offsets, None, v_docnos)
@@ -64,23 +78,65 @@ def warm_up(n_jobs: int = 1) -> float:
     for q in quiet:                                         # the tiny fits' INFO lines are noise here
         q.setLevel(logging.WARNING)
     try:
-        _fits(raw, labels, offsets, valid, v_raw, v_offsets, v_docnos, n_jobs)
+        _fits(raw, labels, offsets, valid, v_raw, v_offsets, v_docnos, n_jobs, side)
+        if side is not None and side.wait():               # the second process failed: its fits here
+            _approx_fits(raw, labels, offsets)
     finally:
         for q, level in zip(quiet, levels):
             q.setLevel(level)
+        if side is not None:
+            side.communicate()
     return time.perf_counter() - t0
 
 
-def _fits(raw, labels, offsets, valid, v_raw, v_offsets, v_docnos, n_jobs: int) -> None:
-    """The tiny fits, predictions and argmaxes of :func:`warm_up`."""
+def warm_up_qp() -> None:
+    """Compile (or load) the dual QP and the working set's compaction, which every SVM fit runs: about a third
+    of the package's compiling."""
     import numpy as np
+    from pyterrier_svmmap.svm.qp import compiled, solve_dual
+    solve_dual(np.array([[2.0, 0.5], [0.5, 1.0]]), np.array([1.0, 0.5]), np.zeros(2, dtype=np.int64),
+               np.array([1.0]), np.zeros(2))
+    compiled().compact_working_set(np.eye(2), np.eye(2), np.array([1], dtype=np.int64))
+
+
+def _approx_fits(raw, labels, offsets) -> None:
+    """ApproxAP's and ApproxNDCG's (Qin et al.) fits on their feature blocks: kernels no SVM fit runs."""
     from pyterrier_svmmap.approx.ranker import ApproxRanker
+    from pyterrier_svmmap.features.layout import FeatureLayout
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for features in ("minmax", "bins"):
+            X = FeatureLayout.fit(raw, offsets, features, 5).transform(raw, offsets)
+            for measure in ("ap", "ndcg"):
+                ApproxRanker(measure=measure, alphas=[10.0], betas=[10.0], n_iter=2).fit(X, labels, offsets)
+
+
+#: :func:`warm_up`'s second process: the QP, a line on stdout once it is cached, then the approximations (its
+#: compile notice silenced: the first process says it)
+SECOND_PROCESS = ("import logging; logging.getLogger('pyterrier_svmmap').setLevel(logging.ERROR); "
+                  "import pyterrier_svmmap.cli.warm_up as w; "
+                  "w.warm_up_qp(); print('qp', flush=True); w._approx_fits(*w.tiny_data()[:3])")
+
+
+def _fits(raw, labels, offsets, valid, v_raw, v_offsets, v_docnos, n_jobs: int, side=None) -> None:
+    """The tiny fits, predictions and argmaxes of :func:`warm_up`: those that solve no QP first, then (once
+    ``side``, the second process, has its QP cached) the SVM fits."""
+    import numpy as np
     from pyterrier_svmmap.features.layout import FeatureLayout
     from pyterrier_svmmap.io.svmlight import parse_chunk
     from pyterrier_svmmap.svm.losses import get_loss, most_violated
     from pyterrier_svmmap.svm.ranker import StructSVMRanker
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        for loss, params in LOSSES:
+            most_violated(np.nan_to_num(raw[:30, 0]), labels[:30], loss=get_loss(loss, **(params or {})))
+        for features, binning in feature_settings():
+            FeatureLayout.fit(raw, offsets, features, 5, binning).transform(raw, offsets)
+        parse_chunk(b"1 qid:1 1:0.5 2:-1e-3 # docid = d1\n0 qid:1 1:0.25\n", 10)   # svmmap learn's svmlight parser
+        if side is None:
+            _approx_fits(raw, labels, offsets)
+        else:
+            side.stdout.readline()                          # its QP cached (or its end: then compiled here)
         for features, binning in feature_settings():
             r = StructSVMRanker(C=[0.1, 1.0], features=features, binning=binning, n_bins=5, n_jobs=n_jobs)
             r.fit(raw, labels, offsets, valid=valid)
@@ -88,13 +144,6 @@ def _fits(raw, labels, offsets, valid, v_raw, v_offsets, v_docnos, n_jobs: int) 
         StructSVMRanker(C=[0.1, 1.0], n_bins=5, cv=2, prior="best", n_jobs=n_jobs).fit(raw, labels, offsets)
         for loss, params in LOSSES:
             StructSVMRanker(C=1.0, loss=loss, loss_params=params, n_bins=5, n_jobs=n_jobs).fit(raw, labels, offsets)
-            s = np.nan_to_num(raw[:30, 0])
-            most_violated(s, labels[:30], loss=get_loss(loss, **(params or {})))
-        for features in ("minmax", "bins"):                  # ApproxAP's and ApproxNDCG's (Qin et al.) blocks
-            X = FeatureLayout.fit(raw, offsets, features, 5).transform(raw, offsets)
-            for measure in ("ap", "ndcg"):
-                ApproxRanker(measure=measure, alphas=[10.0], betas=[10.0], n_iter=2).fit(X, labels, offsets)
-        parse_chunk(b"1 qid:1 1:0.5 2:-1e-3 # docid = d1\n0 qid:1 1:0.25\n", 10)   # svmmap learn's svmlight parser
 
 
 def run(args: argparse.Namespace) -> int:
