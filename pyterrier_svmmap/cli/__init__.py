@@ -1,8 +1,7 @@
 """The ``svmmap`` command: ``svmmap reproduce``, ``svmmap learn``, ``svmmap classify``.
 
-Each sub-command lives in its own module, which provides ``add_arguments(parser)`` and
-``run(args) -> int``; this module only dispatches. Errors a user can fix end with exit status 2 and
-one line on stderr (``--debug`` shows the traceback).
+Each sub-command's module provides ``add_arguments(parser)``, ``run(args) -> int`` and, optionally,
+``interrupted(args) -> str``; this module dispatches and reports errors.
 """
 from __future__ import annotations
 
@@ -24,8 +23,7 @@ COMMANDS = {
     "warm-up": "pyterrier_svmmap.cli.warm_up",
 }
 
-#: sub-command → the first line of its module's docstring (``svmmap --help`` lists them without importing
-#: the modules: only the sub-command that runs is imported, so that each starts with what it needs)
+#: sub-command → the first line of its module's docstring (so that ``svmmap --help`` imports none of them)
 SUMMARIES = {
     "reproduce": "Reproduce the base-function comparison of Yue et al. (SIGIR 2007) on a test collection.",
     "learn": "Train a ranking model on an svmlight/LETOR file (like svm_map_learn / svm_rank_learn).",
@@ -54,22 +52,20 @@ class UsageError(Exception):
 #: exit status after Ctrl-C (128 + SIGINT, the shell's convention)
 EXIT_INTERRUPTED = 130
 
-#: what :func:`main` reports as one line ``svmmap COMMAND: error: ...`` with exit status 2 (``--debug``: the
-#: traceback): the user's input or options, a path that cannot be read or written, a full disk
+#: what :func:`main` reports as one line ``svmmap COMMAND: error: ...`` with exit status 2
 USER_ERRORS = (UsageError, ValueError, OSError)
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse's parser with its errors on one line, ``svmmap COMMAND: error: ...`` (exit status 2), like
-    every other error of the command; ``--help`` shows the usage."""
+    """argparse's parser with its errors on one line, ``svmmap COMMAND: error: ...`` (exit status 2)."""
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def interrupt_in_chain(e: BaseException) -> bool:
-    """Whether ``e`` was caused by Ctrl-C: native code interrupted by SIGINT (e.g. PISA's retrieval)
-    surfaces as a SystemError whose cause or context is the KeyboardInterrupt."""
+    """Whether ``e`` was caused by Ctrl-C (native code interrupted by SIGINT, e.g. PISA's, raises a SystemError
+    whose cause or context is the KeyboardInterrupt)."""
     seen = set()
     while e is not None and id(e) not in seen:
         if isinstance(e, KeyboardInterrupt):
@@ -94,9 +90,8 @@ def chosen_command(argv: Optional[List[str]]) -> Optional[str]:
 
 
 def build_parser(argv: Optional[List[str]] = None, load: Optional[Sequence[str]] = None) -> argparse.ArgumentParser:
-    """The ``svmmap`` parser. Sub-commands are listed with their :data:`SUMMARIES`; only the modules of
-    ``load`` (default: the sub-command named in ``argv``) are imported and give their options, so that
-    ``svmmap classify`` does not import what ``svmmap reproduce`` needs, and the other way round."""
+    """The ``svmmap`` parser: every sub-command with its :data:`SUMMARIES`, the options of those of ``load``
+    (default: the one named in ``argv``), whose modules alone are imported."""
     load = [c for c in [chosen_command(argv)] if c] if load is None else list(load)
     parser = Parser(prog="svmmap", description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logging")
@@ -117,12 +112,10 @@ def build_parser(argv: Optional[List[str]] = None, load: Optional[Sequence[str]]
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """Run ``svmmap`` with ``argv`` (default: the process's arguments); returns the exit status.
-
-    An error the user can fix (:data:`USER_ERRORS`) is one line ``svmmap COMMAND: error: ...`` on stderr and
-    status 2; Ctrl-C is one line ``svmmap COMMAND: interrupted; ...`` (what was kept, from the command's
-    ``interrupted(args)``) and status 130. ``--debug`` shows the traceback of either.
-    """
+    """Run ``svmmap`` with ``argv`` (default: the process's arguments); the exit status. An error the user can
+    fix (:data:`USER_ERRORS`) is one line on stderr and status 2; Ctrl-C is one line ``svmmap COMMAND:
+    interrupted; ...`` (what the command's ``interrupted(args)`` says was kept) and status 130; ``--debug``
+    shows the traceback of either."""
     parser = build_parser(argv)
     args, unknown = parser.parse_known_args(argv)
     if unknown:                               # reported by the sub-command's parser: "svmmap learn: error: ..."

@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def interrupted(args: argparse.Namespace) -> str:
-    """What ``svmmap classify`` says after Ctrl-C (:func:`pyterrier_svmmap.cli.main`): nothing was written."""
+    """What ``svmmap classify`` says after Ctrl-C."""
     return f"{args.predictions} was not written"
 
 
@@ -70,8 +70,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def ranking_scores(model, raw, offsets, docnos):
-    """The model's scores with ties broken by the package's policy: the array-level ranker's own method,
-    or, for an estimator loaded instead, the same policy with its tie-break function."""
+    """The model's scores with ties broken by the package's policy (an estimator's, loaded when the model has no
+    array-level ranker, with its tie-break function)."""
     if hasattr(model, "ranking_scores"):
         return model.ranking_scores(raw, offsets, docnos)
     from pyterrier_svmmap.ties import break_ties

@@ -1,30 +1,5 @@
 """Train a ranking model on an svmlight/LETOR file (like svm_map_learn / svm_rank_learn).
 
-TRAIN holds lines ``label qid:Q idx:val ... # comment`` (label >= ``--rel``, default 1, is relevant; a feature
-absent from a line is 0, as in svmlight), or is an index file listing such files. MODEL is a directory (written as
-:mod:`pyterrier_svmmap.io.model_files` describes) that ``svmmap classify``, ``SVMMap.load`` and
-``pt.Artifact.load`` read. The training is :class:`~pyterrier_svmmap.svm.ranker.StructSVMRanker`'s; PyTerrier
-is not imported.
-"""
-from __future__ import annotations
-
-import argparse
-import contextlib
-import errno
-import logging
-import os
-import tempfile
-import time
-import warnings
-from typing import List, Optional, Union
-
-from pyterrier_svmmap.cli import jobs
-
-log = logging.getLogger(__name__)
-
-DESCRIPTION = """\
-Train a ranking model on an svmlight/LETOR file (like svm_map_learn / svm_rank_learn).
-
 TRAIN holds lines "label qid:Q idx:val ... # comment" (label >= --rel, default 1, is relevant; a feature
 absent from a line is 0, as in svmlight), or is an index file listing such files. MODEL is a directory that svmmap classify,
 SVMMap.load and pt.Artifact.load read.
@@ -61,6 +36,21 @@ and -l are accepted and ignored (one warning names them: training is always the 
 algorithm, svm_struct's -w 3, with margin rescaling, -o 2, and L1 slacks, -p 1; the loss is --loss); -o 1
 (slack rescaling) and -p 2 (squared slacks) are not implemented and are refused.
 """
+from __future__ import annotations
+
+import argparse
+import contextlib
+import errno
+import logging
+import os
+import tempfile
+import time
+import warnings
+from typing import List, Optional, Union
+
+from pyterrier_svmmap.cli import jobs
+
+log = logging.getLogger(__name__)
 
 #: svm_struct options that are accepted and ignored (option → what we do instead)
 IGNORED = {"w": "training is always the 1-slack dual cutting-plane algorithm",
@@ -99,8 +89,6 @@ MAX_FEATURES = 100_000
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.description = DESCRIPTION
     parser.add_argument("-c", dest="C", type=_grid, default=[1.0], metavar="C[,C...]",
                         help="C of 1/2|w|^2 + C/n sum xi_i, n = number of training queries (svm_struct's convention); "
                              "a comma-separated grid is chosen on --valid or by --cv; auto: the grid 1e-4 ... 1000 "
@@ -120,8 +108,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "nothing; none: the values as they are (svm_map_learn's model)")
     parser.add_argument("--rel", type=float, default=None, metavar="R",
                         help="relevance threshold: label >= R is relevant (default 1, as ir_measures' AP(rel=1))")
-    parser.add_argument("--n-bins", type=int, default=50, metavar="N", help="thresholds per feature for bins (default 50)")
-    parser.add_argument("--valid", metavar="FILE", help="svmlight/LETOR validation file that chooses C (and --features auto)")
+    parser.add_argument("--n-bins", type=int, default=50, metavar="N",
+                        help="thresholds per feature for bins (default 50)")
+    parser.add_argument("--valid", metavar="FILE",
+                        help="svmlight/LETOR validation file that chooses C (and --features auto)")
     parser.add_argument("--cv", type=int, default=5, metavar="K",
                         help="without --valid, folds of the cross-validation that chooses a grid's C (default 5)")
     parser.add_argument("--prior", choices=("none", "best", "auto"), default="none",
@@ -157,8 +147,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="svmlight/LETOR training file(s), index files listing files, or quoted glob patterns; "
                              "with --workers/--scheduler each file is one shard, read by a worker")
     parser.add_argument("--max-features", type=_count, default=MAX_FEATURES, metavar="N",
-                        help=f"the largest feature index read (default {MAX_FEATURES:,}): every index up to the largest "
-                             "is a column of a dense matrix")
+                        help=f"the largest feature index read (default {MAX_FEATURES:,}): every index up to the "
+                             "largest is a column of a dense matrix")
     parser.add_argument("--scratch", metavar="DIR",
                         help="read TRAIN into memory-mapped files in a temporary folder in DIR, removed "
                              "after training: for data larger than memory (done in the system's temporary folder "
@@ -168,20 +158,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL", help="model directory to write (new, empty, or a model to replace)")
 
 
-def _features(args) -> tuple:
-    if args.bins is not None:
-        return "bins", args.bins
-    if args.features:
-        return args.features, args.n_bins
-    return "raw", args.n_bins
-
-
 def ranker_params(args: argparse.Namespace) -> dict:
-    """The :class:`~pyterrier_svmmap.svm.ranker.StructSVMRanker` parameters ``args`` ask for (unchecked): each
-    option that sets one is the ``cli`` of its :class:`~pyterrier_svmmap.params.Param` in
-    :data:`~pyterrier_svmmap.svm.params.STRUCT_SVM_PARAMS`; what an option leaves unset keeps svm_map's default
-    or the ranker's."""
-    features, n_bins = _features(args)
+    """The :class:`~pyterrier_svmmap.svm.ranker.StructSVMRanker` parameters ``args`` ask for (unchecked); what an
+    option leaves unset keeps svm_map's default or the ranker's."""
+    features, n_bins = ("bins", args.bins) if args.bins is not None else (args.features or "raw", args.n_bins)
     params = dict(C=args.C if isinstance(args.C, str) or len(args.C) > 1 else args.C[0], loss=args.loss,
                   features=features, normalise=None if args.normalise == "none" else args.normalise,
                   n_bins=n_bins, epsilon=args.epsilon, max_iter=args.max_iter, cv=args.cv,
@@ -195,14 +175,14 @@ def ranker_params(args: argparse.Namespace) -> dict:
 
 
 def interrupted(args: argparse.Namespace) -> str:
-    """What ``svmmap learn`` says after Ctrl-C (:func:`pyterrier_svmmap.cli.main`): nothing was written."""
+    """What ``svmmap learn`` says after Ctrl-C."""
     return f"no model written; {args.model} is as it was"
 
 
 def run(args: argparse.Namespace) -> int:
     from pyterrier_svmmap.cli import UsageError
     from pyterrier_svmmap.io.atomic import check_creatable
-    from pyterrier_svmmap.io.model_files import check_writable
+    from pyterrier_svmmap.io.model_files import FILE_NAME_OF, check_writable
     from pyterrier_svmmap.svm.ranker import StructSVMRanker
     from pyterrier_svmmap.io.svmlight import FeatureIndexTooLarge
 
@@ -256,7 +236,7 @@ def run(args: argparse.Namespace) -> int:
         caught = fit(ranker, data, valid, files, args, executor)
     for w in caught:
         log.warning("%s", w.message)
-    estimator = "pyterrier_svmmap.estimator:SVMMap" if args.loss == "map" else "pyterrier_svmmap.estimator:StructSVM"
+    estimator = FILE_NAME_OF["SVMMap" if args.loss == "map" else "StructSVM"]
     save_ranker(ranker, args.model, estimator, overwrite=args.force)
     chosen = {"validation": "chosen on --valid", "cv": f"chosen by {args.cv}-fold cross-validation"}
     log.info("C=%g%s%s; %d iterations (%s); model written to %s", ranker.C_,
@@ -267,10 +247,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def read_training_data(files: List[str], args: argparse.Namespace, scratch: contextlib.ExitStack) -> tuple:
-    """(training data, validation data or None) as :class:`~pyterrier_svmmap.io.svmlight.RankingData`. The
-    training data are read into memory, or into memory maps in a temporary folder (removed when ``scratch``
-    closes) in ``--scratch DIR``, or in the system's temporary folder when the in-memory read would take more
-    than half the available memory; the validation data into memory."""
+    """(training data, validation data or None) as :class:`~pyterrier_svmmap.io.svmlight.RankingData`: the
+    training data into memory maps in a temporary folder (removed when ``scratch`` closes) with ``--scratch``
+    or when they would take more than half the available memory, else into memory."""
     from pyterrier_svmmap.cli import UsageError
     from pyterrier_svmmap.io.svmlight import available_memory, estimated_read_bytes, read_svmlight
     needed = available = None
@@ -296,8 +275,8 @@ def read_training_data(files: List[str], args: argparse.Namespace, scratch: cont
 
 
 def fit(ranker, data, valid, files: List[str], args: argparse.Namespace, executor) -> list:
-    """Fit ``ranker`` on the data read (or, with an ``executor``, on the files as shards of its cluster);
-    returns the warnings the fit raised. A ValueError becomes a UsageError naming the training files."""
+    """Fit ``ranker`` on the data read or, with an ``executor``, on the files as shards of its cluster; the
+    warnings the fit raised. A ValueError becomes a UsageError naming the training files."""
     from pyterrier_svmmap.cli import UsageError
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -318,8 +297,7 @@ def fit(ranker, data, valid, files: List[str], args: argparse.Namespace, executo
 
 
 def training_files(specs: List[str]) -> List[str]:
-    """TRAIN arguments as data files: index files expanded to their members, quoted globs to their matches
-    (sorted); a missing file or an empty glob is an error."""
+    """TRAIN arguments as data files: index files expanded to their members, quoted globs to their sorted matches."""
     import glob
     from pathlib import Path
     from pyterrier_svmmap.io.svmlight import index_file_members
@@ -355,8 +333,7 @@ def fit_on_cluster(ranker, files: List[str], valid_file, client):
 
 
 def fit_ranking_data(ranker, data, valid=None):
-    """Fit an array-level ranker on a :class:`~pyterrier_svmmap.io.svmlight.RankingData` (svmlight features
-    are named ``f1, f2, ...`` after their 1-based indices); ``valid``: another RankingData or None."""
+    """Fit an array-level ranker on a RankingData (features named ``f1, f2, ...``); ``valid``: another or None."""
     from pyterrier_svmmap.features.layout import default_base_names
     train = data.queries()
     ranker.fit(train.raw, train.labels, train.offsets, valid=None if valid is None else valid.queries(),
@@ -367,9 +344,8 @@ def fit_ranking_data(ranker, data, valid=None):
 
 
 def save_ranker(ranker, path, estimator: str, overwrite: bool = False):
-    """Write a fitted StructSVMRanker as the model of PyTerrier estimator ``estimator`` (``module:class``),
-    so that ``SVMMap.load``/``pt.Artifact.load`` read it too, without importing PyTerrier here; ``overwrite``:
-    also into a directory of other files (``--force``)."""
+    """Write a fitted StructSVMRanker as the model of PyTerrier estimator ``estimator`` (``module:class``), so that
+    ``SVMMap.load`` reads it too, without importing PyTerrier; ``overwrite``: into a folder of other files."""
     from pyterrier_svmmap.io.model_files import class_path, save_model
     params = dict({k: getattr(ranker, k) for k in ranker.MODEL_PARAMS}, verbose=False)
     return save_model(path, estimator, params, ranker.get_state(), ranker=class_path(type(ranker)),
@@ -378,8 +354,7 @@ def save_ranker(ranker, path, estimator: str, overwrite: bool = False):
 
 def warn_unusual_labels(data, rel: Optional[float]) -> None:
     """Log a warning for negative labels of ``data`` (a RankingData, or None), and one for fractional labels
-    unless ``rel`` (``--rel``) was given, each naming the first such line: svm_map and LETOR labels are
-    relevance grades 0, 1, 2, ..., and a label counts as relevant when it is >= ``--rel`` (default 1)."""
+    unless ``--rel`` was given, each naming the first such line."""
     if data is None:
         return
     labels = data.labels

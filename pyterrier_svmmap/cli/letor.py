@@ -18,8 +18,11 @@ grades. The grids (every setting is trained; the best validation MAP is kept) ar
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
+import warnings
+from pathlib import Path
 from typing import List
 
 log = logging.getLogger(__name__)
@@ -63,7 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def interrupted(args: argparse.Namespace) -> str:
-    """What ``svmmap letor`` says after Ctrl-C (:func:`pyterrier_svmmap.cli.main`): what ``--out`` keeps."""
+    """What ``svmmap letor`` says after Ctrl-C: what ``--out`` keeps."""
     return f"{args.out} holds the finished folds" if args.out else "no results kept (give --out FILE to keep folds)"
 
 
@@ -83,7 +86,6 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise UsageError(str(e)) from None
     if args.out:
-        from pathlib import Path
         parent = Path(args.out).resolve().parent
         if not parent.is_dir():
             raise UsageError(f"--out {args.out}: directory {parent} does not exist")
@@ -107,22 +109,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-class _warnings_as_log:
-    """Warnings raised while the protocol runs, logged once each (one line, no source line)."""
-
-    def __enter__(self):
-        import warnings
-        self._ctx = warnings.catch_warnings(record=True)
-        self._caught = self._ctx.__enter__()
-        warnings.simplefilter("always")
-        return self
-
-    def __exit__(self, *exc):
-        self._ctx.__exit__(*exc)
-        seen = set()
-        for w in self._caught:
-            text = str(w.message)
-            if text not in seen:
-                seen.add(text)
-                log.warning("%s", text)
-        return False
+@contextlib.contextmanager
+def _warnings_as_log():
+    """Warnings raised in the block, logged once each after it (one line, no source line)."""
+    caught: list = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield
+    finally:
+        for text in dict.fromkeys(str(w.message) for w in caught):
+            log.warning("%s", text)

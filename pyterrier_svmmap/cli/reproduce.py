@@ -18,19 +18,18 @@ running cluster) run every trial as one Dask task (``pip install 'pyterrier-svmm
 without them, ``--jobs`` trials run at once in forked processes (no Dask needed). Results and
 checkpoints do not depend on how the trials were run.
 
-Everything is cached under OUT and keyed on content (see ``base_runs`` and ``evaluate``): indices,
+Everything is cached under OUT and keyed on content (see ``base_runs`` and ``checkpoints``): indices,
 base runs and every finished (trial, system) result. Ctrl-C ends with one line and exit status 130;
 the same command then resumes from the finished trials, with the results of an uninterrupted run.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import sys
 from pathlib import Path
-
-from pyterrier_svmmap.cli import EXIT_INTERRUPTED, interrupt_in_chain
 
 logger = logging.getLogger(__name__)
 
@@ -96,44 +95,38 @@ MINIMUM = {"trials": 1, "train": 1, "valid": 0, "depth": 1, "threads": 1, "jobs"
 RANDOM_DEFAULTS = {"trials": 50, "train": 10, "valid": 5}
 
 
-
 def check_arguments(args: argparse.Namespace) -> None:
-    """Raise ValueError (one line: the option, its value, the bound) for an impossible option value,
-    e.g. ``--threads 0`` (PISA would retrieve nothing) or ``--depth 0`` (every ranking empty), or for
-    options of the other protocol (``--train`` with ``--folds``, ``--repeats`` without) or of the
-    other executor (``--jobs`` with ``--workers``/``--scheduler``); then fill in the defaults. A collection
-    folder with ``split.train`` and ``split.test`` is evaluated on that split (``args.split``) unless an option
-    of the other protocols is given."""
+    """Raise ValueError (one line) for an impossible option value (e.g. ``--threads 0``: PISA would retrieve
+    nothing) or for an option of the other protocol or executor; then fill in the defaults. A collection folder
+    with ``split.train`` and ``split.test`` is evaluated on that split (``args.split``) unless an option of the
+    other protocols is given."""
     for option, minimum in MINIMUM.items():
-        value = getattr(args, option, None)
+        value = getattr(args, option)
         if value is not None and value < minimum:
             raise ValueError(f"--{option} must be at least {minimum}, got {value}")
-    if getattr(args, "first_stage", None) is not None and args.first_stage.strip().lower() == "none":
+    from pyterrier_svmmap.experiments.reproduce.base_runs import base_names
+    if args.first_stage.strip().lower() == "none":
         args.first_stage = None
-    if getattr(args, "first_stage", None) is not None:
-        from pyterrier_svmmap.experiments.reproduce.base_runs import base_names
-        if args.first_stage not in base_names():
-            raise ValueError(f"--first-stage {args.first_stage} is not a base function; give one of "
-                             f"{', '.join(base_names())} or none")
-    collection = getattr(args, "collection", None)
-    args.split = bool(collection) and getattr(args, "folds", None) is None and getattr(args, "repeats", None) is None \
-        and all(getattr(args, o, None) is None for o in RANDOM_DEFAULTS) \
-        and all((Path(collection) / f"split.{role}").exists() for role in ("train", "test"))
-    if getattr(args, "folds", None) is not None:
-        given = [f"--{o}" for o in RANDOM_DEFAULTS if getattr(args, o, None) is not None]
-        if given:
-            raise ValueError(f"{', '.join(given)} belong{'s' if len(given) == 1 else ''} to random splits; "
+    elif args.first_stage not in base_names():
+        raise ValueError(f"--first-stage {args.first_stage} is not a base function; give one of "
+                         f"{', '.join(base_names())} or none")
+    random = [f"--{o}" for o in RANDOM_DEFAULTS if getattr(args, o) is not None]
+    args.split = bool(args.collection) and args.folds is None and args.repeats is None and not random \
+        and all((Path(args.collection) / f"split.{role}").exists() for role in ("train", "test"))
+    if args.folds is not None:
+        if random:
+            raise ValueError(f"{', '.join(random)} belong{'s' if len(random) == 1 else ''} to random splits; "
                              "with --folds every split tests one fold, validates on the next and trains on "
                              "the others")
-        args.repeats = args.repeats if args.repeats is not None else 1
-    elif not args.split:                         # random splits (a split was chosen above only without --repeats)
-        if getattr(args, "repeats", None) is not None:
+        args.repeats = args.repeats or 1
+    elif not args.split:
+        if args.repeats is not None:
             raise ValueError("--repeats needs --folds (it repeats the K-fold partition)")
         for option, default in RANDOM_DEFAULTS.items():
-            if getattr(args, option, None) is None:
+            if getattr(args, option) is None:
                 setattr(args, option, default)
-    dask = getattr(args, "workers", None) is not None or getattr(args, "scheduler", None)
-    if dask and getattr(args, "jobs", None) is not None:
+    dask = args.workers is not None or args.scheduler
+    if dask and args.jobs is not None:
         raise ValueError("--jobs runs the trials in forked processes; with --workers or --scheduler the "
                          "Dask cluster runs them: give one of them")
     if dask:
@@ -142,48 +135,30 @@ def check_arguments(args: argparse.Namespace) -> None:
         except ImportError:
             from pyterrier_svmmap.scale.client import DASK_HINT
             raise ValueError(DASK_HINT) from None
-    if getattr(args, "jobs", None) is None:
+    if args.jobs is None:
         args.jobs = min(2, os.cpu_count() or 1)
 
 
+def interrupted(args: argparse.Namespace) -> str:
+    """What ``svmmap reproduce`` says after Ctrl-C: the finished trials kept for the same command to resume."""
+    try:
+        finished = args.progress.finished()
+    except Exception:                   # noqa: BLE001 - before the run started, or only the count failed
+        finished = 0
+    return f"{finished} finished trials are kept in {args.out}, re-run the same command to resume"
+
+
 def run(args: argparse.Namespace) -> int:
-    """``svmmap reproduce``: :func:`_run`, with Ctrl-C reported on one line (exit status 130) saying
-    how many finished trials are kept for the next run to resume from (``--debug``: the traceback)."""
-    from pyterrier_svmmap.experiments.reproduce.experiment import ExperimentProgress
-    from pyterrier_svmmap.experiments.reproduce.trials import TrialsInterrupted
-    progress = ExperimentProgress()
-    try:
-        return _run(args, progress)
-    except (KeyboardInterrupt, SystemError) as e:
-        if not interrupt_in_chain(e) or getattr(args, "debug", False):
-            raise
-        finished = e.finished if isinstance(e, TrialsInterrupted) else _finished_safely(progress)
-        print(f"svmmap reproduce: interrupted; {finished} finished trials are kept in {args.out}, "
-              "re-run the same command to resume", file=sys.stderr)
-        return EXIT_INTERRUPTED
-
-
-def _finished_safely(progress) -> int:
-    try:
-        return progress.finished()
-    except Exception:                   # pragma: no cover - only counts for the message
-        return 0
-
-
-def _run(args: argparse.Namespace, progress=None) -> int:
-    """The options checked, the reproduction run (:func:`~pyterrier_svmmap.experiments.reproduce.experiment.run_experiment`,
-    ``progress`` learns the checkpoint store, splits and systems), its tables printed."""
-    from pyterrier_svmmap.experiments.reproduce.experiment import ExperimentOptions, run_experiment
+    """The options checked, the reproduction run (``args.progress`` learns its checkpoint store, for
+    :func:`interrupted`), its tables printed."""
+    from pyterrier_svmmap.experiments.reproduce.experiment import ExperimentOptions, ExperimentProgress, run_experiment
     from pyterrier_svmmap.experiments.reproduce.report import format_learner_table, format_loss_table, format_table
+    args.progress = ExperimentProgress()
     check_arguments(args)
-    options = ExperimentOptions(
-        out=Path(args.out), systems=args.systems, collection=args.collection, dataset=args.dataset,
-        trials=args.trials, train=args.train, valid=args.valid, folds=getattr(args, "folds", None),
-        repeats=getattr(args, "repeats", None), split=args.split, first_stage=args.first_stage, seed=args.seed,
-        threads=args.threads, depth=args.depth,
-        jobs=args.jobs, workers=args.workers, scheduler=args.scheduler,
-        progress_bars=not args.no_progress and sys.stderr.isatty())
-    report = run_experiment(options, progress)
+    options = ExperimentOptions(**{f.name: getattr(args, f.name) for f in dataclasses.fields(ExperimentOptions)
+                                   if f.name not in ("out", "progress_bars")},
+                                out=Path(args.out), progress_bars=not args.no_progress and sys.stderr.isatty())
+    report = run_experiment(options, args.progress)
     summary, reference, title = report.summary, report.reference, report.title
     if (summary["kind"] == "learned").any():
         print(format_learner_table(summary, reference, title))

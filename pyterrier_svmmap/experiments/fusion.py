@@ -1,18 +1,8 @@
-"""Unsupervised fusion of base functions: what a user without relevance judgments tries first.
-
-Both combine the base functions' scores of each candidate (``raw``: candidates × functions, NaN where a function
-did not retrieve the candidate; ``offsets``: query boundaries) without learning anything, and serve as the
-unsupervised rows of ``svmmap reproduce``:
-
-* :func:`reciprocal_rank_fusion` — RRF (Cormack, Clarke & Büttcher, SIGIR 2009): Σ_f 1/(k + rank_f(d)), the
-  rank 1-based within the query, k = 60; a function that did not retrieve d adds nothing. Candidates with equal
-  scores share the best of their ranks, so the fusion does not depend on the order of the rows.
-* :func:`comb_sum` — CombSUM (Fox & Shaw, TREC-2 1994) of per-query min–max normalised scores: Σ_f
-  (f(d) − min_q f)/(max_q f − min_q f), a missing score counting 0 (and a function with one score in the
-  query counting 1 for the candidates it retrieved).
-
-Both are invariant to any increasing transformation of a function that is the same within a query (RRF) or to
-a positive rescaling and shift per query (CombSUM).
+"""Unsupervised fusion of base functions, the rows ``fusion-rrf`` and ``fusion-combsum`` of ``svmmap reproduce``:
+what a user without relevance judgments tries first. Both combine each candidate's scores (``raw``: candidates ×
+functions, NaN where a function did not retrieve the candidate; ``offsets``: query boundaries) without learning:
+reciprocal rank fusion (Cormack, Clarke & Büttcher 2009) and CombSUM (Fox & Shaw 1994) of per-query min–max
+normalised scores.
 """
 from __future__ import annotations
 
@@ -28,8 +18,7 @@ RRF_K = 60.0
 
 
 def competition_ranks(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Per candidate, 1 + the number of candidates of its query with a strictly higher score (equal scores share
-    the best rank); NaN scores get NaN."""
+    """Per candidate, 1 + the number of candidates of its query with a higher score; NaN scores get NaN."""
     scores = np.asarray(scores, dtype=float)
     offsets = np.asarray(offsets, dtype=np.int64)
     n = len(scores)
@@ -51,7 +40,8 @@ def competition_ranks(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 
 def reciprocal_rank_fusion(raw: np.ndarray, offsets: np.ndarray, k: float = RRF_K) -> np.ndarray:
-    """RRF scores: Σ_f 1/(k + rank_f(d)) over the functions that retrieved d (:func:`competition_ranks`)."""
+    """RRF scores: Σ_f 1/(k + rank_f(d)) over the functions that retrieved d, equal scores sharing the best rank
+    (so that the fusion does not depend on the order of the rows)."""
     raw = np.asarray(raw, dtype=float)
     out = np.zeros(len(raw))
     for f in range(raw.shape[1]):
@@ -61,7 +51,8 @@ def reciprocal_rank_fusion(raw: np.ndarray, offsets: np.ndarray, k: float = RRF_
 
 
 def comb_sum(raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """CombSUM of the scores min–max normalised per query and function, missing scores counting 0."""
+    """CombSUM of the scores min–max normalised per query and function, missing scores counting 0 (a function
+    with one score in the query counting 1 for the candidates it retrieved)."""
     raw = np.asarray(raw, dtype=float)
     if not len(raw):
         return np.zeros(0)

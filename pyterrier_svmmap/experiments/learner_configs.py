@@ -1,30 +1,14 @@
-"""One table of the learners' configurations (:data:`CONFIGS`): a name means one configuration in every
-command. ``svmmap reproduce`` builds its PyTerrier estimators from it
-(:data:`pyterrier_svmmap.experiments.systems.SYSTEMS`), ``svmmap letor`` its array-level fits
-(:data:`pyterrier_svmmap.experiments.letor_learners.LEARNERS`); tests/experiments/test_names.py checks that every
-name the two commands share builds the same parameters in both.
+"""One table of the learners' configurations (:data:`CONFIGS`): a name means one configuration in every command.
+``svmmap reproduce`` builds its estimators from it (:data:`pyterrier_svmmap.experiments.systems.SYSTEMS`),
+``svmmap letor`` its array-level fits (:data:`pyterrier_svmmap.experiments.letor_learners.LEARNERS`);
+tests/experiments/test_names.py checks that both build the same parameters.
 
-A configuration is a :class:`Config`: the learner (``"svm-map-default"``: the package's default ``SVMMap()``;
-``"struct"``: a structural SVM, the :class:`~pyterrier_svmmap.StructSVM` / ``StructSVMRanker`` parameters
-besides C, and the C grid as a multiple of :data:`pyterrier_svmmap.DEFAULT_C_GRID`; ``"approx-ap"`` /
-``"approx-ndcg"``: Qin et al.'s learners, the α (and β) grid and T, the passes per grid point). The boosted
-peers' configurations stay in their command: reproduce runs the estimators' defaults (``lambdamart``,
-``mcrank``), letor searches a small grid by validation MAP (``lambdamart-grid``, ``mcrank-grid``), so they have
-different names; so does AdaRank (``adarank`` in reproduce, ``adarank-grid`` in letor).
-
-**Where a name had two configurations** (issue 38, item 6), reproduce kept the name and letor's configuration
-got a name of its own, so that every published number stays true of its name:
-
-* ``svm-roc``, ``svm-ndcg@10``, ``svm-acc2`` are the paper's configuration (:data:`PAPER_PARAMS`: 50 quantile
-  bins, no prior, C on the validation queries): Yue et al. use these bins for every SVM of their Table 9, and
-  Chakrabarti et al. compare losses on the same features, so the losses differ from ``svm-map-paper`` in the
-  loss only. letor's configurations, the raw features standardised within queries, are ``svm-roc-std``,
-  ``svm-ndcg@10-std`` and ``svm-acc2-std``.
-* ``approx-ap`` / ``approx-ndcg`` are reproduce's reduced search (α ∈ {20, 100}, β ∈ {10, 50}, T = 50); letor's
-  (α ∈ {10, 100}, β ∈ {1, 10}; α ∈ {10, 50, 100}; T = 100) are ``approx-ap-t100`` / ``approx-ndcg-t100``.
-
-``svm-map`` (the default ``SVMMap()``), ``svm-map-paper`` (the paper's bins), ``svm-map-raw`` (the scores as
-they are, a weight each, C on the validation queries: svm_map_learn's linear model) mean what they meant.
+``svm-map`` is the package's default ``SVMMap()``; ``svm-map-paper`` and the other losses' rows (``svm-roc``,
+``svm-ndcg@10``, …) use the paper's bins (:data:`PAPER_PARAMS`), so that they differ in the loss only (Yue et
+al. Table 9, Chakrabarti et al. Figure 9); the ``-std`` rows are the losses on the raw features standardised
+within queries, the ``-t100`` rows a larger Approx search. The boosted peers' configurations stay in their
+command, under different names: reproduce runs the estimators' defaults (``lambdamart``, ``mcrank``,
+``adarank``), letor searches a grid (``lambdamart-grid``, ``mcrank-grid``, ``adarank-grid``).
 """
 from __future__ import annotations
 
@@ -56,15 +40,12 @@ APPROX_AP_BETAS = (10.0, 50.0)
 APPROX_NDCG_ALPHAS = (20.0, 100.0)
 APPROX_N_ITER = 50
 
-#: names that mean two configurations (none: every name both commands know means one configuration)
-TWO_CONFIGURATIONS: dict = {}
-
 
 @dataclass(frozen=True)
 class Config:
-    """One configuration: ``learner`` (``"svm-map-default"``, ``"struct"``, ``"approx-ap"``, ``"approx-ndcg"``),
-    ``params`` (the learner's parameters; for ``"struct"`` all but C, for the Approx learners ``alphas``,
-    ``betas``, ``n_iter``), ``c_scale`` (the C grid is ``DEFAULT_C_GRID`` times it) and ``description``."""
+    """One configuration: ``learner`` (``"svm-map-default"``: the default ``SVMMap()``, ``"struct"``, ``"approx-ap"``,
+    ``"approx-ndcg"``), its ``params`` (a structural SVM's all but C; the Approx learners' ``alphas``, ``betas``,
+    ``n_iter``), ``c_scale`` (the C grid is ``DEFAULT_C_GRID`` times it) and ``description``."""
     learner: str
     params: Mapping = field(default_factory=dict)
     description: str = ""
@@ -90,10 +71,9 @@ CONFIGS: Dict[str, Config] = {
     "svm-map": Config("svm-map-default", {}, "the package's default SVMMap(): raw, bins or both, C relative to "
                       "the features' spread, prior, or the best feature, by 5-fold CV, fold models averaged"),
     "svm-map-paper": _paper("map", "SVM-map, 50 quantile bins per feature, C on vali (the paper's)"),
-    "svm-map-raw": Config("struct", {**STRUCT_DEFAULTS, **PAPER_PARAMS, "loss": "map", "features": "raw", "normalise": None},
-                          "SVM-map, raw features as they are, C on vali (svm_map_learn's linear model)"),
-    "svm-map-auto": Config("struct", {**STRUCT_DEFAULTS, **PAPER_PARAMS, "loss": "map", "features": "auto"},
-                           "SVM-map, features bins / raw / bins+raw (×3 grid) chosen with C"),
+    "svm-map-raw": _paper("map", "SVM-map, raw features as they are, C on vali (svm_map_learn's linear model)",
+                          features="raw", normalise=None),
+    "svm-map-auto": _paper("map", "SVM-map, features bins / raw / bins+raw (×3 grid) chosen with C", features="auto"),
     # the other losses on the paper's features (Yue et al. Table 9, Chakrabarti et al. Figure 9)
     "svm-roc": _paper("roc", "structural SVM for ROC area (≈ RankSVM), the paper's bins"),
     "svm-ndcg@10": _paper("ndcg@10", "structural SVM for NDCG@10 (binary gains), the paper's bins"),
@@ -120,9 +100,11 @@ CONFIGS: Dict[str, Config] = {
     "approx-ap": Config("approx-ap", dict(alphas=APPROX_AP_ALPHAS, betas=APPROX_AP_BETAS, n_iter=APPROX_N_ITER),
                         "ApproxAP (Qin et al. 2010), min-max features, α ∈ {20, 100} × β ∈ {10, 50}, T = 50"),
     "approx-ndcg": Config("approx-ndcg", dict(alphas=APPROX_NDCG_ALPHAS, betas=None, n_iter=APPROX_N_ITER),
-                          "ApproxNDCG (Qin et al. 2010), min-max features, α ∈ {20, 100}, T = 50, gains 2^label − 1"),
+                          "ApproxNDCG (Qin et al. 2010), min-max features, α ∈ {20, 100}, T = 50, "
+                          "gains 2^label − 1"),
     "approx-ap-t100": Config("approx-ap", dict(alphas=(10.0, 100.0), betas=(1.0, 10.0), n_iter=100),
-                             "ApproxAP (Qin et al. 2010), min-max features, α ∈ {10, 100} × β ∈ {1, 10}, T = 100"),
+                             "ApproxAP (Qin et al. 2010), min-max features, α ∈ {10, 100} × β ∈ {1, 10}, "
+                             "T = 100"),
     "approx-ndcg-t100": Config("approx-ndcg", dict(alphas=(10.0, 50.0, 100.0), betas=None, n_iter=100),
                                "ApproxNDCG (Qin et al. 2010), min-max features, α ∈ {10, 50, 100}, T = 100, "
                                "gains 2^label − 1"),

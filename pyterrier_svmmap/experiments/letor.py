@@ -1,42 +1,13 @@
-"""The LETOR 5-fold protocol: every learner of the package on ``Fold1..FoldK``, evaluated as LETOR 4.0 does.
+"""The LETOR 5-fold protocol (:func:`run_letor`, ``svmmap letor DIR``; docs/experiments.md): for each fold every
+learner (:data:`~pyterrier_svmmap.experiments.letor_learners.LEARNERS`) trains on ``train.txt``, chooses its
+hyper-parameters by validation MAP on ``vali.txt`` and scores ``test.txt``; the test measures are averaged over
+the folds.
 
-The protocol (the LETOR convention, as the MQ2008 README states it): for each fold, train on ``train.txt``,
-choose the learner's hyper-parameters by **validation MAP** on ``vali.txt``, score ``test.txt``, and
-average the test measures over the folds. :func:`run_letor` runs it for a list of learners (by name, see
-:data:`~pyterrier_svmmap.experiments.letor_learners.LEARNERS`) and returns per-fold and averaged results; ``svmmap letor DIR`` prints them, and
-``benchmarks/`` can call it too.
-
-**Evaluation** (:mod:`pyterrier_svmmap.measures`, the semantics of LETOR 4.0's Eval-Score-4.0.pl):
-
-* MAP and P@k: a document is relevant when ``label >= rel`` (default ``rel=1``: labels 1 and 2 of
-  LETOR's graded 0/1/2; ``rel=2`` makes only the 2s relevant) — ir_measures' ``AP(rel=...)``/``P(rel=...)``;
-* NDCG@k: gain 2^label − 1 (graded, independent of ``rel``), discount 1 at ranks 1–2 and 1/log2(rank)
-  beyond, and NDCG@k = 0 for a query with fewer than k documents, as the script reports it;
-* a query **without a relevant document counts in every mean with AP = NDCG = P@k = 0** (the mean is over
-  all queries of the test file; 220 of MQ2008's 784 queries have none). :class:`FoldResult` records how
-  many there were, so the number can be rescaled to the queries with a relevant document;
-* ties: learners with a ``ranking_scores`` method (the structural SVMs) are scored with the package's
-  tie policy (:mod:`pyterrier_svmmap.ties`: tie-break base function, then docid descending); the others'
-  raw scores are evaluated with ties in file order, as Eval-Score-4.0.pl does (its stable sort).
-
-**Training labels.** LETOR labels are graded. Learners whose objective is binary train on
-``label >= rel`` as 1, else 0: the structural SVMs (their AP/ROC/NDCG/accuracy losses take binary
-relevance), ApproxAP and AdaRank (its AP and binary-gain NDCG). Learners that use grades train on the
-labels as they are: LambdaMART (lambdarank's 2^label − 1 gains), McRank (a class per grade) and
-ApproxNDCG (gain 2^label − 1).
-
-**Model selection.** Each learner has a small documented grid (:data:`~pyterrier_svmmap.experiments.letor_learners.LEARNERS`); the setting with the
-highest validation MAP (``rel`` as above, all validation queries, first of equal maxima) is kept. The
-SVMs' grid is C ∈ {0.01, 0.1, 1, 10, 100, 1000}, trained as one warm-started path by
-:class:`~pyterrier_svmmap.svm.ranker.StructSVMRanker`, which selects C by the same validation MAP (with its tie
-policy). Learners that also stop early on the validation queries do so by their own measure within a
-setting (LambdaMART: LightGBM's MAP over the whole list; ApproxNDCG: NDCG; AdaRank: its measure; ApproxAP:
-MAP), and the grid is then decided by validation MAP.
-
-**Seconds** are training plus model selection (every setting and its validation scoring), per fold, as
-wall-clock time and as this process's CPU time (the number to compare on a shared machine; LightGBM runs on
-``threads`` threads, 1 by default, so its CPU time is its work too); reading the files is timed apart. Before timing, every learner is fitted once on a few validation queries
-(imports, numba compilation), so the first fold is not charged for them.
+Evaluation is Eval-Score-4.0.pl's (:mod:`pyterrier_svmmap.measures`): MAP and P@k with ``label >= rel``
+relevant, NDCG@k with gain 2^label − 1 and 0 for a query of fewer than k documents, a query without a relevant
+document counting 0 in every mean. The structural SVMs are scored with the package's tie policy, the others'
+ties kept in file order. Seconds are training and model selection per fold (wall clock and this process's CPU
+time), after one untimed fit of every learner on a few validation queries (imports, numba compilation).
 """
 from __future__ import annotations
 
@@ -52,9 +23,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
-from pyterrier_svmmap.experiments.letor_learners import LEARNERS, fit_learner, learner_names
+from pyterrier_svmmap.experiments.letor_learners import LEARNERS, Split, fit_learner, learner_names
 from pyterrier_svmmap.measures import letor_mean_average_precision, letor_ndcg_at, precision_at
-from pyterrier_svmmap.queries import Queries
 from pyterrier_svmmap.user_warnings import warn
 
 log = logging.getLogger(__name__)
@@ -63,33 +33,6 @@ log = logging.getLogger(__name__)
 PARTS = ("train", "vali", "test")
 #: the test measures reported, in the order of the JSON and the per-measure means
 MEASURES = ("MAP", "NDCG@1", "NDCG@3", "NDCG@5", "NDCG@10", "P@1", "P@3", "P@5", "P@10")
-
-
-# -------------------------------------------------------------------------------------------------
-# data
-# -------------------------------------------------------------------------------------------------
-@dataclass
-class Split(Queries):
-    """One LETOR file as :class:`~pyterrier_svmmap.queries.Queries` — ``raw`` (n, F), ``labels`` (n,) graded,
-    ``offsets`` (Q + 1,), the file's ``qids`` and its docids as ``docnos`` (n,), lines in file order within a
-    query — and the file it came from (``source``)."""
-    source: str = ""
-
-    def head(self, n_queries: int) -> "Split":
-        """The first ``n_queries`` queries (for the warm-up fits)."""
-        return self.subset(np.arange(self.n_queries) < n_queries)
-
-    def binary(self, rel: float) -> np.ndarray:
-        """Labels as 1.0 (``label >= rel``) or 0.0."""
-        return (self.labels >= rel).astype(float)
-
-    def queries_without_relevant(self, rel: float) -> int:
-        """How many queries have no document with ``label >= rel``."""
-        if self.n_queries == 0:
-            return 0
-        hits = np.add.reduceat((self.labels >= rel).astype(int), self.offsets[:-1]) if len(self.labels) else 0
-        hits = np.where(np.diff(self.offsets) > 0, hits, 0)
-        return int((hits == 0).sum())
 
 
 @dataclass
@@ -103,7 +46,7 @@ class Fold:
 
 def discover_folds(directory: Union[str, Path], folds: Optional[Sequence[int]] = None) -> Dict[int, Dict[str, Path]]:
     """``{K: {"train"|"vali"|"test": path}}`` of ``directory/FoldK`` for K = 1..max (or the ``folds`` asked
-    for); a ValueError naming what is missing otherwise: the directory, a ``FoldK`` in 1..max, a file."""
+    for); a ValueError naming what is missing otherwise."""
     root = Path(directory)
     if not root.exists():
         raise ValueError(f"{root}: no such directory")
@@ -153,12 +96,8 @@ def load_folds(paths: Dict[int, Dict[str, Path]]) -> Dict[int, Fold]:
     return {k: Fold(k, *(parts[part].widened(width) for part in PARTS)) for k, parts in splits.items()}
 
 
-# -------------------------------------------------------------------------------------------------
-# evaluation
-# -------------------------------------------------------------------------------------------------
 def evaluate(scores: np.ndarray, split: Split, rel: float = 1) -> Dict[str, float]:
-    """The :data:`MEASURES` of ``scores`` on ``split`` with Eval-Score-4.0.pl's semantics (module docstring):
-    means over all queries of the file, a query without a relevant document counting 0."""
+    """The :data:`MEASURES` of ``scores`` on ``split``, Eval-Score-4.0.pl's (module docstring)."""
     s, y, o = np.asarray(scores, dtype=float), split.labels, split.offsets
     out = {"MAP": letor_mean_average_precision(s, y, o, rel)}
     for k in (1, 3, 5, 10):
@@ -173,7 +112,7 @@ def check_rel(rel) -> float:
     try:
         value = float(rel)
     except (TypeError, ValueError):
-        raise ValueError(f"rel must be a positive number (labels >= rel are relevant), got {rel!r}") from None
+        value = math.nan
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"rel must be a positive number (labels >= rel are relevant), got {rel!r}")
     return value
@@ -187,15 +126,11 @@ def _lightgbm_available() -> bool:
     return True
 
 
-# -------------------------------------------------------------------------------------------------
-# the protocol
-# -------------------------------------------------------------------------------------------------
 @dataclass
 class FoldResult:
-    """One learner on one fold: the test ``measures`` (:data:`MEASURES`), training + selection ``seconds``
-    (wall clock) and ``cpu_seconds`` (this process's CPU time: the robust number on a shared machine), the
-    ``chosen`` setting and every setting's validation MAP (``selection``), the test queries and how
-    many of them have no relevant document (they count 0 in the means)."""
+    """One learner on one fold: the test ``measures``, the seconds of training and selection (wall clock and this
+    process's CPU), the ``chosen`` setting, every setting's validation MAP (``selection``), the test queries and
+    how many of them have no relevant document."""
     learner: str
     fold: int
     measures: Dict[str, float]
@@ -209,7 +144,7 @@ class FoldResult:
 
 @dataclass
 class LetorResults:
-    """What :func:`run_letor` measured: per learner the :class:`FoldResult` of every fold, learners skipped
+    """What :func:`run_letor` measured: per learner the :class:`FoldResult` of every fold, the learners skipped
     (name → reason), the relevance threshold, the folds and the parsing seconds."""
     directory: str
     rel: float
@@ -239,10 +174,10 @@ class LetorResults:
                           "2^label-1 (ranks 1-2 undiscounted, then 1/log2(rank)), NDCG@k = 0 for queries of fewer "
                           "than k documents, queries without a relevant document count 0 in every mean",
             "parse_seconds": self.parse_seconds, "skipped": self.skipped,
-            "learners": {name: {"description": LEARNERS[name].description if name in LEARNERS else "",
-                                "grid": [dict(g) for g in LEARNERS[name].grid] if name in LEARNERS else [],
-                                "labels": "graded" if name in LEARNERS and LEARNERS[name].graded else "label >= rel",
-                                "ties": LEARNERS[name].ties if name in LEARNERS else "",
+            "learners": {name: {"description": LEARNERS[name].description,
+                                "grid": [dict(g) for g in LEARNERS[name].grid],
+                                "labels": "graded" if LEARNERS[name].graded else "label >= rel",
+                                "ties": LEARNERS[name].ties,
                                 "mean": self.mean(name), "folds": [_jsonable(asdict(r)) for r in res]}
                          for name, res in self.results.items()},
         }
@@ -251,32 +186,28 @@ class LetorResults:
         """The paper-style table (learner × MAP, NDCG@10, P@10, seconds) and the per-fold MAP of every learner."""
         names = list(self.results)
         w = max([len("learner")] + [len(n) for n in names])
-        lines = [f"{'learner':<{w}}  {'MAP':>6}  {'NDCG@10':>7}  {'P@10':>6}  {'NDCG@5':>6}  {'P@5':>6}  {'train s':>8}  {'cpu s':>8}"]
+        lines = [f"{'learner':<{w}}  {'MAP':>6}  {'NDCG@10':>7}  {'P@10':>6}  {'NDCG@5':>6}  {'P@5':>6}  "
+                 f"{'train s':>8}  {'cpu s':>8}"]
         for n in names:
             m = self.mean(n)
             lines.append(f"{n:<{w}}  {m['MAP']:6.4f}  {m['NDCG@10']:7.4f}  {m['P@10']:6.4f}  {m['NDCG@5']:6.4f}  "
                          f"{m['P@5']:6.4f}  {m['seconds']:8.1f}  {m['cpu_seconds']:8.1f}")
-        lines.append("")
-        lines.append(f"{'MAP per fold':<{w}}  " + "  ".join(f"{'Fold' + str(k):>6}" for k in self.folds))
+        lines += ["", f"{'MAP per fold':<{w}}  " + "  ".join(f"{'Fold' + str(k):>6}" for k in self.folds)]
         for n in names:
-            by_fold = {r.fold: r for r in self.results[n]}
-            lines.append(f"{n:<{w}}  " + "  ".join(f"{by_fold[k].measures['MAP']:6.4f}" if k in by_fold else f"{'-':>6}"
+            by_fold = {r.fold: r.measures["MAP"] for r in self.results[n]}
+            lines.append(f"{n:<{w}}  " + "  ".join(f"{by_fold[k]:6.4f}" if k in by_fold else f"{'-':>6}"
                                                    for k in self.folds))
         first = next(iter(self.results.values()), None)
         if first:
             q = sum(r.n_test_queries for r in first)
             z = sum(r.n_test_queries_without_relevant for r in first)
-            lines.append("")
-            lines.append(f"Eval-Score-4.0.pl semantics: relevant = label >= {self.rel:g} (MAP, P@k); NDCG gain "
+            lines += ["", f"Eval-Score-4.0.pl semantics: relevant = label >= {self.rel:g} (MAP, P@k); NDCG gain "
                          f"2^label - 1, NDCG@k = 0 for queries of < k documents; {z} of {q} test queries have no "
-                         "relevant document and count 0. Seconds (wall clock; CPU of this process): training + model "
-                         "selection on vali, all folds.")
-        for n in names:
-            done = len(self.results[n])
-            if done < len(self.folds):
-                lines.append(f"{n}: {done} of {len(self.folds)} folds only (run interrupted): its means are over those")
-        for n, why in self.skipped.items():
-            lines.append(f"{n}: skipped ({why})")
+                      "relevant document and count 0. Seconds (wall clock; CPU of this process): training + model "
+                      "selection on vali, all folds."]
+        lines += [f"{n}: {len(res)} of {len(self.folds)} folds only (run interrupted): its means are over those"
+                  for n, res in self.results.items() if len(res) < len(self.folds)]
+        lines += [f"{n}: skipped ({why})" for n, why in self.skipped.items()]
         return "\n".join(lines)
 
 
@@ -308,11 +239,10 @@ def _warm_up(name: str, fold: Fold, rel: float, threads: int) -> None:
 def run_letor(directory: Union[str, Path], learners: Optional[Union[str, Sequence[str]]] = None, rel: float = 1,
               folds: Optional[Sequence[int]] = None, warm_up: bool = True, threads: int = 1,
               progress: Optional[Callable[[FoldResult, "LetorResults"], None]] = None) -> LetorResults:
-    """The LETOR protocol (module docstring) on ``directory/Fold1..FoldK`` for ``learners`` (names of
-    :data:`~pyterrier_svmmap.experiments.letor_learners.LEARNERS`, default all) with relevance threshold ``rel``; ``folds`` restricts the folds.
-    LightGBM learners are skipped, with one warning, when LightGBM is not installed. ``threads``: LightGBM's
-    threads. ``progress`` is called with every :class:`FoldResult` as it is measured and the results so far
-    (e.g. to save them: a long run interrupted keeps its finished folds)."""
+    """The LETOR protocol (module docstring) on ``directory/Fold1..FoldK`` (or ``folds``) for ``learners`` (names of
+    :data:`~pyterrier_svmmap.experiments.letor_learners.LEARNERS`, default all) with relevance threshold ``rel``;
+    the LightGBM learners are skipped with one warning without LightGBM (``threads``: its threads). ``progress``
+    is called with every :class:`FoldResult` and the results so far (e.g. to save them as they come)."""
     rel = check_rel(rel)
     names = learner_names(learners)
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
@@ -326,12 +256,10 @@ def run_letor(directory: Union[str, Path], learners: Optional[Union[str, Sequenc
              next(iter(data.values())).train.raw.shape[1], out.parse_seconds)
     if any(LEARNERS[n].lightgbm for n in names) and not _lightgbm_available():
         skipped = [n for n in names if LEARNERS[n].lightgbm]
-        warn(f"LightGBM is not installed: {', '.join(skipped)} skipped "
-             "(pip install pyterrier-svmmap[peers])")
-        for n in skipped:
-            out.skipped[n] = "LightGBM is not installed"
+        warn(f"LightGBM is not installed: {', '.join(skipped)} skipped (pip install pyterrier-svmmap[peers])")
+        out.skipped.update(dict.fromkeys(skipped, "LightGBM is not installed"))
         names = [n for n in names if n not in skipped]
-    for k, fold in data.items():
+    for fold in data.values():
         if not (fold.train.labels >= rel).any():
             raise ValueError(f"{fold.train.source}: no training document has label >= {rel:g}")
     for name in names:
@@ -346,9 +274,10 @@ def run_letor(directory: Union[str, Path], learners: Optional[Union[str, Sequenc
                              _jsonable(fitted.chosen), _jsonable(fitted.selection), fold.test.n_queries,
                              fold.test.queries_without_relevant(rel), cpu)
             out.results[name].append(res)
+            chosen = ", ".join(f"{a}={b:g}" if isinstance(b, float) else f"{a}={b}"
+                               for a, b in res.chosen.items() if a != "validation")
             log.info("%s Fold%d: test MAP %.4f NDCG@10 %.4f (%s; %.1fs)", name, k, res.measures["MAP"],
-                     res.measures["NDCG@10"], ", ".join(f"{a}={b:g}" if isinstance(b, float) else f"{a}={b}"
-                                                        for a, b in res.chosen.items() if a != "validation"), seconds)
+                     res.measures["NDCG@10"], chosen, seconds)
             if progress is not None:
                 progress(res, out)
     return out

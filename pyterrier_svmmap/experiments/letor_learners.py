@@ -1,23 +1,21 @@
-"""The learners of the LETOR protocol (``svmmap letor``, :mod:`pyterrier_svmmap.experiments.letor`): array-level
-fits on a fold's train / vali splits (``raw``, ``labels``, ``offsets``, ``docnos``, ``binary(rel)``), each with a
-small documented grid chosen by validation MAP (:data:`LEARNERS`). The structural SVMs and the Approx learners
-are built from the one table of configurations, :data:`pyterrier_svmmap.experiments.learner_configs.CONFIGS`,
-from which ``svmmap reproduce`` builds its estimators too: a name means one configuration in both commands. The
-boosted peers search a grid here (``lambdamart-grid``, ``mcrank-grid``), not the estimators' defaults that
-reproduce runs (``lambdamart``, ``mcrank``), hence their names; so does AdaRank (``adarank-grid``: AdaRank.MAP
-or AdaRank.NDCG@10 by validation MAP, where reproduce's ``adarank`` is AdaRank.MAP).
+"""The learners of the LETOR protocol (:mod:`pyterrier_svmmap.experiments.letor`, :data:`LEARNERS`): array-level
+fits on a fold's train and vali splits, each with a small grid chosen by validation MAP. The structural SVMs and
+the Approx learners are built from :data:`pyterrier_svmmap.experiments.learner_configs.CONFIGS`, as ``svmmap
+reproduce``'s estimators are; the boosted peers search a grid here (``lambdamart-grid``, ``mcrank-grid``,
+``adarank-grid``) where reproduce runs the estimators' defaults.
 """
 from __future__ import annotations
 
 import logging
 import warnings
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple, Union
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from pyterrier_svmmap.experiments.learner_configs import CONFIGS
 from pyterrier_svmmap.measures import letor_mean_average_precision
+from pyterrier_svmmap.queries import Queries
 from pyterrier_svmmap.selection import DEFAULT_C_GRID, select
 
 logger = logging.getLogger(__name__)
@@ -28,32 +26,42 @@ SVM_C_GRID = DEFAULT_C_GRID
 SVM_EPSILON = 1e-3
 
 
-class LetorSplit(Protocol):
-    """What the learners read of one LETOR file (:class:`pyterrier_svmmap.experiments.letor.Split`)."""
-    raw: np.ndarray
-    labels: np.ndarray
-    offsets: np.ndarray
-    docnos: np.ndarray
+@dataclass
+class Split(Queries):
+    """One LETOR file as :class:`~pyterrier_svmmap.queries.Queries` — ``raw`` (n, F), ``labels`` (n,) graded,
+    ``offsets`` (Q + 1,), the file's ``qids`` and its docids as ``docnos`` (n,), lines in file order within a
+    query — and the file it came from (``source``)."""
+    source: str = ""
+
+    def head(self, n_queries: int) -> "Split":
+        """The first ``n_queries`` queries."""
+        return self.subset(np.arange(self.n_queries) < n_queries)
 
     def binary(self, rel: float) -> np.ndarray:
-        ...
+        """Labels as 1.0 (``label >= rel``) or 0.0."""
+        return (self.labels >= rel).astype(float)
+
+    def queries_without_relevant(self, rel: float) -> int:
+        """How many queries have no document with ``label >= rel``."""
+        ids = np.repeat(np.arange(self.n_queries), np.diff(self.offsets))
+        return int((np.bincount(ids, weights=self.labels >= rel, minlength=self.n_queries) == 0).sum())
 
 
-# -------------------------------------------------------------------------------------------------
 @dataclass
 class Fitted:
     """A learner trained with model selection: ``scores(split)`` (test scores as evaluated), the ``chosen``
     setting, and every setting tried with its validation MAP (``selection``)."""
-    scores: Callable[[LetorSplit], np.ndarray]
+    scores: Callable[[Split], np.ndarray]
     chosen: dict
     selection: List[dict]
 
 
 @dataclass(frozen=True)
 class Learner:
-    """A learner of the protocol: ``fit(train, vali, rel, grid)`` → :class:`Fitted` with ``grid`` (the
-    settings searched, :attr:`grid` by default). ``graded``: trains on the graded labels (else on
-    ``label >= rel``); ``ties``: ``"package"`` (``ranking_scores``) or ``"file order"``."""
+    """A learner of the protocol: ``fit(train, vali, rel, grid)`` → :class:`Fitted`. ``graded``: trains on the
+    grades (else on ``label >= rel``); ``ties``: ``"package"`` (``ranking_scores``) or ``"file order"``;
+    ``make(grid)``: the unfitted model(s) ``fit`` trains, for the learners of CONFIGS (a ``StructSVMRanker``;
+    for the Approx learners the feature layout and one ``ApproxRanker`` per grid point)."""
     name: str
     description: str
     grid: Tuple[dict, ...]
@@ -61,14 +69,11 @@ class Learner:
     graded: bool = False
     ties: str = "file order"
     lightgbm: bool = False
-    #: ``make(grid)``: the unfitted model(s) ``fit`` trains (a ``StructSVMRanker``; for the Approx learners the
-    #: feature layout and one ``ApproxRanker`` per grid point), for the learners of
-    #: :data:`~pyterrier_svmmap.experiments.learner_configs.CONFIGS`
     make: Optional[Callable[[Sequence[dict]], object]] = None
 
 
 def grid_search(settings: Sequence[dict], fit_one: Callable[[dict], object],
-                score: Callable[[object, LetorSplit], np.ndarray], vali: LetorSplit, rel: float,
+                score: Callable[[object, Split], np.ndarray], vali: Split, rel: float,
                 notes: Optional[Callable[[object], dict]] = None) -> Fitted:
     """Fit every setting, keep the first with the highest validation MAP (``label >= rel``, all queries)."""
     models, selection = [], []
@@ -91,18 +96,22 @@ def _svm_ranker(params: dict) -> Callable[[Sequence[dict]], object]:
     return make
 
 
+def _fit_ranker(r, train: Split, vali: Split, rel: float):
+    """``r`` (a StructSVMRanker) fitted on ``label >= rel`` of ``train``, with ``vali`` as its validation data."""
+    from pyterrier_svmmap.features.layout import default_base_names
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="skipping .* training queries")   # LETOR: many such queries
+        r.fit(train.raw, train.binary(rel), train.offsets,
+              valid=(vali.raw, vali.binary(rel), vali.offsets, None, vali.docnos),
+              base_names=default_base_names(train.raw.shape[1], start=1))
+    return r
+
+
 def _letor_svm(make: Callable[[Sequence[dict]], object], features: str) -> Callable[..., Fitted]:
-    """The StructSVMRanker of ``make(grid)`` over a C grid (one warm-started path), C (and for ``auto`` the
-    features) chosen by validation MAP inside the ranker, test scores by ``ranking_scores`` (the package's tie
-    policy)."""
-    def fit(train: LetorSplit, vali: LetorSplit, rel: float, grid: Sequence[dict]) -> Fitted:
-        from pyterrier_svmmap.features.layout import default_base_names
-        r = make(grid)
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="skipping .* training queries")   # LETOR: many such queries
-            r.fit(train.raw, train.binary(rel), train.offsets,
-                  valid=(vali.raw, vali.binary(rel), vali.offsets, None, vali.docnos),
-                  base_names=default_base_names(train.raw.shape[1], start=1))
+    """The StructSVMRanker of ``make(grid)``, C (and for ``auto`` the features) chosen by validation MAP inside
+    the ranker, test scores by ``ranking_scores`` (the package's tie policy)."""
+    def fit(train: Split, vali: Split, rel: float, grid: Sequence[dict]) -> Fitted:
+        r = _fit_ranker(make(grid), train, vali, rel)
         selection = [dict(C=p["C"], validation=p["validation"], n_iter=p["n_iter"], converged=p["converged"],
                           **({"features": p["features"]} if features == "auto" else {})) for p in r.path_]
         chosen = dict(C=r.C_, **({"features": r.features_} if features == "auto" else {}))
@@ -119,19 +128,10 @@ def _default_ranker(grid: Sequence[dict] = ()):
     return StructSVMRanker(**dict(params, rel=1.0))
 
 
-def _letor_svm_default(train: LetorSplit, vali: LetorSplit, rel: float, grid: Sequence[dict]) -> Fitted:
-    """The package's default ``SVMMap()`` (:func:`pyterrier_svmmap.selection.select_auto`): features free of
-    their units, the raw block, the bins and both, each with its C grid relative to φ's spread, prior="best",
-    chosen (or the best single feature kept) by 5-fold CV over train ∪ vali, the fold models and the refit
-    averaged. ``vali`` is evidence like the training queries, not a held-out choice; ``grid`` is not used
-    (the default searches its own)."""
-    from pyterrier_svmmap.features.layout import default_base_names
-    r = _default_ranker(grid)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="skipping .* training queries")
-        r.fit(train.raw, train.binary(rel), train.offsets,
-              valid=(vali.raw, vali.binary(rel), vali.offsets, None, vali.docnos),
-              base_names=default_base_names(train.raw.shape[1], start=1))
+def _letor_svm_default(train: Split, vali: Split, rel: float, grid: Sequence[dict]) -> Fitted:
+    """The package's default ``SVMMap()``, which searches its own settings (``grid`` is not used), ``vali``
+    evidence like the training queries (:mod:`pyterrier_svmmap.selection`)."""
+    r = _fit_ranker(_default_ranker(grid), train, vali, rel)
     selection = [dict(C=p["C"], validation=p["validation"], features=p["features"],
                       **({"fallback": True} if p.get("fallback") else {})) for p in r.path_]
     choice = getattr(r, "choice_", None)             # None: a single C, trained as given
@@ -142,8 +142,7 @@ def _letor_svm_default(train: LetorSplit, vali: LetorSplit, rel: float, grid: Se
 
 
 def _approx_models(measure: str, n_iter: int) -> Callable[[Sequence[dict]], object]:
-    """``make(grid)``: the feature layout (``"minmax"``, the estimators' default) and one ApproxRanker per grid
-    point (α, and β for ``"ap"``), each with ``n_iter`` passes."""
+    """``make(grid)``: the feature layout (``"minmax"``) and one ApproxRanker per grid point (α, β for "ap")."""
     def make(grid: Sequence[dict]):
         from pyterrier_svmmap.approx.ranker import ApproxRanker
         return "minmax", [ApproxRanker(measure=measure, alphas=[g["alpha"]],
@@ -153,10 +152,9 @@ def _approx_models(measure: str, n_iter: int) -> Callable[[Sequence[dict]], obje
 
 
 def _letor_approx(make: Callable[[Sequence[dict]], object], measure: str) -> Callable[..., Fitted]:
-    """ApproxRanker (``measure`` "ap" or "ndcg") on per-query min–max features (the estimators' default
-    layout), one fit per (α, β) of the grid (``make(grid)``): the iteration chosen by the learner's validation
-    measure, the grid point by validation MAP. ApproxAP trains on ``label >= rel``, ApproxNDCG on the grades."""
-    def fit(train: LetorSplit, vali: LetorSplit, rel: float, grid: Sequence[dict]) -> Fitted:
+    """ApproxRanker (``measure`` "ap" on ``label >= rel`` or "ndcg" on the grades), one fit per grid point of
+    ``make(grid)``: the iteration chosen by its own validation measure, the grid point by validation MAP."""
+    def fit(train: Split, vali: Split, rel: float, grid: Sequence[dict]) -> Fitted:
         from pyterrier_svmmap.features.layout import FeatureLayout
         kind, _ = make(())
         layout = FeatureLayout.fit(train.raw, train.offsets, kind)
@@ -171,9 +169,8 @@ def _letor_approx(make: Callable[[Sequence[dict]], object], measure: str) -> Cal
     return fit
 
 
-def _letor_adarank(train: LetorSplit, vali: LetorSplit, rel: float, grid: Sequence[dict]) -> Fitted:
-    """AdaRank (AdaRank.MAP / AdaRank.NDCG@10) on ``label >= rel``; its round chosen by its own validation
-    measure, the variant by validation MAP."""
+def _letor_adarank(train: Split, vali: Split, rel: float, grid: Sequence[dict]) -> Fitted:
+    """AdaRank on ``label >= rel``, its round chosen by its own validation measure, the variant by validation MAP."""
     from pyterrier_svmmap.boosting.adarank import AdaRankRanker
 
     def fit_one(g):
@@ -187,9 +184,10 @@ def _lightgbm_params(threads: int) -> dict:
     return dict(n_jobs=threads, deterministic=True, force_row_wise=True)
 
 
-def _letor_lambdamart(train: LetorSplit, vali: LetorSplit, rel: float, grid: Sequence[dict], threads: int = 1) -> Fitted:
-    """LambdaMART (LightGBM lambdarank) on the grades, up to 1000 trees with early stopping (50 rounds) on
-    LightGBM's validation MAP over the whole list; the grid point by validation MAP (``rel``)."""
+def _letor_lambdamart(train: Split, vali: Split, rel: float, grid: Sequence[dict],
+                      threads: int = 1) -> Fitted:
+    """LambdaMART on the grades, ≤ 1000 trees stopped early (50 rounds) on LightGBM's validation MAP; the grid
+    point by validation MAP."""
     from pyterrier_svmmap.boosting.lambdamart import LambdaMARTRanker
 
     def fit_one(g):
@@ -200,8 +198,9 @@ def _letor_lambdamart(train: LetorSplit, vali: LetorSplit, rel: float, grid: Seq
                        notes=lambda m: dict(trees=int(m.best_iteration_)))
 
 
-def _letor_mcrank(train: LetorSplit, vali: LetorSplit, rel: float, grid: Sequence[dict], threads: int = 1) -> Fitted:
-    """McRank (a boosted multiclass model over the grades, score = expected grade); grid by validation MAP."""
+def _letor_mcrank(train: Split, vali: Split, rel: float, grid: Sequence[dict],
+                  threads: int = 1) -> Fitted:
+    """McRank (multiclass over the grades, score = expected grade); the grid point by validation MAP."""
     from pyterrier_svmmap.boosting.mcrank import McRankRanker
 
     def fit_one(g):
@@ -209,46 +208,35 @@ def _letor_mcrank(train: LetorSplit, vali: LetorSplit, rel: float, grid: Sequenc
     return grid_search(grid, fit_one, lambda m, s: m.predict(s.raw, s.offsets), vali, rel)
 
 
-def _struct_learner(name: str) -> Learner:
+def from_config(name: str) -> Learner:
+    """The learner of configuration ``name`` of :data:`~pyterrier_svmmap.experiments.learner_configs.CONFIGS`."""
     cfg = CONFIGS[name]
-    params = dict(cfg.params)
-    make = _svm_ranker(params)
-    return Learner(name, cfg.description, tuple({"C": c} for c in cfg.c_grid()), _letor_svm(make, params["features"]),
-                   ties="package", make=make)
-
-
-def _approx_learner(name: str) -> Learner:
-    cfg = CONFIGS[name]
-    measure = {"approx-ap": "ap", "approx-ndcg": "ndcg"}[cfg.learner]
     p = cfg.params
+    if cfg.learner == "svm-map-default":
+        return Learner(name, cfg.description, ({"C": "auto", "features": "auto"},), _letor_svm_default,
+                       ties="package", make=_default_ranker)
+    if cfg.learner == "struct":
+        make = _svm_ranker(dict(p))
+        return Learner(name, cfg.description, tuple({"C": c} for c in cfg.c_grid()),
+                       _letor_svm(make, p["features"]), ties="package", make=make)
+    measure = {"approx-ap": "ap", "approx-ndcg": "ndcg"}[cfg.learner]
     grid = tuple({"alpha": a, "beta": b} for a in p["alphas"] for b in p["betas"]) if measure == "ap" else tuple(
         {"alpha": a} for a in p["alphas"])
     make = _approx_models(measure, p["n_iter"])
     return Learner(name, cfg.description, grid, _letor_approx(make, measure), graded=measure == "ndcg", make=make)
 
 
-def from_config(name: str) -> Learner:
-    """The learner of configuration ``name`` of :data:`~pyterrier_svmmap.experiments.learner_configs.CONFIGS`."""
-    cfg = CONFIGS[name]
-    if cfg.learner == "svm-map-default":
-        return Learner(name, cfg.description, ({"C": "auto", "features": "auto"},), _letor_svm_default,
-                       ties="package", make=_default_ranker)
-    if cfg.learner == "struct":
-        return _struct_learner(name)
-    return _approx_learner(name)
-
-
-#: every learner of the protocol by name, with its grid (the settings compared by validation MAP); the names of
-#: :data:`~pyterrier_svmmap.experiments.learner_configs.CONFIGS` mean that configuration
+#: every learner of the protocol by name, with its grid (the settings compared by validation MAP)
 LEARNERS: Dict[str, Learner] = {
     **{n: from_config(n) for n in ("svm-map", "svm-map-raw", "svm-map-paper", "svm-map-auto", "svm-roc-std",
                                    "svm-ndcg@10-std", "svm-acc2-std", "approx-ap-t100", "approx-ndcg-t100")},
     "adarank-grid": Learner("adarank-grid", "AdaRank (Xu & Li 2007), weak rankers = features, ≤ 100 rounds, "
-                       "AdaRank.MAP or AdaRank.NDCG@10 by vali MAP",
-                       ({"measure": "ap"}, {"measure": "ndcg", "k": 10}), _letor_adarank),
+                            "AdaRank.MAP or AdaRank.NDCG@10 by vali MAP",
+                            ({"measure": "ap"}, {"measure": "ndcg", "k": 10}), _letor_adarank),
     "lambdamart-grid": Learner("lambdamart-grid", "LambdaMART (LightGBM lambdarank), ≤ 1000 trees, early stopping "
                                "on vali MAP, leaves × learning rate by vali MAP",
-                               tuple({"num_leaves": nl, "learning_rate": lr} for nl in (7, 31) for lr in (0.05, 0.1)),
+                               tuple({"num_leaves": nl, "learning_rate": lr}
+                                     for nl in (7, 31) for lr in (0.05, 0.1)),
                                _letor_lambdamart, graded=True, lightgbm=True),
     "mcrank-grid": Learner("mcrank-grid", "McRank (LightGBM multiclass over the grades, expected grade), leaves × "
                            "trees by vali MAP",
@@ -273,7 +261,7 @@ def learner_names(spec: Optional[Union[str, Sequence[str]]]) -> List[str]:
     return names
 
 
-def fit_learner(name: str, train: LetorSplit, vali: LetorSplit, rel: float = 1, grid: Optional[Sequence[dict]] = None,
+def fit_learner(name: str, train: Split, vali: Split, rel: float = 1, grid: Optional[Sequence[dict]] = None,
                 threads: int = 1) -> Fitted:
     """Train learner ``name`` on ``train`` with model selection on ``vali`` (its grid, or ``grid``)."""
     learner = LEARNERS[name]

@@ -24,18 +24,14 @@ def is_dask_client(obj: Any) -> bool:
 
 
 def dask_client(executor: Any = "local", workers: Optional[int] = None) -> Tuple[Any, bool]:
-    """(client, owned): a ``dask.distributed.Client`` for ``executor``, and whether it was made here (then the
-    caller closes it with :func:`close_client`).
+    """(client, owned): a ``dask.distributed.Client`` for ``executor``, and whether it was made here (then
+    :func:`close_client` closes it).
 
-    ``executor`` is a Client (returned as it is), a scheduler address (connected with a 20 s timeout), or
-    ``"local"``: a new LocalCluster of ``workers`` single-threaded worker processes (default: one per core),
-    without a dashboard, with :data:`WORKER_ENVIRON` in the workers' environment, started with SIGINT ignored
-    (the workers inherit it, so that Ctrl-C reaches this process only). Dask's nannies write their workers'
-    settings (``OMP_NUM_THREADS=1``, ``OPENBLAS_NUM_THREADS=1``, ...) into this process's ``os.environ``
-    before they spawn; they are taken out again, so that the caller's later subprocesses keep the caller's
-    settings. A cluster given as a client or an address is used as it is: nothing is registered on it and
-    its workers' settings are left alone. ValueError, in one line, without dask.distributed
-    (:data:`DASK_HINT`), for an unreachable scheduler or for any other ``executor``.
+    ``executor`` is a Client (used as it is), a scheduler address (20 s timeout), or ``"local"``: a new
+    LocalCluster of ``workers`` single-threaded processes (default one per core), without a dashboard, with
+    :data:`WORKER_ENVIRON`, started with SIGINT ignored so that Ctrl-C reaches this process only; what Dask's
+    nannies write into ``os.environ`` is taken out again. ValueError without dask.distributed
+    (:data:`DASK_HINT`), for an unreachable scheduler or any other ``executor``.
     """
     if is_dask_client(executor):
         return executor, False
@@ -64,8 +60,7 @@ def dask_client(executor: Any = "local", workers: Optional[int] = None) -> Tuple
 
 
 def close_client(client) -> None:
-    """Close ``client`` and, if it started one, its LocalCluster (a nanny that restarted a lost worker wrote
-    its settings into ``os.environ`` again: taken out as in :func:`dask_client`)."""
+    """Close ``client`` and its LocalCluster if it has one, ``os.environ`` kept as it was."""
     cluster = getattr(client, "cluster", None)
     with environ_kept():
         client.close()
@@ -75,13 +70,8 @@ def close_client(client) -> None:
 
 @contextlib.contextmanager
 def local_worker_environ() -> Iterator[None]:
-    """Workers of a LocalCluster started inside the block get :data:`WORKER_ENVIRON`; this process's
-    ``os.environ`` and Dask's configuration are as they were after the block.
-
-    The nannies read ``distributed.nanny.pre-spawn-environ``, but a variable already in ``os.environ`` wins
-    over it, and an earlier LocalCluster of this process left Dask's own ``MALLOC_TRIM_THRESHOLD_`` there: so
-    the values are set in both for the block (:func:`environ_kept` restores ``os.environ``).
-    """
+    """Workers of a LocalCluster started inside the block get :data:`WORKER_ENVIRON`: set in Dask's
+    ``pre-spawn-environ`` and in ``os.environ`` (which wins over it), both as they were after the block."""
     import dask
     environ = {**dask.config.get("distributed.nanny.pre-spawn-environ", {}), **WORKER_ENVIRON}
     with environ_kept(), dask.config.set({"distributed.nanny.pre-spawn-environ": environ}):
@@ -91,13 +81,10 @@ def local_worker_environ() -> Iterator[None]:
 
 @contextlib.contextmanager
 def environ_kept() -> Iterator[None]:
-    """``os.environ`` as it was on entry, restored on exit (what was added removed, what was changed reset)."""
+    """``os.environ`` restored on exit to what it was on entry."""
     before = dict(os.environ)
     try:
         yield
     finally:
-        for key in set(os.environ) - set(before):
-            del os.environ[key]
-        for key, value in before.items():
-            if os.environ.get(key) != value:
-                os.environ[key] = value
+        os.environ.clear()
+        os.environ.update(before)

@@ -1,6 +1,5 @@
-"""The shard executor of one process: the shards read (svmlight files) or taken as they are (arrays),
-concatenated in order, and trained by :meth:`~pyterrier_svmmap.svm.ranker.StructSVMRanker.fit` with its sums
-taken shard by shard, as a cluster takes them."""
+"""The shard executor of one process: the shards (svmlight files or arrays) concatenated in order and trained by
+:meth:`~pyterrier_svmmap.svm.ranker.StructSVMRanker.fit` with its sums taken shard by shard, as a cluster's."""
 from __future__ import annotations
 
 import contextlib
@@ -18,8 +17,8 @@ def is_path(source) -> bool:
 
 
 def read_valid(valid, n_functions: int):
-    """``valid`` as the ranker takes it: an svmlight file path is read as
-    :class:`~pyterrier_svmmap.queries.Queries`, ``n_functions`` wide; anything else is returned as it is."""
+    """``valid`` as the ranker takes it: a path read as :class:`~pyterrier_svmmap.queries.Queries`,
+    ``n_functions`` wide; anything else as it is."""
     return read_svmlight(valid, n_features=n_functions).queries() if is_path(valid) else valid
 
 

@@ -1,11 +1,7 @@
-"""Shards of training queries and what a worker computes on them: plain functions of module level, so that
-Dask ships them by reference (:mod:`~pyterrier_svmmap.scale.dask`), and the exact order statistics over all
-shards that the quantile thresholds need.
-
-A shard is a :class:`~pyterrier_svmmap.queries.Queries`: the candidates of some whole queries. Functions named
-``worker_*`` take the shards one worker holds and answer for each of them separately, in the order given, so
-that a Dask cluster asks each worker once (through its :class:`ShardHolder` actor) and the driver still
-combines the answers in shard order.
+"""What a Dask worker computes on its shards (:class:`~pyterrier_svmmap.queries.Queries` of whole queries):
+functions of module level, so that Dask ships them by reference (:mod:`~pyterrier_svmmap.scale.dask`), and the
+exact order statistics over all shards that the quantile thresholds need. The ``worker_*`` functions answer
+for each shard a worker holds, in the order given, so that the driver combines the answers in shard order.
 """
 from __future__ import annotations
 
@@ -26,12 +22,10 @@ from pyterrier_svmmap.ties import float_to_ordered, ordered_to_float
 
 
 def shard_from_arrays(raw, labels, offsets, query_ids=None) -> Queries:
-    """A shard from arrays (query ids 0 … Q − 1 when not given)."""
     return Queries.from_arrays(raw, labels, offsets, query_ids)
 
 
 def shard_from_svmlight(path: str) -> Queries:
-    """A shard read from one svmlight/LETOR file on the worker (the driver never reads it)."""
     return dataclasses.replace(read_svmlight(path).queries(), docnos=None)
 
 
@@ -50,8 +44,8 @@ def usable_shard(shard: Queries, n_functions: int, rel: float = 1.0) -> Queries:
 
 
 def shard_sample(shard: Queries, depth: Optional[int]) -> List[np.ndarray]:
-    """Per base function, the sorted retrieved scores that quantile thresholds are taken over (each query's
-    top ``depth``, or all)."""
+    """Per base function, the sorted retrieved scores the thresholds are quantiles of (each query's top
+    ``depth``, or all)."""
     sample = shard.raw if depth is None else top_of_queries(shard.raw, shard.offsets, depth)
     return [np.sort(col[~np.isnan(col)]) for col in sample.T]
 
@@ -70,42 +64,32 @@ def sample_counts(sample: List[np.ndarray], pivots: np.ndarray) -> np.ndarray:
 
 
 def shard_column_top(shard: Queries) -> np.ndarray:
-    """Per base function, the shard's largest |retrieved score| (:func:`~pyterrier_svmmap.features.scales.column_top`)."""
     return column_top(shard.raw)
 
 
 def shard_spread_sums(shard: Queries, prescale: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The shard's per-query spread sums (:func:`~pyterrier_svmmap.features.scales.query_spread_sums`) and its
-    queries' candidate counts: the driver stacks them in shard order into the statistics of one process."""
+    """The per-query sums of :func:`~pyterrier_svmmap.features.scales.query_spread_sums` and the candidate
+    counts, which the driver stacks in shard order."""
     return (*query_spread_sums(shard.raw, shard.offsets, prescale), np.diff(shard.offsets))
 
 
 def shard_score_extent(shard: Queries, layout, function: int) -> Tuple[float, float]:
-    """The (min, max) of base function ``function``'s score column of ``layout``'s first block on the shard
-    (:meth:`~pyterrier_svmmap.features.layout.FeatureLayout.score_extent`)."""
     return layout.score_extent(shard.raw, shard.offsets, function)
 
 
-def shard_features(shard: Queries, layout):
-    """φ of the shard (held on the worker for the whole fit)."""
-    return layout.transform(shard.raw, shard.offsets)
-
-
 class ShardProblem(NamedTuple):
-    """What a cutting-plane iteration needs of one shard: φ, the binary labels and the query offsets."""
+    """What a cutting-plane iteration needs of one shard, held on its worker for the whole fit."""
     X: object
     labels: np.ndarray
     offsets: np.ndarray
 
 
 def shard_problem(shard: Queries, layout) -> ShardProblem:
-    """φ of the shard with its labels and offsets (held on the worker for the whole fit)."""
-    return ShardProblem(shard_features(shard, layout), shard.labels, shard.offsets)
+    return ShardProblem(layout.transform(shard.raw, shard.offsets), shard.labels, shard.offsets)
 
 
 def shard_function_aps(shard: Queries) -> np.ndarray:
-    """Every base function's AP on every query of the shard, (F, Q) (:func:`~pyterrier_svmmap.selection.function_aps`:
-    the tie-break function and ``prior="best"``)."""
+    """Every base function's AP on every query of the shard, (F, Q)."""
     return function_aps(shard.raw, shard.labels, shard.offsets)
 
 
@@ -128,24 +112,17 @@ def worker_threads() -> int:
 
 
 class ShardHolder:
-    """A Dask actor that holds the shards (or samples) one worker answers for.
+    """A Dask actor holding the worker's own copies of the shards (or samples) it answers for, called directly by
+    the driver without the scheduler (:class:`~.dask.Placement`)."""
 
-    Each oracle call is one direct call of :meth:`run` on every holder: the driver talks to the worker
-    without the scheduler, which on a 2-worker LocalCluster takes 1.7 ms for both calls against 4.6 ms for
-    one task's round trip through the scheduler. The holder keeps references to the worker's own copies of
-    the shards (Dask resolves the futures given to the constructor), so nothing is copied.
-    """
-
-    #: calls of :meth:`run` so far (a class attribute too: Dask's actor proxy reads only what the class declares)
-    calls = 0
+    calls = 0          # calls of run() (a class attribute too: Dask's actor proxy reads only what the class declares)
 
     def __init__(self, *shards):
         self.shards = shards
         self.calls = 0
 
     def run(self, func, args: tuple):
-        """``(func(*args, *shards), seconds it took)`` on this worker (``func`` is one of the ``worker_*``
-        functions); the seconds let the driver tell the work from the overhead of a call."""
+        """``(func(*args, *shards), seconds it took)``: the seconds tell the work from a call's overhead."""
         self.calls += 1
         t = time.perf_counter()
         answer = func(*args, *self.shards)
@@ -154,49 +131,26 @@ class ShardHolder:
 
 def worker_violation(w: np.ndarray, losses, *problems: ShardProblem
                      ) -> Tuple[Optional[str], List[List[Tuple[np.ndarray, float]]]]:
-    """The argmax of each of a worker's shards at w: the one call per worker and oracle call.
-
-    The shards' kernels use the worker's threads; their results do not depend on the thread count
-    (:mod:`~pyterrier_svmmap.threads`).
-
-    Parameters
-    ----------
-    w : numpy.ndarray
-        The weights, of φ's dimension.
-    losses : list
-        One structural loss per slack group.
-    *problems : ShardProblem
-        The shards this worker holds (:func:`shard_problem`), in increasing shard order.
-
-    Returns
-    -------
-    address : str or None
-        The worker the call ran on, so that the driver sees where its shards are.
-    parts : list
-        Per shard, in the order given, :func:`~pyterrier_svmmap.svm.cutting_plane.shard_sums`: per slack
-        group (Σ_q Ψ coefficients as a vector, Σ_q Δ). Not summed: the driver sums all shards in shard order.
-    """
+    """The worker's address and, per shard it holds, the argmax's sums at w (per slack group, Σ_q Ψ and Σ_q Δ,
+    :func:`~pyterrier_svmmap.svm.cutting_plane.many_shard_sums`), on the worker's threads; the driver sums
+    the shards in shard order."""
     with threads.using(worker_threads()):
         parts = many_shard_sums([(p.X, p.labels, p.offsets) for p in problems], w, losses)
     return worker_address(), parts
 
 
 def worker_query_sumsq(*problems: ShardProblem) -> Tuple[Optional[str], List[np.ndarray]]:
-    """Per shard of a worker, in the order given, every query's Σ_d ‖φ(d) − φ̄_q‖²
-    (:meth:`~pyterrier_svmmap.features.matrices.FeatureMatrix.query_sumsq`: φ's spread, for ``C="auto"``)."""
+    """The worker's address and, per shard, every query's Σ_d ‖φ(d) − φ̄_q‖² (φ's spread, ``C="auto"``)."""
     with threads.using(worker_threads()):
         parts = [p.X.query_sumsq(p.offsets) for p in problems]
     return worker_address(), parts
 
 
 def worker_counts(pivots: np.ndarray, *samples: List[np.ndarray]) -> Tuple[Optional[str], List[np.ndarray]]:
-    """:func:`sample_counts` of each of a worker's samples, in the order given, and the worker's address."""
+    """The worker's address and :func:`sample_counts` of each of its samples."""
     return worker_address(), [sample_counts(s, pivots) for s in samples]
 
 
-# ---------------------------------------------------------------------------------------------
-# exact order statistics over all shards
-# ---------------------------------------------------------------------------------------------
 #: pivots per target and round of :func:`select_order_statistics` (each round narrows the search 31-fold)
 SEARCH_PIVOTS = 31
 

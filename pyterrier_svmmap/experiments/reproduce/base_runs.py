@@ -1,27 +1,17 @@
-"""The 16 base retrieval functions: PISA indices × stopwords × weighting models, cached under OUT.
+"""The 16 base retrieval functions, ``<function>.<stemmer>.<stopwords>`` (e.g. ``bm25.porter2.terrier``): PISA's
+bm25 (k1=0.9, b=0.4), qld (μ=1000), dph and pl2 (c=1) over an index without stemming or with porter2, with no
+stopwords or Terrier's removed from the queries, each its top 1000 per query.
 
-A base function is named ``<function>.<stemmer>.<stopwords>``, e.g. ``bm25.porter2.terrier``:
-``function`` ∈ bm25 (k1=0.9, b=0.4), qld (Dirichlet μ=1000), dph, pl2 (c=1) — PISA's defaults —,
-``stemmer`` ∈ none, porter2 (one index each, ``OUT/indices/<stemmer>``), ``stopwords`` ∈ none,
-terrier (applied to the queries at retrieval time). Each returns its top 1000 per query.
-
-Indices and runs are cached under OUT and keyed on content, never on paths:
-
-* ``OUT/indices/<stemmer>`` holds ``svmmap-key.txt``, the key of what it was built from — the
-  collection's documents (size + SHA-256 of ``docs.trec``, see ``collection.file_digest``), the
-  stemmer, PISA's index encoding and the pyterrier-pisa version; an index without it, or with
-  another key, is rebuilt. An index is built in a temporary folder and renamed into place when done,
-  so an interrupted build leaves no half index behind.
-* ``OUT/runs/<name>.pkl`` holds ``{"key": ..., "run": frame}``; the key adds to the index's key the
-  topics (SHA-256 of qid and query of every topic run), the weighting model and its parameters, the
-  stopword list and the depth. A run is reused only when its key matches. Runs are written
-  atomically (temporary file + ``os.replace``); a run that retrieved nothing is an error and never
-  cached; an unreadable file (e.g. a truncated write) is reported and recomputed.
+Indices (``OUT/indices/<stemmer>``) and runs (``OUT/runs/<name>.pkl``) are cached under OUT, keyed on what they
+are made of (documents, stemmer, PISA's encoding and version; topics, model, parameters, stopwords, depth), never
+on paths; they are built or written under a temporary name and renamed when complete, and an unreadable or
+foreign cache file is recomputed.
 """
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -61,10 +51,8 @@ def _require_pisa():
 
 @contextlib.contextmanager
 def redirect_native_output(log_file: Optional[Path]):
-    """Send what native code writes on fds 1 and 2 (PISA's progress bars) to ``log_file``.
-
-    pyterrier-pisa 0.4.9 offers no way to quieten PISA; with ``log_file=None`` nothing is redirected.
-    """
+    """Send what native code writes on fds 1 and 2 (PISA's progress bars) to ``log_file`` (None: nothing is
+    redirected): pyterrier-pisa 0.4.9 offers no way to quieten PISA."""
     if log_file is None:
         yield
         return
@@ -85,17 +73,13 @@ def redirect_native_output(log_file: Optional[Path]):
                 os.close(fd)
 
 
-# ------------------------------------------------------------------------------------------------
-# cache primitives (also used by evaluate.TrialStore)
-# ------------------------------------------------------------------------------------------------
 def digest(*parts: Any) -> str:
     """SHA-256 of ``parts`` written as JSON (non-JSON values by ``str``): a cache key."""
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` (its folder created when missing) whole or not at all:
-    :func:`~pyterrier_svmmap.io.atomic.write_atomic`."""
+    """Write ``data`` to ``path`` (its folder created when missing) whole or not at all."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, data)
@@ -107,10 +91,9 @@ class FolderInUse(ValueError):
 
 @contextlib.contextmanager
 def folder_lock(folder: Path):
-    """Hold ``folder/.lock`` exclusively while the block runs, so that two ``svmmap reproduce`` never write into
-    one folder at once (two PISA index builds into one directory crash natively). A second run exits at
-    once with :class:`FolderInUse` naming the holder's pid. The lock is the operating system's (``flock``):
-    it goes with the process, so a run that crashes or is killed leaves no stale lock."""
+    """Hold ``folder/.lock`` (``flock``, released with the process) while the block runs, so that two ``svmmap
+    reproduce`` never write into one folder at once (two PISA index builds into one folder crash natively): a
+    second run stops at once with :class:`FolderInUse` naming the holder's pid."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / ".lock"
     with open(path, "a+") as handle:
@@ -144,10 +127,8 @@ def write_pickle(path: Path, obj: Any) -> None:
 
 
 def read_keyed(path: Path, key: str) -> Optional[dict]:
-    """The dict pickled at ``path`` if it is there, readable and made for ``key``; else ``None``.
-
-    An unreadable file (truncated, not a pickle) is logged as a warning and treated as absent, so the
-    caller recomputes and overwrites it instead of failing on every later run."""
+    """The dict pickled at ``path`` if it is there, readable and made for ``key``; else ``None`` (an unreadable
+    file is warned about, so that the caller recomputes and overwrites it)."""
     path = Path(path)
     if not path.exists():
         return None
@@ -178,16 +159,12 @@ def index_key(collection, stemmer: str) -> str:
                   pisa.PISA_INDEX_DEFAULTS["index_encoding"].value, _pisa_version())
 
 
-def topics_digest(topics: pd.DataFrame) -> str:
-    """SHA-256 of the (qid, query) pairs of ``topics``, in order."""
-    return digest([[str(q), str(t)] for q, t in zip(topics["qid"], topics["query"])])
-
-
 def run_key(collection, topics: pd.DataFrame, name: str, num_results: int) -> str:
     """Cache key of the base run ``name`` of ``collection`` on ``topics`` at depth ``num_results``."""
     function, stemmer, stopwords = name.split(".")
     pisa = _require_pisa()
-    return digest("pisa-run", index_key(collection, stemmer), topics_digest(topics), function,
+    topics_digest = digest([[str(q), str(t)] for q, t in zip(topics["qid"], topics["query"])])
+    return digest("pisa-run", index_key(collection, stemmer), topics_digest, function,
                   PARAMS[function], stopwords, int(num_results),
                   pisa.PISA_INDEX_DEFAULTS["query_algorithm"].value)
 
@@ -205,25 +182,17 @@ def _check_threads(threads: int) -> None:
                          "nothing)")
 
 
-# ------------------------------------------------------------------------------------------------
-# indices and runs
-# ------------------------------------------------------------------------------------------------
 _KEY_FILE = "svmmap-key.txt"
 
 
 def _first_doc_checked(docs_factory):
     """The documents of ``docs_factory()``, failing with a clear error when there are none."""
     it = iter(docs_factory())
-    try:
-        first = next(it)
-    except StopIteration:
+    first = next(it, None)
+    if first is None:
         raise ValueError("the collection has no documents (docs.trec holds no <DOC> element); "
-                         "check the --collection folder") from None
-
-    def chained():
-        yield first
-        yield from it
-    return chained()
+                         "check the --collection folder")
+    return itertools.chain([first], it)
 
 
 def _cached_index(path: Path, key: str) -> bool:
@@ -236,8 +205,8 @@ def _cached_index(path: Path, key: str) -> bool:
 
 
 def build_indices(collection, out: Path, stemmers=STEMMERS, threads: int = 1) -> Dict[str, object]:
-    """One PISA index per stemmer under ``out/indices``, reused while its key (:func:`index_key`)
-    matches; otherwise (re)built in a temporary folder that is renamed into place when complete."""
+    """One PISA index per stemmer under ``out/indices``, reused while its key (:func:`index_key`) matches, else
+    built in a temporary folder renamed into place when complete."""
     pisa = _require_pisa()
     _check_threads(threads)
     indices = {}
@@ -300,12 +269,9 @@ def _retrieve(index, name: str, topics: pd.DataFrame, num_results: int, threads:
 def base_runs(collection, out: Path, topics: Optional[pd.DataFrame] = None,
               names: Optional[Iterable[str]] = None, num_results: int = 1000,
               threads: int = 1) -> Tuple[Dict[str, pd.DataFrame], dict]:
-    """Runs (qid, docno, score, rank) of the base functions on ``topics`` (default: all topics).
-
-    Each run is reused from ``OUT/runs/<name>.pkl`` when its key (:func:`run_key`) matches, else
-    computed and written atomically. Returns ``(runs, timings)``; ``timings`` has ``index_seconds``
-    and ``runs_seconds`` (0 when everything came from the cache).
-    """
+    """``(runs, timings)``: the runs (qid, docno, score, rank) of the base functions on ``topics`` (default all),
+    each reused from ``OUT/runs/<name>.pkl`` while its key (:func:`run_key`) matches, and ``index_seconds``,
+    ``runs_seconds``."""
     _check_threads(threads)
     if not isinstance(num_results, int) or num_results < 1:
         raise ValueError(f"the base runs' depth must be at least 1, got {num_results!r}")

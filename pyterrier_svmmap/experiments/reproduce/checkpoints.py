@@ -1,9 +1,6 @@
-"""Checkpoints of the trials: every (trial, learned system) result — per-query measures, fit seconds and, for
-the first trial, the model — written atomically to ``OUT/trials/<key>.pkl`` as soon as it is computed, keyed by
-everything that determines it: the caller's context (collection content, base runs, depth), the split, the
-system's name, its estimator's class and parameters (:func:`estimator_signature`), and the package version. A
-later run with the same inputs reuses them, so an interrupted ``svmmap reproduce`` resumes where it stopped,
-with the same results.
+"""Checkpoints of the trials (:class:`TrialStore`): every (trial, learned system) result written to
+``OUT/trials/<key>.pkl`` as soon as it is computed, keyed on everything that determines it, so that an
+interrupted ``svmmap reproduce`` resumes where it stopped, with the same results.
 """
 from __future__ import annotations
 
@@ -24,9 +21,8 @@ _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 def estimator_signature(est: object) -> str:
-    """What identifies an unfitted estimator: its class, ``repr`` and public attributes (the
-    constructor's parameters; ``repr`` alone omits some, e.g. StructSVM's binning), memory addresses
-    removed so that the signature is the same in every process."""
+    """What identifies an unfitted estimator: its class, ``repr`` and public attributes (``repr`` alone omits
+    some), memory addresses removed so that the signature is the same in every process."""
     params = {k: v for k, v in sorted(vars(est).items()) if not k.startswith("_") and not k.endswith("_")} \
         if hasattr(est, "__dict__") else {}
     cls = type(est)
@@ -34,10 +30,10 @@ def estimator_signature(est: object) -> str:
 
 
 class TrialStore:
-    """Checkpoints of (trial, system) results under a folder (see the module's docstring).
-
-    ``context`` is the key of everything shared by all trials (collection content, base runs, depth);
-    :meth:`key` adds the split, the system and the package version."""
+    """Checkpoints of (trial, system) results under ``directory``: each keyed on ``context`` (what all trials
+    share: collection content, base runs, depth), the split, the system's name and estimator
+    (:func:`estimator_signature`), the measures and the package version; with the per-query measures, the fit
+    seconds and, for the first trial, the model."""
 
     def __init__(self, directory: Path, context: str):
         self.directory, self.context = Path(directory), context
@@ -76,8 +72,7 @@ class TrialStore:
                                       "model": model})
 
     def remove_temporaries(self) -> int:
-        """Delete the temporary files of writes that never finished (a worker ended by Ctrl-C);
-        call it before the trials start, never while another run writes to the same folder."""
+        """Delete the temporary files of writes that never finished (before the trials start)."""
         stale = list(self.directory.glob(".*.tmp")) if self.directory.is_dir() else []
         for f in stale:
             f.unlink(missing_ok=True)

@@ -1,18 +1,13 @@
-"""Reading a TREC-format test collection (documents, topics, qrels) into PyTerrier frames.
-
-A collection folder holds ``docs.trec`` (``<DOC><DOCNO>n</DOCNO> text </DOC>``), ``topics.trec``
-(``<top><num>n</num><title> query </title></top>``) and ``qrels`` (``qid 0 docno label``).
-``load_irds`` gets the same three things from an ``ir_datasets`` id through PyTerrier (needs
-internet access and the ``ir_datasets`` package).
-
-Every collection carries a *content key* (:meth:`Collection.content_key`), which the caches of
-``svmmap reproduce`` are keyed on: for a folder, the size and SHA-256 of each of the three files
-(read in 1 MiB blocks, so a large ``docs.trec`` is never held in memory) and ``max_docs``; for an
-``ir_datasets`` id, the id (its corpus is fixed per id) and SHA-256s of the topics and qrels frames.
+"""A test collection's documents, topics and qrels: a folder of ``docs.trec`` (``<DOC><DOCNO>n</DOCNO> text
+</DOC>``), ``topics.trec`` (``<top><num>n</num><title> query </title></top>``) and ``qrels`` (``qid 0 docno
+label``) (:func:`load_directory`), or an ``ir_datasets`` id (:func:`load_irds`). The caches of ``svmmap
+reproduce`` are keyed on a collection's content (:meth:`Collection.content_key`: the files' sizes and SHA-256,
+or the ir_datasets id and the topics' and qrels' SHA-256), never on its name.
 """
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import re
 from dataclasses import dataclass, field
@@ -39,9 +34,7 @@ def clean_query(text: str) -> str:
 
 def iter_trec_docs(source: Union[str, Path]) -> Iterator[Dict[str, str]]:
     """``{"docno", "text"}`` per ``<DOC>`` of a TREC file (path) or of a string holding one."""
-    text = Path(source).read_text(encoding="utf-8", errors="replace") \
-        if _is_path(source) else str(source)
-    for m in _DOC_RE.finditer(text):
+    for m in _DOC_RE.finditer(_text(source)):
         body = m.group(1)
         d = _DOCNO_RE.search(body)
         if d is None:
@@ -53,10 +46,8 @@ def iter_trec_docs(source: Union[str, Path]) -> Iterator[Dict[str, str]]:
 
 def read_trec_topics(source: Union[str, Path]) -> pd.DataFrame:
     """Topics as a query frame (str ``qid``, cleaned ``query``) from a path or a string."""
-    text = Path(source).read_text(encoding="utf-8", errors="replace") \
-        if _is_path(source) else str(source)
     rows = []
-    for m in _TOP_RE.finditer(text):
+    for m in _TOP_RE.finditer(_text(source)):
         body = m.group(1)
         num, title = _NUM_RE.search(body), _TITLE_RE.search(body)
         if num is None or title is None:
@@ -67,10 +58,8 @@ def read_trec_topics(source: Union[str, Path]) -> pd.DataFrame:
 
 def read_trec_qrels(source: Union[str, Path]) -> pd.DataFrame:
     """qrels (``qid iter docno label``) as a frame with str ``qid``/``docno`` and int ``label``."""
-    text = Path(source).read_text(encoding="utf-8", errors="replace") \
-        if _is_path(source) else str(source)
     rows = []
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(_text(source).splitlines(), 1):
         parts = line.split()
         if not parts:
             continue
@@ -80,25 +69,20 @@ def read_trec_qrels(source: Union[str, Path]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["qid", "docno", "label"])
 
 
-def _is_path(source) -> bool:
-    if isinstance(source, Path):
-        return True
-    return "\n" not in source and "<" not in source and len(source) < 4096
+def _text(source: Union[str, Path]) -> str:
+    """The text of a path, or ``source`` itself when it is the text (it holds a newline or a tag, or is long)."""
+    if isinstance(source, Path) or ("\n" not in source and "<" not in source and len(source) < 4096):
+        return Path(source).read_text(encoding="utf-8", errors="replace")
+    return str(source)
 
 
 def file_digest(path: Union[str, Path], block: int = 1 << 20) -> str:
-    """``"<size>:<sha256>"`` of a file, read in ``block``-byte pieces (a sha256 collision or an
-    unchanged hash after an edit is not a practical concern; the size makes truncation obvious)."""
+    """``"<size>:<sha256>"`` of a file, read in ``block``-byte pieces."""
     h = hashlib.sha256()
-    size = 0
     with open(path, "rb") as f:
-        while True:
-            chunk = f.read(block)
-            if not chunk:
-                break
-            size += len(chunk)
+        for chunk in iter(lambda: f.read(block), b""):
             h.update(chunk)
-    return f"{size}:{h.hexdigest()}"
+        return f"{f.tell()}:{h.hexdigest()}"
 
 
 def frame_digest(frame: pd.DataFrame) -> str:
@@ -108,16 +92,13 @@ def frame_digest(frame: pd.DataFrame) -> str:
 
 @dataclass
 class Collection:
-    """A test collection: a name, a document iterator factory, topics, qrels, and ``content``, what
-    identifies each part's content (``{"docs": ..., "topics": ..., "qrels": ...}``, see the module's
-    docstring): caches are keyed on it, never on ``name``."""
+    """A test collection: a name, a document iterator factory, topics, qrels, ``content`` (what identifies
+    each part's content, ``{"docs": ..., "topics": ..., "qrels": ...}``) and its own split if it has one."""
     name: str
     docs: Callable[[], Iterator[Dict[str, str]]]
     topics: pd.DataFrame
     qrels: pd.DataFrame
     content: Dict[str, str] = field(default_factory=dict)
-    #: a fixed split of the queries, ``{"train": [...], "test": [...]}`` (a folder's ``split.train`` and
-    #: ``split.test``), or None
     split: Optional[Dict[str, List[str]]] = None
 
     def docs_key(self) -> str:
@@ -147,10 +128,7 @@ def load_directory(path: Union[str, Path], max_docs: Optional[int] = None) -> Co
                                     "docs.trec, topics.trec and qrels)")
 
     def docs():
-        for i, d in enumerate(iter_trec_docs(path / "docs.trec")):
-            if max_docs is not None and i >= max_docs:
-                break
-            yield d
+        return itertools.islice(iter_trec_docs(path / "docs.trec"), max_docs)
     content = {"docs": f"docs.trec {file_digest(path / 'docs.trec')} max_docs={max_docs}",
                "topics": f"topics.trec {file_digest(path / 'topics.trec')}",
                "qrels": f"qrels {file_digest(path / 'qrels')}"}

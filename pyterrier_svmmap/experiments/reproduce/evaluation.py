@@ -1,13 +1,7 @@
-"""Measuring rankings and aggregating trials as in Yue et al. (2007) §5.
-
-Per-query AP, nDCG@10 and RR@10 are computed as ``ir_measures`` computes them, in one vectorised pass per run
-(:class:`Evaluator`), against the full qrels (relevant documents outside the candidates count as missed; a
-test query a system returns nothing for scores 0). Learned rankings are cut at ``depth`` (:func:`cut_depth`).
-
-Aggregation, per system (:func:`aggregate`): each query's values are averaged over the trials in which it was
-tested; MAP (etc.) is the mean over those queries. Against the reference system (``svm-map``): W = queries on
-which the reference's averaged AP is higher, L = lower, and the two-sided Wilcoxon signed-rank p-value on the
-per-query averaged APs.
+"""Measuring rankings (:class:`Evaluator`: per-query AP, nDCG@10 and RR@10 as ``ir_measures`` computes them)
+and aggregating trials as Yue et al. (2007) §5 do (:func:`aggregate`): each query's values averaged over the
+trials that tested it, the means over those queries, and against the reference system the queries it wins
+and loses on AP with a two-sided Wilcoxon signed-rank p-value.
 """
 from __future__ import annotations
 
@@ -27,20 +21,13 @@ MEASURES = {"map": "AP", "ndcg_cut_10": "nDCG@10", "recip_rank_10": "RR@10"}
 
 
 class Evaluator:
-    """Per-query measures of runs (qid, docno, score) against fixed qrels (qid, docno, label).
+    """Per-query measures of runs (qid, docno, score) against fixed qrels (qid, docno, label), in one vectorised
+    pass per run, as ``ir_measures`` computes them (tests/frames/test_frames.py compares them on Vaswani runs).
 
-    ``AP``, ``nDCG@10`` and ``RR@10`` (relevant: label ≥ 1) exactly as ``ir_measures`` computes them, in
-    one vectorised pass over the run (:mod:`pyterrier_svmmap.measures` on the run sorted once), with
-    ir_measures' semantics (tests/frames/test_frames.py compares them per query on Vaswani runs):
-
-    * AP and nDCG@10 come from trec_eval (ir_measures' pytrec_eval backend): scores compared as float32,
-      equal ones ordered by docno descending; AP divides by all relevant documents in the qrels (those
-      not retrieved count as missed); nDCG's gain is the label (negative labels 0), the ideal ranking is
-      the qrels' labels sorted;
-    * RR@10 comes from ir_measures' msmarco backend: scores compared as doubles, equal ones ordered by
-      docno ascending;
-    * a query without results, or without qrels, scores 0; a document listed twice for a query keeps
-      its last score; a (qid, docno) twice in the qrels keeps its last label.
+    AP and nDCG@10 are trec_eval's: scores compared as float32, equal ones by docno descending, AP over all
+    relevant documents of the qrels, nDCG's gain the label (negative 0). RR@10 is ir_measures' msmarco backend's:
+    scores as doubles, equal ones by docno ascending. A query without results or qrels scores 0; a document
+    listed twice keeps its last score, a (qid, docno) twice in the qrels its last label.
     """
 
     #: relevance threshold of AP and RR@10 (ir_measures' default rel=1) and nDCG's cutoff
@@ -70,24 +57,17 @@ class Evaluator:
 
     def per_query(self, run: pd.DataFrame, qids: Sequence[str]) -> pd.DataFrame:
         """Frame indexed by ``qids`` with one column per measure; queries without results get 0."""
-        q_code, q_strings = sorted_string_codes(run["qid"])
-        d_code, d_strings = sorted_string_codes(run["docno"])
-        return self._per_query(q_code, q_strings, d_code, d_strings, run["score"].astype(float).to_numpy(), qids)
+        return self.per_query_arrays(run["qid"], run["docno"], run["score"].astype(float).to_numpy(), qids)
 
     def per_query_arrays(self, row_qids: np.ndarray, docnos: np.ndarray, scores: np.ndarray,
                          qids: Sequence[str]) -> pd.DataFrame:
         """:meth:`per_query` of a run given as arrays (qid and docno of each row, as str, and its score)."""
-        q_code, q_strings = sorted_string_codes(row_qids)
-        d_code, d_strings = sorted_string_codes(docnos)
-        return self.per_query_codes(q_code, q_strings, d_code, d_strings, scores, qids)
+        return self.per_query_codes(*sorted_string_codes(row_qids), *sorted_string_codes(docnos), scores, qids)
 
     def per_query_codes(self, q_code, q_strings, d_code, d_strings, score, qids) -> pd.DataFrame:
-        """:meth:`per_query` of a run whose qids and docnos are given as :func:`sorted_string_codes` of
-        them (codes per row, the sorted distinct strings): for runs over the same rows, coded once."""
-        return self._per_query(q_code, q_strings, d_code, d_strings, np.asarray(score, dtype=float), qids)
-
-    def _per_query(self, q_code, q_strings, d_code, d_strings, score, qids) -> pd.DataFrame:
+        """:meth:`per_query` of a run whose qids and docnos are given as :func:`sorted_string_codes` of them."""
         from pyterrier_svmmap.measures import average_precision, dcg_at, reciprocal_rank_at
+        score = np.asarray(score, dtype=float)
         qids = [str(q) for q in qids]
         wanted = pd.Index(pd.unique(np.asarray(qids, dtype=object)))
         out = np.zeros((len(wanted), len(MEASURES)))
@@ -160,14 +140,11 @@ KIND_ORDER = {"learned": 0, "unsupervised": 1, "chosen": 2, "base": 3}
 
 def aggregate(per_trial: pd.DataFrame, reference: Optional[str], fit_seconds: Dict[str, List[float]],
               first_stage: Optional[str] = None) -> pd.DataFrame:
-    """One row per system: kind, the measures' means over queries, W/L and p-value vs ``reference``
-    (0, 0, 1.0 for the reference itself or when there is none) and the median fit time (learned
-    systems); learned systems first, then the unsupervised fusions, the chosen base and the base functions,
-    each by MAP. Learned and unsupervised systems also get their gain over the chosen base (the system of kind "chosen",
-    base-chosen-on-training): ``gain_vs_chosen`` (MAP difference) and ``vs_chosen`` (their own W/L and
-    p-value against it), when that row is there; likewise against ``first_stage`` (a base function's row, the
-    ranking a user would have without learning): ``gain_vs_first`` and ``vs_first``, for every row but the base
-    functions'."""
+    """One row per system, by :data:`KIND_ORDER`, then by MAP: kind, the measures' means over queries, W/L and
+    p-value against ``reference`` (0, 0, 1.0 for itself or without one), the median fit seconds (learned
+    systems), and the MAP gain (``gain_vs_chosen``) with W/L and p-value (``vs_chosen``) of the learned and
+    unsupervised systems over the chosen base; likewise ``gain_vs_first``, ``vs_first`` of every row but the
+    base functions' over ``first_stage``."""
     pq = per_query_means(per_trial)
     kinds = per_trial.drop_duplicates("system").set_index("system")["kind"]
     ref_ap = pq.loc[reference, "map"] if reference is not None else None

@@ -1,32 +1,16 @@
 """The protocols of ``svmmap reproduce``: balanced random splits, repeated k-fold splits and a collection's own
-split (:func:`file_split`).
+split.
 
-Random splits (:func:`make_splits`, the paper's protocol): every query plays each role about equally
-often.
+Random splits (:func:`make_splits`; Yue et al. 2007 §5: "all queries [...] in the training, validation and test
+sets the same number of times"): trial t takes the next ``train + valid`` distinct queries of a stream of
+successive random permutations of all queries (a query that would come twice is left at the front of the
+stream for the next trial), so that each query is held out of the test set ⌊T·m/N⌋ or ⌈T·m/N⌉ times, up to
+one more where a query was deferred; of them, the ``valid`` with the fewest validation roles so far (ties at
+random) validate and the others train.
 
-Yue et al. (2007) §5: per trial, ``train`` queries for training, ``valid`` others for choosing C, the
-rest for testing, "all queries [...] in the training, validation and test sets the same number of
-times".
-
-Scheme (deterministic for a seed):
-
-* The queries not tested in a trial (``train + valid`` of them) are drawn from a *stream* made of
-  successive random permutations of all queries: trial t takes the next ``train + valid`` distinct
-  queries of the stream (a query that would appear twice because the slice crosses into the next
-  permutation is left at the front of the stream for the following trial). Over T trials each query
-  is therefore held out of the test set ⌊T·m/N⌋ or ⌈T·m/N⌉ times (m = train + valid, N queries),
-  up to one more where a deferral happened, and tested the remaining times.
-* Within a trial, the ``valid`` queries with the fewest validation roles so far (ties broken at
-  random) validate and the others train, so the validation and training counts are balanced too.
-
-Repeated k-fold splits (:func:`make_folds`, every judged query used): each of ``repeats`` repeats
-shuffles the queries (seeded) into ``folds`` folds whose sizes differ by at most one; split
-(repeat r, fold k) tests fold k, validates on fold (k + 1) mod K — the next fold, so that validation
-sets are as large as test sets and every query validates exactly once per repeat too — and trains on
-the K − 2 others. Every query is therefore tested exactly ``repeats`` times, validated ``repeats``
-times and trained on ``repeats`` × (K − 2) times. With ``valid_fold=False`` nothing is validated
-and the K − 1 other folds train (for learners that need no validation queries). On Vaswani's 93
-judged queries, 5 folds give about 56 training, 19 validation and 18 test queries per split.
+Repeated k-fold splits (:func:`make_folds`): each repeat shuffles the queries into K folds whose sizes differ by
+at most one; split (r, k) tests fold k, validates on fold k + 1 (mod K) and trains on the others, so every query
+is tested and validated exactly ``repeats`` times (with ``valid_fold=False`` nothing validates).
 """
 from __future__ import annotations
 
@@ -38,8 +22,7 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Split:
-    """One train / validation / test split; ``trial`` numbers the splits from 0 (for k-fold splits,
-    ``repeat`` × K + ``fold``; ``repeat`` and ``fold`` are None for random splits)."""
+    """One train / validation / test split, numbered from 0 (k-fold splits: ``repeat`` × K + ``fold``)."""
     trial: int
     train: tuple
     valid: tuple
@@ -137,7 +120,7 @@ def file_split(qids: Sequence[str], train: Sequence[str], test: Sequence[str], v
 
 def role_counts(splits: Sequence[Split], qids: Sequence[str]) -> dict:
     """{role: {qid: count}} for the roles train, valid and test."""
-    out = {r: {q: 0 for q in qids} for r in ("train", "valid", "test")}
+    out = {r: dict.fromkeys(qids, 0) for r in ("train", "valid", "test")}
     for s in splits:
         for r in out:
             for q in getattr(s, r):

@@ -1,17 +1,7 @@
-"""The results tables and ``OUT/results.json``.
-
-* :func:`format_table` — all systems, like Table 6 of Yue et al. (2007): SVM-map against the base
-  functions (MAP, nDCG@10, RR@10, W/L);
-* :func:`format_learner_table` — like their Table 9: each learned system's MAP and W/L against SVM-map;
-* :func:`format_loss_table` — like Figure 9 of Chakrabarti et al. (2008): one row per training loss /
-  learner, columns the test MAP, nDCG@10 and RR@10 (best of each column in bold);
-* :func:`tables_markdown` — the three in one Markdown document (``OUT/tables.md``).
-
-Systems are of four kinds: ``learned``; ``unsupervised`` — fusions of the base functions that use no
-judgments (``fusion-rrf``, ``fusion-combsum``); ``chosen`` — ``base-chosen-on-training``, per split the base
-function with the best MAP on the split's training and validation queries, a row of every table
-(the comparison a user without a learner can make); ``base`` — the base functions,
-whose best (in hindsight, on the test queries) is ``best_base`` in results.json.
+"""The results tables — all systems (Yue et al. 2007, Table 6 form, :func:`format_table`), the learners against
+SVM-map (their Table 9, :func:`format_learner_table`), the test measures per training loss (Chakrabarti et al.
+2008, Figure 9, :func:`format_loss_table`), the three in ``OUT/tables.md`` (:func:`tables_markdown`) — and
+``OUT/results.json`` (:func:`results_dict`).
 """
 from __future__ import annotations
 
@@ -29,35 +19,29 @@ def best_base(summary: pd.DataFrame) -> Optional[str]:
 
 
 def format_table(summary: pd.DataFrame, reference: Optional[str], title: str = "") -> str:
-    """Learned systems first, then the chosen base, then base functions by decreasing MAP; W/L are
-    the reference's wins and losses (per query, averaged AP), ** marks p < 0.05 (two-sided Wilcoxon
-    signed-rank)."""
+    """Learned systems, fusions, the chosen base, then base functions by MAP, with the reference's W/L."""
     s = pd.concat([summary[summary["kind"] == k] for k in ("learned", "unsupervised", "chosen")]
                   + [summary[summary["kind"] == "base"].sort_values("map", ascending=False, kind="stable")])
     width = max([len("system")] + [len(n) for n in s["name"]])
     kw = max([len("kind")] + [len(k) for k in s["kind"]])
-    lines = []
-    if title:
-        lines.append(title)
+    lines = [title] if title else []
     wl_head = f"W/L vs {reference}" if reference else "W/L"
     lines.append(f"{'system':<{width}}  {'kind':<{kw}}  {'MAP':>6}  {'nDCG@10':>7}  {'RR@10':>6}  {wl_head}")
     lines.append("-" * len(lines[-1]))
     for _, r in s.iterrows():
-        if reference is None or r["name"] == reference:
-            wl = "-"
-        else:
-            wl = f"{r['wins']}/{r['losses']}" + (" **" if r["p_value"] < 0.05 else "")
         lines.append(f"{r['name']:<{width}}  {r['kind']:<{kw}}  {r['map']:6.4f}  {r['ndcg_cut_10']:7.4f}  "
-                     f"{r['recip_rank_10']:6.4f}  {wl}")
+                     f"{r['recip_rank_10']:6.4f}  {_wl(r, reference)}")
     lines.append("")
     lines.append(f"W/L: queries where {reference} has the higher / lower AP (averaged over the trials "
                  "that tested the query); ** p < 0.05, two-sided Wilcoxon signed-rank."
                  if reference else "no learned reference system: W/L not computed.")
-    if (s["kind"] == "chosen").any():
-        lines.append(_CHOSEN_NOTE)
-    if (s["kind"] == "unsupervised").any():
-        lines.append(_FUSION_NOTE)
-    return "\n".join(lines)
+    return "\n".join(lines + _notes(s))
+
+
+def _notes(s: pd.DataFrame) -> list:
+    """The notes on the chosen base and the fusions, when rows of theirs are in ``s``."""
+    return [note for kind, note in (("chosen", _CHOSEN_NOTE), ("unsupervised", _FUSION_NOTE))
+            if (s["kind"] == kind).any()]
 
 
 _CHOSEN_NOTE = ("base-chosen-on-training: in each trial, the base function with the best MAP on its "
@@ -73,15 +57,13 @@ def _wl(r, reference: Optional[str]) -> str:
 
 
 def _learned(summary: pd.DataFrame) -> pd.DataFrame:
-    """The learned systems, the unsupervised fusions and the chosen base (the rows a learner is compared
-    with), by MAP."""
+    """The learned systems, the fusions and the chosen base, by MAP."""
     return summary[summary["kind"].isin(["learned", "unsupervised", "chosen"])].sort_values(
         "map", ascending=False, kind="stable")
 
 
 def format_learner_table(summary: pd.DataFrame, reference: Optional[str], title: str = "") -> str:
-    """Table 9 form: every learned system's MAP and W/L against ``reference`` (SVM-map), whose W/L
-    columns count the queries where the reference has the higher / lower AP; ** p < 0.05 (Wilcoxon)."""
+    """Table 9 form: every learned system's MAP and W/L against ``reference``, fit seconds and gains."""
     s = _learned(summary)
     width = max([len("learner")] + [len(n) for n in s["name"]])
     lines = [title] if title else []
@@ -93,7 +75,8 @@ def format_learner_table(summary: pd.DataFrame, reference: Optional[str], title:
     for _, r in s.iterrows():
         fit = r.get("fit_seconds", float("nan"))
         fit = f"{fit:.2f}" if isinstance(fit, float) and math.isfinite(fit) else "-"
-        line = f"{r['name']:<{width}}  {r['map']:6.4f}  {_wl(r, reference):<{len('W/L vs ') + len(reference or '-')}}  {fit:>5}"
+        wl = f"{_wl(r, reference):<{len('W/L vs ') + len(reference or '-')}}"
+        line = f"{r['name']:<{width}}  {r['map']:6.4f}  {wl}  {fit:>5}"
         for shown, gain, versus in ((gains, "gain_vs_chosen", "vs_chosen"), (firsts, "gain_vs_first", "vs_first")):
             g = r.get(gain, float("nan")) if shown else float("nan")
             if isinstance(g, float) and math.isfinite(g):
@@ -111,11 +94,7 @@ def format_learner_table(summary: pd.DataFrame, reference: Optional[str], title:
     if firsts:
         lines.append("gain vs first stage: the same against the first stage (--first-stage), the ranking a user "
                      "would have without learning.")
-    if (s["kind"] == "chosen").any():
-        lines.append(_CHOSEN_NOTE)
-    if (s["kind"] == "unsupervised").any():
-        lines.append(_FUSION_NOTE)
-    return "\n".join(lines)
+    return "\n".join(lines + _notes(s))
 
 
 #: the width of a "gain vs ..." column of the learners' table (``+0.0123 (+4.1%, 20/10 **)`` and a margin)
@@ -129,8 +108,7 @@ def _gain(g: float, value: float, versus: dict) -> str:
 
 
 def format_loss_table(summary: pd.DataFrame, title: str = "") -> str:
-    """Figure 9 form (Chakrabarti et al. 2008): rows = training loss / learner, columns = test MAP,
-    nDCG@10, RR@10 (means over queries of the per-query means over trials); * marks each column's best."""
+    """Figure 9 form: rows = training loss / learner, columns = test MAP, nDCG@10, RR@10; * each column's best."""
     s = _learned(summary)
     cols = [("map", "MAP"), ("ndcg_cut_10", "nDCG@10"), ("recip_rank_10", "RR@10")]
     best = {c: s[c].max() for c, _ in cols} if len(s) else {}
@@ -143,11 +121,7 @@ def format_loss_table(summary: pd.DataFrame, title: str = "") -> str:
         lines.append(f"{r['name']:<{width}}{cells}")
     lines.append("")
     lines.append("test measures of each learner; * the best of the column.")
-    if (s["kind"] == "chosen").any():
-        lines.append(_CHOSEN_NOTE)
-    if (s["kind"] == "unsupervised").any():
-        lines.append(_FUSION_NOTE)
-    return "\n".join(lines)
+    return "\n".join(lines + _notes(s))
 
 
 def tables_markdown(summary: pd.DataFrame, reference: Optional[str], title: str = "") -> str:
@@ -163,24 +137,18 @@ def tables_markdown(summary: pd.DataFrame, reference: Optional[str], title: str 
     return "\n\n".join(parts) + "\n"
 
 
-def _clean(v):
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    return v
-
-
 def results_dict(summary: pd.DataFrame, *, collection: str, trials: int, train: Optional[int],
                  valid: Optional[int], seed: int, reference: Optional[str], extra: Optional[dict] = None) -> dict:
-    """The summary as results.json's dict: the run's settings (``trials`` = number of splits; ``train``
-    and ``valid`` None for k-fold splits, whose sizes vary), ``best_base`` (best base function in
-    hindsight) and one entry per system (``fit_seconds`` for the learned ones)."""
+    """The summary as results.json's dict: the run's settings (``trials``: the number of splits; ``train`` and
+    ``valid`` None for k-fold splits), ``best_base`` (the best base function in hindsight), one entry per system
+    and ``extra``."""
     systems = []
     for _, r in summary.iterrows():
         d = {"name": str(r["name"]), "kind": str(r["kind"]), "map": float(r["map"]),
              "ndcg_cut_10": float(r["ndcg_cut_10"]), "recip_rank_10": float(r["recip_rank_10"]),
              "wins": int(r["wins"]), "losses": int(r["losses"]), "p_value": float(r["p_value"])}
         if r["kind"] == "learned":
-            d["fit_seconds"] = _clean(float(r["fit_seconds"]))
+            d["fit_seconds"] = float(r["fit_seconds"]) if math.isfinite(r["fit_seconds"]) else None
         for gain, versus in (("gain_vs_chosen", "vs_chosen"), ("gain_vs_first", "vs_first")):
             g = r.get(gain, float("nan"))
             if isinstance(g, float) and math.isfinite(g):
@@ -197,6 +165,6 @@ def results_dict(summary: pd.DataFrame, *, collection: str, trials: int, train: 
 
 
 def write_results(path: Path, results: dict) -> None:
-    """Write ``results`` as JSON atomically (temporary file + ``os.replace``): never a truncated file."""
+    """Write ``results`` as JSON, whole or not at all."""
     from pyterrier_svmmap.experiments.reproduce.base_runs import atomic_write_bytes
     atomic_write_bytes(Path(path), (json.dumps(results, indent=2) + "\n").encode())

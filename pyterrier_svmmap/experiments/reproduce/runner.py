@@ -11,7 +11,7 @@ import pandas as pd
 import pyterrier_svmmap.experiments.reproduce.workers as workers
 from pyterrier_svmmap.experiments.reproduce.checkpoints import TrialStore
 from pyterrier_svmmap.experiments.reproduce.evaluation import MEASURES
-from pyterrier_svmmap.experiments.reproduce.trials import TrialsInterrupted, _base_rows, _fusion_rows, _Trials
+from pyterrier_svmmap.experiments.reproduce.trials import _base_rows, _fusion_rows, _Trials
 from pyterrier_svmmap.experiments.reproduce.warm_up import _warm_up
 
 logger = logging.getLogger(__name__)
@@ -21,23 +21,15 @@ def run_trials(candidates: pd.DataFrame, qrels: pd.DataFrame, splits, systems: D
                base_runs: Dict[str, pd.DataFrame], depth: Optional[int] = 1000,
                progress: bool = True, first_models: Optional[Dict[str, object]] = None, jobs: int = 1,
                store: Optional[TrialStore] = None, client=None, chosen: Optional[Dict[int, str]] = None):
-    """Per-trial per-query measures of the learned ``systems``, the ``base_runs``, the base run
-    chosen per split on its training and validation queries (:data:`CHOSEN_BASE`, kind "chosen") and, with base
-    runs, the unsupervised fusions of the candidates' base scores (kind "unsupervised").
+    """``(per_trial, fit_seconds)``: the per-query measures of every split's test queries (a long frame:
+    system, kind, trial, qid, one column per measure) of the learned ``systems``, the ``base_runs``, the base
+    chosen per split (kind "chosen") and the unsupervised fusions, and ``{system: [seconds per fit]}``.
 
-    ``jobs`` > 1 runs that many trials at once in forked worker processes, each with its BLAS and
-    OpenMP thread pools capped at cores // jobs (so the fit times are not inflated by oversubscribed
-    cores); results do not depend on it.
-    ``client`` (a ``dask.distributed.Client``; ``jobs`` is then ignored) runs every trial as one Dask
-    task instead: the trials' inputs are scattered to every worker once, checkpoints are read and
-    written here (workers need no access to the store's folder), results as with ``jobs``.
-    ``first_models`` (a dict) receives each system's model of the first split; ``chosen`` (a dict)
-    receives ``{trial: chosen base function}``.
-    ``store`` (a :class:`TrialStore`) checkpoints each (trial, system) result and reuses those already
-    there; Ctrl-C raises :class:`TrialsInterrupted` (a KeyboardInterrupt) after stopping the workers.
-
-    Returns ``(per_trial, fit_seconds)``: a long frame with columns system, kind, trial, qid and one
-    per measure, and ``{system: [seconds per fit]}`` in split order.
+    ``jobs`` > 1 runs that many trials at once in forked processes, each with its thread pools capped at
+    cores // jobs; ``client`` (a ``dask.distributed.Client``) runs every trial as a Dask task, checkpointed
+    here. Results do not depend on either. ``first_models`` receives each system's model of the first split,
+    ``chosen`` ``{trial: chosen base function}``; ``store`` checkpoints each (trial, system) result and reuses
+    those already there. Ctrl-C stops the workers and propagates.
     """
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")
@@ -56,13 +48,8 @@ def run_trials(candidates: pd.DataFrame, qrels: pd.DataFrame, splits, systems: D
             logger.warning("jobs=%d needs the 'fork' start method, which this platform lacks: running the "
                            "trials one after another", jobs)
             jobs = 1
-        try:
-            if client is not None:
-                results = _execute_dask(trials, splits, keep, client, bar)
-            else:
-                results = _execute(trials, splits, keep, jobs, bar)
-        except KeyboardInterrupt:
-            raise TrialsInterrupted(store.finished(splits, systems) if store is not None else 0) from None
+        results = _execute_dask(trials, splits, keep, client, bar) if client is not None \
+            else _execute(trials, splits, keep, jobs, bar)
         for trial_rows, seconds, models in results:
             rows.extend(trial_rows)
             for name, sec in seconds.items():
@@ -75,9 +62,8 @@ def run_trials(candidates: pd.DataFrame, qrels: pd.DataFrame, splits, systems: D
 
 
 def _execute(trials: _Trials, splits, keep: List[bool], jobs: int, bar: dict) -> list:
-    """``trials.run`` of every split, in split order: here, or in ``jobs`` forked worker processes
-    that ignore SIGINT and are stopped (pending trials cancelled) when the parent is interrupted or a
-    trial fails."""
+    """``trials.run`` of every split, in split order: here, or in ``jobs`` forked processes that ignore SIGINT
+    and are stopped when the parent is interrupted or a trial fails."""
     import multiprocessing
     import pyterrier as pt
     if jobs <= 1 or len(splits) <= 1:
@@ -103,24 +89,17 @@ def _execute(trials: _Trials, splits, keep: List[bool], jobs: int, bar: dict) ->
 
 
 def _execute_dask(trials: _Trials, splits, keep: List[bool], client, bar: dict) -> list:
-    """``trials.run`` of every split as Dask tasks on ``client``'s cluster, in split order.
-
-    Checkpointed (trial, system) results are loaded here; every split with systems left becomes one
-    task, whose results are checkpointed here as each task finishes. ``trials`` (candidates, qrels,
-    systems) is scattered to every worker once. Interrupted (Ctrl-C) or failed: the pending tasks are
-    cancelled and the exception propagates; finished tasks are already checkpointed."""
+    """``trials.run`` of every split, in split order, as Dask tasks: one task per split with systems left
+    (``trials`` scattered to every worker once), checkpointed here as each finishes; interrupted or failed,
+    the pending tasks are cancelled."""
     import pyterrier as pt
     from dask.distributed import as_completed
-    found: List[Dict[str, tuple]] = []
-    todo: Dict[int, List[str]] = {}
+    found, todo = [], {}
     for i, split in enumerate(splits):
-        found.append({})
-        for name in trials.systems:
-            done = trials.load(split, name, keep[i])
-            if done is not None:
-                found[i][name] = done
-            else:
-                todo.setdefault(i, []).append(name)
+        done, left = trials.checkpointed(split, keep[i])
+        found.append(done)
+        if left:
+            todo[i] = left
     futures = {}
     try:
         with pt.tqdm(**bar) as progress:

@@ -1,13 +1,6 @@
-"""One trial: every learned system fitted on the split's training queries (choosing its hyper-parameters on
-the validation queries) and ranking the candidates of its test queries; every base function's ranking of a
-test query is its own run. The estimators with an array-level path (every
-:class:`~pyterrier_svmmap.estimators.base.RankerEstimator`) share one conversion of each split's frames
-(``fit_candidates`` / ``score_candidates``); any other ``pt.Estimator`` gets the frames.
-
-The base function chosen per split on its training and validation queries (:func:`choose_bases`) is one more
-row, ``base-chosen-on-training`` (kind "chosen"), aggregated like a learned system; so are the unsupervised
-fusions of the base functions (:func:`_fusion_rows`, kind "unsupervised": reciprocal rank fusion and CombSUM),
-what a user without judgments would try.
+"""One trial: every learned system fitted on the split's training (and validation) queries and ranking its test
+queries' candidates; the rows of the base functions, of the base chosen per split on its training and validation
+queries (:func:`choose_bases`, kind "chosen") and of the unsupervised fusions (kind "unsupervised").
 """
 from __future__ import annotations
 
@@ -28,14 +21,6 @@ logger = logging.getLogger(__name__)
 def _subset(frame: pd.DataFrame, groups: Dict[str, np.ndarray], qids: Sequence[str]) -> pd.DataFrame:
     rows = [groups[q] for q in qids if q in groups]
     return frame.iloc[np.concatenate(rows)] if rows else frame.iloc[:0]
-
-
-class TrialsInterrupted(KeyboardInterrupt):
-    """Ctrl-C during :func:`run_trials`; ``finished`` trials are checkpointed in the store."""
-
-    def __init__(self, finished: int):
-        super().__init__(f"{finished} finished trials checkpointed")
-        self.finished = finished
 
 
 class _Trials:
@@ -62,27 +47,20 @@ class _Trials:
     def run(self, split, keep_models: bool) -> Tuple[List[pd.DataFrame], Dict[str, float], Dict[str, object]]:
         """Fit every system on ``split``; (per-query rows, fit seconds, the models if ``keep_models``).
         With a store, a system with a checkpoint is not refitted and each fit is checkpointed at once."""
-        results = {}
-        todo = []
-        for name in self.systems:
-            done = self.load(split, name, keep_models)
-            if done is not None:
-                results[name] = done
-            else:
-                todo.append(name)
-        for name, (pq, sec, est) in self.compute(split, todo, keep_models, on_result=self.save).items():
-            results[name] = (pq, sec, est)
+        results, todo = self.checkpointed(split, keep_models)
+        results.update(self.compute(split, todo, keep_models, on_result=self.save))
         return self.assemble(split, results, keep_models)
 
-    def load(self, split, name: str, keep_models: bool) -> Optional[tuple]:
-        """``(per_query, fit_seconds, model or None)`` from the store's checkpoint, or None."""
-        if self.store is None:
-            return None
-        done = self.store.load(self.store.key(split, name, self.systems[name]()))
-        if done is None:
-            return None
-        logger.debug("trial %d %s: reused the checkpoint", split.trial, name)
-        return done["per_query"], done["fit_seconds"], done.get("model") if keep_models else None
+    def checkpointed(self, split, keep_models: bool) -> Tuple[Dict[str, tuple], List[str]]:
+        """``{name: (per_query, fit_seconds, model or None)}`` of the systems checkpointed for ``split``, and
+        the names of the others."""
+        found: Dict[str, tuple] = {}
+        for name in self.systems:
+            done = None if self.store is None else self.store.load(self.store.key(split, name, self.systems[name]()))
+            if done is not None:
+                logger.debug("trial %d %s: reused the checkpoint", split.trial, name)
+                found[name] = done["per_query"], done["fit_seconds"], done.get("model") if keep_models else None
+        return found, [name for name in self.systems if name not in found]
 
     def save(self, split, name: str, result: tuple, keep_models: bool) -> None:
         """Checkpoint one ``(per_query, fit_seconds, model)`` (the model only if ``keep_models``)."""
@@ -126,9 +104,8 @@ class _Trials:
 
     def _fit_and_test(self, est, split, tr, qtr, va, qva, te, test, converted: Optional[dict] = None
                       ) -> Tuple[pd.DataFrame, float]:
-        """Fit ``est`` on the split's training (and validation) queries; its per-query test measures
-        and the fit's seconds. An estimator with an array-level path takes it, sharing the conversions
-        of the split's frames in ``converted`` (see :meth:`_fit_and_test_candidates`)."""
+        """Fit ``est`` on the split's training (and validation) queries: its per-query test measures and the fit's
+        seconds. An estimator with an array-level path takes it (:meth:`_fit_and_test_candidates`)."""
         if converted is not None and hasattr(est, "fit_candidates") and hasattr(est, "score_candidates") \
                 and len(tr) and len(te):
             return self._fit_and_test_candidates(est, split, tr, qtr, va, qva, te, test, converted)
@@ -142,12 +119,9 @@ class _Trials:
 
     def _fit_and_test_candidates(self, est, split, tr, qtr, va, qva, te, test, converted: dict
                                  ) -> Tuple[pd.DataFrame, float]:
-        """:meth:`_fit_and_test` for an estimator with an array-level path (``fit_candidates`` and
-        ``score_candidates``, as every :class:`~pyterrier_svmmap.estimators.base.RankerEstimator`): the split's
-        frames are converted once (per relevance threshold ``rel``) and kept in ``converted`` for the
-        split's other estimators; the same model, scores and measures as ``fit`` and ``transform``. The
-        test rows are cut at ``depth`` by score (the tie policy makes a query's scores distinct, so the
-        cut is the one :func:`cut_depth` makes on ``transform``'s output)."""
+        """:meth:`_fit_and_test` through ``fit_candidates`` and ``score_candidates``, the split's frames converted
+        once per ``rel`` and shared in ``converted``: the same measures as ``fit`` and ``transform`` (a query's
+        scores are distinct, so the cut at ``depth`` is :func:`cut_depth`'s)."""
         from pyterrier_svmmap.queries import query_ids
         from pyterrier_svmmap.frames import candidates_from_frame
         from pyterrier_svmmap.measures import ranks_within_queries
@@ -183,11 +157,8 @@ CHOSEN_BASE = "base-chosen-on-training"
 
 
 def choose_bases(base_pq: Dict[str, pd.DataFrame], splits) -> Dict[int, str]:
-    """Per split (by ``trial``): the base function whose MAP over the split's training *and*
-    validation queries — every judged query the learners were given — is highest; ties go to the
-    first in ``base_pq``'s order. This is the choice a user without a learner can make: its test
-    measures are the honest counterpart of the best base function in hindsight (chosen on the test
-    queries)."""
+    """Per split (by ``trial``): the base function with the highest MAP over the split's training and
+    validation queries (the first of equal ones): what a user without a learner can choose."""
     chosen = {}
     for split in splits:
         seen = list(split.train) + list(split.valid)
@@ -200,25 +171,22 @@ def choose_bases(base_pq: Dict[str, pd.DataFrame], splits) -> Dict[int, str]:
     return chosen
 
 
-#: the unsupervised rows (kind "unsupervised"): name → fusion of
-#: :data:`pyterrier_svmmap.experiments.fusion.FUSIONS` over the base functions' scores of the candidates
+#: the unsupervised rows: name → fusion of :data:`pyterrier_svmmap.experiments.fusion.FUSIONS`
 FUSION_SYSTEMS = {"fusion-rrf": "rrf", "fusion-combsum": "combsum"}
 
 
 def _fusion_rows(candidates: pd.DataFrame, splits, evaluator: "Evaluator") -> List[pd.DataFrame]:
-    """Per split, the test rows of every unsupervised fusion of the base functions (:data:`FUSION_SYSTEMS`):
-    one run over all queries (nothing is learned), evaluated on each split's test queries."""
+    """Per split, the test rows of every fusion of :data:`FUSION_SYSTEMS` (one run over all queries)."""
     from pyterrier_svmmap.frames import candidates_from_frame
     from pyterrier_svmmap.experiments.fusion import FUSIONS
     if candidates is None or not len(candidates):
         return []
     cands = candidates_from_frame(candidates)
-    all_qids = sorted({q for s in splits for q in (*s.train, *s.valid, *s.test)})
     rows: List[pd.DataFrame] = []
     for name, fusion in FUSION_SYSTEMS.items():
         run = pd.DataFrame({"qid": cands.frame["qid"].to_numpy(), "docno": cands.frame["docno"].to_numpy(),
                             "score": FUSIONS[fusion](cands.raw, cands.offsets)})
-        pq = evaluator.per_query(run, all_qids)
+        pq = evaluator.per_query(run, _all_qids(splits))
         for split in splits:
             rows.append(pq.loc[list(split.test)].reset_index().assign(system=name, kind="unsupervised",
                                                                      trial=split.trial))
@@ -227,12 +195,12 @@ def _fusion_rows(candidates: pd.DataFrame, splits, evaluator: "Evaluator") -> Li
 
 def _base_rows(base_runs: Dict[str, pd.DataFrame], splits, evaluator: "Evaluator",
                chosen: Optional[Dict[int, str]]) -> List[pd.DataFrame]:
-    """Per split, each base run's test rows and those of the base chosen on the split's training
-    and validation queries (:func:`choose_bases`; ``chosen`` receives ``{trial: name}``)."""
+    """Per split, each base run's test rows and those of the base chosen on the split's training and validation
+    queries (:func:`choose_bases`; ``chosen`` receives ``{trial: name}``)."""
     if not base_runs:
         return []
-    all_qids = sorted({q for s in splits for q in (*s.train, *s.valid, *s.test)})
-    base_pq = {name: evaluator.per_query(run, all_qids) for name, run in base_runs.items()}
+    qids = _all_qids(splits)
+    base_pq = {name: evaluator.per_query(run, qids) for name, run in base_runs.items()}
     picks = choose_bases(base_pq, splits)
     if chosen is not None:
         chosen.update(picks)
@@ -244,3 +212,7 @@ def _base_rows(base_runs: Dict[str, pd.DataFrame], splits, evaluator: "Evaluator
         rows.append(base_pq[picks[split.trial]].loc[test].reset_index().assign(
             system=CHOSEN_BASE, kind="chosen", trial=split.trial))
     return rows
+
+
+def _all_qids(splits) -> List[str]:
+    return sorted({q for s in splits for q in (*s.train, *s.valid, *s.test)})

@@ -1,5 +1,5 @@
-"""What runs in the worker processes of ``svmmap reproduce``: the trials they compute (set in the parent before
-it forks them) and the limits on their thread pools."""
+"""What runs in the worker processes of ``svmmap reproduce``: the trials (set in the parent before it forks
+them) and the limits on their thread pools."""
 from __future__ import annotations
 
 import logging
@@ -19,14 +19,10 @@ _WORKER_THREADS = 1                            # threads per worker (ours, BLAS,
 
 @contextmanager
 def _thread_limit(threads: int):
-    """Cap the package's own threads (:func:`pyterrier_svmmap.threads.limit`, whatever ``n_jobs`` the learners
-    ask for) and the OpenMP (LightGBM) thread pool at ``threads``, and BLAS at one thread, the latter two if
-    threadpoolctl is installed (it comes with scikit-learn, the ``peers`` extra). Without the caps each of
-    ``jobs`` workers would start a pool of every core's threads, and the oversubscribed cores would slow the
-    fits and inflate fit_seconds. BLAS gets one thread wherever a trial runs (here, in a worker, on Dask):
-    a threaded BLAS sums a matrix product in pieces that depend on its thread count, and the classification
-    baselines' models (svm-acc3, svm-acc4) change with those last bits, so the results would depend on
-    ``--jobs`` and on the machine's cores."""
+    """Cap the package's threads and OpenMP's (LightGBM) at ``threads`` and BLAS at one (with threadpoolctl),
+    so that ``jobs`` workers do not oversubscribe the cores. BLAS has one thread wherever a trial runs: a
+    threaded BLAS sums in pieces that depend on its thread count, which changes svm-acc3's and svm-acc4's
+    models in the last bits, so that the results would depend on ``--jobs`` and the machine."""
     with threads_limit(threads):
         try:
             from threadpoolctl import threadpool_limits
@@ -39,11 +35,8 @@ def _thread_limit(threads: int):
 
 
 def _load_thread_pools() -> None:
-    """Import LightGBM (if installed) before the limit is set: threadpoolctl limits only the libraries
-    loaded when it is entered, and LightGBM, imported lazily inside the first LambdaMART fit, would
-    otherwise start a pool of every core's threads in each worker. This alone did not keep LightGBM's
-    OpenMP pool from stalling in the forked workers (fits of ~1 s took 30–70 s); the comparison's
-    LightGBM learners also set their thread count (``systems.LIGHTGBM_PARAMS``)."""
+    """Import LightGBM (if installed) before the limit is set: threadpoolctl limits only the libraries loaded
+    when it is entered (LightGBM's learners also set their threads, ``systems.LIGHTGBM_PARAMS``)."""
     try:
         import lightgbm  # noqa: F401
     except ImportError:
@@ -51,14 +44,12 @@ def _load_thread_pools() -> None:
 
 
 def _ignore_sigint() -> None:
-    """Worker initialiser: Ctrl-C reaches the whole process group; only the parent handles it (it
-    stops the workers), so an idle worker does not die with a traceback of its own."""
+    """Worker initialiser: only the parent handles Ctrl-C (it stops the workers)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _stop_pool(pool) -> None:
-    """Cancel the pending trials of ``pool`` and end its workers now (their finished (trial, system)
-    results are already checkpointed)."""
+    """Cancel the pending trials of ``pool`` and end its workers now (finished results are checkpointed)."""
     processes = list((getattr(pool, "_processes", None) or {}).values())   # shutdown() forgets them
     pool.shutdown(wait=False, cancel_futures=True)
     for p in processes:
