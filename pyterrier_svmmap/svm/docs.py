@@ -36,21 +36,16 @@ ATTRIBUTES: Dict[str, Tuple[str, str]] = {
                         "mean held-out gain over the fallback, t, p_value, alpha, fallback, source, chosen)."),
 }
 
-def section(title: str, entries: Dict[str, Tuple[str, str]], names: Sequence[str], indent: str = "    ") -> str:
-    """A numpydoc section (``Attributes``) of ``names`` (``entries``: name → (type, description)), indented by
-    ``indent``."""
-    lines = [title, "-" * len(title)]
-    for name in names:
-        kind, text = entries[name]
-        lines.append(f"{name} : {kind}")
-        lines += textwrap.wrap(text, width=100, initial_indent="    ", subsequent_indent="    ")
-    return textwrap.indent("\n".join(lines), indent)
-
-
 def compose(summary: str, parameters: "ParamSpec", attributes: Sequence[str] = tuple(ATTRIBUTES),
             extra_attributes: Optional[Dict[str, Tuple[str, str]]] = None) -> str:
     """A class docstring: ``summary`` (already indented as a docstring body), then the Parameters section of
     the spec ``parameters`` (:meth:`~pyterrier_svmmap.params.ParamSpec.doc_section`) and the Attributes
-    section."""
-    return (summary.rstrip() + "\n\n" + parameters.doc_section() + "\n\n"
-            + section("Attributes", dict(ATTRIBUTES, **(extra_attributes or {})), attributes) + "\n    ")
+    section of ``attributes`` (described in :data:`ATTRIBUTES` or ``extra_attributes``)."""
+    entries = dict(ATTRIBUTES, **(extra_attributes or {}))
+    lines = ["Attributes", "----------"]
+    for name in attributes:
+        kind, text = entries[name]
+        lines.append(f"{name} : {kind}")
+        lines += textwrap.wrap(text, width=100, initial_indent="    ", subsequent_indent="    ")
+    return (summary.rstrip() + "\n\n" + parameters.doc_section() + "\n\n" + textwrap.indent("\n".join(lines), "    ")
+            + "\n    ")
