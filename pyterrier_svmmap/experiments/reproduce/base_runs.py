@@ -176,12 +176,6 @@ def runs_key(collection, topics: pd.DataFrame, names: Optional[Iterable[str]] = 
     return digest("pisa-runs", [[n, run_key(collection, topics, n, num_results)] for n in names])
 
 
-def _check_threads(threads: int) -> None:
-    if not isinstance(threads, int) or threads < 1:
-        raise ValueError(f"--threads must be at least 1, got {threads!r} (PISA with 0 threads retrieves "
-                         "nothing)")
-
-
 _KEY_FILE = "svmmap-key.txt"
 
 
@@ -208,7 +202,6 @@ def build_indices(collection, out: Path, stemmers=STEMMERS, threads: int = 1) ->
     """One PISA index per stemmer under ``out/indices``, reused while its key (:func:`index_key`) matches, else
     built in a temporary folder renamed into place when complete."""
     pisa = _require_pisa()
-    _check_threads(threads)
     indices = {}
     for stemmer in stemmers:
         path = Path(out) / "indices" / stemmer
@@ -240,14 +233,6 @@ def build_indices(collection, out: Path, stemmers=STEMMERS, threads: int = 1) ->
     return indices
 
 
-def retriever(index, function: str, stopwords: str, num_results: int = 1000, threads: int = 1):
-    """A PISA retriever for one base function over ``index``."""
-    pisa = _require_pisa()
-    _check_threads(threads)
-    return pisa.PisaRetrieve(index, scorer=function, num_results=num_results, threads=threads,
-                             stops=stopwords, **PARAMS[function])
-
-
 def _native_log(out: Path) -> Optional[Path]:
     """Where PISA's own output goes: ``OUT/pisa.log``, or the terminal with debug logging."""
     return None if logger.isEnabledFor(logging.DEBUG) else Path(out) / "pisa.log"
@@ -257,7 +242,8 @@ def _retrieve(index, name: str, topics: pd.DataFrame, num_results: int, threads:
     """The run of base function ``name`` on ``topics``; an error if it retrieved nothing at all."""
     function, _, stopwords = name.split(".")
     with redirect_native_output(_native_log(out)):
-        run = retriever(index, function, stopwords, num_results, threads)(topics)
+        run = _require_pisa().PisaRetrieve(index, scorer=function, num_results=num_results, threads=threads,
+                                           stops=stopwords, **PARAMS[function])(topics)
     if run.empty:
         raise ValueError(f"base run {name} retrieved no document for any of the {len(topics)} queries "
                          "(not cached); check that docs.trec and topics.trec belong together")
@@ -272,7 +258,8 @@ def base_runs(collection, out: Path, topics: Optional[pd.DataFrame] = None,
     """``(runs, timings)``: the runs (qid, docno, score, rank) of the base functions on ``topics`` (default all),
     each reused from ``OUT/runs/<name>.pkl`` while its key (:func:`run_key`) matches, and ``index_seconds``,
     ``runs_seconds``."""
-    _check_threads(threads)
+    if not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"--threads must be at least 1, got {threads!r} (PISA with 0 threads retrieves nothing)")
     if not isinstance(num_results, int) or num_results < 1:
         raise ValueError(f"the base runs' depth must be at least 1, got {num_results!r}")
     out = Path(out)
