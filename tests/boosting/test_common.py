@@ -26,3 +26,15 @@ def test_missing_lightgbm_gives_install_hint(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", fake)
     with pytest.raises(ImportError, match=r"pyterrier-svmmap\[peers\]"):
         McRankRanker().fit(*synthetic())
+
+
+def test_a_boosted_ranker_scores_only_when_fitted_and_on_its_width():
+    """Peer._scored: unfitted is a RuntimeError; candidates of another number of base functions a ValueError."""
+    from pyterrier_svmmap.boosting.adarank import AdaRankRanker
+    raw, labels, offsets = synthetic()
+    with pytest.raises(RuntimeError, match="AdaRankRanker is not fitted"):
+        AdaRankRanker().predict(raw, offsets)
+    ranker = AdaRankRanker(n_rounds=3).fit(raw, labels, offsets)
+    wider = np.hstack([raw, raw[:, :1]])
+    with pytest.raises(ValueError, match=f"trained on {raw.shape[1]} base functions, got {raw.shape[1] + 1}"):
+        ranker.predict(wider, offsets)
