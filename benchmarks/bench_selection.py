@@ -1,0 +1,175 @@
+"""The default's cost: ``SVMMap()``'s model selection against one fit and against LightGBM, where a default fit
+spends its time, and the fits of the main job and SciFact.
+
+Usage::
+
+    python benchmarks/bench_selection.py [--quick] [--only default,profile,mainjob,scifact,others] [--repeat N]
+
+Sections:
+
+* ``default``: ``SVMMap()``'s learner (``StructSVMRanker`` with the estimators' defaults, no first stage) on
+  200 queries × 1,000 candidates × 16 functions ÷ ``LGBMRanker()`` (lambdarank, 100 trees), interleaved
+  rounds (target ≤ 0.5×); the same search without racing (``Protocol.auto(race=False)``): its time, and the
+  same model bit for bit (target);
+* ``profile``: where one default fit spends its time: the cross-validation's (fold, setting) paths by feature
+  block, the held-out scoring, the refit and the rest (φ, the fallback, the test);
+* ``mainjob``: ``svmmap reproduce`` of the main job's ``svm-map`` on Vaswani (50 trials of 10/5 queries, BM25
+  first stage): the median fit (target ≤ 0.6 s);
+* ``scifact``: the same on SciFact's split (809 training claims; target ≤ 6 s);
+* ``others``: the cost targets of the other benchmarks, run as they are: ``bench_speed.py --only threads``
+  (``n_jobs=2`` ≥ 1.5×) and ``bench_coldstart.py --only fresh`` (a fresh environment's first fit ≤ 3× warm).
+
+``mainjob`` and ``scifact`` reuse the indices and base runs under ``--cache`` (``bench_quality.py``'s output,
+default ``runs/quality``) when there, and fit in a fresh folder. About 10 minutes on an idle 2-core machine.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from _common import REPO, main, rounds, runs, synthetic, target
+
+DEFAULT = dict(C="auto", features="auto", prior="best", selection="auto", first_stage=None)
+SHARED = REPO.parent / "shared" / "data"
+
+
+def _rounds(args) -> int:
+    return args.repeat or (2 if args.quick else 3)
+
+
+def _fit(raw, labels, offsets, race=True):
+    """A default fit, racing or not (``Protocol.auto``'s ``race``)."""
+    import pyterrier_svmmap.selection.engine as engine
+    from pyterrier_svmmap.svm.ranker import StructSVMRanker
+    auto = engine.Protocol.auto
+    engine.Protocol.auto = classmethod(lambda cls, *a, **k: auto.__func__(cls, *a, **dict(k, race=race)))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return StructSVMRanker(**DEFAULT).fit(raw, labels, offsets)
+    finally:
+        engine.Protocol.auto = auto
+
+
+def default(args):
+    """SVMMap()'s learner against LightGBM's LGBMRanker(), and against its own search without racing"""
+    import lightgbm as lgb
+    raw, labels, offsets = synthetic(50_000 if args.quick else 200_000, seed=5)
+    filled, sizes = np.nan_to_num(raw, nan=-1e9), np.diff(offsets)
+    models = {}
+
+    def svm(race):
+        def run():
+            models[race] = _fit(raw, labels, offsets, race)
+        return run
+    t = rounds({"SVMMap()": svm(True), "SVMMap() without racing": svm(False),
+                "LGBMRanker()": lambda: lgb.LGBMRanker(verbose=-1).fit(filled, labels, group=sizes)}, _rounds(args))
+    print(f"{len(sizes)} queries × 1,000 × 16 functions, default threads")
+    for name, seconds in t.items():
+        print(f"{name:<26} {runs(seconds)}")
+    kept = models[True]
+    print(f"kept: features={kept.features_} C={kept.C_:.4g} fallback={kept.choice_['fallback']}; settings that lost "
+          f"the race: {sorted({p['features'] for p in kept.path_ if np.isnan(p['validation'])})}")
+    ratio = np.median(t["SVMMap()"]) / np.median(t["LGBMRanker()"])
+    target(f"SVMMap() ≤ 0.5× LGBMRanker() (100 trees): {ratio:.2f}×", ratio <= 0.5)
+    same = np.array_equal(models[True].coef_, models[False].coef_) and models[True].C_ == models[False].C_
+    target(f"racing keeps the model of the full search bit for bit "
+           f"({np.median(t['SVMMap() without racing']) / np.median(t['SVMMap()']):.2f}× its time)", same)
+
+
+def profile(args):
+    """where one default fit spends its time"""
+    import pyterrier_svmmap.selection.engine as engine
+    from pyterrier_svmmap.selection.grids import features_name
+    from pyterrier_svmmap.svm.ranker import StructSVMRanker
+    raw, labels, offsets = synthetic(50_000 if args.quick else 200_000, seed=5)
+    _fit(raw[:20_000], labels[:20_000], offsets[:21])                      # kernels loaded
+    spent = defaultdict(float)
+    train_path, scoring = StructSVMRanker.train_path, engine.HeldOutRanking.ap
+
+    def timed_path(self, queries, grid, setting, fold=None, shards=None, encoded=None):
+        t = time.perf_counter()
+        out = train_path(self, queries, grid, setting, fold, shards, encoded)
+        key = "refit" if fold is None else f"cv paths, {features_name(setting[0])}"
+        spent[key] += time.perf_counter() - t
+        spent[key + " (C values)"] += len(grid)
+        return out
+
+    def timed_scoring(self, scores):
+        t = time.perf_counter()
+        out = scoring(self, scores)
+        spent["held-out scoring"] += time.perf_counter() - t
+        return out
+    StructSVMRanker.train_path, engine.HeldOutRanking.ap = timed_path, timed_scoring
+    try:
+        t = time.perf_counter()
+        _fit(raw, labels, offsets)
+        total = time.perf_counter() - t
+    finally:
+        StructSVMRanker.train_path, engine.HeldOutRanking.ap = train_path, scoring
+    print(f"one default fit: {total:.2f} s wall; seconds summed over threads (the cross-validation's paths run two "
+          f"at a time):")
+    for key in sorted(k for k in spent if not k.endswith("(C values)")):
+        n = spent.get(key + " (C values)")
+        print(f"  {key:<28} {spent[key]:7.2f} s" + (f"  ({int(n)} C values)" if n else ""))
+
+
+def _reproduce(collection: str, args) -> float:
+    """The median fit seconds of svm-map in ``svmmap reproduce`` on ``collection`` (fresh fits)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bench_quality import run_trec, trec_protocols
+    folder = SHARED / collection
+    protocol = trec_protocols(folder, 10 if args.quick else 50, 5, 1)[0]
+    cache = Path(args.cache) / collection
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / collection
+        out.mkdir()
+        for part in ("runs", "indices"):
+            if (cache / part).is_dir():
+                (out / part).symlink_to((cache / part).resolve())
+        block = run_trec(folder, out, protocol, ["svm-map"], jobs=1)
+    row = next(r for r in block["rows"] if r["system"] == "svm-map")
+    print(f"{collection}, {protocol['name']}: svm-map MAP {row['map']:.4f}, median fit {row['fit']:.2f} s "
+          f"(one trial at a time)")
+    return row["fit"]
+
+
+def mainjob(args):
+    """the main job's fits of svm-map (Vaswani, 50 trials of 10/5 queries)"""
+    fit = _reproduce("vaswani", args)
+    target(f"the main job's median fit of svm-map ≤ 0.6 s: {fit:.2f} s", fit <= 0.6)
+
+
+def scifact(args):
+    """SciFact's split: one fit of svm-map on 809 training claims"""
+    fit = _reproduce("scifact", args)
+    target(f"SciFact's split: svm-map's fit ≤ 6 s: {fit:.2f} s", fit <= 6)
+
+
+def others(args):
+    """the cost targets of bench_speed (threads) and bench_coldstart (a fresh environment)"""
+    here = Path(__file__).parent
+    for script, section in (("bench_speed.py", "threads"), ("bench_coldstart.py", "fresh")):
+        cmd = [sys.executable, str(here / script), "--only", section] + (["--quick"] if args.quick else [])
+        p = subprocess.run(cmd, capture_output=True, text=True, cwd=here)
+        lines = [ln for ln in p.stdout.splitlines() if ln.startswith("target: ")]
+        print(f"{script} --only {section}: exit {p.returncode}, {len(lines)} targets")
+        for line in lines:
+            text = re.sub(r"^target: [✓✗] ", "", line)
+            target(f"{script}: {text}", "✓" in line.split()[1])
+        if not lines:
+            print(p.stderr[-800:])
+
+
+if __name__ == "__main__":
+    main(__doc__, dict(default=default, profile=profile, mainjob=mainjob, scifact=scifact, others=others),
+         options=[(("--repeat",), dict(type=int, default=0, help="rounds of the timed comparisons")),
+                  (("--cache",), dict(default="runs/quality", help="bench_quality.py's output: indices and runs"))])
