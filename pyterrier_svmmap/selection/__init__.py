@@ -1,16 +1,5 @@
-"""Model selection: the one home of choosing among a learner's settings.
-
-* :mod:`~pyterrier_svmmap.selection.grids` — what is chosen among: C grids, feature blocks, priors, the folds;
-* :mod:`~pyterrier_svmmap.selection.reference` — the reference function (the first stage, or the best base
-  function on the training queries) and the held-out AP every setting is scored by;
-* :mod:`~pyterrier_svmmap.selection.rule` — :func:`choose`, the one function that picks a setting (the paper's
-  arg-max, or the default's fallback test over levels of model classes);
-* :mod:`~pyterrier_svmmap.selection.engine` — :func:`search`, the one engine both protocols run
-  (:data:`PAPER`, :meth:`Protocol.auto`): it trains the settings through the learner's callback, gathers the
-  evidence (validation queries or cross-validation), calls :func:`choose` and makes the final model.
-
-The names below are re-exported for the learners and the command line.
-"""
+"""Model selection: choosing among a learner's settings (grids, reference, rule, engine); see
+docs/model-selection.md. The names below are re-exported for the learners and the command line."""
 from pyterrier_svmmap.selection.grids import (AUTO_C_GRID, AUTO_FEATURES, DEFAULT_ALPHA, DEFAULT_C, DEFAULT_C_GRID,
                                               DEFAULT_FEATURES, DEFAULT_MIN_VALID_QUERIES, DEFAULT_PRIOR,
                                               SELECTION_C_GRID, SELECTION_METHODS, c_grid, cv_folds,

@@ -1,29 +1,9 @@
-"""The one selection engine: trains a learner's settings, scores them on held-out queries, and keeps one.
+"""The one selection engine: trains a learner's settings, scores them on held-out queries and keeps one.
 
-:func:`search` is what every structural SVM with more than one setting (feature blocks × priors × a path of C)
-runs; the learner only trains (a :data:`TrainPath` callback) and fits layouts (:data:`MakeLayout`). A
-:class:`Protocol` configures it:
-
-* :data:`PAPER` — Yue et al.'s protocol (``selection="validation"``): the setting with the best validation MAP
-  ("The model which performed best on the validation set was selected", §5), or without validation queries
-  the best mean of ``cv`` folds' MAPs over the training queries; every setting's path trained on the training
-  queries.
-* :meth:`Protocol.auto` — the package's default (``selection="auto"``): every setting and the *fallback* — the
-  reference function itself (:func:`~pyterrier_svmmap.selection.reference.fallback_model`) — scored per
-  held-out query by cross-validation over every judged query (training ∪ validation), the learned arg-max kept
-  only when the max-gain test of :func:`~pyterrier_svmmap.selection.rule.choose` says its gain over the
-  fallback is more likely real than an artefact of picking the best of many; then refitted on all judged
-  queries up to the chosen C and averaged with the fold models.
-
-Why (docs/model-selection.md, measured on every collection of ../shared/data): a grid's arg-max on five
-validation queries mostly picks noise, and even 157 validation queries (MQ2008) were too few to see
-learning's ~0.01 MAP gain over the best feature in 3 of 5 folds, where cross-validation over the 627 judged
-queries saw it in all 5.
-
-The independent fits (the (fold, setting) paths of :func:`cross_validate`, the settings on validation queries)
-are module-level picklable jobs (:class:`FoldFits`, :class:`SettingFits`) that a :data:`FitMap` may run
-elsewhere, e.g. on a Dask cluster; each depends on its inputs only, so the model is the same wherever they run.
-"""
+:func:`search` runs both protocols: :data:`PAPER` (Yue et al. §5, ``selection="validation"``) and
+:meth:`Protocol.auto` (the default, ``selection="auto"``). The learner only trains (:data:`TrainPath`) and fits
+layouts (:data:`MakeLayout`); independent fits are picklable jobs a :data:`FitMap` may run elsewhere, with the
+same model. See docs/model-selection.md."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -41,28 +21,22 @@ from pyterrier_svmmap.selection.rule import Choice, Selection, choose, column_me
 from pyterrier_svmmap.string_codes import sorted_string_codes
 
 #: ``train(queries, grid, (features, prior), fold, shards, encoded) -> (layout, results, prior function or None)``:
-#: the learner's path of C on ``queries`` (``results[i].w`` the weights at ``grid[i]``); ``fold`` the
-#: cross-validation fold (None for a final fit), ``shards`` the queries per shard or None, ``encoded`` φ of
-#: ``queries`` (:class:`~pyterrier_svmmap.features.layout.EncodedQueries`, its layout fitted on these or on more
-#: queries)
+#: the learner's path of C on ``queries`` (``results[i].w`` at ``grid[i]``; ``fold`` None for a final fit)
 TrainPath = Callable[[Queries, Sequence[float], Setting, Optional[int], Optional[np.ndarray], EncodedQueries],
                      Tuple[FeatureLayout, list, Optional[int]]]
 
-#: ``make_layout(queries, features) -> FeatureLayout``: the learner's layout of feature blocks ``features``
-#: fitted on ``queries`` (labels unused)
+#: ``make_layout(queries, features) -> FeatureLayout`` fitted on ``queries`` (labels unused)
 MakeLayout = Callable[[Queries, Any], FeatureLayout]
 
-#: ``fit_map(job, n) -> [job(0), …, job(n − 1)]``: how the independent fits of a search run. ``job`` is a
-#: picklable callable of module level (:class:`FoldFits`, :class:`SettingFits`), so that a shard executor may
-#: run the fits on other processes (:mod:`~pyterrier_svmmap.svm.executors`); None runs them here.
+#: ``fit_map(job, n) -> [job(0), …, job(n − 1)]``: runs a picklable job's fits, e.g. on a shard executor
+#: (:mod:`~pyterrier_svmmap.svm.executors`)
 FitMap = Callable[[Callable[[int], Any], int], list]
 
 #: a trained path: (layout, one training result per C, the prior's base function or None)
 Path = Tuple[FeatureLayout, list, Optional[int]]
 
-#: below this many candidates, the fits of a cross-validation run side by side (one thread each,
-#: :func:`~pyterrier_svmmap.threads.run_concurrently`): each is too small for its kernels to use several
-#: threads well; above it they run one after another, each on every thread, holding one fold's φ at a time
+#: below this many candidates the fits of a cross-validation run side by side, one thread each (each is too small
+#: to use several threads well); above it one after another, each on every thread
 CONCURRENT_FOLDS_MAX_CANDIDATES = 1 << 20
 
 #: the folds on which :func:`cross_validate` races the richer settings before it trains them on the others
@@ -73,29 +47,13 @@ RACE_FOLDS = 2
 class Protocol:
     """How :func:`search` gathers evidence, decides and makes the final model.
 
-    Attributes
-    ----------
-    alpha : float or None
-        The level of :func:`~pyterrier_svmmap.selection.rule.choose`'s tests; None: the plain arg-max.
-    fallback : bool
-        The reference function competes with the settings; and with fewer judged queries than folds the first
-        setting is trained at its first C instead of an error.
-    pool : bool
-        Cross-validate over training ∪ validation queries and fit the final model on all of them.
-    min_valid_queries : int or None
-        A validation set of at least this many queries is the evidence alone (None: never).
-    refit_every : bool
-        After cross-validation, train every setting's whole path on the fit queries (else the chosen setting
-        up to the chosen C).
-    average_folds : bool
-        Average the final model with the cross-validation's fold models at the chosen setting.
-    fold_means : bool
-        A setting's cross-validated score is the mean of its folds' MAPs (else of its held-out queries' APs).
-    race : bool
-        Cross-validation races the richer model classes (:func:`race_richer`): trained on the first
-        :data:`RACE_FOLDS` folds, they go on to the others only when their best setting beats the simpler
-        level's choice on those folds' queries.
-    """
+    ``alpha``: the level of :func:`~pyterrier_svmmap.selection.rule.choose`'s tests (None: the arg-max);
+    ``fallback``: the reference function competes (and with fewer judged queries than folds the first setting is
+    trained at its first C); ``pool``: cross-validate over training ∪ validation and fit on both;
+    ``min_valid_queries``: a validation set this large is the evidence alone (None: never); ``refit_every``: refit
+    every setting's whole path (else the chosen one up to its C); ``average_folds``: average the final model with
+    the fold models; ``fold_means``: score by the folds' MAPs (else by the queries' APs); ``race``: race the richer
+    model classes (:func:`race_richer`)."""
     alpha: Optional[float] = None
     fallback: bool = False
     pool: bool = False
@@ -108,7 +66,7 @@ class Protocol:
     @classmethod
     def auto(cls, alpha: Optional[float] = DEFAULT_ALPHA, min_valid_queries: Optional[int] = DEFAULT_MIN_VALID_QUERIES,
              average_folds: bool = True, race: bool = True) -> "Protocol":
-        """The package's default rule (``selection="auto"``) with its parameters."""
+        """The package's default rule (``selection="auto"``)."""
         return cls(alpha=alpha, fallback=True, pool=True, min_valid_queries=min_valid_queries, refit_every=False,
                    average_folds=average_folds, fold_means=False, race=race)
 
@@ -119,27 +77,23 @@ PAPER = Protocol()
 
 @dataclass
 class HeldOut:
-    """What :func:`cross_validate` measured: ``fold`` (each query's fold), ``ap`` (queries × settings·C, the
-    held-out AP of each query under every (setting, C), setting-major), ``fallback_ap`` (per query, under the
-    fold's fallback model; None without one) and ``fold_weights`` (per setting, per fold, the weights of
-    every C: the folds share the final model's layout, so their weights mean what its weights mean)."""
+    """What :func:`cross_validate` measured: each query's ``fold``, ``ap`` (queries × settings·C, setting-major),
+    ``fallback_ap`` (or None) and ``fold_weights`` (per setting, per fold, w of every C, in the final layout)."""
     fold: np.ndarray
     ap: np.ndarray
     fallback_ap: Optional[np.ndarray]
     fold_weights: List[List[np.ndarray]]
 
     def fold_means(self) -> np.ndarray:
-        """Each fold's MAP of every (setting, C) and, last, of the fallback when measured: (folds × columns)."""
+        """Each fold's MAP of every column and, last, of the fallback when measured (folds × columns)."""
         E = self.ap if self.fallback_ap is None else np.column_stack([self.ap, self.fallback_ap])
         return np.stack([column_means(E[self.fold == k]) for k in range(int(self.fold.max()) + 1)])
 
 
 @dataclass
 class FoldFits:
-    """The (fold, setting) fits of :func:`cross_validate` as one job: ``job(j)`` trains setting ``s`` on the
-    folds other than ``k``, ``(k, s) = pairs[j]``, and returns (the weights of every C, the held-out queries'
-    APs under each C, queries × C). A pure function of its fields, so that it gives the same bits in any
-    process."""
+    """The (fold, setting) fits of :func:`cross_validate` as one picklable job: ``job(j)`` returns (w of every C,
+    the held-out queries' APs, queries × C) of ``pairs[j]``."""
     queries: Queries
     fold: np.ndarray
     settings: List[Setting]
@@ -161,8 +115,7 @@ class FoldFits:
 
 @dataclass
 class SettingFits:
-    """Every setting trained on the training queries (the evidence from validation queries) as one job:
-    ``job(s)`` is setting ``s``'s path."""
+    """Every setting trained on the training queries as one picklable job: ``job(s)`` is setting ``s``'s path."""
     queries: Queries
     settings: List[Setting]
     grids: List[List[float]]
@@ -175,9 +128,8 @@ class SettingFits:
 
 
 def run_here(job: Callable[[int], Any], n: int, n_candidates: int) -> list:
-    """The fits of a search in this process: side by side on the threads of
-    :func:`~pyterrier_svmmap.threads.current` (one thread each) below :data:`CONCURRENT_FOLDS_MAX_CANDIDATES`
-    candidates, else one after another, each on every thread; the same results either way."""
+    """The fits of a search in this process: side by side below :data:`CONCURRENT_FOLDS_MAX_CANDIDATES`
+    candidates, else one after another on every thread (the same results)."""
     if n_candidates < CONCURRENT_FOLDS_MAX_CANDIDATES:
         return threads.run_concurrently(job, n)
     return [job(j) for j in range(n)]
@@ -188,17 +140,11 @@ def cross_validate(queries: Queries, settings: Sequence[Setting], grids: Sequenc
                    fallback: Optional[Callable[[Queries], Tuple[FeatureLayout, np.ndarray, int]]] = None,
                    fit_map: Optional[FitMap] = None, raced: Sequence[int] = (),
                    go_on: Optional[Callable[[HeldOut], bool]] = None) -> HeldOut:
-    """``cv``-fold cross-validation over ``queries``: for each fold, the path of C of every setting (its C
-    values ``grids[s]``, all of the same length) trained on the other folds
-    (``train_path(train, grids[s], setting, fold, None, encoded)``, with the rows of ``encodings[s]``, φ of
-    ``queries``) and each held-out query's AP under each C's model, ranked with the training part's reference
-    function breaking ties; ``fallback`` (optional) makes a model (layout, w, tie-break function) of the
-    training part whose held-out APs are measured too. ``fit_map`` runs the (fold, setting) fits
-    (:class:`FoldFits`), by default in this process (:func:`run_here`).
+    """``cv``-fold cross-validation: each held-out query's AP under every (setting, C) trained on the other folds.
 
-    Racing: the settings ``raced`` are first trained on the first :data:`RACE_FOLDS` folds only, beside every
-    other setting on every fold; they are completed when ``go_on`` says so of that evidence, else their APs on
-    the other folds' queries stay NaN (and their fold weights None)."""
+    ``fallback`` makes a model (layout, w, tie-break function) of a training part whose held-out APs are measured
+    too; ``fit_map`` runs the fits (default :func:`run_here`). The settings ``raced`` run on the first
+    :data:`RACE_FOLDS` folds only, and on the others when ``go_on`` says so (else their APs stay NaN)."""
     settings = list(settings)
     G = len(grids[0])
     fold = cv_folds(queries.n_queries, cv, random_state, len(settings) * G)
@@ -229,8 +175,7 @@ def cross_validate(queries: Queries, settings: Sequence[Setting], grids: Sequenc
 
 
 def encode_settings(queries: Queries, settings: Sequence[Setting], make_layout: MakeLayout) -> List[EncodedQueries]:
-    """φ of ``queries`` for every setting, one layout per distinct feature block fitted on ``queries`` and
-    shared by the settings (and the folds) that use it."""
+    """φ of ``queries`` for every setting, one layout per distinct feature block shared by settings and folds."""
     by_block: Dict[str, EncodedQueries] = {}
     for features, _ in settings:
         name = features_name(features)
@@ -240,8 +185,7 @@ def encode_settings(queries: Queries, settings: Sequence[Setting], make_layout: 
 
 
 def validation_evidence(paths: Sequence[Path], valid: Queries, tie: int) -> np.ndarray:
-    """Per-query AP of the validation queries under every (setting, C) of the trained ``paths``, setting-major
-    (queries × settings·C); ties broken by base function ``tie``, then by the docnos when known."""
+    """The validation queries' AP under every (setting, C) of ``paths`` (queries × settings·C), ties by ``tie``."""
     codes = sorted_string_codes(valid.docnos)[0] if valid.docnos is not None else None
     ranking = HeldOutRanking(valid, tie, codes)
     columns = []
@@ -253,17 +197,7 @@ def validation_evidence(paths: Sequence[Path], valid: Queries, tie: int) -> np.n
 
 @dataclass
 class Search:
-    """What :func:`search` decided, and the model it made.
-
-    ``selection``: the evidence (:class:`~pyterrier_svmmap.selection.rule.Selection`: ``method`` —
-    ``"validation"``, ``"cv"`` or ``"none"`` —, one score per (setting, C) in setting-major order and, with a
-    fallback, a last one for it, ``fold_scores`` per cv fold, ``chosen`` the index kept); ``choice`` the decision
-    (None when nothing was compared); ``settings``, their C values ``grids`` (one length); ``fit`` the queries the
-    final model was fitted on (None when the paths were trained elsewhere); ``paths`` the final paths, by
-    setting; the model: ``layout``, ``coef``, ``coefs`` (w of every C of its path), ``C`` (0 for the fallback),
-    ``setting`` (index, -1 for the fallback), ``function`` (the prior's or fallback's base function, or None),
-    ``result`` (the kept C's training result, None for the fallback), ``averaged_models`` and
-    ``tie_function``."""
+    """What :func:`search` decided and the model it made (``setting`` -1 and ``C`` 0 for the fallback)."""
     selection: Selection
     choice: Optional[Choice]
     settings: List[Setting]
@@ -285,10 +219,8 @@ class Search:
         return self.setting < 0
 
     def path(self, with_prior: bool = True, with_training: bool = False) -> List[dict]:
-        """``path_``: one entry per (features, prior, C) with its score (``validation``; per fold ``cv_scores``),
-        and a last entry ``fallback=True`` (C = 0) for the reference function when it was scored.
-        ``with_prior=False`` leaves the prior out; ``with_training`` adds the training statistics of every
-        (setting, C) that the final fits trained (iterations, duality gap, seconds, …)."""
+        """``path_``: one entry per (features, prior, C) with its scores, then the fallback's when scored;
+        ``with_training`` adds the final fits' training statistics."""
         out = self.selection.path(self.settings, self.grids, with_prior)
         G = len(self.grids[0])
         for s, (_, results, _) in self.paths.items() if with_training else ():
@@ -299,9 +231,7 @@ class Search:
         return out
 
     def record(self, path: List[dict]) -> Optional[dict]:
-        """``choice_``: the :class:`~pyterrier_svmmap.selection.rule.Choice` as a dict with the evidence's
-        ``source``, the ``chosen`` and the ``best_learned`` entries of ``path`` and ``averaged_models``; None
-        when nothing was compared."""
+        """``choice_``: the :class:`~pyterrier_svmmap.selection.rule.Choice` with its source and entries, or None."""
         if self.choice is None:
             return None
         return dict(self.choice.as_dict(), source=self.selection.method,
@@ -314,20 +244,12 @@ def search(train: Queries, valid: Optional[Queries], settings: Sequence[Setting]
            prior_scale: float = 1.0, shards: Optional[np.ndarray] = None, fit_map: Optional[FitMap] = None) -> Search:
     """Choose among ``settings`` × their C values and make the model, as ``protocol`` says.
 
-    The evidence: the validation queries when there are at least ``protocol.min_valid_queries`` of them (every
-    setting trained on ``train``); else ``cv``-fold cross-validation over ``train`` (with ``protocol.pool``, over
-    ``train`` ∪ the usable validation queries, on which the final model is then fitted); a single setting and C
-    without validation is trained as given (``"none"``). The decision:
-    :func:`~pyterrier_svmmap.selection.rule.choose` at level ``protocol.alpha`` over the levels of model classes,
-    with the fallback when ``protocol.fallback``.
-
-    Each setting's layout is fitted once, on the queries the final model is fitted on (labels unused), and
-    shared by the folds (:func:`encode_settings`); its C values are ``C`` resolved against that φ
-    (:func:`~pyterrier_svmmap.selection.grids.resolve_c_grid`: ``"auto"`` is relative to φ's spread).
-
-    ``train`` and ``valid`` hold binary labels (``valid``: None or with labels; its ``docnos`` break ties);
-    ``shards``: the training queries per shard, for the final fits on ``train`` alone; ``fit_map`` runs the
-    independent fits (:data:`FitMap`, default: in this process); the final fits and the fallback run here."""
+    The evidence: the validation queries when there are ``protocol.min_valid_queries`` of them, else
+    ``cv``-fold cross-validation over ``train`` (∪ ``valid`` with ``protocol.pool``), or nothing for one setting
+    and C (``"none"``); the decision: :func:`~pyterrier_svmmap.selection.rule.choose`. Each setting's layout is
+    fitted once on the final model's queries and its C resolved against that φ
+    (:func:`~pyterrier_svmmap.selection.grids.resolve_c_grid`). ``shards`` splits the final fits on ``train``;
+    ``fit_map`` runs the independent fits (:data:`FitMap`)."""
     settings = list(settings)
     S = len(settings)
     source = "validation" if valid is not None and evidence_source(valid.n_queries, protocol.min_valid_queries) == \
@@ -378,12 +300,8 @@ def search(train: Queries, valid: Optional[Queries], settings: Sequence[Setting]
 
 
 def race_richer(held: HeldOut, levels: Sequence[Sequence[int]], alpha: Optional[float]) -> bool:
-    """Whether cross-validation goes on with the richer model classes (``levels[1:]``, columns of
-    ``held.ap``) after the first :data:`RACE_FOLDS` folds: their best column's mean gain over the simplest
-    level's choice (:func:`~pyterrier_svmmap.selection.rule.choose` at ``alpha`` over every query, with the
-    fallback) is positive on those folds' queries. A richer class that does not beat the simpler choice there
-    is unlikely to pass :func:`~pyterrier_svmmap.selection.rule.choose`'s test against it on every query, and
-    costs most of a search (step functions have the most weights and take the most iterations)."""
+    """Whether cross-validation goes on with the richer model classes: their best mean gain over the simplest
+    level's choice on the first :data:`RACE_FOLDS` folds' queries is positive."""
     simple = list(levels[0])
     first = choose(held.ap[:, simple], held.fallback_ap, alpha)
     current = held.fallback_ap if first.fallback else held.ap[:, simple[first.index]]
@@ -394,8 +312,7 @@ def race_richer(held: HeldOut, levels: Sequence[Sequence[int]], alpha: Optional[
 
 def from_paths(paths: Sequence[Path], settings: Sequence[Setting], grids: Sequence[Sequence[float]],
                valid: Optional[Queries], tie: int) -> Search:
-    """:data:`PAPER`'s decision among paths trained elsewhere (a cluster's shards): the best validation MAP of
-    the validation queries ``valid`` (ties broken by base function ``tie``), or, without them, the first."""
+    """:data:`PAPER`'s decision among paths trained elsewhere: the best validation MAP on ``valid``, or the first."""
     settings, grids = list(settings), [list(g) for g in grids]
     paths = dict(enumerate(paths))
     if valid is None:
@@ -415,8 +332,7 @@ class _Weights:
 
 
 def pooled(train: Queries, valid: Queries) -> Queries:
-    """``train`` ∪ the usable queries of ``valid`` (those with a relevant and a non-relevant candidate), with
-    the relevant counts of both when either has them; the reference of ``train``."""
+    """``train`` ∪ the usable queries of ``valid``, with the relevant counts of both; ``train``'s reference."""
     usable = valid.subset(valid.usable())
     tr_n, va_n = train.n_relevant, usable.n_relevant
     if tr_n is not None or va_n is not None:
@@ -432,9 +348,8 @@ def pooled(train: Queries, valid: Queries) -> Queries:
 def _model(selection: Selection, choice: Optional[Choice], settings, grids, fit: Optional[Queries],
            paths: Dict[int, Path], held: Optional[HeldOut], train_path, encodings, protocol: Protocol,
            prior_scale: float, raw_layout, shards, tie: Optional[int] = None) -> Search:
-    """The final model of a search: the fallback fitted on ``fit``, or the chosen setting's path — trained
-    already (``paths``), or now on ``fit`` (every setting's whole path with ``protocol.refit_every``, else the
-    chosen one up to its C) — averaged with the fold models when ``protocol.average_folds``."""
+    """The final model: the fallback, or the chosen setting's path (trained now if needed), averaged with the
+    fold models when ``protocol.average_folds``."""
     G = len(grids[0])
     tie = queries_best_function(fit) if tie is None else tie
     record = dict(selection=selection, choice=choice, settings=settings, grids=grids, fit=fit, tie_function=tie)
@@ -451,8 +366,7 @@ def _model(selection: Selection, choice: Optional[Choice], settings, grids, fit:
     kept = results[i]
     coef, averaged = np.array(kept.w, dtype=float), 1
     if held is not None and protocol.average_folds:
-        # the refit and the cv fold models at the chosen setting, averaged (bagging: one layout, so the same
-        # weights' meaning; lower variance than the refit alone, no extra fit)
+        # bagging at no extra fit: the folds share the final layout, so their weights mean the same
         fold_w = held.fold_weights[s]
         coef = (np.sum([w[i] for w in fold_w], axis=0) + kept.w) / (len(fold_w) + 1)
         averaged = len(fold_w) + 1

@@ -1,10 +1,6 @@
-"""What a search chooses among: the C grids, the feature blocks and priors of its settings, and the folds.
+"""What a search chooses among: C grids, the (feature blocks, prior) settings, and the folds.
 
-A *setting* is a pair (feature blocks, prior); each setting is trained along a path of C values. The default
-(``selection="auto"``) compares :data:`AUTO_FEATURES` with the prior ``"best"`` over :data:`AUTO_C_GRID`,
-relative to φ's spread (:func:`resolve_c_grid`); the paper's protocol the user's blocks over
-:data:`DEFAULT_C_GRID`. docs/model-selection.md gives the held-out evidence for these ranges.
-"""
+A *setting* is trained along a path of C values. See docs/model-selection.md for the ranges' evidence."""
 from __future__ import annotations
 
 import math
@@ -18,14 +14,10 @@ from pyterrier_svmmap.features.encoder import parse_blocks
 #: the default grid of C (OP 1's constant: ½‖w‖² + C/n Σ ξ_i), searched on validation queries
 DEFAULT_C_GRID = (0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)
 
-#: the paper's grid and two smaller C, with which the prior-regularised model ½‖w − w₀‖² comes close to the
-#: base function itself
+#: the paper's grid and two smaller C, near the prior's base function
 SELECTION_C_GRID = (1e-4, 1e-3) + DEFAULT_C_GRID
 
-#: ``C="auto"`` (the estimators' default): this grid relative to φ's spread R², i.e. C = c / R² for each c
-#: (:func:`resolve_c_grid`). At c = 1 the regulariser and the loss weigh alike (a margin of 1 between candidates
-#: a distance R apart needs ‖w‖ ≈ 1/R); the grid spans from nearly the prior's base function (1e-4) to two decades
-#: above that balance (100); beyond it each C costs the most iterations of its path
+#: ``C="auto"``: C = c / R² for each c (:func:`resolve_c_grid`); at c = 1 regulariser and loss weigh alike
 AUTO_C_GRID = (1e-4, 1e-3, 0.01, 0.1, 1.0, 10.0, 100.0)
 
 #: the C, feature blocks and prior of the estimators' default (``selection="auto"``)
@@ -33,20 +25,16 @@ DEFAULT_C = "auto"
 DEFAULT_FEATURES = "auto"
 DEFAULT_PRIOR = "best"
 
-#: the selection methods a learner with a grid takes: ``"validation"`` (the paper's protocol: the best
-#: validation MAP, or cross-validation over the training queries without validation data) or ``"auto"``
+#: the selection methods: the paper's protocol (``"validation"``) and the default (``"auto"``)
 SELECTION_METHODS = ("validation", "auto")
 
-#: the default level of the fallback test (:func:`~pyterrier_svmmap.selection.rule.choose`): the
-#: median-unbiased decision
+#: the default level of the fallback test: the median-unbiased decision
 DEFAULT_ALPHA = 0.5
 
-#: the default size from which a given validation set alone is the evidence of ``selection="auto"``
-#: (:func:`evidence_source`): None, always cross-validate over every judged query
+#: from this many validation queries on they alone are the evidence (None: always cross-validate)
 DEFAULT_MIN_VALID_QUERIES = None
 
-#: the feature blocks that ``features="auto"`` chooses among, jointly with C (no block wins on every collection:
-#: docs/model-selection.md)
+#: the feature blocks that ``features="auto"`` chooses among, jointly with C
 AUTO_FEATURES = ("bins", "raw", "bins+raw")
 
 #: a setting: (feature blocks, prior)
@@ -54,13 +42,12 @@ Setting = Tuple[Any, Optional[str]]
 
 
 def is_auto_c(C) -> bool:
-    """Whether ``C`` is ``"auto"``: the grid :data:`AUTO_C_GRID` relative to φ's spread (:func:`resolve_c_grid`)."""
+    """Whether ``C`` is ``"auto"`` (:data:`AUTO_C_GRID` relative to φ's spread)."""
     return isinstance(C, str) and C == "auto"
 
 
 def c_grid(C) -> List[float]:
-    """``C`` (a number or a sequence) as a list of floats, checked: finite, positive, no duplicates; for
-    ``"auto"``, :data:`AUTO_C_GRID` (relative values, :func:`resolve_c_grid` scales them)."""
+    """``C`` as a checked list of floats (finite, positive, distinct); :data:`AUTO_C_GRID` for ``"auto"``."""
     if is_auto_c(C):
         return list(AUTO_C_GRID)
     try:
@@ -75,12 +62,9 @@ def c_grid(C) -> List[float]:
 
 
 def resolve_c_grid(C, spread: float) -> List[float]:
-    """The C values to train: ``C`` itself (:func:`c_grid`), or for ``C="auto"`` the relative grid
-    :data:`AUTO_C_GRID` divided by ``spread``, φ's R² (:meth:`~pyterrier_svmmap.features.matrices.FeatureMatrix.spread`).
+    """The C values to train: ``C`` itself, or for ``"auto"`` :data:`AUTO_C_GRID` / ``spread`` (φ's R²).
 
-    The constraints of a ranking loss are differences of φ within a query, and the solution of OP 1 depends on
-    C only through C·R² once φ is rescaled, so a relative grid means the same regularisation for every feature
-    block and number of base functions (SVMlight's default C = 1/mean ‖x‖² rests on the same argument)."""
+    OP 1's solution depends on C only through C·R², so a relative grid means the same for every block."""
     if not is_auto_c(C):
         return c_grid(C)
     if not spread > 0 or not math.isfinite(spread):
@@ -89,7 +73,7 @@ def resolve_c_grid(C, spread: float) -> List[float]:
 
 
 def feature_options(features: Union[str, Sequence[str]]) -> List[Union[str, Sequence[str]]]:
-    """The feature blocks to train: :data:`AUTO_FEATURES` for ``features="auto"``, else ``[features]``."""
+    """The feature blocks to train: :data:`AUTO_FEATURES` for ``"auto"``, else ``[features]``."""
     return list(AUTO_FEATURES) if isinstance(features, str) and features == "auto" else [features]
 
 
@@ -99,29 +83,24 @@ def features_name(features) -> str:
 
 
 def prior_options(prior: Optional[str]) -> List[Optional[str]]:
-    """The priors to train: both (``None`` and ``"best"``) for ``prior="auto"``, else ``[prior]``."""
+    """The priors to train: ``[None, "best"]`` for ``"auto"``, else ``[prior]``."""
     return [None, "best"] if prior == "auto" else [prior]
 
 
 def model_class(features) -> int:
-    """How rich the model of feature blocks ``features`` is: 0 for a linear function of the scores (``raw``,
-    ``minmax``), 1 with the paper's threshold indicators (``bins``: a step function of each score, fitted
-    thresholds and many more weights)."""
+    """0 for a linear function of the scores, 1 with the paper's threshold indicators (step functions)."""
     return max(BLOCK_KINDS[kind].model_class for kind in parse_blocks(features))
 
 
 def setting_levels(settings: Sequence[Setting], n_c: int) -> List[List[int]]:
-    """The evidence's columns (``n_c`` per setting, setting-major) grouped by :func:`model_class` of each
-    setting's features, simplest first: the ``levels`` of :func:`~pyterrier_svmmap.selection.rule.choose`."""
+    """The evidence's columns grouped by :func:`model_class`, simplest first: :func:`~.rule.choose`'s ``levels``."""
     classes = sorted({model_class(features) for features, _ in settings})
     return [[s * n_c + i for s, (features, _) in enumerate(settings) if model_class(features) == c
              for i in range(n_c)] for c in classes]
 
 
 def cv_folds(n_queries: int, n_folds: int, random_state: Optional[int], n_settings: int) -> np.ndarray:
-    """The fold (0 … ``n_folds`` − 1) of each of ``n_queries`` queries: queries shuffled with ``random_state``,
-    then dealt round-robin, so that the folds differ in size by one at most. ValueError when there are
-    fewer queries than folds (``n_settings``, the settings to compare, for the message) or fewer than 2 folds."""
+    """Each query's fold: a seeded shuffle dealt round-robin; ValueError with fewer queries than folds."""
     if n_folds < 2:
         raise ValueError(f"cross-validation needs at least 2 folds, got {n_folds}")
     if n_queries < n_folds:
@@ -134,6 +113,5 @@ def cv_folds(n_queries: int, n_folds: int, random_state: Optional[int], n_settin
 
 
 def evidence_source(n_valid: int, min_valid_queries: Optional[int] = DEFAULT_MIN_VALID_QUERIES) -> str:
-    """``"validation"`` when ``min_valid_queries`` is given and the validation set has at least that many
-    queries, else ``"cv"`` (cross-validation)."""
+    """``"validation"`` with at least ``min_valid_queries`` validation queries, else ``"cv"``."""
     return "validation" if min_valid_queries is not None and n_valid >= min_valid_queries else "cv"

@@ -1,20 +1,8 @@
-"""The rule that picks a setting, and the record of what it picked: the one function every search calls.
+"""The rule that picks a setting (:func:`choose`, called by every search) and the record of what it picked.
 
-:func:`choose` takes the evidence — per held-out query (or per fold), the score of every setting, and
-optionally of a *fallback* (the reference function itself) — and returns a :class:`Choice`. Both protocols of
-:func:`~pyterrier_svmmap.selection.engine.search` call it: the paper's as the plain arg-max (``alpha=None``, no
-fallback), the default's with the fallback and a sign-flip max-gain test (:func:`max_gain_pvalue`) over levels
-of model classes. The grid searches of the other learners (Approx, the boosted peers) call it through
-:func:`select`.
-
-Why the default rule is what it is (docs/model-selection.md): with few queries, the best of many noisy means
-is optimistic: even when no setting beats the base function, the best of 8 shows a gain on 15 queries; the
-max-gain test corrects for that (the number and the correlation of the settings, and queries where every
-setting ties with the base). ``alpha = 0.5`` is the median-unbiased decision; smaller ``alpha`` trusts the
-base function more (``alpha = 0.05`` is a conventional significance test), ``alpha = 1`` keeps any positive
-gain, ``None`` never falls back. The one-standard-error rule was measured and lowered MAP, so the learned
-setting is the arg-max.
-"""
+The paper's protocol calls it as the plain arg-max; the default with a fallback and a sign-flip max-gain test
+over levels of model classes; the other learners' grid searches through :func:`select`. See
+docs/model-selection.md (the rule, and the levels of the test measured)."""
 from __future__ import annotations
 
 import math
@@ -31,23 +19,19 @@ EXACT_FLIPS_MAX_QUERIES = 11
 
 
 def column_means(evidence: np.ndarray) -> np.ndarray:
-    """The mean of each column of ``evidence`` (rows × settings), each summed as one vector (numpy's pairwise
-    sum, the bits of ``evidence[:, c].mean()``); NaN for every column without rows. The score every search
-    compares settings by."""
+    """The mean of each column (each summed as ``evidence[:, c].mean()`` sums it); NaN for columns without rows."""
     E = np.asarray(evidence, dtype=float)
     return np.array([E[:, c].mean() for c in range(E.shape[1])]) if len(E) else np.full(E.shape[1], np.nan)
 
 
 def first_best(values: Sequence[float]) -> int:
-    """The arg-max: the index of the first maximum, NaN (or None) counting as lowest, so that without any
-    score (no validation) the first setting is kept."""
+    """The index of the first maximum, NaN or None counting as lowest (so without scores the first is kept)."""
     v = np.array([-np.inf if (x is None or np.isnan(x)) else x for x in values])
     return int(np.argmax(v))
 
 
 def paired_t(gains: np.ndarray) -> float:
-    """t statistic of the mean of paired per-query gains: mean / (sd / √n); ±inf when every gain is equal
-    and non-zero (standard error below 1e-12), 0 when all are 0 or there is only one."""
+    """t statistic of the mean of paired gains; ±inf when all gains are equal and non-zero, 0 when all are 0."""
     d = np.asarray(gains, dtype=float)
     if len(d) < 2:
         return 0.0
@@ -59,12 +43,10 @@ def paired_t(gains: np.ndarray) -> float:
 
 
 def max_gain_pvalue(gains: np.ndarray, n_flips: int = N_FLIPS, seed: int = 0) -> float:
-    """Sign-flip permutation p-value of the largest mean column of ``gains`` (queries × settings, the paired
-    per-query gains of each setting over the fallback): the share of sign vectors s (one sign per query,
-    applied to the whole row) with max_j mean_q(s_q · gains[q, j]) ≥ the observed max_j mean_q(gains[q, j]),
-    counting the identity — Westfall & Young's max statistic under the null hypothesis "no setting differs
-    from the base function". Exact (all 2^n sign vectors) for n ≤ ``EXACT_FLIPS_MAX_QUERIES``, else
-    ``n_flips`` seeded random ones plus the identity. 1.0 when no column has a positive mean."""
+    """Westfall & Young's sign-flip p-value of the largest mean column of ``gains`` (queries × settings).
+
+    The share of per-query sign vectors under which the max column mean reaches the observed one, the identity
+    counted: all 2^n for n ≤ ``EXACT_FLIPS_MAX_QUERIES``, else ``n_flips`` seeded ones; 1.0 without a positive mean."""
     D = np.asarray(gains, dtype=float)
     n = len(D)
     if n == 0 or D.shape[1] == 0:
@@ -85,10 +67,8 @@ def max_gain_pvalue(gains: np.ndarray, n_flips: int = N_FLIPS, seed: int = 0) ->
 
 @dataclass
 class Choice:
-    """What :func:`choose` decided: ``index`` the chosen column of the evidence (-1: the fallback), ``best`` the
-    learned arg-max's column, the means, and of the test that decided (the last one passed, else the first):
-    the paired gain over what it was compared with, its t statistic (for information), the max-gain permutation
-    p-value and the level ``alpha``; ``steps`` one dict per level of settings (:func:`choose`)."""
+    """What :func:`choose` decided: ``index`` (-1: the fallback), the learned arg-max ``best``, and the statistics
+    of the test that decided (the last one passed, else the first); ``steps`` one dict per level."""
     index: int
     best: int
     best_mean: float
@@ -113,18 +93,12 @@ class Choice:
 
 def choose(evidence: np.ndarray, fallback: Optional[np.ndarray] = None, alpha: Optional[float] = DEFAULT_ALPHA,
            seed: int = 0, levels: Optional[Sequence[Sequence[int]]] = None) -> Choice:
-    """Pick a column of ``evidence`` (held-out queries × settings, per-query AP; NaN counts as the lowest
-    mean) or the fallback (``fallback``: the same queries' AP of the base function; None: no fallback).
+    """Pick a column of ``evidence`` (queries × settings, per-query AP) or the ``fallback`` (the same queries' AP).
 
-    ``levels`` groups the columns into model classes of increasing richness (default: one group of all), e.g.
-    linear models of the scores, then step functions of them (bins). Starting from the fallback, each level's
-    arg-max replaces the current choice iff its mean gain over it is positive and the sign-flip max-gain test
-    over every column tried so far — this level's and the simpler ones' — (:func:`max_gain_pvalue` of their
-    per-query gains over the current choice) gives p ≤ ``alpha``: a richer class must show evidence against the
-    simpler choice, as learning must against the base function, and the test counts every setting that had a
-    chance to win (a richer class that follows a rejected simpler one is not tested as if it were the first).
-    Without a fallback the first level's arg-max is the start; ``alpha=None`` tests nothing and takes the
-    arg-max of all columns."""
+    Starting from the fallback (without one, the first level's arg-max), each of ``levels`` (groups of columns,
+    simplest model class first) replaces the current choice iff its arg-max's mean gain over it is positive and
+    :func:`max_gain_pvalue` over every column tried so far gives p ≤ ``alpha``; ``alpha=None`` takes the arg-max
+    of all columns."""
     E = np.asarray(evidence, dtype=float)
     if E.ndim != 2 or E.shape[1] == 0:
         raise ValueError(f"evidence must be a (queries × settings) array with a setting, got shape {E.shape}")
@@ -168,22 +142,8 @@ def choose(evidence: np.ndarray, fallback: Optional[np.ndarray] = None, alpha: O
 
 @dataclass
 class Selection:
-    """The evidence of one choice among settings.
-
-    Attributes
-    ----------
-    method : str
-        How the settings were scored: ``"validation"`` (on validation queries), ``"cv"`` (mean held-out score
-        of cross-validation over the training queries; with ``selection="auto"``, over training ∪ validation)
-        or ``"none"`` (one setting, or too few queries to compare any).
-    scores : list of float
-        One score per setting, in the settings' order (NaN when not scored); with ``selection="auto"`` the
-        last setting is the fallback base function.
-    fold_scores : ndarray or None
-        With ``"cv"``: the held-out score of every (fold, setting).
-    chosen : int
-        The index of the setting kept.
-    """
+    """The evidence of one choice among settings: ``method`` (``"validation"``, ``"cv"`` or ``"none"``), one score
+    per setting (the fallback's last), with ``"cv"`` the ``fold_scores``, and the index ``chosen``."""
     method: str
     scores: List[float]
     fold_scores: Optional[np.ndarray]
@@ -191,10 +151,8 @@ class Selection:
 
     def path(self, settings: Sequence[Tuple[Any, Optional[str]]], grids: Sequence[Sequence[float]],
              with_prior: bool = True) -> List[dict]:
-        """The learners' ``path_``: one entry per (features, prior, C) of ``settings`` × their ``grids``, in
-        setting-major order, with its score (``validation``) and, with cross-validation, its held-out score per
-        fold (``cv_scores``); ``with_prior=False`` leaves the prior out of the entries. A score beyond the
-        settings' (``selection="auto"``'s fallback base function) is a last entry ``fallback=True`` (C = 0)."""
+        """The learners' ``path_``: one entry per (features, prior, C) with its score (and ``cv_scores`` per fold), then
+        the fallback's entry (``fallback=True``, C = 0) when scored."""
         G = len(grids[0]) if len(grids) else 0
         out = []
 
@@ -213,8 +171,7 @@ class Selection:
 
 
 def select(scores: Sequence[float], method: str, fold_scores: Optional[np.ndarray] = None) -> Selection:
-    """The arg-max of the settings' ``scores`` (:func:`choose` without a test) with its evidence (``method``
-    and ``fold_scores`` as in :class:`Selection`): the grid searches of Approx and the boosted peers."""
+    """The arg-max of ``scores`` with its evidence: the grid searches of Approx and the boosted peers."""
     if method not in ("validation", "cv", "none"):
         raise ValueError(f"method must be 'validation', 'cv' or 'none', got {method!r}")
     scores = [float("nan") if s is None else float(s) for s in scores]
