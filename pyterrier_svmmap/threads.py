@@ -13,6 +13,7 @@ number that many threads, a negative one counts back from all cores (−1 all, �
 """
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -170,19 +171,48 @@ def _executor(workers: int) -> ThreadPoolExecutor:
 def run(task: Callable[[int], T], n_tasks: int) -> List[T]:
     """``[task(0), …, task(n_tasks − 1)]``, the tasks spread over :func:`current` threads.
 
-    The calling thread runs task 0 and the package's thread pool the others; tasks must write disjoint
-    outputs (or return them). An exception of a task is raised here once all tasks have ended.
+    The calling thread and ``current() − 1`` threads of the package's pool each take the next task not yet
+    taken until none is left, and the call returns as soon as every task has ended: a pool thread that starts
+    late (its core busy with another process) takes fewer tasks, or none, instead of holding the others up.
+    Tasks must write disjoint outputs (or return them). The exception of the first task that raised is raised
+    here once every task has ended; an interruption (Ctrl-C) of the calling thread stops the handing out of
+    tasks and is raised once the tasks taken have ended.
     """
-    if n_tasks <= 1 or current() <= 1:
+    k = min(current(), n_tasks)
+    if k <= 1:
         return [task(i) for i in range(n_tasks)]
-    pool = _executor(min(current(), n_tasks) - 1)
-    futures = [pool.submit(task, i) for i in range(1, n_tasks)]
+    results: List = [None] * n_tasks
+    failed: dict = {}
+    stop: list = []
+    take, finish = itertools.count().__next__, itertools.count(1).__next__    # atomic under the GIL
+    done = threading.Lock()                  # held until the last task ends
+    done.acquire()
+
+    def drain() -> None:
+        while not stop:
+            i = take()
+            if i >= n_tasks:
+                return
+            try:
+                results[i] = task(i)
+            except Exception as e:                # noqa: BLE001 - raised in the calling thread below
+                failed[i] = e
+            finally:
+                if finish() == n_tasks:
+                    done.release()
+    pool = _executor(k - 1)
+    futures = [pool.submit(drain) for _ in range(k - 1)]
     try:
-        first = task(0)
-    finally:
-        for f in futures:                    # every task ends before this call returns or raises
+        drain()
+    except BaseException:                    # the calling thread interrupted: no further task is started
+        stop.append(True)
+        for f in futures:
             f.exception()
-    return [first] + [f.result() for f in futures]
+        raise
+    done.acquire()
+    if failed:
+        raise failed[min(failed)]
+    return results
 
 
 def run_query_blocks(task: Callable[[int, int], object], offsets: np.ndarray) -> None:

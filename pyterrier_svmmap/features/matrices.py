@@ -79,10 +79,13 @@ class BinnedBlock:
         return out
 
     def query_sumsq(self, offsets: np.ndarray) -> np.ndarray:
-        """Per query, Σ_d ‖φ(d) − φ̄_q‖² over the block's dimensions (:func:`._kernels.binned_spread`)."""
+        """Per query, Σ_d ‖φ(d) − φ̄_q‖² over the block's dimensions (:func:`._kernels.binned_spread`, blocks of
+        queries on threads)."""
         offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         out = np.zeros(len(offsets) - 1)
-        kernels().binned_spread(self.codes, offsets, self.n_thresholds, out)
+        jit = kernels()
+        threads.run_query_blocks(lambda lo, hi: jit.binned_spread(self.codes, offsets[lo:hi + 1], self.n_thresholds,
+                                                                  out[lo:hi]), offsets)
         return out
 
     def take(self, rows: np.ndarray) -> "BinnedBlock":
@@ -185,7 +188,7 @@ class FeatureMatrix:
             return np.zeros(0)
         parts = zip(self.blocks, self._bounds[:-1], self._bounds[1:])
         b, lo, hi = next(parts)
-        out = np.array(b.dot(w[lo:hi]), dtype=float)          # = 0 + first block, without the zeros
+        out = np.asarray(b.dot(w[lo:hi]), dtype=float)        # = 0 + first block (a new array: no copy)
         for b, lo, hi in parts:
             out += b.dot(w[lo:hi])
         return out

@@ -89,6 +89,31 @@ def test_run_keeps_task_order_and_raises_after_all_tasks_end():
         assert sorted(ended) == [0, 1, 3]
 
 
+def test_run_does_not_wait_for_a_pool_thread_that_has_not_started():
+    """Pieces go to the threads that come free: with every pool thread busy elsewhere (a core taken by another
+    process), the calling thread runs all the pieces and returns, rather than waiting for its helper."""
+    with threads.using(2):
+        threads.run(lambda i: i, 2)                              # the pool exists
+    busy, release = [], threading.Event()
+    for _ in range(threads._pool_size):
+        busy.append(threads._executor(1).submit(release.wait))
+    ran, got = [], []
+
+    def call():
+        with threads.using(2):
+            got.append(threads.run(lambda i: ran.append(threading.get_ident()) or i, 5))
+    caller = threading.Thread(target=call)
+    caller.start()
+    caller.join(timeout=60)
+    finished = not caller.is_alive()
+    release.set()
+    caller.join()
+    for f in busy:
+        f.result()
+    assert finished and got == [[0, 1, 2, 3, 4]]
+    assert set(ran) == {caller.ident}
+
+
 def test_query_bounds_cover_the_queries_in_order():
     offsets = np.r_[0, np.cumsum([5, 0, 300, 2, 2, 90, 0, 1])]
     for k in range(1, 12):

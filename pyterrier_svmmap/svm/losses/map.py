@@ -26,7 +26,7 @@ vectorised across queries).
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Callable, Tuple
+from typing import Callable, Optional, Tuple
 
 import numpy as np
 
@@ -146,22 +146,29 @@ class MAPLoss(Loss):
 
     def batch_violation(self, scores: np.ndarray, labels: np.ndarray,
                         offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-        """:meth:`violation` for all queries at once, compiled (:func:`._map_kernels.batch_violation_serial`
-        on blocks of queries on :func:`~pyterrier_svmmap.threads.current` threads, the same numbers for any
-        number)."""
+        """:meth:`violation` for all queries at once, compiled (:func:`._map_kernels.batch_violation_serial`):
+        blocks of queries on :func:`~pyterrier_svmmap.threads.current` threads, each block's relevance, score
+        order (:func:`query_score_order`) and slot search in one task; the same numbers for any number."""
         jit = _jit()
         scores = np.ascontiguousarray(scores, dtype=float)
         offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        labels = np.asarray(labels)
         n_q = len(offsets) - 1
         deltas = np.zeros(n_q)
         coef = np.zeros(len(scores))
         if n_q == 0 or len(scores) == 0:
             return deltas, coef
-        rel = np.ascontiguousarray(np.asarray(labels) > 0)
-        order = query_score_order(scores, offsets)
+        rel = np.empty(len(scores), dtype=np.bool_)
+        order, sort = _score_order(scores, offsets)
         H = harmonic(int(np.diff(offsets).max()) + 2)
-        threads.run_query_blocks(lambda lo, hi: jit.batch_violation_serial(scores, rel, order, offsets[lo:hi + 1],
-                                                                           H, deltas[lo:hi], coef), offsets)
+
+        def block(lo: int, hi: int) -> None:
+            a, b = int(offsets[lo]), int(offsets[hi])
+            np.greater(labels[a:b], 0, out=rel[a:b])
+            if sort is not None:
+                sort(lo, hi)
+            jit.batch_violation_serial(scores, rel, order, offsets[lo:hi + 1], H, deltas[lo:hi], coef)
+        threads.run_query_blocks(block, offsets)
         return deltas, coef
 
 
@@ -173,14 +180,24 @@ def query_score_order(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     (stable, ties by position). The rows are sorted in blocks of queries on
     :func:`~pyterrier_svmmap.threads.current` threads; a row's order does not depend on its block.
     """
+    order, sort = _score_order(scores, offsets)
+    if sort is not None:
+        threads.run_query_blocks(sort, offsets)
+    return order
+
+
+def _score_order(scores: np.ndarray, offsets: np.ndarray) -> Tuple[np.ndarray, Optional[Callable[[int, int], None]]]:
+    """(order, sort) for :func:`query_score_order`: ``sort(lo, hi)`` fills ``order`` for the queries lo..hi − 1
+    (each row padded to the longest query of all, so that its order does not depend on the block); sort is None
+    when the order is already complete (queries too uneven to pad, :func:`rank_within_queries`)."""
     sizes = np.diff(offsets)
     n_q, n = len(sizes), len(scores)
     longest = int(sizes.max())
     if n_q * longest > 2 * n + 4096:
-        return rank_within_queries(scores, offsets)      # stable, compiled
+        return rank_within_queries(scores, offsets), None      # stable, compiled
     out = np.empty(n, dtype=np.intp)
 
-    def block(lo: int, hi: int) -> None:
+    def sort(lo: int, hi: int) -> None:
         a, b = int(offsets[lo]), int(offsets[hi])
         if a == b:
             return
@@ -196,12 +213,7 @@ def query_score_order(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         keep = local < sizes[lo:hi, None]
         local += offsets[lo:hi, None]
         out[a:b] = local[keep]
-
-    if threads.pieces(n) == 1:
-        block(0, n_q)
-    else:
-        threads.run_query_blocks(block, offsets)
-    return out
+    return out, sort
 
 
 def _jit() -> ModuleType:
