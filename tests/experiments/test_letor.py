@@ -158,6 +158,14 @@ def test_grid_learner_chooses_on_vali_map(letor_dir):
     np.testing.assert_array_equal(fitted.scores(fold.test), models[best].predict(fold.test.raw, fold.test.offsets))
 
 
+def test_queries_without_relevant_count_empty_and_unjudged_queries():
+    labels = np.array([0.0, 2.0, 0.0, 0.0, 1.0])
+    split = letor.Split(np.zeros((5, 1)), labels, np.array([0, 2, 2, 4, 5]), docnos=np.array(list("abcde")))
+    assert split.queries_without_relevant(1) == 2                      # the empty query and the one of 0s
+    assert split.queries_without_relevant(2) == 3                      # and the one whose best label is 1
+    assert split.head(1).queries_without_relevant(1) == 0
+
+
 def test_grid_search_keeps_first_best():
     split = letor.Split(np.zeros((2, 1)), np.array([1.0, 0.0]), np.array([0, 2]), docnos=np.array(["a", "b"]))
     scores = {0: [0.0, 1.0], 1: [1.0, 0.0], 2: [2.0, 0.0]}             # MAP 0.5, 1, 1

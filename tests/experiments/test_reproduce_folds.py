@@ -192,6 +192,8 @@ def test_reproduce_folds_end_to_end_and_resume(tmp_path, capsys, monkeypatch):
     assert main(argv) == 0
     table = capsys.readouterr().out
     assert "2 × 3-fold cross-validation" in table and CHOSEN_BASE in table
+    notes = [line.split(":")[0] for line in table.splitlines() if line.startswith((f"{CHOSEN_BASE}:", "unsupervised:"))]
+    assert notes == [CHOSEN_BASE, "unsupervised"] * 3                 # under each of the three tables
     res = json.loads((out / "results.json").read_text())
     assert (res["protocol"], res["folds"], res["repeats"], res["trials"]) == ("folds", 3, 2, 6)
     assert res["train"] is None and res["valid"] is None

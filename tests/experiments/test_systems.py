@@ -37,7 +37,23 @@ def synthetic(n_queries=8, n_cand=25, n_funcs=3, seed=0):
 
 def test_registry_has_exactly_the_systems():
     assert set(EXPECTED) <= set(sysreg.SYSTEMS)
-    assert sysreg.parse_names("all") == list(sysreg.SYSTEMS)
+    assert sysreg.parse_names("all") == list(sysreg.SYSTEMS) == [
+        "svm-map", "svm-map-paper", "svm-map-cv", "svm-map-noavg", "svm-map-alpha0.6", "svm-map-raw", "svm-map-bins",
+        "svm-map-allbins", "svm-map-prior", *EXPECTED[2:]]
+
+
+def test_the_ablations_are_the_documented_svm_maps(monkeypatch):
+    """The default's ablations and SVM-map's feature options (docs/experiments.md) build these estimators, the
+    paper's C grid read when they are built."""
+    import pyterrier_svmmap as ps
+    monkeypatch.setattr(ps, "DEFAULT_C_GRID", (0.1, 1.0))
+    paper = dict(C=[0.1, 1.0], features="bins", n_bins=50, prior=None, selection="validation")
+    want = {"svm-map-cv": SVMMap(fallback_alpha=None, average_folds=False),
+            "svm-map-noavg": SVMMap(average_folds=False), "svm-map-alpha0.6": SVMMap(fallback_alpha=0.6),
+            "svm-map-bins": SVMMap(features="bins"), "svm-map-allbins": SVMMap(threshold_depth=None, **paper),
+            "svm-map-prior": SVMMap(**{**paper, "prior": "best"})}
+    for name, est in want.items():
+        assert sysreg.SYSTEMS[name]().get_params() == est.get_params(), name
 
 
 def test_structural_systems_share_svm_map_defaults():
