@@ -1,9 +1,5 @@
-"""Structural-SVM losses, one module each, and :func:`most_violated`, their public argmax.
-
-Adding a loss is one new module with a :class:`~pyterrier_svmmap.svm.losses.base.Loss` subclass and one
-line in :data:`LOSSES`. Names accept a cutoff shorthand, ``"ndcg@10"`` = ``("ndcg", k=10)``.
-The solver's slack groups are built from a loss specification by :mod:`~pyterrier_svmmap.svm.slack`.
-"""
+"""Structural-SVM losses, one module each (a :class:`~pyterrier_svmmap.svm.losses.base.Loss` subclass and a line in
+:data:`LOSSES`), and :func:`most_violated`, their public argmax. See docs/losses.md."""
 from __future__ import annotations
 
 import re
@@ -79,8 +75,7 @@ def get_loss(loss: LossSpec, **params) -> Loss:
 
 
 def most_violated(scores, labels, loss: LossSpec = "map", **params) -> np.ndarray:
-    """The ranking maximising H(y) = Δ(y) + wᵀΨ(x, y) for one query: the loss-augmented inference of
-    Algorithm 1, line 6 in Yue et al. (2007); for ``loss="map"`` their Algorithm 2.
+    """The ranking maximising H(y) = Δ(y) + wᵀΨ(x, y) for one query (Yue et al. 2007, Algorithm 1 line 6).
 
     Parameters
     ----------

@@ -1,31 +1,5 @@
-"""Classification-SVM baselines SVM_acc and SVM_acc2 of Yue et al. (2007) §5.2, as a structural loss.
-
-Here the output y of a query is not a ranking but a labelling (a boolean array, one entry per
-candidate: predicted relevant or not), z is the true labelling, and with cost_d the cost of an error
-on candidate d and n̄ the normaliser (below):
-
-    Δ(z, y) = 1/n̄ Σ_d cost_d·[y_d ≠ z_d]                      (weighted Hamming loss)
-    Ψ(x, y) = 1/(2n̄) Σ_d cost_d·y_d·φ(d),  y_d ∈ {−1, +1}.
-
-H decomposes per candidate and its argmax flips exactly the candidates with z_d·s_d < 1, so the
-1-slack constraint of a query is Σ_d cost_d·max(0, 1 − z_d s_d)/n̄: the (cost-weighted) hinge loss of
-a linear SVM, i.e. SVM_acc; cost_d = #non-relevant/#relevant for relevant d (false negatives) and 1
-otherwise is SVM_acc2 (SVMlight's ``-j`` cost factor) — ``fn_cost="balanced"`` takes the ratio from
-the training labels the solver passes to :meth:`ClassificationLoss.batch_violation`.
-
-n̄ is the mean number of candidates per query of the batch, so that the solver's average over
-queries is an average over all training candidates (every document weighs the same, as in a plain
-classification SVM; ``C`` relates to SVMlight's C as C_svmlight = C / #candidates).
-
-**Bias.** Ranking is invariant to a constant added to all scores, so the ranking losses need no bias,
-but a classifier does (s_d = wᵀφ(d) + b): without it the threshold is pinned at 0.
-:func:`add_bias` appends a constant feature 1 to φ, whose weight is b. b is then regularised along
-with w (as in SVM-struct; SVMlight leaves b unregularised) — harmless with the usual large C.
-Losses say whether they need it with :attr:`~.base.Loss.needs_bias`.
-
-SVM_acc3 / SVM_acc4 (§5.2.1) are SVM_acc on ``FeatureEncoder(binning="percentile")`` /
-``binning="minmax"`` features; nothing specific is needed here.
-"""
+"""Classification-SVM baselines SVM_acc and SVM_acc2 of Yue et al. (2007) §5.2, as a structural loss: a weighted
+Hamming loss over labellings, whose 1-slack constraint is the hinge loss. Definitions: docs/losses.md."""
 from __future__ import annotations
 
 from typing import Tuple, Union
@@ -46,9 +20,8 @@ def add_bias(X: FeatureMatrix) -> FeatureMatrix:
 class ClassificationLoss(Loss):
     """Weighted Hamming loss on per-candidate labels; structures are boolean labellings, not rankings.
 
-    ``fn_cost`` is the cost of a false negative relative to a false positive: 1.0 for SVM_acc,
-    ``"balanced"`` (#non-relevant / #relevant of the training set) or a number for SVM_acc2.
-    """
+    ``fn_cost``: a false negative's cost relative to a false positive's (1.0: SVM_acc; ``"balanced"`` or a number:
+    SVM_acc2)."""
 
     name = "acc"
     needs_bias = True
@@ -84,7 +57,7 @@ class ClassificationLoss(Loss):
         return np.where(margin < 1.0, ~rel, rel)
 
     def _fn_cost(self, rel: np.ndarray) -> float:
-        """The cost of a false negative on the batch ``rel`` (``"balanced"``: #non-relevant / #relevant)."""
+        """The cost of a false negative on the batch ``rel``."""
         if self.fn_cost == "balanced":
             n_pos = int(rel.sum())
             return (len(rel) - n_pos) / n_pos if n_pos else 1.0
@@ -92,9 +65,7 @@ class ClassificationLoss(Loss):
 
     def batch_violation(self, scores: np.ndarray, labels: np.ndarray,
                         offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-        """All queries at once; costs ("balanced") and n̄ come from the whole batch. One compiled pass
-        (:func:`._rank_kernels.classification_batch`) on blocks of queries on
-        :func:`~pyterrier_svmmap.threads.current` threads."""
+        """All queries at once, costs and n̄ of the whole batch (:func:`._rank_kernels.classification_batch`)."""
         jit = _numba.kernels()
         scores, rel, offsets = _numba.check_batch(scores, labels, offsets)
         n_q = len(offsets) - 1

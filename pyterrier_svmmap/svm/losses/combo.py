@@ -1,19 +1,6 @@
-"""SVM-COMBO with shared slacks: several losses, one slack per query (Chakrabarti et al. 2008, §3.7).
-
-"Shared slacks" asserts, for every loss l, every query q and every y ≠ y*_q,
-wᵀ(Ψ_l(x_q, y*_q) − Ψ_l(x_q, y)) ≥ Δ_l(y*_q, y) − ξ_q. The most violated of these for one query is the
-best of the members' own most violated constraints, compared by their violation
-Δ_l(ŷ_l) − wᵀ(Ψ_l(y*) − Ψ_l(ŷ_l)) (not by H_l alone: c_l(y*)·s differs between feature maps, e.g.
-φ_mrr(y*) = 0 but φ_po(y*) ≠ 0). When all members share Ψ (map, roc, ndcg), this is exactly the
-structural SVM with Δ = max_l Δ_l. Members may use different Ψ (e.g. ``mrr@10``): each constraint
-then uses its own loss's Ψ, which is what the constraint set above says.
-
-"Separate slacks" is not a loss but several :class:`~pyterrier_svmmap.svm.slack.SlackGroup` s
-(see :func:`pyterrier_svmmap.svm.slack.make_slack_groups`).
-
-Batch: the members' compiled kernels run on one shared score sort
-(:func:`._numba.run_shared`), so a combo costs one sort plus its members' kernels.
-"""
+"""SVM-COMBO with shared slacks: several losses, one slack per query (Chakrabarti et al. 2008, §3.7): per query,
+the member with the most violated constraint. Separate slacks are slack groups (:mod:`~pyterrier_svmmap.svm.slack`).
+See docs/losses.md."""
 from __future__ import annotations
 
 from typing import Sequence, Tuple
@@ -24,14 +11,12 @@ import pyterrier_svmmap.svm.losses._numba as _numba
 from pyterrier_svmmap.svm.losses.base import Loss
 
 
-#: violations within this (relative) distance of the best count as tied; a tie goes to the first member
-#: in the order given, so that the per-query and the batch paths (whose sums round differently) agree
+#: violations this close (relative) to the best tie; a tie goes to the first member, so both paths agree
 TIE_TOLERANCE = 1e-12
 
 
 def most_violated_member(values: np.ndarray) -> np.ndarray:
-    """Per column of ``values`` (members × queries), the first member whose violation ties the best
-    one up to :data:`TIE_TOLERANCE` (relative to the violations' magnitude)."""
+    """Per query (column), the first member whose violation ties the best up to :data:`TIE_TOLERANCE`."""
     values = np.atleast_2d(values)
     best = values.max(axis=0)
     tol = TIE_TOLERANCE * np.maximum(1.0, np.abs(values).max(axis=0))
@@ -80,9 +65,7 @@ class ComboLoss(Loss):
         return d - float(c @ s), d, c, l
 
     def argmax(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        """The most violated member's ranking, maximising max_l [Δ_l(y) − (c_l(y*) − c_l(y))·s]: the members'
-        batch violations of this one query (one shared score sort, compiled) pick the member by
-        :func:`most_violated_member`, whose own argmax gives the ranking."""
+        """The most violated member's ranking (the members' kernels on one shared score sort pick the member)."""
         s = np.ascontiguousarray(scores, dtype=float)
         offsets = np.array([0, len(s)], dtype=np.int64)
         calls = [_numba.kernel_call(l, len(s)) for l in self.losses]
@@ -109,15 +92,13 @@ class ComboLoss(Loss):
 
     def batch_violation(self, scores: np.ndarray, labels: np.ndarray,
                         offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-        """:meth:`violation` for every query: the members' batch violations, then per query the member
-        with the most violated constraint (:func:`most_violated_member`, the rule of :meth:`violation`)."""
+        """:meth:`violation` for every query."""
         scores = np.asarray(scores, dtype=float)
         offsets = np.asarray(offsets, dtype=np.int64)
         return combine_members(self.member_batches(scores, labels, offsets), scores, offsets)
 
     def member_batches(self, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> list:
-        """Every member's (Δ per query, coefficients): from one shared score sort through the members'
-        compiled kernels when all have one, else each member's own ``batch_violation``."""
+        """Every member's (Δ per query, coefficients), on one shared score sort when all have kernels."""
         calls = [_numba.kernel_call(l, _numba.longest(offsets)) for l in self.losses]
         if all(c is not None for c in calls):
             return _numba.run_shared(calls, scores, labels, offsets)
@@ -125,8 +106,7 @@ class ComboLoss(Loss):
 
 
 def combine_members(results: list, scores: np.ndarray, offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """Shared slacks over the members' batch results [(Δ, coef)]: per query, the first member whose
-    violation Δ − coef·s ties the largest (:func:`most_violated_member`, as :meth:`ComboLoss.violation`)."""
+    """Shared slacks over the members' batch results: per query, :func:`most_violated_member`'s."""
     values = np.stack([d - segment_sums(c * scores, offsets) for d, c in results])
     return select_members(results, most_violated_member(values), offsets)
 
@@ -143,7 +123,7 @@ def segment_sums(x: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 def select_members(results: list, winner: np.ndarray,
                    offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """(Δ, coefficients) taking, for query q, member ``winner[q]``'s of ``results`` [(Δ, coef)]."""
+    """(Δ, coefficients) taking member ``winner[q]``'s for query q."""
     n_q = len(offsets) - 1
     deltas = np.stack([d for d, _ in results])[winner, np.arange(n_q)]
     coef = results[0][1].copy()

@@ -1,22 +1,5 @@
-"""Δ_mrr = 1 − RR@k with the feature map φ_mrr: SVM-MRR (Chakrabarti et al., KDD 2008, §3.1.2 and §3.6).
-
-RR@k follows ir_measures: 1/(1 + r) when the first relevant candidate is at 0-based rank r < k, else 0
-(``k=None``: no cutoff). φ_mrr (their Eq. 5) only looks at the documents above the top-ranked good one
-g0(y): Ψ(x, y) = Σ_{b∈N ranked before g0(y)} (φ(b) − φ(g0(y))), unnormalised, so the coefficients are
-+1 for those bad candidates, −(their number) for g0(y) and 0 elsewhere, and Ψ(x, y*) = 0.
-
-Most violated constraint (Figure 3, Fact 3.5): group rankings by r, the number of bad candidates above
-g0(y). Within a group the best ranking puts the r highest-scoring bad candidates on top and the
-lowest-scoring good candidate g_min right after them (what follows g0 is immaterial to Ψ), giving
-H(r) = Δ(r) + Σ_{l<r} s_{b_l} − r·s_{g_min}, Δ(r) = 1 − 1/(1 + r) for r < k, 1 otherwise.
-For r ≥ k, H(r) is concave (Figure 3, line 12: all bad candidates scoring above g_min); we simply
-evaluate H(r) for every r = 0..|N| from prefix sums, which is the same maximum in O(n) after the
-O(n log n) sort.
-
-:meth:`MRRLoss.batch_violation` runs the compiled :func:`._rank_kernels.mrr_batch`, and :meth:`MRRLoss.argmax`
-:func:`._rank_kernels.mrr_ranking`; both reproduce :meth:`MRRLoss.violation` (the per-query numpy code), ties
-included.
-"""
+"""Δ_mrr = 1 − RR@k with the feature map φ_mrr: SVM-MRR (Chakrabarti et al. 2008, §3.1.2 and §3.6), the exact
+search of their Figure 3 in O(n log n): docs/losses.md."""
 from __future__ import annotations
 
 from typing import Optional, Tuple

@@ -1,19 +1,5 @@
-"""Δ_roc = fraction of misordered (relevant, non-relevant) pairs: SVM-roc (Joachims, ICML 2005).
-
-Also SVM_roc^Δ of Yue et al. (2007) §5 and SVM_AUC of Chakrabarti et al. (2008) §3.3. The joint feature
-map is the pairwise φ_po of Chakrabarti et al. Eq. (3) (:func:`~.map.pairwise_psi_coef`), the loss their
-Eq. (7), Δ = 1/(|P||N|) Σ_{i∈P, j∈N} [y_ij = −1].
-
-Most violated constraint (their Eq. 8): with d_ij = s_i − s_j,
-H(y) = 1/(|P||N|) Σ_ij h_ij(y_ij) with h_ij(+1) = d_ij and h_ij(−1) = 1 − d_ij, so every pair can be
-chosen on its own: flip (y_ij = −1) iff d_ij < ½ (either choice when d_ij = ½). These choices are
-consistent with one total order: sort all candidates by the key s_i − ¼ (relevant) and s_j + ¼
-(non-relevant); i precedes j iff s_i − ¼ > s_j + ¼ iff d_ij > ½. Sorting is O(n log n), and Δ and Ψ
-are counted from the sorted order, as in Joachims (2005)'s algorithm.
-
-:meth:`ROCLoss.batch_violation` runs the compiled :func:`._rank_kernels.roc_batch` (one score sort shared
-with the other losses, then a merge of the two classes by key).
-"""
+"""Δ_roc = fraction of misordered (relevant, non-relevant) pairs: SVM-roc (Joachims 2005), with the pairwise Ψ
+and an O(n log n) exact search (a sort by s ∓ ¼): docs/losses.md."""
 from __future__ import annotations
 
 from typing import Tuple
