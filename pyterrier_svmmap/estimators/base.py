@@ -1,11 +1,5 @@
-"""The PyTerrier estimator shared by every learner: frames in, arrays to the learner, frames out, and the
-model saved and loaded as a ``pt.Artifact`` (:mod:`~pyterrier_svmmap.io.model_files`).
-
-A learner implements ``_fit_arrays(train, valid)`` on :class:`~pyterrier_svmmap.frames.Candidates`,
-``_score(raw, offsets)``, ``get_params()`` and ``_get_state()`` / ``_set_state(meta, arrays)`` (its
-array-level ranker's state); :class:`RankerEstimator` does the rest: checking the frames, converting them
-once, the tie policy, ranks, and persistence.
-"""
+"""The PyTerrier estimator shared by every learner: frames in, arrays to the learner, frames out, and the model
+saved and loaded as a ``pt.Artifact`` (:mod:`~pyterrier_svmmap.io.model_files`)."""
 from __future__ import annotations
 
 import inspect
@@ -31,17 +25,12 @@ log = logging.getLogger(__name__)
 
 
 class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
-    """Shared PyTerrier plumbing of the learners: frames in, arrays to ``_fit_arrays``/``_score``, models
-    saved and loaded as ``pt.Artifact`` s.
+    """Shared PyTerrier plumbing of the learners: frames in, arrays to ``_fit_arrays``/``_score``, models saved
+    and loaded as ``pt.Artifact`` s.
 
-    Subclasses declare their constructor parameters as ``PARAMS`` (:class:`~pyterrier_svmmap.params.ParamSpec`:
-    ``get_params``/``set_params``, the checks, the docstring, what ``repr`` shows and what is saved), write the
-    keyword-only ``__init__`` of those parameters out (checked against ``PARAMS`` when the class is created), and
-    implement ``_fit_arrays(train, valid)`` (both :class:`Candidates`, ``valid`` may be None),
-    ``_score(raw, offsets) -> np.ndarray`` and ``_get_state()`` / ``_set_state(meta, arrays)`` (the fitted state
-    for :mod:`~pyterrier_svmmap.io.model_files`). Learned attributes end in ``_``; ``base_names_`` holds the
-    base functions' names when the frames carried them (``RunFeatures`` does).
-    """
+    A subclass declares ``PARAMS`` (:class:`~pyterrier_svmmap.params.ParamSpec`), writes their keyword-only
+    ``__init__`` out, and implements ``_fit_arrays(train, valid)`` (:class:`Candidates`), ``_score(raw, offsets)``
+    and ``_get_state()`` / ``_set_state(meta, arrays)``. See docs/architecture.md."""
 
     #: no parameters of its own: each learner declares its ``PARAMS``
     PARAMS = ParamSpec([])
@@ -57,26 +46,22 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
 
     def fit(self, train_res: pd.DataFrame, train_qrels: pd.DataFrame,
             valid_res: Optional[pd.DataFrame] = None, valid_qrels: Optional[pd.DataFrame] = None):
-        """Train on candidates judged by qrels; the optional validation pair selects hyper-parameters.
+        """Train on candidates judged by qrels (the parameters checked first); the optional validation pair
+        selects hyper-parameters.
 
         Parameters
         ----------
         train_res : DataFrame
-            Training candidates: ``qid``, ``docno`` and ``features`` (one value per base function, NaN where a
-            function did not retrieve the candidate), e.g. ``RunFeatures(...).transform(train_topics)``.
+            Training candidates: ``qid``, ``docno`` and ``features`` (a score per base function, NaN where a function
+            did not retrieve the candidate), e.g. ``RunFeatures(...).transform(train_topics)``.
         train_qrels : DataFrame
             Their judgements: ``qid``, ``docno``, ``label`` (candidates not in it count as label 0).
         valid_res, valid_qrels : DataFrame, optional
-            Validation candidates and judgements (both or neither): they choose the hyper-parameters; without
-            them the learner chooses by cross-validation (see the class's ``selection``).
+            Validation candidates and judgements (both or neither); without them the learner cross-validates.
 
         Returns
         -------
         self
-
-        Notes
-        -----
-        The constructor's parameters are checked first (:meth:`check_params`), before any frame is converted.
         """
         self.check_params()
         if train_res is None or len(train_res) == 0:
@@ -100,17 +85,16 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
 
     def fit_candidates(self, train: Candidates, valid: Optional[Candidates] = None,
                        feature_names: Optional[Sequence[str]] = None):
-        """``fit`` on frames already converted, so that a caller that trains several estimators on the same
-        frames (``svmmap reproduce``) converts them once; the same model as ``fit`` on the frames.
+        """``fit`` on frames already converted (the same model), so that several estimators convert them once.
 
         Parameters
         ----------
         train : Candidates
             From :func:`~pyterrier_svmmap.frames.candidates_from_frame` with qrels, at this estimator's ``rel``.
         valid : Candidates, optional
-            Validation candidates, converted the same way, with as many features as ``train``.
+            Validation candidates, converted the same way.
         feature_names : sequence of str, optional
-            The base functions' names (``RunFeatures`` puts them in the frame's ``attrs["feature_names"]``).
+            The base functions' names.
 
         Returns
         -------
@@ -135,8 +119,7 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
         names = feature_names
         self.base_names_ = (list(names) if names and len(names) == self.n_functions_
                             else [f"f{i}" for i in range(self.n_functions_)])
-        # the tie policy (pyterrier_svmmap.ties): equal scores ordered by the best training base function;
-        # a ranker that chooses it itself (StructSVMRanker, on the usable queries) sets it in _fit_arrays
+        # the tie policy (pyterrier_svmmap.ties), unless the ranker sets it in _fit_arrays
         self.__dict__.pop("tie_function_", None)
         self._fit_arrays(train, valid)
         if not hasattr(self, "tie_function_"):
@@ -144,8 +127,7 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
         return self
 
     def score_candidates(self, cands: Candidates) -> np.ndarray:
-        """The scores ``transform`` gives candidates: the model's, with equal scores separated by the tie
-        policy (:func:`~pyterrier_svmmap.ties.break_ties`).
+        """The scores ``transform`` gives: the model's, ties separated by :func:`~pyterrier_svmmap.ties.break_ties`.
 
         Parameters
         ----------
@@ -155,7 +137,6 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
         Returns
         -------
         ndarray of shape (n,)
-            A score per row of ``cands``, in its order.
         """
         if not hasattr(self, "n_functions_"):
             raise RuntimeError(f"{type(self).__name__} is not fitted: call fit() or load() first")
@@ -170,10 +151,8 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
         return scores
 
     def transform(self, res: pd.DataFrame) -> pd.DataFrame:
-        """Add ``score`` (the model's) and ``rank`` to every candidate.
-
-        Equal model scores are separated by the tie policy of :mod:`~pyterrier_svmmap.ties` (the best training
-        base function's score, then docno), so that ``pt.Experiment`` ranks as validation did.
+        """Add ``score`` and ``rank`` to every candidate, ties broken as validation breaks them
+        (:mod:`~pyterrier_svmmap.ties`).
 
         Parameters
         ----------
@@ -196,8 +175,7 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
         cands = candidates_from_frame(res, n_functions=self.n_functions_, context=self,
                                       feature_names=self.named_features())
         scores = self.score_candidates(cands)
-        # rank (0-based) within each query by decreasing score, equal scores in the candidates' order (as
-        # pt.model.add_ranks: method "first"); queries in the input's order of first appearance
+        # ranks as pt.model.add_ranks (method "first"); queries in the input's order of first appearance
         q = query_ids(cands.offsets)
         by_rank, rank = ranks_within_queries(scores, cands.offsets)
         _, uniques = pd.factorize(res["qid"], use_na_sentinel=False)
@@ -212,13 +190,12 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
         return out
 
     def named_features(self) -> Optional[List[str]]:
-        """The base functions' names the model was trained with, or None when the training frames carried no
-        names (``base_names_`` are then the placeholders ``f0, f1, ...``)."""
+        """The base functions' names the model was trained with, or None for the placeholders ``f0, f1, ...``."""
         names = list(getattr(self, "base_names_", []))
         return None if names in (default_base_names(len(names)), default_base_names(len(names), start=1)) else names
 
     def transform_inputs(self) -> List[List[str]]:
-        """The columns ``transform`` needs (``pt.inspect``): candidates with their base scores."""
+        """The columns ``transform`` needs (``pt.inspect``)."""
         return [["qid", "docno", "features"]]
 
     def transform_outputs(self, inp_cols: List[str]) -> List[str]:
@@ -232,12 +209,11 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
         Returns
         -------
         list of str
-            The input's columns, then ``score`` and ``rank``.
         """
         return list(inp_cols) + [c for c in ("score", "rank") if c not in inp_cols]
 
     def decision_function(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        """The model's scores of a score matrix, ties not broken (``transform`` breaks them).
+        """The model's scores of a score matrix, ties not broken.
 
         Parameters
         ----------
@@ -257,8 +233,7 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
     # -- parameters -------------------------------------------------------------------------------
     @property
     def MODEL_PARAMS(self) -> Tuple[str, ...]:                            # noqa: N802 - a class constant's name
-        """The constructor parameters that change the model: ``repr`` shows them (PyTerrier identifies
-        transformers by it)."""
+        """The constructor parameters that change the model (what ``repr`` shows)."""
         return self.PARAMS.model_names
 
     @property
@@ -271,9 +246,7 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
         return f"{type(self).__name__}({', '.join(f'{k}={params[k]!r}' for k in self.MODEL_PARAMS)})"
 
     def __str__(self) -> str:
-        """A short name for tables such as ``pt.Experiment``'s: the class and the model-changing parameters whose
-        value differs from the constructor's default (``SVMMap(features='bins', prior=None)``); ``repr``
-        shows every one."""
+        """A short name for tables: the class and the model parameters that differ from their defaults."""
         defaults = {k: v.default for k, v in inspect.signature(type(self).__init__).parameters.items()}
         params = self.get_params(deep=False)
         changed = [f"{k}={params[k]!r}" for k in self.MODEL_PARAMS
@@ -282,17 +255,15 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
 
     # -- persistence ------------------------------------------------------------------------------
     def save(self, path: Union[str, Path], overwrite: bool = False) -> None:
-        """Write the trained model to directory ``path`` (model.json + weights.npz + pt_meta.json, see
-        :mod:`~pyterrier_svmmap.io.model_files`); afterwards the model is a pt.Artifact at ``path``.
+        """Write the trained model to directory ``path`` (:mod:`~pyterrier_svmmap.io.model_files`), whole or not at all.
 
         Parameters
         ----------
         path : str or Path
-            A new directory, an empty one, or a model directory, which is replaced. The directory is written
-            whole or not at all, its files with the permissions the umask gives.
+            A new directory, an empty one, or a model directory, which is replaced.
         overwrite : bool, default False
-            Also write into a directory that holds other files (they stay); without it such a directory is
-            refused with a FileExistsError, as ``svmmap learn`` refuses it without ``--force``.
+            Also write into a directory that holds other files (else FileExistsError, as ``svmmap learn`` without
+            ``--force``).
         """
         if not hasattr(self, "n_functions_"):
             raise RuntimeError("save() needs a fitted model: call fit() first")
@@ -309,12 +280,8 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
 
     @classmethod
     def from_params(cls, params: dict) -> "RankerEstimator":
-        """An unfitted estimator of saved constructor ``params``, checked as ``fit`` checks them.
-
-        A parameter the class fixes rather than takes (``SVMMap`` is MAP: files of ``SVMMap`` carry
-        ``loss='map'``) is accepted when it has the class's value; any other unknown name, or a fixed one with
-        another value, is a ValueError naming it.
-        """
+        """An unfitted estimator of saved constructor ``params``, checked; a parameter the class fixes (``SVMMap``'s
+        ``loss='map'``) is accepted at the class's value, any other unknown one is a ValueError."""
         taken = set(cls.PARAMS.names)
         kwargs = {}
         for name, value in params.items():
@@ -328,9 +295,7 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
 
     @classmethod
     def _from_state(cls, params: dict, meta: dict, arrays: dict) -> "RankerEstimator":
-        """The fitted estimator of constructor ``params`` and a state (``meta``, ``arrays``), checked: the
-        learner's own checks, then the tie policy's base function and the base names against the number of
-        base functions (:class:`~pyterrier_svmmap.state.StateError` naming the field)."""
+        """The fitted estimator of ``params`` and a state, checked (:class:`~pyterrier_svmmap.state.StateError`)."""
         model = cls.from_params(params)
         model._set_state(meta, arrays)
         check_tie_function(meta.get("tie_function", model.tie_function_), model.n_functions_)
@@ -353,7 +318,7 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
 
 
 def _same_value(value, default) -> bool:
-    """Whether a parameter's value is its default (sequences compared by their items: ``[1, 2] == (1, 2)``)."""
+    """Whether a parameter's value is its default (sequences compared by their items)."""
     if isinstance(value, (list, tuple, np.ndarray)) and isinstance(default, (list, tuple, np.ndarray)):
         return len(value) == len(default) and all(_same_value(a, b) for a, b in zip(value, default))
     try:

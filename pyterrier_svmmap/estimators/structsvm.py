@@ -1,13 +1,5 @@
-"""PyTerrier Estimators over the numeric core: StructSVM (any loss) and SVMMap (loss = 1 − AP).
-
-A thin layer, in the manner of ``pyterrier.ltr``: ``fit`` turns the frames into arrays
-(:mod:`~pyterrier_svmmap.frames`) and hands them to the array-level learner
-(:class:`~pyterrier_svmmap.svm.ranker.StructSVMRanker`), which learns φ's thresholds, trains every C of the
-grid and keeps the model with the best validation MAP (Yue et al. 2007 §5: "The model which performed
-best on the validation set was selected"). ``transform`` scores candidates by wᵀφ(x, d) and ranks them.
-Every learner here is also a ``pt.Artifact``: ``save(path)`` / ``load(path)`` through
-:mod:`~pyterrier_svmmap.io.model_files`.
-"""
+"""PyTerrier estimators StructSVM (any loss) and SVMMap (loss = 1 − AP): a thin layer over
+:class:`~pyterrier_svmmap.svm.ranker.StructSVMRanker`. See docs/user_guide.md."""
 from __future__ import annotations
 
 import logging
@@ -29,24 +21,12 @@ log = logging.getLogger(__name__)
 class StructSVM(RankerEstimator):
     __doc__ = compose("""A linear ranking function trained as a structural SVM for a ranking loss (1-slack cutting planes).
 
-    A PyTerrier estimator: place it after :class:`~pyterrier_svmmap.RunFeatures` (or any transformer that
-    gives each candidate a ``features`` vector of base-function scores), ``fit(train_res, train_qrels,
-    valid_res=None, valid_qrels=None)`` it, and its ``transform`` adds ``score`` and ``rank``. The training
-    is :class:`~pyterrier_svmmap.svm.ranker.StructSVMRanker`'s (``ranker_``); ``save(path)`` / ``load(path)``
-    and ``pt.Artifact.load(path)`` keep the model. The constructor stores its keyword arguments as they are
-    (scikit-learn's rule: ``clone``, ``get_params``/``set_params``); ``fit`` checks them.
-
-    **The default** chooses from the judged queries it is given (:func:`~pyterrier_svmmap.selection.select_auto`,
-    docs/model-selection.md): the base functions standardised within queries (free of their units), a linear
-    model of them, the paper's threshold features and both, each regularised towards the first stage
-    (``first_stage``: the one the candidates declare, e.g. ``RunFeatures(base, first="bm25")``; without one,
-    the base function with the best training MAP; ``prior="best"``) over a C grid relative to its features'
-    spread, compared by per-query held-out AP of ``cv``-fold cross-validation over training ∪ validation
-    queries (the final weights: the fold models and the refit on all of them, averaged) — and that function
-    itself is kept unless learning's gain passes a sign-flip max-gain test at ``fallback_alpha``, the
-    threshold features unless they pass it against the linear model. So the default never trusts a grid's
-    arg-max on a handful of validation queries, and keeps the ranking a user would pick without learning when
-    learning shows no evidence.""", ESTIMATOR_PARAMS, attributes=(*ATTRIBUTES, "ranker_"), extra_attributes=dict(
+    Place it after :class:`~pyterrier_svmmap.RunFeatures` (or any transformer that gives each candidate a
+    ``features`` vector of base-function scores), ``fit`` it, and its ``transform`` adds ``score`` and ``rank``;
+    ``save``/``load`` keep the model. **The default** chooses among linear and step-function models of the
+    standardised scores, regularised towards the first stage, by cross-validation over every judged query, and
+    keeps the first stage unless learning's gain passes a max-gain test (docs/model-selection.md).""",
+                      ESTIMATOR_PARAMS, attributes=(*ATTRIBUTES, "ranker_"), extra_attributes=dict(
                           ranker_=("StructSVMRanker", "The array-level model, which scores without PyTerrier.")))
 
     PARAMS = ESTIMATOR_PARAMS
@@ -84,8 +64,7 @@ class StructSVM(RankerEstimator):
         self.n_jobs = n_jobs
 
     def _ranker(self) -> StructSVMRanker:
-        """The array-level ranker of these parameters (checked by its ``fit``), with the shard executor of
-        ``executor`` (:func:`~pyterrier_svmmap.scale.dask.executor_for`)."""
+        """The array-level ranker of these parameters, with ``executor``'s shard executor."""
         params = {k: getattr(self, k) for k in STRUCT_SVM_PARAMS.names}
         if self.executor is not None:
             from pyterrier_svmmap.scale.dask import executor_for
@@ -93,8 +72,7 @@ class StructSVM(RankerEstimator):
         return StructSVMRanker(**params)
 
     def check_params(self) -> None:
-        """ValueError naming the first parameter that cannot work, alone or with another
-        (:meth:`StructSVMRanker.check_params`)."""
+        """ValueError naming the first parameter that cannot work (:meth:`StructSVMRanker.check_params`)."""
         super().check_params()
         self._ranker().check_params()
 
@@ -129,13 +107,12 @@ class StructSVM(RankerEstimator):
         self._adopt(ranker)
 
     def plot(self, **kwargs):
-        """Figure 2 of the paper: each base function's learned contribution to the score, as a function
-        of its score (needs matplotlib).
+        """Figure 2 of the paper: each base function's learned contribution to the score (needs matplotlib).
 
         Parameters
         ----------
         **kwargs
-            Passed to :func:`pyterrier_svmmap.plot.plot_model` (``path``, ``x_range``, ``max_panels``, ``ncols``).
+            Passed to :func:`pyterrier_svmmap.plot.plot_model`.
 
         Returns
         -------
@@ -148,10 +125,8 @@ class StructSVM(RankerEstimator):
 class SVMMap(StructSVM):
     __doc__ = compose("""SVM-map (Yue, Finley, Radlinski & Joachims, SIGIR 2007): a :class:`StructSVM` with Δ = 1 − AP.
 
-    ``RunFeatures(base) >> SVMMap()``: a linear combination of the base functions' scores trained to optimise
-    average precision, its setting chosen from the judged queries (``selection="auto"``, see
-    :class:`StructSVM`). The paper's configuration (§4.2, §5) is ``SVMMap(C=DEFAULT_C_GRID, features="bins",
-    prior=None, selection="validation")``.""", SVMMAP_PARAMS, attributes=(*ATTRIBUTES, "ranker_"),
+    ``RunFeatures(base) >> SVMMap()``; the paper's configuration (§4.2, §5) is ``SVMMap(C=DEFAULT_C_GRID,
+    features="bins", prior=None, selection="validation")``.""", SVMMAP_PARAMS, attributes=(*ATTRIBUTES, "ranker_"),
                       extra_attributes=dict(
                           ranker_=("StructSVMRanker", "The array-level model, which scores without PyTerrier.")))
 
