@@ -1,10 +1,6 @@
-"""The kinds of feature blocks that make up φ, one class each, in one registry (:data:`BLOCK_KINDS`).
-
-A kind says everything the package needs to know about it — its values on candidates, its width and weight
-shape in w, the names of its dimensions, the prior's weights in it, its model class for model selection, its
-picture — so that the encoder, the layout, model selection, the pictures, the warm-up and the documentation
-iterate over the registry. A new kind is one subclass of :class:`FeatureBlock` and one :func:`register_block`.
-"""
+"""The kinds of feature blocks that make up φ, one class each, in one registry (:data:`BLOCK_KINDS`) that the
+encoder, the layout, model selection, the pictures and the documentation iterate over. A new kind is one
+:class:`FeatureBlock` subclass and one :func:`register_block`."""
 from __future__ import annotations
 
 from typing import ClassVar, Dict, List, Sequence, Tuple
@@ -16,11 +12,9 @@ from pyterrier_svmmap.queries import query_ids
 
 
 class FeatureBlock:
-    """One kind of block of φ (subclass it and :func:`register_block` the subclass): its ``name`` in ``features``,
-    a ``description`` line for the documentation and ``--help``, whether it is ``dense`` (a column per base
-    function, then the "retrieved" indicators; else bin codes) and needs the encoder's ``thresholds``, its
-    ``model_class`` for model selection's levels (0: linear in the scores, 1: step functions) and the
-    ``axis_label`` of its picture."""
+    """One kind of block of φ: its ``name`` in ``features``, a ``description`` for the documentation and ``--help``,
+    whether it is ``dense`` (a column per function, then the "retrieved" indicators; else bin codes), needs
+    ``thresholds``, its ``model_class`` (0: linear in the scores, 1: step functions) and picture ``axis_label``."""
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
@@ -30,8 +24,7 @@ class FeatureBlock:
     axis_label: ClassVar[str] = "score"
 
     def values(self, encoder, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        """The block on candidates ``raw`` (grouped by ``offsets``) under the fitted ``encoder``: (n, F) dense
-        values (missing scores filled), or (n, F) bin codes for a block that is not dense."""
+        """The block on candidates under the fitted ``encoder``: (n, F) dense values or bin codes."""
         raise NotImplementedError
 
     def width(self, n_functions: int, n_bins: int) -> int:
@@ -39,7 +32,7 @@ class FeatureBlock:
         return 2 * n_functions
 
     def weight_shape(self, n_functions: int, n_bins: int) -> Tuple[int, int]:
-        """The shape of the block's weights: (2, F) — scores, then indicators — for a dense block."""
+        """The shape of the block's weights: (2, F), scores then indicators, for a dense block."""
         return (2, n_functions)
 
     def names(self, encoder, base_names: Sequence[str]) -> List[str]:
@@ -47,28 +40,24 @@ class FeatureBlock:
         return [f"{self.name}({b})" for b in base_names] + [f"retrieved({b})" for b in base_names]
 
     def prior_head(self, n_functions: int, n_bins: int, function: int, span: float) -> np.ndarray:
-        """The block's part of a prior w₀ that ranks like base function ``function`` alone: 1/``span`` on its
-        score column (``span``: that column's range on the training candidates, :meth:`score_extent`)."""
+        """The block's part of a w₀ that ranks like ``function`` alone: 1/``span`` on its score column."""
         head = np.zeros(self.width(n_functions, n_bins))
         head[function] = 1.0 / span if span > 0 else 1.0
         return head
 
     def score_extent(self, encoder, raw: np.ndarray, offsets: np.ndarray, function: int) -> Tuple[float, float]:
-        """The (min, max) of base function ``function``'s column in this block on candidates ``raw``: the unit of
-        the prior's weight. (0, 1) for a block whose columns are on a [0, 1] scale."""
+        """The (min, max) of ``function``'s column in this block, the unit of the prior's weight; (0, 1) by default."""
         return 0.0, 1.0
 
     def curves(self, encoder, weights: np.ndarray, base_names: Sequence[str],
                x_range: Tuple[float, float]) -> List[tuple]:
-        """Per base function, (name, kind, x, y, base): its contribution to the score against its score (a line
-        w·x over ``x_range``; ``base``: the weight of its "retrieved" indicator)."""
+        """Per base function (name, kind, x, y, base): its contribution against its score."""
         x = np.array(x_range, dtype=float)
         return [(name, self.name, x, weights[0, f] * x, float(weights[1, f])) for f, name in enumerate(base_names)]
 
 
 def _masked(encoder, values: np.ndarray) -> np.ndarray:
-    """Dense ``values`` with the columns of functions whose scores never vary within a training query set to 0
-    (a model of an earlier version, which scales nothing, keeps them)."""
+    """Dense ``values`` with the columns of functions that never vary within a training query set to 0."""
     return values * (encoder.column_scale_ != 0) if encoder.normalises else values
 
 
@@ -77,8 +66,7 @@ BLOCK_KINDS: Dict[str, FeatureBlock] = {}
 
 
 def register_block(kind: type) -> type:
-    """Add block kind ``kind`` (a :class:`FeatureBlock` subclass) to :data:`BLOCK_KINDS`; returns it (a class
-    decorator)."""
+    """Add block kind ``kind`` to :data:`BLOCK_KINDS` (a class decorator)."""
     if not kind.name or kind.name in BLOCK_KINDS or "+" in kind.name:
         raise ValueError(f"a block kind needs a new name without '+', got {kind.name!r}")
     BLOCK_KINDS[kind.name] = kind()
@@ -87,8 +75,8 @@ def register_block(kind: type) -> type:
 
 @register_block
 class Bins(FeatureBlock):
-    """Yue et al. (2007) §4.2: 1[f(d|q) > k] for every threshold k ∈ K_f of every base function, kept as bin
-    codes (the number of thresholds a score exceeds); the first threshold, −∞, is the "retrieved" indicator."""
+    """Yue et al. (2007) §4.2: 1[f(d|q) > k] for every threshold k ∈ K_f, kept as bin codes; the first threshold,
+    −∞, is the "retrieved" indicator."""
 
     name = "bins"
     description = "the paper's threshold indicators 1[f > k], n_bins per base function (a step function of each)"
@@ -126,8 +114,7 @@ class Bins(FeatureBlock):
 
 @register_block
 class Raw(FeatureBlock):
-    """The base scores, a weight per function, on the scale ``normalise`` gives them (standardised within
-    queries by default), a missing score counting as its query's lowest (0 when none is retrieved)."""
+    """The base scores on the scale ``normalise`` gives them, a missing score counting as its query's lowest."""
 
     name = "raw"
     description = "the base scores, one weight per function, on the scale normalise gives them"
@@ -139,8 +126,7 @@ class Raw(FeatureBlock):
         return _masked(encoder, np.where(np.isnan(raw), lo, raw))
 
     def score_extent(self, encoder, raw, offsets, function):
-        """The column's (min, max) on ``raw``, (0, 0) when the function retrieved none of these candidates: the
-        standardised column's with ``normalise="query"`` (its min is 0), else the scores'."""
+        """The column's (min, max) on ``raw`` (standardised with ``normalise="query"``), (0, 0) when never retrieved."""
         col = raw[:, function]
         if not np.isfinite(col).any():
             return 0.0, 0.0

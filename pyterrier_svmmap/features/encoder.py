@@ -1,13 +1,6 @@
-"""The feature encoder: from base-function scores to the feature vectors φ(x, d) of the linear model.
-
-Input everywhere is ``raw`` (candidates × base functions, NaN where a function did not retrieve the candidate)
-with each query's candidates contiguous, delimited by ``offsets`` (Q + 1). φ is made of one or more block kinds
-(:mod:`.blocks`: ``bins``, ``raw``, ``minmax``; docs/user_guide.md#features); the encoder learns what they need
-from the training candidates (thresholds, :mod:`.thresholds`; scales, :mod:`.scales`) and builds φ as a
-:class:`~pyterrier_svmmap.features.matrices.FeatureMatrix`. A function whose scores carry no ranking information
-(equal within every training query) gets score dimensions fixed at exactly 0, and so does a "retrieved"
-indicator that never varies within a training query.
-"""
+"""The feature encoder: learns what φ's blocks need from training candidates (thresholds, scales) and builds φ
+(:class:`~pyterrier_svmmap.features.matrices.FeatureMatrix`) from base-function scores (``raw``, NaN where a
+function did not retrieve the candidate, queries delimited by ``offsets``). See docs/user_guide.md#features."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -41,7 +34,7 @@ def parse_blocks(features: Union[str, Sequence[str]]) -> Tuple[str, ...]:
 
 @dataclass
 class FeatureEncoder:
-    """Learns the thresholds K_f (on training candidates) and encodes candidates as a FeatureMatrix.
+    """Learns the thresholds K_f and scales on training candidates and encodes candidates as a FeatureMatrix.
 
     Parameters
     ----------
@@ -52,18 +45,14 @@ class FeatureEncoder:
     binning : {'quantile', 'minmax', 'percentile'}, default 'quantile'
         How scores are scaled before thresholds apply.
     threshold_depth : int or None, default None
-        Quantile binning only: the quantiles over each training query's top ``threshold_depth`` candidates of
-        the function (where rankings are decided) instead of over all candidates.
+        Quantile binning only: the quantiles over each training query's top ``threshold_depth`` candidates.
     normalise : {'query', None}, default 'query'
         The ``raw`` block's scale: standardised within queries, or the scores as they are.
 
     Notes
     -----
-    Learned by :meth:`fit`: ``thresholds_`` ((F, n_bins), None without bins; a function that carries no
-    ranking information has thresholds +inf, so its codes are 0), ``prescale_`` (F powers of two),
-    ``column_scale_`` (the factor of each function's score column in the dense blocks: 1/spread with
-    ``normalise="query"``, else 1; 0 for a function whose scores never vary within a training query) and
-    ``indicator_scale_`` (1, or 0 for a "retrieved" indicator that never varies within a training query).
+    Learned by :meth:`fit`: ``thresholds_`` ((F, n_bins) or None), ``prescale_`` (powers of two),
+    ``column_scale_`` and ``indicator_scale_`` (0 for a column that never varies within a training query).
     """
 
     features: Union[str, Sequence[str]] = "bins"
@@ -95,7 +84,7 @@ class FeatureEncoder:
         Parameters
         ----------
         raw, offsets : ndarray
-            Candidates (n × F scores, NaN where a function did not retrieve one) and their query boundaries.
+            Candidates (n × F scores, NaN where missing) and their query boundaries.
         base_names : sequence of str, optional
             A name per base function (for errors).
 
@@ -149,26 +138,25 @@ class FeatureEncoder:
 
     @property
     def fits_thresholds(self) -> bool:
-        """Whether :meth:`fit` learns thresholds from the scores (a block that uses them, quantile binning)."""
+        """Whether :meth:`fit` learns thresholds from the scores."""
         return self.binning == "quantile" and any(BLOCK_KINDS[kind].thresholds for kind in self.blocks)
 
     @property
     def normalises(self) -> bool:
-        """Whether the dense blocks' columns are scaled (``prescale_`` known: fitted by this version)."""
+        """Whether the dense blocks' columns are scaled (``prescale_`` known)."""
         return self.prescale_ is not None
 
     def transform(self, raw, offsets: np.ndarray) -> FeatureMatrix:
-        """φ of candidates, computed in chunks of whole queries: only φ is allocated.
+        """φ of candidates, computed in chunks of whole queries.
 
         Parameters
         ----------
         raw, offsets : ndarray
-            Candidates (n × F scores, NaN where a function did not retrieve one) and their query boundaries.
+            Candidates (n × F scores, NaN where missing) and their query boundaries.
 
         Returns
         -------
         FeatureMatrix
-            φ, a part per block of ``features``.
         """
         raw = score_matrix(raw)
         offsets = np.asarray(offsets, dtype=np.int64)
@@ -183,8 +171,7 @@ class FeatureEncoder:
                               for kind in self.blocks])
 
     def _dense_values(self, kind: str, raw, offsets: np.ndarray) -> np.ndarray:
-        """(n, 2F) columns of a dense block kind: its values, then the "retrieved" indicators (times
-        ``indicator_scale_``), filled chunk by chunk."""
+        """(n, 2F) columns of a dense block: its values, then the scaled "retrieved" indicators."""
         n, n_funcs = raw.shape
         out = np.empty((n, 2 * n_funcs))
         for chunk in query_chunks(raw, np.asarray(offsets, dtype=np.int64)):
@@ -195,12 +182,12 @@ class FeatureEncoder:
         return out
 
     def bin_codes(self, raw, offsets: np.ndarray) -> np.ndarray:
-        """The number of thresholds each score exceeds (missing → 0), chunk by chunk, rows spread over threads.
+        """The number of thresholds each score exceeds (missing → 0), spread over threads.
 
         Parameters
         ----------
         raw, offsets : ndarray
-            Candidates (n × F scores, NaN where a function did not retrieve one) and their query boundaries.
+            Candidates (n × F scores, NaN where missing) and their query boundaries.
 
         Returns
         -------

@@ -1,7 +1,5 @@
-"""φ's layout: the one object that knows how the weight vector w of a linear model is laid out — the feature
-blocks in order (each as :mod:`.blocks` says) and, for the classification losses, a last bias dimension — with
-its dimension, slices, names, the prior's weights w₀ and its serialisation.
-"""
+"""φ's layout: how the weight vector w of a linear model is laid out (the feature blocks in order, then an
+optional bias), with its dimension, slices, names, the prior's weights w₀ and its serialisation."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -18,16 +16,15 @@ from pyterrier_svmmap.queries import shard_rows
 
 @dataclass
 class FeatureLayout:
-    """A fitted :class:`FeatureEncoder` (thresholds), whether φ ends with a bias, and the base names.
-
-    Build it with :meth:`fit` on training candidates, or :meth:`from_state` from a model file.
+    """A fitted :class:`FeatureEncoder`, whether φ ends with a bias, and the base names; made by :meth:`fit` or
+    :meth:`from_state`.
 
     Parameters
     ----------
     encoder : FeatureEncoder
         Fitted.
     bias : bool, default False
-        Whether φ ends with a constant dimension (the classification losses of §5.2).
+        Whether φ ends with a constant dimension (the classification losses).
     base_names : list of str, optional
         A name per base function (default ``f0, f1, ...``).
     """
@@ -54,11 +51,11 @@ class FeatureLayout:
         Parameters
         ----------
         raw, offsets : ndarray
-            Candidates (n × F scores, NaN where a function did not retrieve one) and their query boundaries.
+            Candidates (n × F scores, NaN where missing) and their query boundaries.
         features, n_bins, binning, threshold_depth, normalise
             :class:`FeatureEncoder`'s parameters.
         bias : bool
-            Whether φ ends with a constant dimension (the classification losses).
+            Whether φ ends with a constant dimension.
         base_names : sequence of str, optional
             A name per base function.
 
@@ -80,7 +77,7 @@ class FeatureLayout:
         return self.encoder.blocks
 
     def _block_width(self, kind: str) -> int:
-        """Dimensions of block ``kind`` (:meth:`.blocks.FeatureBlock.width`), 1 for ``"bias"``."""
+        """Dimensions of block ``kind``, 1 for ``"bias"``."""
         if kind == "bias":
             return 1
         return BLOCK_KINDS[kind].width(self.n_functions, int(self.encoder.n_bins))
@@ -107,7 +104,7 @@ class FeatureLayout:
         w : ndarray of shape (dim,)
             A weight vector of this layout.
         kind : str
-            A block kind of :data:`~pyterrier_svmmap.features.blocks.BLOCK_KINDS` in this layout.
+            A block kind of this layout.
 
         Returns
         -------
@@ -122,8 +119,7 @@ class FeatureLayout:
         raise ValueError(f"this layout has no {kind!r} block (blocks: {self.blocks})")
 
     def names(self) -> List[str]:
-        """A readable name per dimension of w, in order (``bm25>3.21``, ``raw(bm25)``, ``retrieved(bm25)``,
-        ``bias``)."""
+        """A readable name per dimension of w (``bm25>3.21``, ``raw(bm25)``, ``retrieved(bm25)``, ``bias``)."""
         return self.encoder.feature_names(self.base_names) + (["bias"] if self.bias else [])
 
     def transform(self, raw: np.ndarray, offsets: np.ndarray) -> FeatureMatrix:
@@ -132,7 +128,7 @@ class FeatureLayout:
         Parameters
         ----------
         raw, offsets : ndarray
-            Candidates (n × F scores, NaN where a function did not retrieve one) and their query boundaries.
+            Candidates (n × F scores, NaN where missing) and their query boundaries.
 
         Returns
         -------
@@ -146,32 +142,28 @@ class FeatureLayout:
         return X
 
     def prior_block(self) -> str:
-        """The block the prior's weights are put in: the first dense block, whose column ranks candidates exactly
-        as the function does, else ``bins``."""
+        """The block the prior's weights go in: the first dense block (it ranks as the function does), else ``bins``."""
         dense = [kind for kind in self.blocks if BLOCK_KINDS[kind].dense]
         return dense[0] if dense else self.blocks[0]
 
     def prior_weights(self, function: int, raw: Optional[np.ndarray] = None, offsets: Optional[np.ndarray] = None,
                       *, scale: float = 1.0, span: Optional[float] = None) -> np.ndarray:
-        """w₀ that ranks like base function ``function`` alone (missing documents last), for biased
-        regularisation ½‖w − w₀‖²: :meth:`prior_block`'s ``prior_head`` (1/span on the function's score column,
-        or 1/n_bins on each of its thresholds), every other weight 0, times ``scale``.
+        """w₀ that ranks like base function ``function`` alone (missing documents last), for ½‖w − w₀‖².
 
         Parameters
         ----------
         function : int
             The index of a base function.
         raw, offsets : ndarray, optional
-            Candidates (n × F scores, NaN where a function did not retrieve one) and their query boundaries.
+            Candidates and their query boundaries (not read when ``span`` is given).
         scale : float
             The factor of the whole vector.
         span : float, optional
-            The column's range when it is known already (a cluster's, over its shards): ``raw`` is not read.
+            The function's column range, when known already (a cluster's, over its shards).
 
         Returns
         -------
         ndarray of shape (dim,)
-            w₀.
         """
         if span is None:
             if raw is None or offsets is None:
@@ -185,13 +177,12 @@ class FeatureLayout:
         return scale * w0
 
     def score_extent(self, raw: np.ndarray, offsets: np.ndarray, function: int) -> Tuple[float, float]:
-        """The (min, max) of base function ``function``'s score column of :meth:`prior_block` on candidates
-        (:meth:`.blocks.FeatureBlock.score_extent`; a cluster takes the min and max over its shards).
+        """The (min, max) of function ``function``'s column of :meth:`prior_block` on candidates.
 
         Parameters
         ----------
         raw, offsets : ndarray
-            Candidates (n × F scores, NaN where a function did not retrieve one) and their query boundaries.
+            Candidates and their query boundaries.
         function : int
             The index of a base function.
 
@@ -201,8 +192,7 @@ class FeatureLayout:
         """
         return BLOCK_KINDS[self.prior_block()].score_extent(self.encoder, raw, offsets, function)
 
-    #: the encoder's learned per-function arrays besides the thresholds (absent from models of earlier
-    #: versions, which scale nothing)
+    #: the encoder's learned per-function arrays besides the thresholds (absent from unscaled models)
     SCALE_ARRAYS = ("prescale", "column_scale", "indicator_scale")
 
     def get_state(self) -> Tuple[dict, Dict[str, np.ndarray]]:
@@ -246,15 +236,14 @@ class FeatureLayout:
 
 
 def default_base_names(n: int, start: int = 0) -> List[str]:
-    """``f0, f1, ...`` (``start=1`` gives svmlight's 1-based ``f1, f2, ...``)."""
+    """``f0, f1, ...`` (``start=1``: svmlight's ``f1, f2, ...``)."""
     return [f"f{i}" for i in range(start, start + n)]
 
 
 @dataclass
 class EncodedQueries:
-    """φ of some queries under a fitted :class:`FeatureLayout`: what a path of C trains on. The layout learns
-    nothing from labels, so one layout fitted on every judged query serves each cross-validation fold
-    (:meth:`subset`), in the final model's space, with φ computed once."""
+    """φ of some queries under a fitted layout: what a path of C trains on. The layout learns nothing from labels,
+    so one layout serves every cross-validation fold (:meth:`subset`)."""
 
     layout: FeatureLayout
     X: FeatureMatrix
@@ -267,7 +256,7 @@ class EncodedQueries:
         return cls(layout, layout.transform(raw, offsets), offsets)
 
     def subset(self, keep: np.ndarray) -> "EncodedQueries":
-        """The queries where ``keep`` is True (rows of φ taken, offsets renumbered)."""
+        """The queries where ``keep`` is True."""
         sizes = np.diff(self.offsets)
         keep = np.asarray(keep, dtype=bool)
         if keep.all():
@@ -277,7 +266,7 @@ class EncodedQueries:
                               np.concatenate([[0], np.cumsum(sizes[keep])]).astype(np.int64))
 
     def shards(self, queries_per_shard: np.ndarray) -> list:
-        """φ cut into consecutive shards of whole queries, ``queries_per_shard[i]`` each: (φ, offsets) pairs."""
+        """φ cut into consecutive shards of ``queries_per_shard[i]`` whole queries: (φ, offsets) pairs."""
         return [(self.X.rows(lo, hi), offs) for lo, hi, offs in shard_rows(self.offsets, queries_per_shard)]
 
     @property

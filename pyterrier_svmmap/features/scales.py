@@ -1,9 +1,5 @@
-"""Each base function's scale on the training candidates: the statistics the encoder fits its scales from.
-
-Two passes, a chunk of whole queries at a time: the largest |score| per function (:func:`column_top`, which
-sets an exact power-of-two prescale), then every query's sum of squared deviations (:func:`query_spread_sums`),
-added in query order (:func:`statistics_from_sums`) so that one process and a cluster's shards give the same bits.
-"""
+"""Each base function's scale on the training candidates: the largest |score| (an exact power-of-two prescale),
+then every query's squared deviations, added in query order so that one process and a cluster's shards agree."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,10 +17,9 @@ UNNORMALISED_LIMIT = 1e100
 
 @dataclass
 class ColumnStatistics:
-    """What the training candidates say about each base function's scale (each (F,)): the largest |retrieved
-    score| (``top``, 0 when none), the pooled within-query standard deviation times :attr:`prescale` (``spread``),
-    whether the retrieved scores differ within some query (``score_varies``), and whether in some query the
-    function retrieved some candidates but not all (``retrieval_varies``)."""
+    """Per base function (F,): the largest |retrieved score| ``top``, the pooled within-query standard deviation
+    times :attr:`prescale` (``spread``), and whether scores (``score_varies``) or retrieval (``retrieval_varies``)
+    differ within some query."""
     top: np.ndarray
     spread: np.ndarray
     score_varies: np.ndarray
@@ -37,8 +32,7 @@ class ColumnStatistics:
 
 
 def column_top(raw, offsets: Optional[np.ndarray] = None) -> np.ndarray:
-    """Per column, the largest |retrieved score| (0 for a column of NaN), read chunk by chunk (``offsets``:
-    query boundaries, default :func:`~pyterrier_svmmap.chunks.row_offsets`), rows spread over threads."""
+    """Per column, the largest |retrieved score| (0 for a column of NaN), read chunk by chunk."""
     raw = score_matrix(raw)
     top = np.zeros(raw.shape[1])
     if not len(raw):
@@ -56,16 +50,14 @@ def column_top(raw, offsets: Optional[np.ndarray] = None) -> np.ndarray:
 
 
 def power_of_two_scale(top: np.ndarray) -> np.ndarray:
-    """2^−e with 2^(e−1) ≤ ``top`` < 2^e (1 for 0), capped so that it stays finite for subnormal values: scaled
-    scores are in [0.5, 1), products by it exact and their squares safe."""
+    """2^−e with 2^(e−1) ≤ ``top`` < 2^e (1 for 0), finite for subnormals: products by it are exact."""
     return np.ldexp(1.0, np.minimum(-np.frexp(np.asarray(top, dtype=float))[1], 1023))
 
 
 def query_spread_sums(raw: np.ndarray, offsets: np.ndarray, prescale: np.ndarray
                       ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per query and function (Q × F each): the squared deviations of the scores times ``prescale`` from the
-    query's mean, summed (exactly 0 where they are all equal), the retrieved scores counted, and whether they
-    differ; queries spread over threads."""
+    """Per query and function (Q × F each): the squared deviations from the query's mean after ``prescale``, summed,
+    the retrieved scores counted, and whether they differ."""
     raw = np.ascontiguousarray(raw, dtype=float)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     prescale = np.ascontiguousarray(prescale, dtype=float)
@@ -82,16 +74,14 @@ def query_spread_sums(raw: np.ndarray, offsets: np.ndarray, prescale: np.ndarray
 
 def statistics_from_sums(top: np.ndarray, sumsq: np.ndarray, counts: np.ndarray, varies: np.ndarray,
                          sizes: np.ndarray) -> ColumnStatistics:
-    """:class:`ColumnStatistics` from every query's :func:`query_spread_sums`, in query order, and the queries'
-    candidate counts ``sizes``."""
+    """:class:`ColumnStatistics` from every query's :func:`query_spread_sums`, in query order."""
     spread = np.sqrt(sumsq.sum(axis=0) / np.maximum(counts.sum(axis=0), 1))
     partly = (counts > 0) & (counts < np.asarray(sizes)[:, None])
     return ColumnStatistics(np.asarray(top, dtype=float), spread, varies.any(axis=0), partly.any(axis=0))
 
 
 def column_statistics(raw, offsets: np.ndarray) -> ColumnStatistics:
-    """:class:`ColumnStatistics` of candidates ``raw`` (n × F, NaN = not retrieved; float32 or float64, a memory
-    map included) grouped by ``offsets``."""
+    """:class:`ColumnStatistics` of candidates ``raw`` grouped by ``offsets``."""
     raw = score_matrix(raw)
     offsets = np.asarray(offsets, dtype=np.int64)
     top = column_top(raw, offsets)

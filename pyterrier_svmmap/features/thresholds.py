@@ -1,11 +1,6 @@
-"""The thresholds K_f of the bins (Yue et al. 2007 §4.2), sampled from the training candidates' scores.
-
-Per function: −∞ (its indicator says "retrieved"), the distinct quantiles 1/n_bins, 2/n_bins, … (numpy's
-``method="lower"``) of its retrieved scores — all, or each query's top ``threshold_depth`` — then +∞ up to n_bins.
-:func:`sample_thresholds` gathers at most :data:`SAMPLE_BYTES` of samples per pass over the scores, so memory is
-bounded by the sample and the thresholds are exact. The ``minmax`` and ``percentile`` binnings use
-:func:`even_thresholds`.
-"""
+"""The thresholds K_f of the bins (Yue et al. 2007 §4.2): per function −∞ (the "retrieved" indicator), the distinct
+lower quantiles k/n_bins of its retrieved scores (all, or each query's top ``threshold_depth``), then +∞; sampled
+in passes of at most :data:`SAMPLE_BYTES`, so memory is bounded and the thresholds exact."""
 from __future__ import annotations
 
 from typing import List, Optional
@@ -16,28 +11,25 @@ import pyterrier_svmmap.threads as threads
 from pyterrier_svmmap.chunks import query_chunks, score_matrix
 from pyterrier_svmmap.features import kernels
 
-#: bytes of threshold samples gathered in one pass over the scores (more columns take more passes): a quarter of
-#: the 8 GB a fit of 10⁸ candidates × 16 functions is held to
+#: bytes of threshold samples per pass over the scores: a quarter of a 10⁸ × 16 fit's 8 GB
 SAMPLE_BYTES = 1 << 31
 
 
 def function_thresholds(sample: np.ndarray, n_bins: int) -> np.ndarray:
-    """(F, ``n_bins``) thresholds of every column of ``sample`` (a function's raw scores, NaN = not retrieved)."""
+    """(F, ``n_bins``) thresholds of every column of ``sample`` (NaN = not retrieved)."""
     sample = np.asarray(sample)
     return _thresholds_of_columns([sample[:, f] for f in range(sample.shape[1])], n_bins, retrieved=False)
 
 
 def lower_quantiles(values: np.ndarray, n_bins: int) -> np.ndarray:
-    """``np.quantile(values, k / n_bins, method="lower")`` for k = 1 … n_bins − 1: the sorted values at
-    ⌊(m − 1)·k/n_bins⌋; sorts ``values`` in place."""
+    """``np.quantile(values, k / n_bins, method="lower")`` for k = 1 … n_bins − 1; sorts ``values`` in place."""
     values.sort()
     levels = np.arange(1, n_bins) / n_bins
     return values[np.floor((len(values) - 1) * levels).astype(np.int64)].astype(float)
 
 
 def _thresholds_of_columns(columns: List[np.ndarray], n_bins: int, retrieved: bool) -> np.ndarray:
-    """:func:`pad_thresholds` of every column's :func:`lower_quantiles` (``retrieved``: the columns hold no NaN),
-    columns spread over threads."""
+    """:func:`pad_thresholds` of every column's :func:`lower_quantiles`, columns spread over threads."""
     def one(f: int) -> np.ndarray:
         col = columns[f]
         if not retrieved:
@@ -51,13 +43,8 @@ def _thresholds_of_columns(columns: List[np.ndarray], n_bins: int, retrieved: bo
 
 def sample_thresholds(raw, offsets: np.ndarray, n_bins: int, depth: Optional[int] = None,
                       max_bytes: Optional[int] = None) -> np.ndarray:
-    """:func:`function_thresholds` of the training candidates (with ``depth``, of each query's top ``depth``
-    scores per function), read in chunks of whole queries: every sampled score is gathered in ``raw``'s dtype,
-    a group of functions per pass of about ``max_bytes`` (default :data:`SAMPLE_BYTES`).
-
-    ``raw`` (n × F, NaN = not retrieved) may be float32 or float64, a memory map or
-    :class:`~pyterrier_svmmap.chunks.QueryRows`; returns the (F, n_bins) thresholds.
-    """
+    """:func:`function_thresholds` of the training candidates (each query's top ``depth`` per function), read in
+    chunks of whole queries, a group of functions per pass of about ``max_bytes``."""
     raw = score_matrix(raw)
     offsets = np.asarray(offsets, dtype=np.int64)
     n, n_funcs = raw.shape

@@ -1,8 +1,5 @@
-"""Per-query transforms of the scores ``raw`` (candidates × base functions, NaN = not retrieved, queries delimited
-by ``offsets``): min–max (``minmax`` block, SVM_acc4's bins), percentiles (SVM_acc3's bins) and the ``raw``
-block's within-query standardisation. Each query is computed alone, in chunks of whole queries spread over
-threads, so a query's result does not depend on where the work is cut.
-"""
+"""Per-query transforms of the scores: min–max, percentiles and the ``raw`` block's within-query
+standardisation, each query computed alone (the result does not depend on where the work is cut)."""
 from __future__ import annotations
 
 import sys
@@ -56,10 +53,9 @@ def minmax_normalise(raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 def standardise_scores(raw: np.ndarray, offsets: np.ndarray, prescale: np.ndarray, column_scale: np.ndarray
                        ) -> np.ndarray:
-    """Per query and function z = (x·p − lo·p)·k (p = ``prescale``, a power of two; lo the query's lowest
-    retrieved score; k = ``column_scale``), 0 for a missing score or k = 0, at most :data:`Z_LIMIT`. Compiled
-    once numba is loaded; until then numpy's elementwise operations, which give the same bits, so that scoring
-    alone (``svmmap classify``) does not pay numba's start-up."""
+    """Per query and function z = (x·p − lo·p)·k, 0 for a missing score or k = 0, at most :data:`Z_LIMIT`.
+
+    Compiled once numba is loaded, else numpy with the same bits (scoring alone skips numba's start-up)."""
     raw = np.asarray(raw, dtype=float)
     if not len(raw):
         return np.empty(raw.shape)
