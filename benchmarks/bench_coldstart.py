@@ -26,6 +26,7 @@ About 5 minutes on 2 cores, most of it compiling (``--quick``: 2 warm runs, no e
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -60,15 +61,16 @@ NUMBA_ONLY = ("import time; import numpy as np; t1 = time.perf_counter(); import
 
 def fresh_venv(folder: Path, **extra_env: str):
     """A new virtual environment with a non-editable install of the working tree, its dependencies those of the
-    running environment (a ``.pth`` file names its ``site-packages``); (the install's seconds, its
-    ``site-packages``)."""
+    running environment (a ``.pth`` file names its ``site-packages``); (the install's seconds, the CPU seconds
+    of its processes, its ``site-packages``)."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
     site = next((folder / "lib").glob("python*/site-packages"))
     (site / "dependencies.pth").write_text("\n".join(p for p in sys.path if p.endswith("site-packages")) + "\n")
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(REPO)],
                    check=True, capture_output=True, env=environment(**extra_env))
-    return time.perf_counter() - t, site
+    done = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.perf_counter() - t, done.ru_utime + done.ru_stime - cpu.ru_utime - cpu.ru_stime, site
 
 
 def run(python: str, env: dict, code: str = SCRIPT, *args: str):
@@ -103,14 +105,15 @@ def fresh(args):
         try:
             envs, installed = {}, {}
             for i, (name, extra) in enumerate(((REFERENCE, {"PYTERRIER_SVMMAP_PRECOMPILE": "0"}), (INSTALL, {}))):
-                seconds, site = fresh_venv(tmp / f"venv{i}", **extra)
+                seconds, cpu, site = fresh_venv(tmp / f"venv{i}", **extra)
                 python = str(tmp / f"venv{i}" / "bin" / "python")
                 found = run(python, environment(), "import sys, pyterrier_svmmap as p; "
                             "print(p.__file__, file=sys.stderr)")[1]
                 assert found.startswith(str(site)), found
                 installed[name] = (seconds, cached(site))
                 envs[name] = (python, environment(), site / "pyterrier_svmmap")
-                print(f"{name}: {seconds:.1f} s, {installed[name][1]} kernels in the wheel", flush=True)
+                print(f"{name}: {seconds:.1f} s ({cpu:.1f} CPU s), {installed[name][1]} kernels in the wheel",
+                      flush=True)
             if not (args.skip_empty_cache or args.quick):
                 (tmp / "numba-cache").mkdir()
                 envs["source, empty NUMBA_CACHE_DIR"] = (sys.executable, environment(

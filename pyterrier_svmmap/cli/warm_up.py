@@ -60,8 +60,8 @@ def warm_up(n_jobs: int = 1, qp_process: bool = True) -> float:
     """Run every kernel the fits, predictions and argmaxes use once; returns the seconds it took.
 
     Kernels already in numba's cache are loaded, the others compiled (and cached). With ``qp_process`` a
-    second process (:data:`SECOND_PROCESS`, the same cache) compiles the dual QP, then the ApproxAP/ApproxNDCG
-    learners, while this one compiles the kernels that need no QP; the SVM fits wait for its QP, then load it.
+    second process (:data:`SECOND_PROCESS`, the same cache) compiles the dual QP, then runs :func:`_apart`,
+    while this one compiles the kernels that need no QP; this one's SVM fits wait for the QP, then load it.
     """
     t0 = time.perf_counter()
     side = None
@@ -80,7 +80,7 @@ def warm_up(n_jobs: int = 1, qp_process: bool = True) -> float:
     try:
         _fits(raw, labels, offsets, valid, v_raw, v_offsets, v_docnos, n_jobs, side)
         if side is not None and side.wait():               # the second process failed: its fits here
-            _approx_fits(raw, labels, offsets)
+            _apart(raw, labels, offsets)
     finally:
         for q, level in zip(quiet, levels):
             q.setLevel(level)
@@ -99,23 +99,27 @@ def warm_up_qp() -> None:
     compiled().compact_working_set(np.eye(2), np.eye(2), np.array([1], dtype=np.int64))
 
 
-def _approx_fits(raw, labels, offsets) -> None:
-    """ApproxAP's and ApproxNDCG's (Qin et al.) fits on their feature blocks: kernels no SVM fit runs."""
+def _apart(raw, labels, offsets) -> None:
+    """The fits :data:`SECOND_PROCESS` runs after the QP: ApproxAP's and ApproxNDCG's (Qin et al.) on their
+    feature blocks, and an SVM fit of every loss."""
     from pyterrier_svmmap.approx.ranker import ApproxRanker
     from pyterrier_svmmap.features.layout import FeatureLayout
+    from pyterrier_svmmap.svm.ranker import StructSVMRanker
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for features in ("minmax", "bins"):
             X = FeatureLayout.fit(raw, offsets, features, 5).transform(raw, offsets)
             for measure in ("ap", "ndcg"):
                 ApproxRanker(measure=measure, alphas=[10.0], betas=[10.0], n_iter=2).fit(X, labels, offsets)
+        for loss, params in LOSSES:
+            StructSVMRanker(C=1.0, loss=loss, loss_params=params, n_bins=5, n_jobs=1).fit(raw, labels, offsets)
 
 
-#: :func:`warm_up`'s second process: the QP, a line on stdout once it is cached, then the approximations (its
-#: compile notice silenced: the first process says it)
+#: :func:`warm_up`'s second process: the QP, a line on stdout once it is cached, then :func:`_apart` (its compile
+#: notice silenced: the first process says it)
 SECOND_PROCESS = ("import logging; logging.getLogger('pyterrier_svmmap').setLevel(logging.ERROR); "
                   "import pyterrier_svmmap.cli.warm_up as w; "
-                  "w.warm_up_qp(); print('qp', flush=True); w._approx_fits(*w.tiny_data()[:3])")
+                  "w.warm_up_qp(); print('qp', flush=True); w._apart(*w.tiny_data()[:3])")
 
 
 def _fits(raw, labels, offsets, valid, v_raw, v_offsets, v_docnos, n_jobs: int, side=None) -> None:
@@ -134,7 +138,7 @@ def _fits(raw, labels, offsets, valid, v_raw, v_offsets, v_docnos, n_jobs: int, 
             FeatureLayout.fit(raw, offsets, features, 5, binning).transform(raw, offsets)
         parse_chunk(b"1 qid:1 1:0.5 2:-1e-3 # docid = d1\n0 qid:1 1:0.25\n", 10)   # svmmap learn's svmlight parser
         if side is None:
-            _approx_fits(raw, labels, offsets)
+            _apart(raw, labels, offsets)
         else:
             side.stdout.readline()                          # its QP cached (or its end: then compiled here)
         for features, binning in feature_settings():
@@ -142,8 +146,6 @@ def _fits(raw, labels, offsets, valid, v_raw, v_offsets, v_docnos, n_jobs: int, 
             r.fit(raw, labels, offsets, valid=valid)
             r.ranking_scores(v_raw, v_offsets, v_docnos)
         StructSVMRanker(C=[0.1, 1.0], n_bins=5, cv=2, prior="best", n_jobs=n_jobs).fit(raw, labels, offsets)
-        for loss, params in LOSSES:
-            StructSVMRanker(C=1.0, loss=loss, loss_params=params, n_bins=5, n_jobs=n_jobs).fit(raw, labels, offsets)
 
 
 def run(args: argparse.Namespace) -> int:
