@@ -1,7 +1,5 @@
-"""Files and folders written whole or not at all, with the permissions the umask gives (``tempfile``'s are 0600
-whatever the umask): created 0666/0777 under a temporary name beside their destination, then renamed into place;
-and paths checked for writing before long work starts.
-"""
+"""Files and folders written whole or not at all, with the permissions the umask gives (``tempfile``'s are 0600):
+created under a temporary name beside their destination, then renamed; and paths checked before long work."""
 from __future__ import annotations
 
 import contextlib
@@ -47,8 +45,7 @@ def write_atomic(path: PathLike, data: bytes) -> None:
 
 @contextlib.contextmanager
 def interrupts_deferred() -> Iterator[None]:
-    """Hold Ctrl-C (SIGINT) back until the block ends, then raise it: for a few renames that belong
-    together. Signal handlers can be set in the main thread only; elsewhere the block runs as it is."""
+    """Hold Ctrl-C back until the block ends, then raise it (main thread only)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -63,8 +60,7 @@ def interrupts_deferred() -> Iterator[None]:
 
 
 def _make_parents(folder: Path) -> List[Path]:
-    """Create ``folder`` and its missing parents (mode 0777 less the umask); the ones created, deepest
-    first."""
+    """Create ``folder`` and its missing parents; the ones created, deepest first."""
     missing = []
     while not folder.exists():
         missing.append(folder)
@@ -75,10 +71,8 @@ def _make_parents(folder: Path) -> List[Path]:
 
 
 def write_folder(path: PathLike, files: Dict[str, bytes]) -> Path:
-    """Write ``files`` (name → content) into folder ``path``, whole or not at all, in the order given (the file
-    that marks the folder complete last); returns ``path``. A new folder (and its missing parents) is written under
-    a temporary name and renamed; in an existing one, temporary files are renamed into place with Ctrl-C held back,
-    other files staying."""
+    """Write ``files`` (name → content, the one that marks the folder complete last) into folder ``path``, whole or not
+    at all: a new folder under a temporary name, renamed; in an existing one, files renamed with Ctrl-C held back."""
     path = Path(path)
     if path.is_dir():
         written: Dict[Path, Path] = {}
@@ -113,9 +107,8 @@ def write_folder(path: PathLike, files: Dict[str, bytes]) -> Path:
 
 
 def check_creatable(path: PathLike, what: str) -> Path:
-    """Check, before long work, that ``path`` (a file or folder; missing parents would be created) can be written,
-    by creating and removing a folder where it goes; returns ``path``. NotADirectoryError when a parent is a file,
-    PermissionError when the folder cannot be written; ``what`` names it in the message (``"MODEL"``)."""
+    """Check before long work that ``path`` can be written (by creating and removing a folder where it goes);
+    NotADirectoryError or PermissionError naming ``what`` otherwise."""
     path = Path(path)
     folder = path if path.is_dir() else path.parent
     existing = folder.absolute()

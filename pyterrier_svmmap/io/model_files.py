@@ -1,14 +1,7 @@
-"""The on-disk model format (one directory: ``model.json``, ``weights.npz``, ``pt_meta.json``; docs/user_guide.md
-lists what each holds), shared by every estimator's ``save/load``, the command line and ``pt.Artifact``. A model
-is (estimator class, its constructor parameters, its fitted state as JSON + numpy arrays); the classes turn state
-into a fitted object (``_from_state``), so this module imports none of them until a model is loaded.
-
-``model.json`` names the estimator and ranker classes in the format's own vocabulary, :data:`FILE_NAMES`: fixed
-names such as ``pyterrier_svmmap.estimator:SVMMap`` that stand for the package's public classes wherever their
-modules are (another class is written ``module:qualname``). Formats 1 and 2 (structural SVMs only) are converted
-on reading (:func:`_upgrade_v2`); a newer version, a missing, corrupt or inconsistent file raises
-:class:`ModelFormatError` naming the file and the problem.
-"""
+"""The on-disk model format (a directory of ``model.json``, ``weights.npz``, ``pt_meta.json``), shared by every
+estimator's ``save``/``load``, the command line and ``pt.Artifact``; :class:`ModelFormatError` names the file and
+the problem. model.json names classes in the format's own vocabulary (:data:`FILE_NAMES`). See
+docs/user_guide.md#saving-and-loading."""
 from __future__ import annotations
 
 import hashlib
@@ -32,8 +25,7 @@ ARTIFACT_TYPE = "learned_ranker"
 ARTIFACT_FORMAT = "svmmap"
 PT_META = {"type": ARTIFACT_TYPE, "format": ARTIFACT_FORMAT, "package_hint": "pyterrier-svmmap"}
 
-#: the format's names of the package's public classes (the modules that defined them when the format was fixed):
-#: model.json's name → the class's name in ``pyterrier_svmmap``
+#: model.json's fixed names of the package's public classes → their names in ``pyterrier_svmmap``
 FILE_NAMES = {
     "pyterrier_svmmap.estimator:SVMMap": "SVMMap",
     "pyterrier_svmmap.estimator:StructSVM": "StructSVM",
@@ -53,16 +45,14 @@ class ModelFormatError(ValueError):
 
 
 def class_path(cls) -> str:
-    """The name model.json gives a class: :data:`FILE_NAME_OF` for the package's public classes, else
-    ``module:qualname``."""
+    """The name model.json gives a class: :data:`FILE_NAME_OF`'s, else ``module:qualname``."""
     if cls.__qualname__ in FILE_NAME_OF and cls.__module__.startswith("pyterrier_svmmap."):
         return FILE_NAME_OF[cls.__qualname__]
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
 def import_class(path: str):
-    """The class a model file names (``module:qualname`` or a :data:`FILE_NAMES` name) — only from this
-    package (a model file must not make us import arbitrary code)."""
+    """The class a model file names, only from this package (a model file must not import arbitrary code)."""
     path = str(path)
     if path in FILE_NAMES:
         path = f"pyterrier_svmmap:{FILE_NAMES[path]}"
@@ -80,8 +70,7 @@ def import_class(path: str):
 
 
 def jsonable(obj):
-    """Numbers, arrays, tuples and dicts as strict-JSON values (floats as Python writes them, read back bit for
-    bit); NaN/inf become None."""
+    """``obj`` as strict-JSON values (floats read back bit for bit; NaN/inf become None)."""
     if isinstance(obj, dict):
         return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
@@ -98,9 +87,8 @@ def jsonable(obj):
 
 
 def check_writable(path: Union[str, Path], force: bool = False, remedy: str = "overwrite=True") -> Path:
-    """``path``, checked before training: FileExistsError for an existing file, and, unless ``force``, for a
-    directory that holds other files but no model (a model directory is replaced); ``remedy`` names ``force`` in
-    the message (``svmmap learn``: ``"--force"``)."""
+    """``path``, checked before training: FileExistsError for a file, and unless ``force`` for a directory holding
+    other files but no model (``remedy`` names ``force`` in the message)."""
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise FileExistsError(f"{path} is an existing file; a model is a directory: give a new or a directory path")
@@ -112,11 +100,8 @@ def check_writable(path: Union[str, Path], force: bool = False, remedy: str = "o
 
 def save_model(path: Union[str, Path], estimator: str, params: dict, state: Tuple[dict, Dict[str, np.ndarray]],
                ranker: Optional[str] = None, overwrite: bool = False, implied: Optional[Dict[str, Any]] = None) -> Path:
-    """Write a fitted model, whole or not at all (:func:`~pyterrier_svmmap.io.atomic.write_folder`): ``estimator``
-    / ``ranker`` as :func:`class_path` names them, the estimator's constructor ``params`` and its ``state`` (meta,
-    arrays), into ``path`` as :func:`check_writable` allows (``overwrite``: ``force``). ``implied``: parameters
-    added after the format was fixed, left out at the value a file without them means
-    (:attr:`~pyterrier_svmmap.params.ParamSpec.implied`). Returns the directory."""
+    """Write a fitted model whole or not at all: the class names, constructor ``params`` (without the ``implied``
+    ones at their implied value) and ``state`` (meta, arrays). Returns the directory."""
     path = check_writable(path, force=overwrite)
     meta, arrays = state
     implied = implied or {}
@@ -139,8 +124,7 @@ def _without_implied(params: dict, implied: Dict[str, Any]) -> dict:
 
 
 def implied_params(cls) -> Dict[str, Any]:
-    """The parameters ``cls`` takes that files written before they existed lack, with what such a file means
-    (:attr:`~pyterrier_svmmap.params.ParamSpec.implied` of ``cls.PARAMS``; none for a class without one)."""
+    """The parameters of ``cls`` that older files lack, with what such a file means."""
     spec = getattr(cls, "PARAMS", None)
     return dict(spec.implied) if spec is not None else {}
 
@@ -217,8 +201,7 @@ def _recorded_params(state) -> Dict[str, Tuple[str, Any]]:
 
 
 def _same_param(a, b) -> bool:
-    """Whether two parameter values are the same setting (a number and a one-element list of it are: the C
-    grid is recorded as a list)."""
+    """Whether two parameter values are the same setting (a number and a one-element list of it are)."""
     if isinstance(a, list) != isinstance(b, list):
         a, b = (a if isinstance(a, list) else [a]), (b if isinstance(b, list) else [b])
     if isinstance(a, list):
@@ -230,9 +213,7 @@ def _same_param(a, b) -> bool:
 
 
 def check_params(path: Union[str, Path], doc: dict) -> None:
-    """Refuse a model whose constructor parameters (model.json's ``params``, what ``repr`` shows) differ from
-    those its fitted state was trained with (``state.params``, ``state.ranker.params``, ``state.layout``): an
-    edited ``params`` would describe a model that is not the one the arrays hold."""
+    """Refuse a model whose ``params`` differ from those its state was trained with (an edited model.json)."""
     mfile = Path(path) / "model.json"
     params, state = doc.get("params"), doc.get("state")
     if not isinstance(params, dict):
@@ -242,8 +223,7 @@ def check_params(path: Union[str, Path], doc: dict) -> None:
         raise ModelFormatError(f"{mfile}: state must be a dict, got {type(state).__name__}")
     recorded = _recorded_params(state)
     try:
-        # the array-level ranker's spec when the file names one (``svmmap classify`` reads models without
-        # importing the PyTerrier layer), else the estimator's
+        # the ranker's spec when the file names one (no PyTerrier imported), else the estimator's
         spec_implied = implied_params(import_class(doc.get("ranker") or doc.get("estimator", "")))
     except (ModelFormatError, ImportError, AttributeError, ValueError):
         spec_implied = {}
@@ -259,8 +239,7 @@ def check_params(path: Union[str, Path], doc: dict) -> None:
 
 
 def _located(path: Path, e: Exception) -> ModelFormatError:
-    """A state's error as a ModelFormatError naming the file and the field (a :class:`StateError`), or the
-    model directory."""
+    """A state's error as a ModelFormatError naming the file and the field."""
     if isinstance(e, StateError):
         where = f"{path / 'weights.npz'}: {e.field}" if e.array else f"{path / 'model.json'}: state.{e.field}"
         return ModelFormatError(f"{where}: {e.problem}")
@@ -268,8 +247,7 @@ def _located(path: Path, e: Exception) -> ModelFormatError:
 
 
 def _upgrade_v2(path: Path, doc: dict, arrays: Dict[str, np.ndarray]) -> Tuple[dict, Dict[str, np.ndarray]]:
-    """A format 1/2 model (a structural SVM with the kept C's weights only) as a version-3 document: the other
-    C's rows of ``coefs`` are NaN, and the layout's ``bias`` is None (the ranker, which knows its loss, decides)."""
+    """A format 1/2 model (a structural SVM, the kept C's weights only) as a version-3 document."""
     p = doc["params"]
     missing = [k for k in ("C", "loss", "features", "n_bins", "binning", "epsilon", "max_iter") if k not in p]
     if missing or "coef" not in arrays or "thresholds" not in arrays:
@@ -326,8 +304,7 @@ def load_model(path: Union[str, Path], cls=None):
 
 
 def load_ranker(path: Union[str, Path]):
-    """The array-level ranker of a model (no PyTerrier imported) when the model has one, else the estimator.
-    Either has ``decision_function(raw, offsets)`` and ``n_functions_``."""
+    """The model's array-level ranker (no PyTerrier imported) when it has one, else the estimator."""
     path = Path(path)
     doc, arrays = read_model(path)
     if not doc.get("ranker"):

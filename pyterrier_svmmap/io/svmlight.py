@@ -1,11 +1,6 @@
-"""Reading svmlight / LETOR ranking files: ``label qid:Q idx:val idx:val ... # comment`` (docs/cli.md gives the
-format's rules), or index files listing them.
-
-The numbers are parsed in 64 MB chunks by :mod:`.svmlight_parser` (the compiled parser, with a line-by-line
-fallback that names the first bad line as ``file:line``). The learners need a dense (lines × F) matrix, F the
-largest feature index, so a read refuses, before allocating it, an index above ``max_features`` (default
-:data:`MAX_FEATURES`) or a model's ``n_features``, and a matrix larger than the memory this process can still get.
-"""
+"""Reading svmlight / LETOR ranking files (``label qid:Q idx:val ... # comment``, docs/cli.md#file-formats) or index
+files listing them, in 64 MB chunks (:mod:`.svmlight_parser`); a read refuses, before allocating the dense
+(lines × F) matrix, an index above ``max_features`` or a model's width, and a matrix larger than free memory."""
 from __future__ import annotations
 
 import math
@@ -27,23 +22,21 @@ class SvmlightError(ValueError):
 
 
 class FeatureIndexTooLarge(SvmlightError):
-    """A line (``where``, ``file:line``) uses a feature ``index`` above the width bound ``limit``; :meth:`message`
-    words the remedy for another caller than Python's (``svmmap learn --max-features``)."""
+    """A line (``where``) uses a feature ``index`` above the bound ``limit``."""
 
     def __init__(self, where: str, index: float, limit: int):
         self.where, self.index, self.limit = where, index, limit
         super().__init__(self.message("raise read_svmlight(max_features=...)"))
 
     def message(self, remedy: Optional[str]) -> str:
-        """The error as one line, ending with ``remedy`` (how to raise the bound; None: the caller has no way)."""
+        """The error as one line, ending with ``remedy`` (how to raise the bound; None: none)."""
         shown = int(self.index) if float(self.index) < 2 ** 53 else f"{float(self.index):.6g}"
         return (f"{self.where}: feature index {shown} is above the limit of {self.limit:,} features (the learners "
                 "need a dense lines × features matrix with a column for every index up to the largest); renumber "
                 f"the features consecutively from 1{', or ' + remedy if remedy else ''}")
 
 
-#: the largest feature index :func:`read_svmlight` accepts unless told otherwise: about 140 times the widest LETOR
-#: collection's (a larger index is a hashed or mistaken feature id, not a base function)
+#: the default largest feature index: about 140 times the widest LETOR collection's
 MAX_FEATURES = 100_000
 
 
@@ -54,7 +47,7 @@ class Width:
     model: bool
 
     def error(self, where: str, index) -> SvmlightError:
-        """The error of line ``where`` (``file:line``) using ``index`` (> limit): what is wrong and how to fix it."""
+        """The error of line ``where`` using ``index`` (> limit), with its remedy."""
         if not self.model:
             return FeatureIndexTooLarge(where, index, self.limit)
         shown = int(index) if float(index) < 2 ** 53 else f"{float(index):.6g}"
@@ -66,13 +59,10 @@ class Width:
 class RankingData:
     """The lines of one or more svmlight files, in input order.
 
-    ``features`` (n, F) float, 0 where a line omits a feature; ``labels`` (n,); ``qids`` (n,) int;
-    ``comments`` (n,) str ("" without one) and ``docids`` (n,) str (from ``#docid = X``, else the
-    comment's first word, else the line number), both None when not kept; ``order`` a stable permutation
-    that groups the lines by query (None: grouped as they are), ``offsets`` (Q + 1) the queries in that order,
-    ``query_ids`` (Q,) their qids; ``sources`` the files read, ``source_lines`` the data lines of each and
-    ``line_numbers`` (n,) each line's 1-based number in its file.
-    """
+    ``features`` (n, F), 0 where a line omits a feature; ``labels``, ``qids``; ``comments`` and ``docids``
+    (``#docid = X``, else the comment's first word, else the line number), None when not kept; ``order`` a stable
+    permutation grouping the lines by query (None: grouped already), ``offsets`` and ``query_ids`` of the queries in
+    that order; ``sources``, ``source_lines`` (data lines per file) and ``line_numbers`` (1-based, per file)."""
     features: np.ndarray
     labels: np.ndarray
     qids: np.ndarray
@@ -97,8 +87,7 @@ class RankingData:
         return len(self.labels)
 
     def queries_per_source(self) -> Optional[np.ndarray]:
-        """How many of the grouped queries each source holds, when every query's lines are in one source
-        (the shards a cluster would make of the files); None otherwise or when not recorded."""
+        """How many grouped queries each source holds, when every query is in one source; else None."""
         if self.source_lines is None or len(self.source_lines) < 2 or len(self.offsets) < 2:
             return None
         if self.order is None:          # the lines are grouped: a query's first and last line tell its sources
@@ -118,20 +107,19 @@ class RankingData:
         return self.features.shape[1]
 
     def grouped(self, values: np.ndarray) -> np.ndarray:
-        """``values`` given in input order, re-ordered by query (None and already grouped values as they are)."""
+        """``values`` in input order, re-ordered by query."""
         if values is None or self.order is None:
             return values
         return np.asarray(values)[self.order]
 
     def queries(self, n_features: Optional[int] = None) -> Queries:
-        """The lines as :class:`~pyterrier_svmmap.queries.Queries`, grouped by query: float labels, the
-        query ids as str, the docids as document ids; ``n_features`` columns at least (absent ones 0)."""
+        """The lines as :class:`~pyterrier_svmmap.queries.Queries` grouped by query, ``n_features`` columns at least."""
         q = Queries(self.grouped(self.features), np.asarray(self.grouped(self.labels), dtype=float), self.offsets,
                     self.query_ids.astype(str), None, self.grouped(self.docids))
         return q if n_features is None else q.widened(n_features)
 
     def ungroup(self, values: np.ndarray) -> np.ndarray:
-        """``values`` given in grouped order, back in input order."""
+        """``values`` in grouped order, back in input order."""
         if self.order is None:
             return values
         out = np.empty_like(np.asarray(values))
@@ -148,8 +136,7 @@ BOM = b"\xef\xbb\xbf"
 
 
 def _is_data_line(text: str) -> bool:
-    """Whether a line is svmlight data rather than an index file's path: its first token is a number (the
-    label) or a later token is ``qid:…`` / ``index:value`` (so a malformed label is reported as ``file:line``)."""
+    """Whether a line is svmlight data rather than an index file's path (so a bad label is reported as file:line)."""
     tok = text.split("#", 1)[0].split()
     if not tok:
         return True
@@ -184,7 +171,7 @@ def index_file_members(path: Path) -> Optional[List[Path]]:
 
 
 def _number(token: bytes, kind=float):
-    """``kind(token)`` (float or int) without Python's digit-group underscores: '1_0' is not svmlight's."""
+    """``kind(token)`` without Python's digit-group underscores."""
     if b"_" in token:
         raise ValueError(token)
     return kind(token)
@@ -200,7 +187,7 @@ def line_error(path: Path, data: bytes, bad: BadLine, width: Width, first_line: 
 
 
 def _line_problem(path: Path, line: bytes, where: str, width: Width) -> Union[str, SvmlightError]:
-    """What is wrong with a data line (a message, or an error of its own type): the first fault, token by token."""
+    """What is wrong with a data line: its first fault, token by token."""
     tok = line.split(b"#", 1)[0].split()
     try:
         _number(tok[0])
@@ -242,8 +229,7 @@ _CHUNK = 1 << 26     # parse 64 MB at a time (bounded memory)
 
 
 def file_chunks(path: Path, chunk_bytes: int = _CHUNK):
-    """``(bytes, line)`` pieces of the file of about ``chunk_bytes`` of whole lines (the last one may lack its
-    newline), ``line`` the 1-based number of the first; a UTF-8 byte-order mark at the start is skipped."""
+    """``(bytes, line)`` pieces of about ``chunk_bytes`` of whole lines, ``line`` the first one's number."""
     try:
         f = open(path, "rb")
     except IsADirectoryError:
@@ -269,9 +255,8 @@ def file_chunks(path: Path, chunk_bytes: int = _CHUNK):
 
 
 def estimated_read_bytes(files: Sequence[Path], sample_bytes: int = 1 << 18) -> Optional[int]:
-    """About the memory :func:`read_svmlight` takes for ``files`` (the dense matrix, its (index, value) pairs
-    twice, ~250 bytes a line of the rest), extrapolated from each file's first ``sample_bytes`` (10⁷ lines of
-    16 features: 8.9 GB estimated, 8.0 GB measured); None when a sample is not well-formed."""
+    """About the memory :func:`read_svmlight` takes for ``files``, extrapolated from samples of each; None when a
+    sample is not well-formed."""
     lines = pairs = width = 0.0
     for path in files:
         size = Path(path).stat().st_size
@@ -291,19 +276,17 @@ def estimated_read_bytes(files: Sequence[Path], sample_bytes: int = 1 << 18) -> 
     return int(8 * lines * width + 32 * pairs + 250 * lines)
 
 
-#: data from which a read uses the compiled parser even when numba is not loaded yet: loading it (~1 s) costs what
-#: the line-by-line reader takes for about 10 MB, and the compiled one reads 8-10 times as fast
+#: data from which a read loads numba for the compiled parser (~1 s, what the line-by-line reader takes for 10 MB)
 COMPILED_FROM_BYTES = 1 << 25
 
 
 def use_compiled_parser(n_bytes: int) -> bool:
-    """Whether to read ``n_bytes`` of svmlight text with the compiled parser (numba loaded, or enough data)."""
+    """Whether to parse ``n_bytes`` with the compiled parser (numba loaded, or enough data to pay its start-up)."""
     return "numba" in sys.modules or n_bytes >= COMPILED_FROM_BYTES
 
 
 def _read_one(path: Path, width: Width, compiled: bool = True):
-    """(labels, qids, CSR pieces, comments, 1-based line numbers) of one data file; SvmlightError names
-    file:line, also for the first feature index above ``width.limit``."""
+    """(labels, qids, CSR pieces, comments, line numbers) of one data file; SvmlightError names file:line."""
     parts = []
     for chunk, first_line in file_chunks(path, _CHUNK):
         try:
@@ -319,8 +302,7 @@ def _read_one(path: Path, width: Width, compiled: bool = True):
 
 
 def available_memory() -> Optional[int]:
-    """Bytes this process can still allocate: Linux's ``MemAvailable``, at most the address-space limit minus the
-    address space in use; None when neither is known."""
+    """Bytes this process can still allocate (MemAvailable, within the address-space limit), or None."""
     avail = None
     try:
         with open("/proc/meminfo") as f:
@@ -342,14 +324,13 @@ def available_memory() -> Optional[int]:
 
 
 def _first_line_using(part, index: int) -> int:
-    """The 1-based file line of the first line of ``part`` (a :func:`_read_one` result) using ``index``."""
+    """The 1-based file line of the first line of ``part`` using ``index``."""
     pair = int(np.flatnonzero(part[3] == index)[0])
     return int(part[6][np.searchsorted(np.cumsum(part[2]), pair, side="right")])
 
 
 def _check_memory(files: List[Path], parts, n: int, width: int, n_features: Optional[int]) -> None:
-    """Refuse a dense (n, F) matrix larger than the memory available, before allocating it; F is the
-    largest index used, or the model's ``n_features``. The message names the first line using F."""
+    """Refuse a dense (n, F) matrix larger than the memory available, naming the first line using F."""
     F = width if n_features is None else max(width, n_features)
     need = 8 * n * F
     avail = available_memory()
@@ -374,12 +355,9 @@ def read_svmlight(paths: Union[str, Path, Sequence[Union[str, Path]]],
                   parser: str = "auto") -> RankingData:
     """Read one or more svmlight/LETOR ranking files (or index files listing them), in order.
 
-    ``n_features`` fixes the width: a larger index is an error, a narrower file gets zero columns. Without it,
-    an index above ``max_features`` is an error, and so is a dense matrix larger than the available memory.
-    Raises :class:`SvmlightError` (a ValueError) with ``file:line`` for bad input, FileNotFoundError for a
-    missing file. ``parser``: ``"compiled"`` (numba's, 8–10× faster), ``"python"`` (line by line, no numba;
-    ``"numpy"`` is its deprecated name) or ``"auto"`` (:func:`use_compiled_parser`): the same values with either.
-    """
+    ``n_features`` fixes the width (a larger index is an error, absent columns are 0); without it an index above
+    ``max_features`` is an error. :class:`SvmlightError` names ``file:line``. ``parser``: ``"compiled"``,
+    ``"python"`` (``"numpy"`` deprecated) or ``"auto"``; the same values with either."""
     if parser == "numpy":
         warnings.warn('read_svmlight(parser="numpy") is deprecated: the numba-free reader is parser="python"',
                       DeprecationWarning, stacklevel=2)
@@ -416,8 +394,7 @@ def read_svmlight(paths: Union[str, Path, Sequence[Union[str, Path]]],
 
 
 def data_files(paths: Union[str, Path, Sequence[Union[str, Path]]]) -> List[Path]:
-    """The data files ``paths`` name, index files replaced by the files they list; FileNotFoundError for a
-    missing one."""
+    """The data files ``paths`` name, index files replaced by the files they list."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
     files: List[Path] = []
@@ -430,8 +407,7 @@ def data_files(paths: Union[str, Path, Sequence[Union[str, Path]]]) -> List[Path
 
 
 def check_width_arguments(n_features, max_features) -> Width:
-    """The width rule of a read: a model's ``n_features`` if given, else the ``max_features`` bound; ValueError
-    for a value that is not a non-negative integer."""
+    """The width rule of a read: a model's ``n_features`` if given, else the ``max_features`` bound."""
     for name, value in (("n_features", n_features), ("max_features", max_features)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0):
             raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
@@ -439,10 +415,8 @@ def check_width_arguments(n_features, max_features) -> Width:
 
 
 def check_queries_in_one_file(files: List[Path], qid: np.ndarray, file: np.ndarray, line: np.ndarray) -> None:
-    """Refuse a qid that occurs in more than one of the files read together (the two would be merged into one
-    query), naming the first such qid with its first line in each file. The lines are given as runs of equal
-    qids: each run's ``qid``, ``file`` (its index in ``files``, non-decreasing) and ``line`` (its first line's
-    number in that file)."""
+    """Refuse a qid in more than one of the files read together (they would merge), naming its first lines; the
+    lines are given as runs of equal qids (``qid``, ``file`` index, first ``line``)."""
     if len(qid) == 0 or np.unique(np.stack([file, qid]), axis=1).shape[1] == len(np.unique(qid)):
         return                                              # no qid in two files
     seen = np.zeros(0, dtype=qid.dtype)
@@ -466,8 +440,7 @@ def check_queries_in_one_file(files: List[Path], qid: np.ndarray, file: np.ndarr
 
 
 def group_by_query(qids: np.ndarray, lengths: Optional[np.ndarray] = None):
-    """(order, offsets, query_ids) grouping lines of ``qids`` by query: queries in order of first appearance, lines
-    in input order (``lengths``: ``qids`` are of runs of that many lines)."""
+    """(order, offsets, query_ids) grouping lines by query, queries by first appearance (``lengths``: runs)."""
     uniq, first, inverse = np.unique(qids, return_index=True, return_inverse=True)
     rank = np.empty(len(uniq), dtype=np.int64)
     rank[np.argsort(first, kind="stable")] = np.arange(len(uniq))

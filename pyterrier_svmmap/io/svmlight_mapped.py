@@ -1,9 +1,6 @@
-"""Reading svmlight files larger than memory (docs/user_guide.md): what
-:func:`~pyterrier_svmmap.io.svmlight.read_svmlight` reads, in one streaming pass of 64 MB chunks, the dense
-features written to a memory map in a folder the caller gives; in memory stay only the labels and the queries'
-boundaries. The lines are returned grouped by query: a file whose queries are not contiguous is regrouped into a
-second map by a gather over the first. The map is rewritten wider when a later chunk uses a larger index.
-"""
+"""Reading svmlight files larger than memory (docs/user_guide.md): :func:`~pyterrier_svmmap.io.svmlight.read_svmlight`'s
+lines in one streaming pass, the dense features in a memory map in a folder the caller gives, regrouped by query
+into a second map when a file's queries are not contiguous."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -46,7 +43,7 @@ class _RowWriter:
         self.rows += n_rows
 
     def _widen(self, width: int) -> None:
-        """Rewrite the rows written so far ``width`` wide (zeros in the new columns)."""
+        """Rewrite the rows written so far ``width`` wide."""
         if self.rows:
             self.file.close()
             wider = self.path.with_suffix(".wider")
@@ -93,28 +90,26 @@ class _Column:
 def read_svmlight_mapped(paths: Union[str, Path, Sequence[Union[str, Path]]], folder: Union[str, Path],
                          n_features: Optional[int] = None, max_features: int = MAX_FEATURES,
                          chunk_bytes: int = CHUNK_BYTES) -> RankingData:
-    """Read svmlight/LETOR ranking files (or index files listing them) with the features in a memory map: the
-    lines, values, checks and errors of :func:`~pyterrier_svmmap.io.svmlight.read_svmlight` but its memory check.
+    """Read svmlight/LETOR ranking files with the features in a memory map: :func:`read_svmlight`'s lines, values,
+    checks and errors, but its memory check.
 
     Parameters
     ----------
     paths : str, Path or sequence of them
         The files, in order.
     folder : str or Path
-        An existing folder for the files (``features.f8`` or, regrouped, ``grouped.f8``; ``labels.f8``,
-        ``qids.i8``, ``lines.i8``); they stay there, and the caller removes the folder when done with the data.
+        An existing folder for the maps; the caller removes it when done with the data.
     n_features : int, optional
-        A model's width: a larger index is an error, and narrower files get zero columns.
+        A model's width: a larger index is an error, narrower files get zero columns.
     max_features : int, default=MAX_FEATURES
         Without ``n_features``: the largest feature index accepted.
     chunk_bytes : int, default=CHUNK_BYTES
-        Bytes read and parsed at a time (whole lines; a longer line is read whole).
+        Bytes read and parsed at a time (whole lines).
 
     Returns
     -------
     RankingData
-        The lines grouped by query (``order`` None): ``features`` a read-only float64 ``numpy.memmap``,
-        ``qids`` and ``line_numbers`` memory maps, ``labels`` in memory, ``comments`` and ``docids`` None.
+        Grouped by query: ``features``, ``qids`` and ``line_numbers`` memory maps, ``labels`` in memory, no comments.
     """
     width_rule = check_width_arguments(n_features, max_features)
     files = data_files(paths)
@@ -170,8 +165,7 @@ class _Runs:
         self.last_qid: Optional[int] = None
 
     def add(self, qids: np.ndarray, row0: int, file_index: int, lines: np.ndarray, new_file: bool) -> None:
-        """Record the runs starting in a chunk of ``qids`` (rows from ``row0``); a run continues across chunks
-        of a file, never across files."""
+        """Record the runs starting in a chunk (rows from ``row0``); a run never continues across files."""
         starts = run_starts(qids)
         if not new_file and self.last_qid == int(qids[0]):
             starts = starts[1:]
@@ -185,8 +179,7 @@ class _Runs:
 
 
 def _regroup(folder: Path, run: dict, features, labels, qids, lines):
-    """The lines grouped by query (:func:`~pyterrier_svmmap.io.svmlight.group_by_query`): features into a second
-    map (``grouped.f8``, the first removed), the other columns permuted."""
+    """The lines grouped by query: features into a second map (the first removed), the other columns permuted."""
     order, offsets, query_ids = group_by_query(run["qid"], run["length"])
     if isinstance(features, np.memmap):
         path = folder / "grouped.f8"

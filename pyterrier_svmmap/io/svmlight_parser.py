@@ -1,10 +1,6 @@
-"""The svmlight parser: the numbers of whole lines of svmlight/LETOR text (``label qid:Q idx:val ... # comment``).
-
-The compiled parser (``io/_svmlight_kernels.py``) reads well-formed lines of plain numbers whose conversion it can
-prove correctly rounded; a chunk it does not take whole is read line by line in Python (:func:`_parse_lines`,
-``float()``), which decides what is valid and raises :class:`BadLine` with the first line that is not. The values
-are the same bits either way.
-"""
+"""The svmlight parser: the numbers of whole lines of svmlight/LETOR text. The compiled parser
+(``io/_svmlight_kernels.py``) takes well-formed lines it can prove correctly rounded; any other chunk is read line
+by line in Python (:func:`_parse_lines`), which judges validity (:class:`BadLine`); the same bits either way."""
 from __future__ import annotations
 
 from array import array
@@ -16,8 +12,8 @@ from pyterrier_svmmap._jit import load
 
 
 class BadLine(Exception):
-    """A line :func:`parse_chunk` refuses: its 0-based number in the chunk (``line``) and, when its only fault is
-    a feature index above the limit, that index (``index``; None: ``svmlight.line_error`` says what is wrong)."""
+    """A refused line: its 0-based number in the chunk and, when its only fault is a feature index above the limit,
+    that ``index``."""
 
     def __init__(self, line: int, index: Optional[float] = None):
         super().__init__(line, index)
@@ -25,10 +21,8 @@ class BadLine(Exception):
 
 
 def parse_chunk(data: bytes, limit: int, comments: bool = True, compiled: bool = True):
-    """Numbers of the data lines in ``data`` (whole lines): labels, qids, pair counts, indices, values,
-    comments (None unless ``comments``) and the lines' 0-based numbers in ``data``; None without data lines.
-    :class:`BadLine` for the first line that is not valid or uses a feature index above ``limit``. ``compiled``
-    False: :func:`_parse_lines` only (no numba to load)."""
+    """Numbers of the data lines in ``data``: labels, qids, pair counts, indices, values, comments (or None) and the
+    lines' 0-based numbers; None without data lines; :class:`BadLine` for the first invalid line."""
     if not compiled:
         return _parse_lines(data, limit, comments)
     k = load("io._svmlight_kernels")
@@ -50,12 +44,8 @@ def parse_chunk(data: bytes, limit: int, comments: bool = True, compiled: bool =
 def _parse_lines(data: bytes, limit: int, comments: bool = True):
     """:func:`parse_chunk` line by line in Python, the judge of what is valid.
 
-    A line's text before ``#`` is its tokens (white space apart), the second starting ``qid:``, ``qid:`` once and
-    as many ``:`` as tokens after the label; its numbers (the text between spaces and colons, ``qid`` left out;
-    no ``_``), two a token after the label, are read by ``float()`` (correctly rounded, as C ``strtod``) as
-    label, qid, then (index, value) pairs. Then the numbers of the lines so far are checked at once: label, qid
-    and values finite, qid and indices integers (``2.0`` is one), indices from 1, increasing within a line and
-    at most ``limit``. (The rules of the numpy reader this replaced, so that the files accepted are the same.)"""
+    Each line's tokens are read by ``float()`` (correctly rounded) as label, ``qid:``, then ``index:value`` pairs;
+    labels, qids and values must be finite, qids and indices integers, indices from 1, increasing and ≤ ``limit``."""
     rows, counts, flat, text, bad = [], [], array("d"), [], None
     for no, line in enumerate(data.split(b"\n")):
         body, _, comment = line.partition(b"#")

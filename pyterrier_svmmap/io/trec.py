@@ -1,6 +1,4 @@
-"""TREC run and qrels files from svmlight/LETOR data (qid from ``qid:Q``, docno from the line's comment), so that
-trec_eval and ``ir_measures QRELS RUN`` evaluate ``svmmap classify``'s scores.
-"""
+"""TREC run and qrels files from svmlight/LETOR data, so that trec_eval and ir_measures evaluate ``svmmap classify``."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,8 +8,7 @@ from pyterrier_svmmap.measures import ranks_within_queries
 
 
 def check_docids(data: RankingData, option: str) -> None:
-    """:class:`SvmlightError` naming the first line that cannot name its document in a TREC file (no comment, or a
-    docid twice in one query); ``option`` (``"--trec"``) is the option that needs them."""
+    """:class:`SvmlightError` naming the first line without a docid, or with one twice in its query."""
     missing = np.flatnonzero(data.comments == "")
     if len(missing):
         raise SvmlightError(f"{data.where(int(missing[0]))}: no '#docid = X' comment; {option} names each document "
@@ -28,8 +25,7 @@ def check_docids(data: RankingData, option: str) -> None:
 
 
 def run_text(data: RankingData, scores: np.ndarray, name: str) -> str:
-    """The TREC run's text of ``scores`` (one per line of ``data``, in input order, without ties), run ``name``:
-    queries in the order they first appear, each by decreasing score, ranks from 1."""
+    """The TREC run of ``scores`` (input order, no ties), queries by first appearance, ranks from 1."""
     grouped = data.grouped(np.asarray(scores, dtype=float))
     order, rank = ranks_within_queries(grouped, data.offsets)
     docids = data.grouped(data.docids)
