@@ -1,8 +1,5 @@
 """RunFeatures: the union of several base runs as one candidate set with a score per base function (Yue et al.
-2007 §4.1), NaN where a base run missed a candidate; or, after a first stage, that stage's candidates with its own
-score first (``"input"``). The output frame names its features (``attrs["feature_names"]``) and its first stage
-(``attrs["first_stage"]``), the ranking a learner starts from.
-"""
+2007 §4.1), or a first stage's candidates with its own score first. See docs/user_guide.md."""
 from __future__ import annotations
 
 from typing import List, Mapping, Optional, Sequence, Union
@@ -17,7 +14,7 @@ BaseItem = Union[pt.Transformer, pd.DataFrame]
 
 
 def _name_of(item: BaseItem, i: int) -> str:
-    """A stable, unique default name: ``run<i>`` for a run DataFrame, ``<TransformerClass><i>`` for a retriever."""
+    """A default name: ``run<i>`` for a run DataFrame, ``<TransformerClass><i>`` for a retriever."""
     if isinstance(item, pd.DataFrame):
         return f"run{i}"
     return f"{type(item).__name__}{i}"
@@ -28,24 +25,18 @@ INPUT_FEATURE = "input"
 
 
 class RunFeatures(pt.Transformer):
-    """Union of base runs → one row per (qid, candidate) with ``features`` (one score per base function).
+    """Union of base runs → one row per (qid, candidate) with ``features`` (one score per base function, NaN where
+    a run missed the candidate); ``attrs`` name the features and the first stage.
 
     Parameters
     ----------
     base : list or dict
-        The base functions, or a dict name → base function. A base function is a PyTerrier transformer
-        that retrieves for the input topics, or a run DataFrame (qid, docno, score).
+        The base functions (PyTerrier transformers or run DataFrames of qid, docno, score), or a dict name → one.
     first : str, optional
-        The name of the base run that is the first stage: what a user would rank by without learning (e.g.
-        BM25), declared to the learner in ``attrs["first_stage"]``. When re-ranking a result frame the
-        first stage is its own score (``"input"``) unless ``first`` names another. None (and topics in):
-        no first stage is declared, and a learner starts from the best base function on its training queries.
+        The name of the base run that is the first stage, declared to the learner in ``attrs["first_stage"]``;
+        re-ranking a result frame, its own score (``"input"``) unless ``first`` names another.
     verbose : bool, default False
         Show a progress bar over the base functions.
-
-    From topics, rows are grouped by qid in the topics' order, best first by the first base function (ties by
-    docno); from a result frame, the input's rows in its order, every column kept. ``names`` lists the base
-    functions.
     """
 
     def __init__(self, base: Union[Sequence[BaseItem], Mapping[str, BaseItem]], first: Optional[str] = None,
@@ -79,7 +70,7 @@ class RunFeatures(pt.Transformer):
         return f"RunFeatures({{{items}}}{'' if self.first is None else f', first={self.first!r}'})"
 
     def transform_inputs(self) -> List[List[str]]:
-        """Topics (the union of the base runs becomes the candidates) or a first stage's result frame."""
+        """Topics, or a first stage's result frame."""
         return [["qid", "query"], ["qid", "query", "docno", "score"]]
 
     def transform_outputs(self, inp_cols: List[str]) -> List[str]:
@@ -97,7 +88,7 @@ class RunFeatures(pt.Transformer):
         return list(inp_cols) + [c for c in ("docno", "features") if c not in inp_cols]
 
     def __str__(self) -> str:
-        """A short name for ``pt.Experiment`` tables: the base functions' names."""
+        """A short name for ``pt.Experiment`` tables."""
         return f"RunFeatures({', '.join(map(repr, self.names))})"
 
     def _runs(self, topics: pd.DataFrame):
@@ -145,19 +136,18 @@ class RunFeatures(pt.Transformer):
         return out
 
     def transform(self, topics: pd.DataFrame) -> pd.DataFrame:
-        """Candidates with ``features``.
+        """Candidates with ``features``: from topics, grouped by qid in the topics' order, best first by the first base
+        function; from a result frame, its rows in order, every column kept.
 
         Parameters
         ----------
         topics : DataFrame
-            Topics (``qid``, ``query``): the candidates are the union of the base runs; or a first stage's
-            result frame (with ``docno``): its candidates, its score as the first feature.
+            Topics (``qid``, ``query``), or a first stage's result frame (with ``docno``).
 
         Returns
         -------
         DataFrame
-            ``qid``, ``docno``, the input's other columns and ``features`` (one value per base function, NaN
-            where a function did not retrieve the candidate).
+            ``qid``, ``docno``, the input's other columns and ``features``.
         """
         if "docno" in topics.columns:
             return self._rerank(topics)

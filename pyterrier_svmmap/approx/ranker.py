@@ -1,13 +1,6 @@
-"""ApproxAP and ApproxNDCG: direct optimisation of smoothed AP / NDCG (numeric core, no PyTerrier).
-
-Qin, Liu & Li, "A general approximation framework for direct optimization of information retrieval measures"
-(Information Retrieval 13(4), 2010): the position approximation π̂(x) = 1 + Σ_{y≠x} σ(−α s_xy) (Eq. 20), ÂP
-(Eq. 22) and N̂DCG (Eq. 21) with their gradients (Appendix B), trained by Algorithm 1 (§4.4: T passes over the shuffled
-queries, a gradient step per query) and selected, model and (α, β), by the validation MAP or NDCG@n over the
-paper's grids (§6.3, §6.4). Both measures sum over relevant candidates only, so a query costs O(m·n) for m
-relevant among n candidates — exactly, every candidate used. The per-query work runs in the compiled kernels of
-:mod:`._kernels`, checked against ``tests/oracles/approx_reference.py``.
-"""
+"""ApproxAP and ApproxNDCG (Qin, Liu & Li 2010): smoothed AP / NDCG (Eqs. 20–22) trained by Algorithm 1 and
+selected by validation MAP or NDCG@n over the paper's grids (§6.3, §6.4). Sums run over relevant candidates only
+(O(m·n) per query, exact) in the compiled kernels of :mod:`._kernels`. See docs/user_guide.md#other-learners."""
 from __future__ import annotations
 
 import logging
@@ -52,8 +45,7 @@ def gains(labels: np.ndarray) -> np.ndarray:
 
 def ideal_dcg(labels: np.ndarray, offsets: np.ndarray, k: Optional[int] = None,
               n_relevant: Optional[np.ndarray] = None) -> np.ndarray:
-    """N_k of Eq. (3) per query: the DCG@k of the candidates sorted by gain; relevant documents of the qrels
-    (``n_relevant``) that are not candidates count with gain 1, as :func:`pyterrier_svmmap.measures.ndcg_at`."""
+    """N_k of Eq. (3) per query; relevant documents of the qrels that are not candidates count with gain 1."""
     offsets = np.asarray(offsets)
     g = gains(labels)
     out = np.zeros(len(offsets) - 1)
@@ -84,8 +76,8 @@ _EMPTY = np.empty(0)
 
 
 class _Dense32:
-    """A dense part of φ held in float32 for the training loop: its two memory-bound products per query and step
-    run 2–4× faster (measured on 2000 × 1600 parts); the selected model is applied in double precision."""
+    """A dense part of φ in float32 for the training loop (its memory-bound products measured 2–4× faster); the
+    selected model is applied in double precision."""
 
     def __init__(self, values: np.ndarray):
         self.values = np.ascontiguousarray(values, dtype=np.float32)
@@ -105,8 +97,7 @@ class _Dense32:
 
 
 def _single_blas_thread():
-    """Limit BLAS to one thread while training, if threadpoolctl is installed: on thousands of small products,
-    multi-threaded OpenBLAS gemv measured 5–10× slower."""
+    """Limit BLAS to one thread while training (multi-threaded gemv measured 5–10× slower on small products)."""
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:                                  # pragma: no cover
@@ -167,9 +158,8 @@ class _QuerySet:
         return len(self.offsets) - 1
 
     def exact(self, measure: str, scores: np.ndarray) -> np.ndarray:
-        """Exact AP or NDCG@n per query (ties by candidate order): from the compiled kernels, which rank only
-        the relevant candidates (O(m·n) comparisons per query instead of sorting all candidates), bit for bit
-        :func:`.measures.average_precision` / :func:`ndcg`, which rank scores with a NaN or an infinity."""
+        """Exact AP or NDCG@n per query from the compiled kernels (ranking only the relevant candidates), bit for bit
+        :func:`.measures.average_precision` / :func:`ndcg`, which handle non-finite scores."""
         if not np.all(np.isfinite(scores)):
             if measure == "ap":
                 return average_precision(scores, self.labels, self.offsets, self.n_relevant)
@@ -187,18 +177,14 @@ class _QuerySet:
 
 class ApproxRanker(Parametrized):
     """Linear ranker on a :class:`~pyterrier_svmmap.features.matrices.FeatureMatrix` trained by ApproxAP or
-    ApproxNDCG: for every (α, β) of the grid, Algorithm 1 from θ_0 = ``w0`` (default 0), ``n_iter`` (T) passes
-    over the training queries in a fresh random order; of all T·|grid| models, the one with the best validation
-    measure is kept (MAP, or NDCG@n with gains 2^r − 1; the training measure without validation queries).
+    ApproxNDCG: for every (α, β) of the grid, ``n_iter`` passes of Algorithm 1 from ``w0``; of all the models the one
+    with the best validation measure is kept (the training measure without validation queries).
 
-    Learned attributes: ``coef_`` (the selected w), ``alpha_``, ``beta_``, ``best_iteration_`` (1-based t), and
-    for the selected (α, β): ``coef_path_`` (T × dim), ``approx_error_`` (T,: ρ of §6.2, mean |M̂(q) − M(q)|),
-    ``train_score_`` and ``valid_score_`` (T,: mean exact measure); ``search_results_`` (a dict per grid point:
-    alpha, beta, best_iteration, best_valid, valid_score, train_score, approx_error, seconds) and
-    ``best_valid_score_``.
+    Learned: ``coef_``, ``alpha_``, ``beta_``, ``best_iteration_`` (1-based), and for the selected (α, β)
+    ``coef_path_``, ``approx_error_`` (ρ of §6.2), ``train_score_``, ``valid_score_``; ``search_results_`` (a dict
+    per grid point) and ``best_valid_score_``.
 
-    {parameters}
-    """
+    {parameters}"""
 
     PARAMS = ParamSpec([
         Param("measure", "ap", "{'ap', 'ndcg'}", "The smoothed measure: ÂP (binary labels) or N̂DCG (gains "
@@ -233,8 +219,7 @@ class ApproxRanker(Parametrized):
         self.verbose = verbose
 
     def grid(self) -> List[Tuple[float, float]]:
-        """(α, β) pairs searched: the paper's grids unless ``alphas``/``betas`` are given.
-        β does not enter N̂DCG, so ApproxNDCG searches α only (β reported as NaN)."""
+        """The (α, β) pairs searched (β NaN for ApproxNDCG, whose measure has none)."""
         if self.measure not in MEASURES:
             raise ValueError(f"measure={self.measure!r} is not valid; choose one of {MEASURES}")
         if self.measure == "ap":
@@ -272,7 +257,7 @@ class ApproxRanker(Parametrized):
             n_relevant: Optional[np.ndarray] = None, X_valid: Optional[FeatureMatrix] = None,
             labels_valid: Optional[np.ndarray] = None, offsets_valid: Optional[np.ndarray] = None,
             n_relevant_valid: Optional[np.ndarray] = None) -> "ApproxRanker":
-        """Run Algorithm 1 for every grid point and keep the best model (see the class doc)."""
+        """Run Algorithm 1 for every grid point and keep the best model."""
         self.check_params()
         grid = self.grid()
         if int(self.n_iter) < 1:
@@ -360,9 +345,7 @@ class ApproxRanker(Parametrized):
                        ("best_valid", float), ("seconds", float))
 
     def get_state(self) -> Tuple[dict, Dict[str, np.ndarray]]:
-        """(meta, arrays) of the fitted ranker, :meth:`from_state` rebuilds it exactly: the learned scalars and
-        each grid point's in meta (``params["w0"]`` "array" when it is ``arrays["w0"]``), the learned arrays and,
-        stacked over the grid points, the curves (``search_valid_score``, ...)."""
+        """(meta, arrays) of the fitted ranker; :meth:`from_state` rebuilds it exactly."""
         if not hasattr(self, "coef_"):
             raise RuntimeError(f"{type(self).__name__} is not fitted; call fit first")
         params = self.get_params(deep=False)
@@ -386,8 +369,7 @@ class ApproxRanker(Parametrized):
 
     @classmethod
     def from_state(cls, meta: dict, arrays: Dict[str, np.ndarray]) -> "ApproxRanker":
-        """The fitted ranker saved by :meth:`get_state`: bit-identical scores and learned attributes.
-        ValueError naming what is missing or inconsistent (keys, shapes, the grid's size)."""
+        """The fitted ranker saved by :meth:`get_state`; ValueError naming what is missing or inconsistent."""
         name = cls.__name__
         array_keys = ("coef", "coef_path", *cls._CURVES, *("search_" + c for c in cls._CURVES))
         params = check_state(cls, meta, arrays, ("alpha", "beta", "best_iteration", "best_valid_score",

@@ -1,7 +1,4 @@
-"""AdaRank: Xu & Li, "AdaRank: a boosting algorithm for information retrieval" (SIGIR 2007), AdaRank.MAP (or
-NDCG@k): the weak rankers are the single features (§3.3 of that paper), the query weights and ranker weights follow
-its Figure 1. numpy only.
-"""
+"""AdaRank.MAP or NDCG@k (Xu & Li, SIGIR 2007, Figure 1) with single-feature weak rankers; numpy only."""
 from __future__ import annotations
 
 import logging
@@ -21,19 +18,13 @@ log = logging.getLogger(__name__)
 class AdaRankRanker(Peer):
     """AdaRank (Xu & Li 2007, Figure 1) optimising AP (AdaRank.MAP) or NDCG@k.
 
-    Weak rankers are single (per-query min–max normalised) features. Round t picks the feature
-    maximising Σ_i P_t(i) E(h, q_i), sets α_t = ½ ln(Σ_i P_t(i)(1 + E_i) / Σ_i P_t(i)(1 − E_i)),
-    f_t = Σ_{s≤t} α_s h_s, and re-weights queries P_{t+1}(i) ∝ exp(−E(f_t, q_i)). As in common
-    implementations (RankLib), the feature picked in the previous boosting round is not picked again at once
-    (it would only grow its own weight). The model kept is f_t of the round with the best validation
-    measure (training measure without validation queries).
+    Weak rankers are single per-query min–max normalised features; as in RankLib, the previous round's feature is
+    not picked again at once. The model kept is f_t of the round with the best validation (else training) measure.
 
     {parameters}
 
-    Learned attributes: ``n_functions_``, ``coef_`` (α summed per feature: the kept f_t),
-    ``best_round_`` (its t, 1-based; 0 if no round ran), ``history_`` (one dict per round: round,
-    feature, alpha, train (mean training measure), select (the measure the round was chosen by)).
-    """
+    Learned attributes: ``n_functions_``, ``coef_`` (α summed per feature), ``best_round_`` (1-based; 0 if none
+    ran), ``history_`` (per round: round, feature, alpha, train, select)."""
 
     _FIT_TAKES_N_RELEVANT = True
 
@@ -106,8 +97,7 @@ class AdaRankRanker(Peer):
     _HISTORY = (("round", int), ("feature", int), ("alpha", float), ("train", float), ("select", float))
 
     def get_state(self) -> Tuple[dict, Dict[str, np.ndarray]]:
-        """(meta, arrays): parameters, ``n_functions``, ``best_round`` and ``history`` in meta (non-finite
-        floats as "nan"/"inf"/"-inf"), ``arrays["coef"]``. See :meth:`from_state`."""
+        """(meta, arrays) of the fitted ranker; :meth:`from_state` rebuilds it."""
         meta = self._meta()
         meta["best_round"] = int(self.best_round_)
         meta["history"] = [{k: int(h[k]) if t is int else json_float(h[k]) for k, t in self._HISTORY}
@@ -116,8 +106,7 @@ class AdaRankRanker(Peer):
 
     @classmethod
     def from_state(cls, meta: dict, arrays: Dict[str, np.ndarray]) -> "AdaRankRanker":
-        """The fitted ranker saved by :meth:`get_state` (bit-identical predictions); ValueError
-        naming what is missing or inconsistent."""
+        """The fitted ranker saved by :meth:`get_state`; ValueError naming what is missing or inconsistent."""
         name = cls.__name__
         self = cls._restored(meta, arrays, ("best_round", "history"), ("coef",))
         self.coef_ = state_array(arrays, "coef", (self.n_functions_,), name)

@@ -1,7 +1,5 @@
 """What the boosted learners share: missing scores, labels and inputs, LightGBM (optional, ``[peers]``, imported
-when a LightGBM learner is fitted or loaded) and the model state's parts. The boosters are kept as LightGBM's text
-model, which writes every threshold and leaf value with 17 significant digits and so round-trips exactly.
-"""
+when needed) and the model state's parts; boosters are kept as LightGBM's text model, which round-trips exactly."""
 from __future__ import annotations
 
 from typing import Dict, Optional
@@ -27,8 +25,7 @@ def load_lightgbm():
 
 
 def fill_missing(raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Raw scores, a missing one as the query's lowest of that function minus 1% of its range (at least 1e-6),
-    so that "not retrieved" ranks below every retrieved candidate; 0 where a function retrieved nothing."""
+    """Raw scores, a missing one just below the query's lowest of that function (ranked below every retrieved one)."""
     raw = np.asarray(raw, dtype=float)
     lo, hi = query_min_max(raw, offsets)
     margin = np.maximum(0.01 * np.nan_to_num(hi - lo), 1e-6)
@@ -42,8 +39,7 @@ def query_minmax(raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 
 def int_labels(labels: np.ndarray) -> np.ndarray:
-    """Relevance grades as non-negative integers (negative judgements count as 0); a fractional label is an
-    error, not silently rounded."""
+    """Relevance grades as non-negative integers; a fractional label is an error, not silently rounded."""
     labels = np.asarray(labels, dtype=float)
     frac = labels != np.rint(labels)
     if frac.any():
@@ -59,8 +55,7 @@ def booster_bytes(booster) -> np.ndarray:
 
 
 def booster_from_bytes(arrays: Dict[str, np.ndarray], owner: str, n_functions: int):
-    """The LightGBM booster of ``arrays["booster"]`` (see :func:`booster_bytes`), checked to take
-    ``n_functions`` features."""
+    """The LightGBM booster of ``arrays["booster"]``, checked to take ``n_functions`` features."""
     lgb = load_lightgbm()
     raw = state_array(arrays, "booster", (None,), owner, dtype=np.uint8)
     try:
@@ -74,15 +69,14 @@ def booster_from_bytes(arrays: Dict[str, np.ndarray], owner: str, n_functions: i
 
 
 class Peer(Parametrized):
-    """What the boosted learners share: the :class:`~pyterrier_svmmap.queries.QueryRanker` protocol over each
-    learner's ``fit`` and ``predict``, their inputs' checks, and their state's common part."""
+    """What the boosted learners share: the :class:`~pyterrier_svmmap.queries.QueryRanker` protocol over ``fit`` and
+    ``predict``, their inputs' checks and their state's common part."""
 
     #: whether ``fit`` takes ``n_relevant``/``n_relevant_valid`` (the measure it boosts is normalised by them)
     _FIT_TAKES_N_RELEVANT = False
 
     def fit_queries(self, train: Queries, valid: Optional[Queries] = None):
-        """``fit`` on :class:`~pyterrier_svmmap.queries.Queries` (the validation queries, when given, as
-        ``fit``'s ``raw_valid``, ``labels_valid``, ``offsets_valid``); returns self."""
+        """``fit`` on :class:`~pyterrier_svmmap.queries.Queries`; returns self."""
         args = (None, None, None) if valid is None else (valid.raw, valid.labels, valid.offsets)
         if self._FIT_TAKES_N_RELEVANT:
             return self.fit(train.raw, train.labels, train.offsets, *args, n_relevant=train.n_relevant,
@@ -119,7 +113,7 @@ class Peer(Parametrized):
 
     @classmethod
     def _restored(cls, meta: dict, arrays: Dict[str, np.ndarray], meta_keys: tuple, array_keys: tuple):
-        """A ranker of the saved parameters with its ``n_functions_`` (a whole number ≥ 1), checked."""
+        """A ranker of the saved parameters with its ``n_functions_``, checked."""
         self = cls(**check_state(cls, meta, arrays, ("n_functions", *meta_keys), array_keys))
         self.n_functions_ = int_from_json(meta["n_functions"], f"{cls.__name__} state: meta['n_functions']")
         if self.n_functions_ < 1:

@@ -1,8 +1,5 @@
-"""LambdaMART: gradient-boosted trees with the LambdaRank gradients (Burges, "From RankNet to LambdaRank to
-LambdaMART", MSR-TR-2010-82), LightGBM's ``lambdarank`` objective, with early stopping on the validation queries.
-
-Needs LightGBM (``pip install pyterrier-svmmap[peers]``), imported when a ranker is fitted or loaded.
-"""
+"""LambdaMART (Burges, MSR-TR-2010-82): LightGBM's ``lambdarank`` objective with early stopping on the validation
+queries. Needs ``[peers]``."""
 from __future__ import annotations
 
 import inspect
@@ -21,18 +18,12 @@ log = logging.getLogger(__name__)
 
 
 class LambdaMARTRanker(Peer):
-    """LambdaMART via LightGBM's ``lambdarank`` objective.
-
-    With validation queries, boosting stops when the validation ``metric`` (LightGBM name, default
-    ``"ndcg"`` at ``eval_at``; ``"map"`` is also available) has not improved for
-    ``early_stopping_rounds`` rounds, and the best iteration is kept. ``params`` are passed on to
-    ``lightgbm.LGBMRanker``.
+    """LambdaMART via LightGBM's ``lambdarank``; with validation queries boosting stops after
+    ``early_stopping_rounds`` without improvement of ``metric``, and the best iteration is kept.
 
     {parameters}
 
-    Learned attributes: ``n_functions_`` (base functions, checked at prediction), ``booster_`` (the
-    ``lightgbm.Booster``), ``best_iteration_`` (the boosting rounds used to predict).
-    """
+    Learned attributes: ``n_functions_``, ``booster_`` (the ``lightgbm.Booster``), ``best_iteration_``."""
 
     PARAMS = ParamSpec([
         Param("n_estimators", 500, "int", "Boosting rounds at most.", check=positive_int),
@@ -96,16 +87,14 @@ class LambdaMARTRanker(Peer):
         return self.booster_.predict(fill_missing(raw, offsets), num_iteration=self.best_iteration_)
 
     def get_state(self) -> Tuple[dict, Dict[str, np.ndarray]]:
-        """(meta, arrays): parameters, ``n_functions``, ``best_iteration``; the booster's text
-        model as ``arrays["booster"]`` (uint8 UTF-8 bytes). See :meth:`from_state`."""
+        """(meta, arrays), the booster's text model as ``arrays["booster"]``; see :meth:`from_state`."""
         meta = self._meta()
         meta["best_iteration"] = int(self.best_iteration_)
         return meta, {"booster": booster_bytes(self.booster_)}
 
     @classmethod
     def from_state(cls, meta: dict, arrays: Dict[str, np.ndarray]) -> "LambdaMARTRanker":
-        """The fitted ranker saved by :meth:`get_state` (bit-identical predictions); ValueError
-        naming what is missing or inconsistent."""
+        """The fitted ranker saved by :meth:`get_state`; ValueError naming what is missing or inconsistent."""
         self = cls._restored(meta, arrays, ("best_iteration",), ("booster",))
         self.best_iteration_ = int_from_json(meta["best_iteration"], f"{cls.__name__} state: meta['best_iteration']")
         if self.best_iteration_ < 1:

@@ -1,9 +1,5 @@
-"""McRank: Li, Burges & Wu, "McRank: learning to rank using multiple classification and gradient boosting"
-(NIPS 2007): multiclass boosted trees, a candidate's score is its expected relevance Σ_z z·P(z | x). 30 boosting
-rounds by default, as Chakrabarti et al. (KDD 2008) ran it.
-
-Needs LightGBM (``pip install pyterrier-svmmap[peers]``), imported when a ranker is fitted or loaded.
-"""
+"""McRank (Li, Burges & Wu, NIPS 2007): multiclass boosted trees scoring expected relevance; 30 rounds, as
+Chakrabarti et al. (KDD 2008) ran it. Needs ``[peers]``."""
 from __future__ import annotations
 
 from typing import Dict, Optional, Tuple
@@ -17,17 +13,12 @@ from pyterrier_svmmap.state import state_array
 
 
 class McRankRanker(Peer):
-    """McRank: multiclass gradient-boosted trees; score = expected relevance Σ_z z·P(z | x).
-
-    Validation queries are accepted for a uniform interface but not used: the number of rounds is
-    fixed (``n_estimators`` = 30, as Chakrabarti et al. 2008 ran McRank).
+    """McRank: multiclass gradient-boosted trees; score = expected relevance Σ_z z·P(z | x). Validation queries are
+    accepted but not used (the rounds are fixed).
 
     {parameters}
 
-    Learned attributes: ``n_functions_`` (base functions, checked at prediction), ``classes_`` (the
-    integer relevance grades z seen in training, ascending), ``booster_`` (the ``lightgbm.Booster``:
-    one model per grade, or the binary logistic model for two grades).
-    """
+    Learned attributes: ``n_functions_``, ``classes_`` (the grades seen, ascending), ``booster_``."""
 
     PARAMS = ParamSpec([
         Param("n_estimators", 30, "int", "Boosting rounds (fixed: McRank uses no validation).", check=positive_int),
@@ -59,8 +50,7 @@ class McRankRanker(Peer):
         self.classes_ = np.unique(y)
         if len(self.classes_) < 2:
             raise ValueError("McRank needs at least two relevance grades among the training candidates")
-        # two grades: LightGBM's multiclass needs ≥ 3 classes; the binary logistic model is the
-        # two-class case of the same multinomial model, and Σ_z z·P(z | x) is still the score
+        # two grades: the binary logistic model, the two-class case of the multinomial one
         model = lgb.LGBMClassifier(
             objective="multiclass" if len(self.classes_) > 2 else "binary", n_estimators=self.n_estimators,
             learning_rate=self.learning_rate, num_leaves=self.num_leaves, min_child_samples=self.min_child_samples,
@@ -70,21 +60,19 @@ class McRankRanker(Peer):
         return self
 
     def predict(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        """Expected relevance Σ_z z·P(z | x) of every candidate (P as ``LGBMClassifier.predict_proba`` gives it)."""
+        """Expected relevance Σ_z z·P(z | x) of every candidate."""
         raw, offsets = self._scored(raw, offsets)
         p = self.booster_.predict(fill_missing(raw, offsets), num_iteration=-1)
         return (p if p.ndim == 2 else np.vstack((1.0 - p, p)).transpose()) @ self.classes_.astype(float)
 
     def get_state(self) -> Tuple[dict, Dict[str, np.ndarray]]:
-        """(meta, arrays): parameters and ``n_functions``; ``arrays["classes"]`` and the booster's
-        text model as ``arrays["booster"]`` (uint8 UTF-8 bytes). See :meth:`from_state`."""
+        """(meta, arrays): ``arrays["classes"]`` and the booster's text model; see :meth:`from_state`."""
         return self._meta(), {"classes": np.array(self.classes_, dtype=np.int64),
                               "booster": booster_bytes(self.booster_)}
 
     @classmethod
     def from_state(cls, meta: dict, arrays: Dict[str, np.ndarray]) -> "McRankRanker":
-        """The fitted ranker saved by :meth:`get_state` (bit-identical predictions); ValueError
-        naming what is missing or inconsistent."""
+        """The fitted ranker saved by :meth:`get_state`; ValueError naming what is missing or inconsistent."""
         name = cls.__name__
         self = cls._restored(meta, arrays, (), ("classes", "booster"))
         self.classes_ = state_array(arrays, "classes", (None,), name, dtype=np.int64)
