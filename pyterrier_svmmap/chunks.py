@@ -1,12 +1,6 @@
-"""Scores read a chunk of whole queries at a time, so that a float32 or float64 matrix, or a memory map of one,
-is never converted or copied whole.
-
-:func:`query_chunks` gives C-contiguous float64 chunks of about :data:`CHUNK_BYTES` (at least one query); what is
-computed per query does not depend on where the chunks are cut, and sums over queries are taken in query order,
-so results are those of the whole matrix (the tests cut a chunk at every query). :class:`QueryRows` stands for
-the rows of some queries without copying them. The pages of a read-only or shared ``numpy.memmap`` are given
-back once a chunk is read (:func:`release`), so a pass over a file larger than memory holds one chunk of it.
-"""
+"""Scores read a chunk of whole queries at a time, so that a float32 or float64 matrix, or a memory map of one, is
+never converted or copied whole; per-query results do not depend on the cut and sums run in query order. A
+memory map's pages are given back once a chunk is read (:func:`release`)."""
 from __future__ import annotations
 
 import mmap
@@ -23,9 +17,8 @@ KEPT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 class Chunk(NamedTuple):
-    """Consecutive whole queries of a score matrix: the first query's index (``first``), the first row's
-    (``start``), the queries' boundaries from 0 (``offsets``) and their scores, C-contiguous float64 (``values``:
-    read-only, it may be a view of the caller's array)."""
+    """Consecutive whole queries of a score matrix: the first query's index, the first row's, the boundaries from 0
+    and the scores (C-contiguous float64, read-only)."""
     first: int
     start: int
     offsets: np.ndarray
@@ -42,8 +35,7 @@ class Chunk(NamedTuple):
 
 
 def score_matrix(raw):
-    """``raw`` as the numeric core reads it: a :class:`QueryRows`, or a float32 or float64 ndarray (a memory map
-    stays one) as it is; anything else is converted to a float64 array."""
+    """``raw`` as the numeric core reads it: :class:`QueryRows` or a float32/float64 ndarray as it is, else float64."""
     if isinstance(raw, QueryRows) or isinstance(raw, np.ndarray) and raw.dtype in KEPT_DTYPES:
         return raw
     array = np.asarray(raw)
@@ -51,8 +43,7 @@ def score_matrix(raw):
 
 
 def chunk_bounds(offsets: np.ndarray, n_funcs: int, max_bytes: Optional[int] = None) -> np.ndarray:
-    """Query indices 0 = q₀ < q₁ < … < q_k = Q cutting the queries of ``offsets`` into chunks of at most
-    ``max_bytes`` (default :data:`CHUNK_BYTES`) of float64 scores of ``n_funcs`` functions, a query never cut."""
+    """Query indices cutting the queries into chunks of at most ``max_bytes`` of float64 scores, a query never cut."""
     offsets = np.asarray(offsets, dtype=np.int64)
     n_queries = len(offsets) - 1
     rows = max(1, int(max_bytes or CHUNK_BYTES) // (8 * max(1, int(n_funcs))))
@@ -65,8 +56,7 @@ def chunk_bounds(offsets: np.ndarray, n_funcs: int, max_bytes: Optional[int] = N
 
 
 def query_chunks(raw, offsets: np.ndarray, max_bytes: Optional[int] = None) -> Iterator[Chunk]:
-    """The chunks of whole queries of ``raw`` (a score matrix, or :class:`QueryRows`) grouped by ``offsets``, in
-    order; none when there is no query."""
+    """The chunks of whole queries of ``raw``, in order."""
     if isinstance(raw, QueryRows):
         yield from raw.chunks(offsets, max_bytes)
         return
@@ -82,8 +72,7 @@ def query_chunks(raw, offsets: np.ndarray, max_bytes: Optional[int] = None) -> I
 
 
 def first_infinite(raw, offsets: Optional[np.ndarray] = None) -> Optional[Tuple[int, int]]:
-    """(row, column) of the first infinite score of ``raw`` in row order, or None; read chunk by chunk
-    (``offsets``: query boundaries, default :func:`row_offsets`)."""
+    """(row, column) of the first infinite score in row order, or None."""
     if offsets is None:
         offsets = row_offsets(len(raw), raw.shape[1])
     for chunk in query_chunks(raw, offsets):
@@ -101,8 +90,7 @@ def row_offsets(n_rows: int, n_funcs: int) -> np.ndarray:
 
 
 def select_queries(raw, offsets: np.ndarray, keep: np.ndarray):
-    """The rows of the queries where ``keep`` is True: copied from an in-memory float64 matrix of at most
-    :data:`COPY_LIMIT` bytes, else a :class:`QueryRows` that reads them when needed."""
+    """The rows of the queries where ``keep`` is True: a copy of a small float64 matrix, else :class:`QueryRows`."""
     keep = np.asarray(keep, dtype=bool)
     if isinstance(raw, QueryRows):
         return raw.select(keep)
@@ -112,10 +100,8 @@ def select_queries(raw, offsets: np.ndarray, keep: np.ndarray):
 
 
 class QueryRows:
-    """The rows of queries ``queries`` (increasing indices) of score matrix ``base`` (a memory map stays one),
-    delimited by ``base_offsets``, in order, without a copy: with the matrix's ``shape`` (its rows), ``ndim``,
-    ``len`` and a float64 ``dtype``; :func:`query_chunks` reads it chunk by chunk, ``rows[:, j]`` gathers one
-    column, and ``numpy.asarray(rows)`` (or any other indexing) makes the float64 copy."""
+    """The rows of some queries of score matrix ``base`` without a copy, with its ``shape``, ``ndim``, ``len`` and a
+    float64 ``dtype``; read chunk by chunk, ``rows[:, j]`` gathers a column, ``numpy.asarray`` copies."""
 
     ndim = 2
     dtype = np.dtype(np.float64)
@@ -143,7 +129,7 @@ class QueryRows:
         return QueryRows(self.base, self.base_offsets, self.queries[np.asarray(keep, dtype=bool)])
 
     def chunks(self, offsets: np.ndarray, max_bytes: Optional[int] = None) -> Iterator[Chunk]:
-        """:func:`query_chunks` of these rows (``offsets``: their query boundaries, :attr:`offsets`)."""
+        """:func:`query_chunks` of these rows."""
         offsets = np.asarray(offsets, dtype=np.int64)
         if len(offsets) != len(self.offsets) or int(offsets[-1]) != int(self.offsets[-1]):
             raise ValueError("these offsets do not delimit the queries of these rows")
@@ -180,9 +166,8 @@ class QueryRows:
 
 
 def release(part: np.ndarray) -> None:
-    """Drop the pages of ``part`` (C-contiguous rows of a numpy.memmap opened ``"r"``, ``"r+"`` or ``"w+"``, or a
-    view of one) from this process: they are read again from the page cache or the file when next touched. Does
-    nothing for other arrays (a copy-on-write map's pages are its own) or where the system cannot."""
+    """Drop the pages of ``part`` (C-contiguous rows of a ``"r"``, ``"r+"`` or ``"w+"`` memmap) from this process;
+    nothing for other arrays or where the system cannot."""
     if not isinstance(part, np.ndarray) or not part.nbytes or not part.flags.c_contiguous \
             or not hasattr(mmap, "MADV_DONTNEED"):
         return

@@ -18,16 +18,15 @@ from pyterrier_svmmap.user_warnings import warn
 
 @dataclass
 class Candidates(Queries):
-    """A result frame as :class:`~pyterrier_svmmap.queries.Queries`, rows by qid then docno (a canonical order, so
-    that nothing depends on the frame's row order); ``labels`` 0 for candidates not in the qrels (None without).
+    """A result frame as :class:`~pyterrier_svmmap.queries.Queries`, rows by qid then docno (a canonical order);
+    ``labels`` 0 for candidates not in the qrels (None without qrels).
 
     Attributes
     ----------
     frame : DataFrame
         The input rows in the arrays' order.
     docno_codes : ndarray of shape (n,) or None
-        Int codes that order the rows as their docno strings do (the tie policy's docno key); None: taken from
-        ``frame["docno"]`` when needed.
+        Int codes that order the rows as their docno strings do (None: from ``frame["docno"]`` when needed).
     """
     frame: pd.DataFrame = None
     docno_codes: Optional[np.ndarray] = None
@@ -35,8 +34,7 @@ class Candidates(Queries):
     _tie_orders: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def tie_base_order(self, function: int) -> np.ndarray:
-        """:func:`~pyterrier_svmmap.ties.tie_base_order` of these rows with base function ``function`` as the
-        tie-break function, computed once."""
+        """:func:`~pyterrier_svmmap.ties.tie_base_order` of these rows with tie-break function ``function``, cached."""
         if function not in self._tie_orders:
             from pyterrier_svmmap.ties import tie_base_order
             docnos = self.frame["docno"].to_numpy() if self.docno_codes is None else None
@@ -57,8 +55,7 @@ class Candidates(Queries):
 
 
 def align_feature_names(raw: np.ndarray, names: Optional[Sequence[str]], trained: Sequence[str]) -> np.ndarray:
-    """The columns of ``raw``, named ``names`` (``frame.attrs["feature_names"]``; None: unknown, as they are), in
-    the order of the model's base functions ``trained``; ValueError listing both when the names differ."""
+    """The columns of ``raw``, named ``names`` (None: as they are), in the order of the model's ``trained`` names."""
     if names is None or len(raw) == 0:
         return raw
     names, trained = [str(n) for n in names], [str(n) for n in trained]
@@ -72,8 +69,8 @@ def align_feature_names(raw: np.ndarray, names: Optional[Sequence[str]], trained
 
 
 def check_qrels(qrels: pd.DataFrame, context=None) -> pd.DataFrame:
-    """qrels with columns qid, docno (str), label (numeric, negatives as 0), one row per (qid, docno): the last
-    label of a pair listed twice, as trec_eval and ir_measures use it (warned when they disagree)."""
+    """qrels as qid, docno (str) and label (numeric, negatives as 0), one row per pair: the last label of a pair
+    listed twice, as trec_eval uses it (warned when they disagree)."""
     if not isinstance(qrels, pd.DataFrame):
         raise TypeError(f"qrels must be a DataFrame with columns qid, docno, label; got {type(qrels).__name__}")
     missing = [c for c in ("qid", "docno", "label") if c not in qrels.columns]
@@ -115,8 +112,7 @@ def _warn_fractional(labels: np.ndarray, rel: float) -> None:
 
 
 def _flat_features(cells: np.ndarray) -> Optional[np.ndarray]:
-    """The (n, F) float matrix of a ``features`` column of flat numeric arrays of one length, by one
-    ``np.concatenate``; None for anything else."""
+    """The (n, F) float matrix of a ``features`` column of flat numeric arrays of one length; None for anything else."""
     try:
         lengths = np.fromiter(map(len, cells), dtype=np.int64, count=len(cells))
         flat = np.concatenate(cells)
@@ -140,8 +136,7 @@ def _numeric(cell) -> bool:
 
 
 def _diagnosed_features(features: pd.Series, qid_str: np.ndarray, docno: pd.Series) -> np.ndarray:
-    """The (n, F) float matrix of any other ``features`` column; ValueError naming the first row that is not
-    numeric or not flat, or the lengths that differ."""
+    """The (n, F) matrix of any other ``features`` column; ValueError naming the first row that is wrong."""
     numeric = features.map(_numeric).to_numpy()
     if not numeric.all():
         r = int(np.argmin(numeric))
@@ -164,16 +159,14 @@ def _diagnosed_features(features: pd.Series, qid_str: np.ndarray, docno: pd.Seri
     return np.stack(features.to_numpy()).astype(float).reshape(len(features), -1)
 
 
-#: the frame attribute that names the first stage among ``attrs["feature_names"]`` (set by
-#: :class:`~pyterrier_svmmap.RunFeatures`): the ranking a learner starts from and falls back to
+#: the frame attribute that names the first stage among ``attrs["feature_names"]`` (set by RunFeatures)
 FIRST_STAGE_ATTR = "first_stage"
 
 
 def first_stage_column(attrs: dict, feature_names: Optional[Sequence[str]] = None, raw: Optional[np.ndarray] = None,
                        score: Optional[np.ndarray] = None) -> Optional[int]:
-    """The column of the first stage of a frame's features: the one it declares (``attrs["first_stage"]``, a name
-    of ``feature_names``, default ``attrs["feature_names"]``; ValueError when it is not one), else the first
-    feature equal to the frame's ``score`` on every row (``bm25 >> (bm25 ** pl2) >> SVMMap()``), else None."""
+    """The column of the frame's first stage: the one ``attrs["first_stage"]`` declares, else the first feature
+    equal to the frame's ``score`` on every row (``bm25 >> (bm25 ** pl2)``), else None."""
     first = attrs.get(FIRST_STAGE_ATTR)
     if first is None:
         if raw is None or score is None or not len(raw):
@@ -190,12 +183,11 @@ def first_stage_column(attrs: dict, feature_names: Optional[Sequence[str]] = Non
 def candidates_from_frame(res: pd.DataFrame, qrels: Optional[pd.DataFrame] = None,
                           n_functions: Optional[int] = None, context=None, rel: float = 1.0,
                           feature_names: Optional[Sequence[str]] = None) -> Candidates:
-    """Validate a result frame with ``features`` (NaN: a base function missed the candidate; inf: an error) and
-    turn it into :class:`Candidates`. With ``qrels``, labels are joined on (qid, docno), unjudged candidates get
-    0, queries absent from the qrels are warned about, and ``n_relevant`` counts the qrels' documents with label
-    ≥ ``rel``. ``feature_names``: the model's base functions, which the frame's are aligned with
-    (:func:`align_feature_names`). Vectorised: 10^5 candidates convert in a few hundredths of a second.
-    """
+    """Validate a result frame with ``features`` (NaN: missed by a base function) and turn it into :class:`Candidates`.
+
+    With ``qrels``, labels are joined on (qid, docno) (unjudged: 0), queries without qrels are warned about, and
+    ``n_relevant`` counts the qrels' documents with label ≥ ``rel``; ``feature_names`` aligns the frame's features
+    with a model's (:func:`align_feature_names`)."""
     missing = [c for c in ("qid", "docno", "features") if c not in getattr(res, "columns", ())]
     if missing:
         who = type(context).__name__ if context is not None else "the learner"
@@ -213,8 +205,7 @@ def candidates_from_frame(res: pd.DataFrame, qrels: Optional[pd.DataFrame] = Non
             raise ValueError(f"column 'score' is {res['score'].iloc[r]} for qid={res['qid'].iloc[r]!r} "
                              f"docno={res['docno'].iloc[r]!r}: a retriever's score must be a finite number "
                              "(only features may be NaN, for a base function that missed the document)")
-    # qid and docno factorised once: duplicates on the raw values (as DataFrame.duplicated compares
-    # them), the canonical order on their strings
+    # qid and docno factorised once: duplicates on the raw values, the canonical order on their strings
     raw_q, raw_q_uniques = pd.factorize(res["qid"], use_na_sentinel=False)
     raw_d, raw_d_uniques = pd.factorize(res["docno"], use_na_sentinel=False)
     if len(res):
@@ -228,8 +219,7 @@ def candidates_from_frame(res: pd.DataFrame, qrels: Optional[pd.DataFrame] = Non
     q_code, q_strings = factorised_string_codes(raw_q, raw_q_uniques)
     d_code, d_strings = factorised_string_codes(raw_d, raw_d_uniques)
     order = np.lexsort((d_code, q_code))
-    # the common case stacked in the frame's own row order (its arrays lie in memory that way), then
-    # gathered: the same values as stacking the reordered column
+    # stacked in the frame's own row order (as its arrays lie in memory), then gathered
     flat = _flat_features(res["features"].to_numpy()) if len(res) else None
     res = res.iloc[order].reset_index(drop=True)
     q_code, d_code = q_code[order], d_code[order]

@@ -1,11 +1,6 @@
-"""Constructor parameters, declared once per learner as a :class:`ParamSpec` of :class:`Param`.
-
-A :class:`Parametrized` class sets ``PARAMS`` and writes its keyword-only ``__init__`` out, storing every argument
-unchanged (as scikit-learn requires); it is checked against the spec when it is created, and gets
-``get_params``/``set_params``, the checks ``fit`` runs (:meth:`Parametrized.check_params`), its docstring's
-``Parameters`` section, and the names ``repr`` shows and model files save. Adding a parameter is one
-:class:`Param`, the keyword and ``self.name = name`` in ``__init__``, and the code that uses it.
-"""
+"""Constructor parameters, declared once per learner as a :class:`ParamSpec` of :class:`Param`: a
+:class:`Parametrized` class writes its keyword-only ``__init__`` out and gets the checks, ``get_params`` /
+``set_params``, its docstring's Parameters section and what ``repr`` shows and model files save."""
 from __future__ import annotations
 
 import inspect
@@ -23,11 +18,9 @@ MISSING: Any = type("Missing", (), {"__repr__": lambda self: "MISSING"})()
 
 @dataclass(frozen=True)
 class Param:
-    """One constructor parameter: its keyword, default, type and prose as the docstring gives them, ``check(value)``
-    (a message saying what is wrong, or None), whether it changes the model (``model``: ``repr`` shows it and the
-    array-level state saves it) or is a setting of this machine (``runtime``: never saved; ``verbose`` is neither),
-    the value a model file written before it existed means (``implied``; :data:`MISSING`: every file has it), its
-    ``svmmap learn`` option (``cli``) and how the docstring writes the default (``default_doc``; None: its repr)."""
+    """One constructor parameter: keyword, default, type and prose (the docstring's), ``check(value)`` (a message or
+    None), whether it changes the model (``model``) or is this machine's (``runtime``, never saved), the value older
+    model files mean (``implied``), its ``svmmap learn`` option (``cli``) and the docstring's ``default_doc``."""
     name: str
     default: Any
     type_doc: str
@@ -83,7 +76,7 @@ class ParamSpec:
         return {p.name: p.default for p in self.params}
 
     def with_defaults(self, **defaults: Any) -> "ParamSpec":
-        """The same parameters with other defaults (shown in the docstring as their ``repr``)."""
+        """The same parameters with other defaults."""
         self._known(defaults)
         return ParamSpec([replace(p, default=defaults[p.name], default_doc=None) if p.name in defaults else p
                           for p in self.params])
@@ -121,8 +114,7 @@ class ParamSpec:
         return textwrap.indent("\n".join(lines), indent)
 
     def init_problems(self, init: Callable) -> Iterator[str]:
-        """What is wrong with ``init`` as the ``__init__`` of these parameters: it must be
-        ``__init__(self, *, name=default, ...)`` of exactly the spec's names, in its order, with its defaults."""
+        """What is wrong with ``init`` as ``__init__(self, *, name=default, ...)`` of exactly these parameters."""
         params = list(inspect.signature(init).parameters.values())[1:]             # after self
         names = [q.name for q in params]
         if names != list(self.names):
@@ -145,9 +137,8 @@ def _same_default(a: Any, b: Any) -> bool:
 
 
 class Parametrized:
-    """A learner whose constructor parameters are declared by ``PARAMS``: a class that sets it or defines
-    ``__init__`` is checked against the spec when it is created (a TypeError naming the difference), and a
-    ``{parameters}`` placeholder in its docstring becomes the spec's ``Parameters`` section."""
+    """A learner whose constructor parameters ``PARAMS`` declares: checked against the spec when the class is created,
+    and its docstring's ``{parameters}`` replaced by the spec's Parameters section."""
 
     PARAMS: ClassVar[ParamSpec] = ParamSpec([])
 
@@ -163,8 +154,7 @@ class Parametrized:
             cls.__doc__ = cls.__doc__.replace("{parameters}", cls.PARAMS.doc_section().strip())
 
     def get_params(self, deep: bool = True) -> Dict[str, Any]:
-        """The constructor parameters (scikit-learn's convention; ``deep`` adds ``name__key`` entries of
-        parameters that are estimators themselves)."""
+        """The constructor parameters (``deep``: with ``name__key`` entries of nested estimators)."""
         out = {}
         for name in self.PARAMS.names:
             value = getattr(self, name)
@@ -174,8 +164,7 @@ class Parametrized:
         return out
 
     def set_params(self, **params: Any) -> "Parametrized":
-        """Set constructor parameters (``name__key`` for a parameter's own parameters); ValueError for a name the
-        class does not take. Returns self. Nothing is checked before ``fit``, as in scikit-learn."""
+        """Set constructor parameters (``name__key`` for nested ones); ValueError for an unknown name. Returns self."""
         nested: Dict[str, Dict[str, Any]] = {}
         for key, value in params.items():
             name, _, sub = key.partition("__")

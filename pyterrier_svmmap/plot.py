@@ -1,6 +1,5 @@
-"""Pictures: a model's learned score contributions (Yue et al. 2007, Figure 2) and a systems summary (needs
-matplotlib: ``pip install pyterrier-svmmap[plot]``).
-"""
+"""Pictures (needs ``[plot]``): a model's learned score contributions (Yue et al. 2007, Figure 2) and a systems
+summary."""
 from __future__ import annotations
 
 import json
@@ -13,7 +12,7 @@ from pyterrier_svmmap.features.blocks import BLOCK_KINDS
 
 
 def _plt():
-    """matplotlib.pyplot, without touching the user's backend (pyplot picks a usable one itself)."""
+    """matplotlib.pyplot, the backend left to pyplot."""
     try:
         import matplotlib.pyplot as plt
     except ImportError:
@@ -22,9 +21,7 @@ def _plt():
 
 
 def contributions(model, x_range: Tuple[float, float] = (0.0, 1.0)):
-    """Per base function, (name, kind, x, y, base): the score's contribution as a function of the base score, as
-    each block kind draws it (:meth:`~pyterrier_svmmap.features.blocks.FeatureBlock.curves`: a step function of
-    the thresholds, or a line over ``x_range``; ``base`` the "retrieved" indicator's weight)."""
+    """Per base function (name, kind, x, y, base): its contribution against its score, as its block kind draws it."""
     if not hasattr(model, "layout_") or not hasattr(model, "coef_"):
         raise RuntimeError(f"{type(model).__name__} is not fitted: call fit() or load() before plotting it")
     layout = model.layout_
@@ -37,9 +34,7 @@ def contributions(model, x_range: Tuple[float, float] = (0.0, 1.0)):
 
 def plot_model(model, path: Optional[Union[str, Path]] = None, x_range: Tuple[float, float] = (0.0, 1.0),
                max_panels: Optional[int] = None, ncols: int = 4):
-    """The matplotlib Figure (saved to ``path`` when given) of one panel per base function, its learned
-    contribution to the score against its score, the functions that move the score most first; ``x_range`` is
-    the score range drawn for ``raw`` blocks."""
+    """A Figure of one panel per base function (its contribution against its score), saved to ``path``."""
     plt = _plt()
     curves = contributions(model, x_range)
     curves.sort(key=lambda c: -(np.ptp(c[3]) if len(c[3]) else 0.0))
@@ -72,8 +67,7 @@ def plot_model(model, path: Optional[Union[str, Path]] = None, x_range: Tuple[fl
 
 
 def plot_systems(results_json_path: Union[str, Path], out_png: Union[str, Path]):
-    """MAP per system from ``svmmap reproduce``'s results.json, with per-query wins/losses against the
-    reference system written on each bar; learned systems and base functions in two colours."""
+    """MAP per system of ``svmmap reproduce``'s results.json, with W/L against the reference on each bar."""
     plt = _plt()
     res = json.loads(Path(results_json_path).read_text())
     systems = sorted(res["systems"], key=lambda s: s["map"])

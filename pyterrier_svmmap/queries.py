@@ -1,8 +1,5 @@
-"""Candidates grouped by query — ``raw`` (candidates × base functions, NaN = not retrieved), ``labels`` and
-``offsets`` (Q + 1 query boundaries) — and the operations on them: checks, query indices, the queries that can
-form ranking constraints, subsets and shards; :class:`Queries` holds one such set with its query ids, relevant
-counts and document ids.
-"""
+"""Candidates grouped by query (``raw``, ``labels``, ``offsets``) and the operations on them: checks, query
+indices, usable queries, subsets and shards; :class:`Queries` holds one such set."""
 from __future__ import annotations
 
 import dataclasses
@@ -20,8 +17,8 @@ def query_ids(offsets: np.ndarray) -> np.ndarray:
 
 
 def check_ranking_arrays(raw, labels, offsets, what: str = "training") -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``raw`` (n × F, NaN allowed, inf not; float32 and float64 kept as they are, a memory map too), ``labels``
-    (n,) and ``offsets`` (Q + 1, from 0 to n, non-decreasing) as arrays, or a ValueError that says which is wrong."""
+    """``raw`` (n × F, NaN allowed, inf not; float32/float64 and memory maps kept), ``labels`` and ``offsets`` as
+    arrays, or a ValueError saying which is wrong."""
     raw = score_matrix(raw)
     if raw.ndim != 2:
         raise ValueError(f"{what} scores must be a 2-d array (candidates × base functions), got shape {raw.shape}")
@@ -44,8 +41,7 @@ def check_ranking_arrays(raw, labels, offsets, what: str = "training") -> Tuple[
 
 
 def usable_queries(labels: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Per query, whether it has a relevant (label > 0) and a non-relevant candidate: the others cannot
-    form ranking constraints."""
+    """Per query, whether it has a relevant and a non-relevant candidate (the others form no ranking constraint)."""
     rel = labels > 0
     sizes = np.diff(offsets)
     n_rel = np.add.reduceat(rel, offsets[:-1]) if len(rel) else np.zeros(len(sizes))
@@ -54,8 +50,7 @@ def usable_queries(labels: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 
 def subset_queries(raw, labels, offsets, keep: np.ndarray, n_relevant=None):
-    """The candidates of the queries where ``keep`` is True, re-offset (the scores by
-    :func:`~pyterrier_svmmap.chunks.select_queries`)."""
+    """The candidates of the queries where ``keep`` is True, re-offset."""
     offsets = np.asarray(offsets, dtype=np.int64)
     sizes = np.diff(offsets)
     keep = np.asarray(keep, dtype=bool)
@@ -66,8 +61,7 @@ def subset_queries(raw, labels, offsets, keep: np.ndarray, n_relevant=None):
 
 
 def shard_sizes(n_queries: int, queries_per_shard: int) -> np.ndarray:
-    """Queries per shard when ``n_queries`` queries are cut into shards of ``queries_per_shard`` (the last may be
-    smaller)."""
+    """Queries per shard of ``queries_per_shard`` (the last may be smaller)."""
     return np.diff(np.r_[np.arange(0, n_queries, queries_per_shard), n_queries]).astype(np.int64)
 
 
@@ -85,11 +79,11 @@ def split_queries(raw, labels, offsets, sizes: Sequence[int]) -> List[Tuple[np.n
 
 @dataclass
 class Queries:
-    """Candidates of whole queries, in query order: what every learner trains on and scores — ``raw`` (n × F
-    scores, NaN = not retrieved), ``labels`` (n,; None to score only), ``offsets`` (Q + 1), and where known the
-    ``qids`` (Q,), ``n_relevant`` (Q,: relevant documents in the qrels, which validation MAP divides by), the
-    ``docnos`` (n,: the tie policy's last key) and ``reference``, the column of the *reference function* a learner
-    starts from and falls back to (the first stage; None: the best base function on these queries)."""
+    """Candidates of whole queries, in query order: what every learner trains on and scores.
+
+    ``raw`` (n × F, NaN = not retrieved), ``labels`` (None to score only), ``offsets`` (Q + 1), and where known
+    ``qids``, ``n_relevant`` (the qrels' relevant documents, AP's denominator), ``docnos`` (the last tie key) and
+    ``reference`` (the first stage's column; None: the best base function on these queries)."""
     raw: np.ndarray
     labels: Optional[np.ndarray]
     offsets: np.ndarray
@@ -100,8 +94,7 @@ class Queries:
 
     @classmethod
     def from_arrays(cls, raw, labels, offsets, qids=None, n_relevant=None, docnos=None) -> "Queries":
-        """Queries from array-likes: ``raw`` and ``labels`` as float, ``offsets`` as int64, ``qids`` 0 … Q − 1
-        when not given."""
+        """Queries from array-likes (``qids`` 0 … Q − 1 when not given)."""
         offsets = np.asarray(offsets, dtype=np.int64)
         return cls(np.asarray(raw, dtype=float), None if labels is None else np.asarray(labels, dtype=float),
                    offsets, np.arange(len(offsets) - 1) if qids is None else np.asarray(qids), n_relevant, docnos)
@@ -119,7 +112,7 @@ class Queries:
         return usable_queries(self.labels, self.offsets)
 
     def subset(self, keep: np.ndarray) -> "Queries":
-        """The queries where ``keep`` is True, re-offset (of the same class, its other fields as they are)."""
+        """The queries where ``keep`` is True, re-offset, of the same class."""
         rows = np.repeat(keep, np.diff(self.offsets))
         raw, labels, offsets, n_rel = subset_queries(self.raw, self.labels, self.offsets, keep, self.n_relevant)
         return dataclasses.replace(self, raw=raw, labels=labels, offsets=offsets,
@@ -127,8 +120,7 @@ class Queries:
                                    docnos=None if self.docnos is None else np.asarray(self.docnos)[rows])
 
     def widened(self, n_functions: int) -> "Queries":
-        """The queries with ``raw`` padded by zero columns to ``n_functions`` (svmlight: an absent feature
-        is 0), of the same class."""
+        """The queries with ``raw`` padded by zero columns to ``n_functions`` (svmlight's absent features)."""
         if self.raw.shape[1] >= n_functions:
             return self
         pad = np.zeros((len(self.raw), n_functions - self.raw.shape[1]))
@@ -136,8 +128,7 @@ class Queries:
 
     @classmethod
     def concatenate(cls, parts: Sequence["Queries"]) -> "Queries":
-        """The parts one after another (as wide as the widest; qids and docnos kept when every part has
-        them, the reference function when every part has the same)."""
+        """The parts one after another, as wide as the widest (fields kept when every part has them)."""
         if not parts:
             raise ValueError("no queries to concatenate")
         F = max(p.n_functions for p in parts)
@@ -154,8 +145,8 @@ class Queries:
 
 
 def as_queries(valid) -> Optional["Queries"]:
-    """The ``valid`` argument of the rankers' ``fit`` as :class:`Queries`: Queries and None as they are, or a tuple
-    ``(raw, labels, offsets)`` optionally followed by ``n_relevant`` and ``docnos`` (checked where they are used)."""
+    """The rankers' ``valid`` argument as :class:`Queries`: Queries, None, or ``(raw, labels, offsets[, n_relevant[,
+    docnos]])``."""
     if valid is None or isinstance(valid, Queries):
         return valid
     if not isinstance(valid, (tuple, list)) or len(valid) not in (3, 4, 5):
@@ -168,8 +159,7 @@ def as_queries(valid) -> Optional["Queries"]:
 
 @runtime_checkable
 class QueryRanker(Protocol):
-    """What every array-level learner does and the PyTerrier estimators call: train on :class:`Queries` (the
-    validation queries choose its hyper-parameters), score candidates grouped by query, give its fitted state."""
+    """What every array-level learner does: train on :class:`Queries`, score candidates, give its fitted state."""
 
     def fit_queries(self, train: Queries, valid: Optional[Queries] = None) -> "QueryRanker":
         """Train on ``train`` (labels required); returns self."""

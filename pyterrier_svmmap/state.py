@@ -1,7 +1,5 @@
-"""The fitted state of the array-level learners as (JSON-able meta, numpy arrays): the checks and
-conversions every learner's ``get_state`` / ``from_state`` share, so that a model file
-(:mod:`~pyterrier_svmmap.io.model_files`) reads back exactly or fails with a message that names what is wrong.
-"""
+"""The fitted state of the array-level learners as (JSON-able meta, numpy arrays): the checks and conversions their
+``get_state`` / ``from_state`` share, so a model file reads back exactly or names what is wrong."""
 from __future__ import annotations
 
 import inspect
@@ -12,8 +10,8 @@ import numpy as np
 
 
 class StateError(ValueError):
-    """A fitted state that does not hold together: ``field``, a path in the state's meta (``"layout.n_bins"``) or,
-    with ``array=True``, the name of one of its arrays, and the ``problem`` with it."""
+    """A fitted state that does not hold together: its ``field`` (a meta path, or an array with ``array=True``) and
+    ``problem``."""
 
     def __init__(self, field: str, problem: str, array: bool = False):
         self.field, self.problem, self.array = field, problem, array
@@ -28,8 +26,7 @@ def check_tie_function(tie, n_functions: int) -> None:
 
 
 def json_float(x: float):
-    """``x`` for JSON: a float if finite (written as its repr, which round-trips exactly), else "nan", "inf" or
-    "-inf"."""
+    """``x`` for JSON: a float if finite (its repr round-trips), else "nan", "inf" or "-inf"."""
     x = float(x)
     return x if math.isfinite(x) else repr(x)
 
@@ -51,8 +48,7 @@ def int_from_json(v, what: str) -> int:
 
 
 def json_params(params: dict, owner: str) -> dict:
-    """Constructor parameters as JSON values (numpy scalars, arrays and tuples as Python numbers and lists);
-    ValueError naming a parameter that cannot be stored."""
+    """Constructor parameters as JSON values; ValueError naming one that cannot be stored."""
     def conv(v, where):
         if v is None or isinstance(v, (bool, str)):
             return v
@@ -75,8 +71,7 @@ def json_params(params: dict, owner: str) -> dict:
 
 def check_state(cls, meta: dict, arrays: Dict[str, np.ndarray], meta_keys: Iterable[str],
                 array_keys: Iterable[str]) -> dict:
-    """Check that a state is ``cls``'s and complete; return ``meta["params"]`` checked against
-    ``cls``'s constructor (every parameter present, none unknown)."""
+    """Check that a state is ``cls``'s and complete; ``meta["params"]`` checked against ``cls``'s constructor."""
     name = cls.__name__
     if not isinstance(meta, dict) or not isinstance(arrays, dict):
         raise ValueError(f"{name} state must be (meta dict, arrays dict), got "

@@ -1,7 +1,5 @@
-"""String columns (qids, docnos) as int64 codes in the order of their strings (compared as their ``str``, in
-code-point order): what the canonical row order of candidates, the tie policy's docno key and ``svmmap
-reproduce``'s evaluator sort by. numpy only: the PyTerrier layer factorises large columns with pandas first.
-"""
+"""String columns (qids, docnos) as int64 codes in the order of their ``str`` values: the candidates' canonical
+order, the docno tie key and the evaluator's sort."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,15 +11,12 @@ def _as_strings(values) -> np.ndarray:
 
 
 def factorised_string_codes(raw_codes: np.ndarray, raw_uniques) -> tuple:
-    """(codes, strings) of a factorised column (``raw_uniques[raw_codes]`` are its values) as
-    ``column.astype(str)`` would give them: the distinct raw values are converted (merged where two print
-    the same, 1 and "1") and sorted, so that the codes (int64) order the rows exactly as their strings do."""
+    """(codes, strings) of a factorised column as ``column.astype(str)`` gives them, codes ordered as strings."""
     strings, rank = np.unique(_as_strings(raw_uniques), return_inverse=True)
     return rank.astype(np.int64).ravel()[np.asarray(raw_codes)], strings.astype(object)
 
 
 def sorted_string_codes(column) -> tuple:
-    """(codes, strings) of ``column`` as its ``astype(str)`` values: int64 codes that order the rows as
-    their strings do, and the distinct strings sorted (``strings[codes]`` is each row's string)."""
+    """(codes, strings) of ``column``'s ``str`` values: codes ordered as the strings, the distinct strings sorted."""
     strings, codes = np.unique(_as_strings(column), return_inverse=True)
     return codes.astype(np.int64).ravel(), strings.astype(object)

@@ -1,9 +1,6 @@
-"""One tie policy for every learner (docs/user_guide.md#ties): within a query, equal model scores are ordered by
-the *tie-break function*'s score (a candidate it did not retrieve last), then by docno descending (trec_eval's
-rule). :func:`break_ties` writes that order into the scores as float32 — what trec_eval, ir_measures and
-``pt.Experiment`` compare — moving only tied or crowded scores, by a few float32 steps, so that every evaluator
-sees one ranking.
-"""
+"""One tie policy for every learner (docs/user_guide.md#ties): equal scores ordered by the tie-break function's
+score, then by docno descending (trec_eval's rule); :func:`break_ties` writes that order into the scores as
+float32, so every evaluator sees one ranking."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,7 +16,7 @@ _MIN = np.iinfo(np.int64).min
 
 
 def float_to_ordered(v: np.ndarray) -> np.ndarray:
-    """float64 → int64 in the same order (−0.0 and 0.0 map to 0); consecutive doubles → consecutive ints."""
+    """float64 → int64 in the same order; consecutive doubles → consecutive ints."""
     i = np.ascontiguousarray(v, dtype=np.float64).view(np.int64)
     return np.where(i >= 0, i, _MIN - i)
 
@@ -32,17 +29,15 @@ def ordered_to_float(o: np.ndarray) -> np.ndarray:
 
 def tie_base_order(offsets: np.ndarray, secondary: Optional[np.ndarray] = None,
                    docnos: Optional[np.ndarray] = None, docno_codes: Optional[np.ndarray] = None) -> np.ndarray:
-    """:func:`tie_order` without the scores, for a caller that ranks the same rows under many scores:
-    ``tie_order(scores, …) == base[rank_within_queries(scores[base], offsets)]``."""
+    """:func:`tie_order` without the scores, for ranking the same rows under many scores."""
     return tie_order(np.zeros(int(np.asarray(offsets)[-1])), offsets, secondary, docnos, docno_codes)
 
 
 def tie_order(scores: np.ndarray, offsets: np.ndarray, secondary: Optional[np.ndarray] = None,
               docnos: Optional[np.ndarray] = None, docno_codes: Optional[np.ndarray] = None,
               base_order: Optional[np.ndarray] = None) -> np.ndarray:
-    """Candidate indices by query, then score descending, then ``secondary`` descending (NaN last), then
-    docno descending, then position. ``docno_codes`` (ints that order the rows as their docnos do) stand for
-    ``docnos``; ``base_order`` (:func:`tie_base_order` of the same rows) for all three."""
+    """Candidate indices by query, then score, ``secondary`` (NaN last) and docno, each descending, then position;
+    ``docno_codes`` stand for ``docnos``, ``base_order`` (:func:`tie_base_order`) for all three."""
     n = len(scores)
     if base_order is not None:
         base_order = np.asarray(base_order, dtype=np.int64)
@@ -73,14 +68,12 @@ def ordered_float32(o: np.ndarray) -> np.ndarray:
     return np.where(o >= 0, o, _MIN32 - o).astype(np.int32).view(np.float32).astype(np.float64)
 
 
-#: the largest |score| :func:`break_ties` keeps as it is: 2^126, below float32's largest (about 2^128) with room
-#: for the steps that separate ties
+#: the largest |score| :func:`break_ties` keeps as it is, with room below float32's largest for the tie steps
 FLOAT32_SAFE = 2.0 ** 126
 
 
 def within_float32_range(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """``scores``, a query with a |score| above :data:`FLOAT32_SAFE` divided by the power of two that brings it
-    within (exactly); ValueError for NaN or infinite scores, which no ranking can order."""
+    """``scores``, a query above :data:`FLOAT32_SAFE` divided exactly by a power of two; ValueError if not finite."""
     if not len(scores):
         return scores
     size = np.abs(scores)
@@ -99,8 +92,7 @@ def within_float32_range(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 @dataclass
 class TieReport:
-    """Candidates that shared their model score with another of their query (``tied``; ``tied_top_k`` of the
-    ``top_k`` rows of the first ``k`` per query), and scores moved to separate them as float32 (``moved``)."""
+    """Candidates that shared their score within their query (in all, and in the top ``k``), and scores moved."""
     tied: int
     tied_top_k: int
     top_k: int
@@ -111,9 +103,8 @@ class TieReport:
 def break_ties(scores: np.ndarray, offsets: np.ndarray, secondary: Optional[np.ndarray] = None,
                docnos: Optional[np.ndarray] = None, k: int = 10, docno_codes: Optional[np.ndarray] = None,
                base_order: Optional[np.ndarray] = None):
-    """(scores that rank every query in :func:`tie_order` even as float32, :class:`TieReport`): a score below its
-    predecessor as a float32 is kept exactly, the others become o_i = min(f32(s_i), o_{i−1} − 1) in float32
-    order, i.e. o_i = min_{j ≤ i}(f32(s_j) + j) − i."""
+    """(scores that rank every query in :func:`tie_order` even as float32, :class:`TieReport`): o_i =
+    min(f32(s_i), o_{i−1} − 1) in float32 order, a score already below its predecessor kept exactly."""
     offsets = np.asarray(offsets, dtype=np.int64)
     scores = within_float32_range(np.asarray(scores, dtype=float), offsets)
     n = len(scores)
@@ -126,8 +117,7 @@ def break_ties(scores: np.ndarray, offsets: np.ndarray, secondary: Optional[np.n
     rank = np.arange(n) - start                                          # 0-based rank in the query
     a = float32_ordered(s)
     key = a + rank
-    # running minimum of a_j + j within each query (queries are contiguous in this order): one cumulative
-    # minimum over all, each query shifted below every earlier one (|key| < 2^33, so 2^34 apart suffices)
+    # running minimum of a_j + j per query: one cumulative minimum, queries shifted 2^34 apart (|key| < 2^33)
     shift = q.astype(np.int64) << 34
     o = np.minimum.accumulate(key - shift) + shift - rank
     moved = o != a

@@ -1,7 +1,4 @@
-"""Warnings that point at the user's line: the package warns deep inside it, where ``warnings.warn``'s fixed
-``stacklevel`` would name a library line, so :func:`warn` attributes the warning to the first caller outside
-this package and PyTerrier (whose pipelines call the estimators' ``fit``).
-"""
+"""Warnings attributed to the user's line: the first caller outside this package and PyTerrier."""
 from __future__ import annotations
 
 import os

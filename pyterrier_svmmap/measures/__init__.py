@@ -1,11 +1,6 @@
-"""IR measures on concatenated queries (numpy, vectorised), used for model selection and training.
-
-They agree with ir_measures (trec_eval) on the same ranking: AP divides by the number of relevant
-documents in the qrels (``n_relevant``, which may exceed the relevant candidates), nDCG@k uses binary
-gains and the 1/log2(rank + 1) discount, RR@k is 1/rank of the first relevant document within k.
-Ties in scores are broken by candidate order (stable sort); trec_eval breaks them by docno, so give
-distinct scores where exact agreement on ties matters.
-"""
+"""IR measures on concatenated queries, vectorised, as ir_measures (trec_eval) computes them on the same ranking
+(AP over the qrels' relevant count, binary-gain nDCG@k, RR@k), ties by candidate order; and LETOR 4.0's
+Eval-Score-4.0.pl measures (docs/experiments.md)."""
 from __future__ import annotations
 
 from typing import Optional
@@ -17,10 +12,7 @@ from pyterrier_svmmap.queries import query_ids
 
 
 def rank_within_queries(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Permutation that sorts candidates by query, then by decreasing score (stable: ties by position).
-
-    A compiled mergesort per query (:mod:`._order_kernels`; 1.5–5× faster than a lexsort on queries of 10 to
-    2,000 candidates); scores with a NaN take ``np.lexsort`` instead (NaN after every number)."""
+    """Permutation by query, then decreasing score, ties by position (compiled per-query mergesort; NaN: lexsort)."""
     scores = np.asarray(scores, dtype=float)
     offsets = np.asarray(offsets, dtype=np.int64)
     if not np.isnan(scores).any():
@@ -32,8 +24,7 @@ def rank_within_queries(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 
 def ranks_within_queries(scores: np.ndarray, offsets: np.ndarray):
-    """(order, rank): :func:`rank_within_queries`, and each candidate's 0-based rank in its query (ties by
-    position, as ``pt.model.add_ranks``)."""
+    """(order, rank): :func:`rank_within_queries` and each candidate's 0-based rank in its query."""
     order = rank_within_queries(scores, offsets)
     offsets = np.asarray(offsets, dtype=np.int64)
     q = query_ids(offsets)[order]
@@ -57,8 +48,7 @@ def average_precision(scores, labels, offsets, n_relevant: Optional[np.ndarray] 
 
 
 def ranked_average_precision(order, labels, offsets, n_relevant: Optional[np.ndarray] = None) -> np.ndarray:
-    """:func:`average_precision` of the ranking ``order`` (candidates by query, best first, as
-    :func:`rank_within_queries` gives them), for a caller that has the order already."""
+    """:func:`average_precision` of the ranking ``order`` already computed."""
     rel, rank, qid = _ranked_relevance(order, labels, offsets)
     n_q = len(offsets) - 1
     hits = np.cumsum(rel)
@@ -71,8 +61,7 @@ def ranked_average_precision(order, labels, offsets, n_relevant: Optional[np.nda
 
 
 def dcg_at(scores, gains, offsets, k: Optional[int] = None) -> np.ndarray:
-    """DCG@k per query of the ranking by ``scores``: Σ gain/log2(rank + 1) over ranks ≤ k (None: all).
-    Gains are per candidate, so binary (nDCG here) and graded (ApproxNDCG's 2^r − 1) share it."""
+    """DCG@k per query of the ranking by ``scores`` (gains per candidate; k None: all ranks)."""
     order = rank_within_queries(scores, offsets)
     qid, rank = query_ids(offsets), _ranks(offsets)
     disc = 1.0 / np.log2(rank + 1)
@@ -83,8 +72,7 @@ def dcg_at(scores, gains, offsets, k: Optional[int] = None) -> np.ndarray:
 
 def ndcg_at(scores, labels, offsets, k: Optional[int] = None,
             n_relevant: Optional[np.ndarray] = None) -> np.ndarray:
-    """nDCG@k per query with binary gains (k=None: no cutoff). The ideal ranking puts
-    ``n_relevant`` (default: the relevant candidates) relevant documents first."""
+    """nDCG@k per query with binary gains, the ideal ranking of ``n_relevant`` relevant documents."""
     rel = (np.asarray(labels) > 0).astype(float)
     n_q = len(offsets) - 1
     cut = np.inf if k is None else k
@@ -109,24 +97,20 @@ def reciprocal_rank_at(scores, labels, offsets, k: Optional[int] = None) -> np.n
     return out
 
 
-# LETOR 4.0's evaluation as its official script, Eval-Score-4.0.pl, computes it (docs/experiments.md): ties keep
-# file order, a query without a relevant document scores 0 and counts in the mean, P@k divides by k, NDCG has gain
-# 2^label − 1, ranks 1–2 undiscounted, and is 0 for a query of fewer than k documents.
+# LETOR 4.0's evaluation as Eval-Score-4.0.pl computes it (docs/experiments.md)
 _LETOR_DISCOUNTS = ("letor", "trec")
 _LETOR_GAINS = ("exp", "linear")
 _SHORT_QUERY = ("zero", "score")
 
 
 def letor_average_precision(scores, labels, offsets, rel: float = 1) -> np.ndarray:
-    """AP per query as Eval-Score-4.0.pl computes it (relevant: ``label >= rel``): ir_measures' ``AP(rel=rel)``
-    when the qrels are the candidates and no scores tie. Average it over *all* queries for LETOR's MAP."""
+    """AP per query as Eval-Score-4.0.pl computes it (``label >= rel``); average over all queries for LETOR's MAP."""
     relevant = np.asarray(labels) >= rel
     return average_precision(scores, relevant, offsets)
 
 
 def precision_at(scores, labels, offsets, k: int, rel: float = 1) -> np.ndarray:
-    """P@k per query: relevant (``label >= rel``) candidates in the top k, divided by k even when the
-    query has fewer than k candidates (as Eval-Score-4.0.pl and trec_eval do)."""
+    """P@k per query (``label >= rel``), divided by k even for shorter queries (as Eval-Score-4.0.pl and trec_eval)."""
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
     offsets = np.asarray(offsets)
@@ -137,10 +121,7 @@ def precision_at(scores, labels, offsets, k: int, rel: float = 1) -> np.ndarray:
 
 def letor_ndcg_at(scores, labels, offsets, k: int, discount: str = "letor", gain: str = "exp",
                   short_query: str = "zero") -> np.ndarray:
-    """NDCG@k per query, Eval-Score-4.0.pl's by default: ``discount`` "letor" (1 at ranks 1–2, then 1/log2(rank))
-    or "trec" (1/log2(rank + 1)); ``gain`` "exp" (2^label − 1) or "linear"; ``short_query`` "zero" (0 for a query
-    of fewer than k candidates) or "score". 0 without a relevant candidate. ``"trec", "linear", "score"`` is
-    ir_measures' ``nDCG@k`` without ties."""
+    """NDCG@k per query, Eval-Score-4.0.pl's by default (``"trec", "linear", "score"``: ir_measures' without ties)."""
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
     if discount not in _LETOR_DISCOUNTS or gain not in _LETOR_GAINS or short_query not in _SHORT_QUERY:
@@ -164,6 +145,5 @@ def letor_ndcg_at(scores, labels, offsets, k: int, discount: str = "letor", gain
 
 def letor_mean_average_precision(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
                                  rel: float = 1) -> float:
-    """MAP as Eval-Score-4.0.pl computes it (:func:`letor_average_precision`: ``label >= rel`` relevant,
-    every query counted, ties in file order)."""
+    """MAP as Eval-Score-4.0.pl computes it (every query counted, ties in file order)."""
     return float(letor_average_precision(scores, labels, offsets, rel=rel).mean())

@@ -1,7 +1,6 @@
-"""The checks of a structural SVM's saved state (:meth:`~pyterrier_svmmap.svm.ranker.StructSVMRanker.from_state`):
-parameters against layout, layout against arrays, every index in range, so that an edited or faulty model file fails
-on loading with a :class:`~pyterrier_svmmap.state.StateError` that names the field.
-"""
+"""The checks of a structural SVM's saved state (parameters against layout, layout against arrays, every index in
+range), so that an edited or faulty model file fails with a :class:`~pyterrier_svmmap.state.StateError` naming the
+field; and the state's save and restore."""
 from __future__ import annotations
 
 import math
@@ -32,10 +31,8 @@ def _numbers(arrays: Dict[str, np.ndarray], key: str) -> np.ndarray:
 
 
 def check_layout(layout, arrays: Dict[str, np.ndarray], params: dict, fallback: bool) -> None:
-    """The layout's meta against the parameters (``features``, ``n_bins``, ``binning``, ``threshold_depth``)
-    and the ``thresholds`` array against the layout: (n_functions, n_bins) numbers, ascending per function,
-    when the features have a bins block. ``fallback``: the model is the base function kept by
-    ``selection="auto"`` (C = 0), whose layout is raw scores whatever ``features``."""
+    """The layout's meta against the parameters and the ``thresholds`` against the layout (``fallback``: the
+    reference function kept, whose layout is raw whatever ``features``)."""
     if not isinstance(layout, dict):
         raise StateError("layout", f"must be a dict, got {type(layout).__name__}")
     for key in ("features", "n_bins", "binning", "n_functions", "base_names"):
@@ -76,8 +73,7 @@ def check_layout(layout, arrays: Dict[str, np.ndarray], params: dict, fallback: 
 
 
 def check_weights(arrays: Dict[str, np.ndarray], dim: int, described: str) -> Tuple[np.ndarray, np.ndarray]:
-    """(coef, coefs) as floats: ``coef`` finite of length ``dim``, ``coefs`` (C values × ``dim``); ``described``
-    says what makes ``dim`` (the layout) for the message."""
+    """(coef, coefs) as floats, checked against the layout's ``dim`` (``described`` in the message)."""
     for key in ("coef", "coefs"):
         if key not in arrays:
             raise StateError(key, "is missing", array=True)
@@ -94,9 +90,7 @@ def check_weights(arrays: Dict[str, np.ndarray], dim: int, described: str) -> Tu
 
 
 def check_fitted(meta: dict, params: dict, n_functions: int, base_names, blocks) -> None:
-    """The fitted fields: ``tie_function`` a base function's index, ``features`` the layout's blocks, ``C_`` a
-    C of the grid (or 0: the base function kept), ``prior_function`` a base function's name, ``selection``
-    one of :data:`SELECTIONS`, ``n_iter`` a count, ``path`` a list of entries with a C."""
+    """The fitted fields: each index, name, C and count in range, the path's entries with a C."""
     check_tie_function(meta.get("tie_function", 0), n_functions)
     if "features" in meta and meta["features"] != features_name(blocks):
         raise StateError("features", f"is {meta['features']!r} but the layout's blocks are {features_name(blocks)!r}")
@@ -117,8 +111,7 @@ def check_fitted(meta: dict, params: dict, n_functions: int, base_names, blocks)
 
 
 def save(ranker) -> Tuple[dict, Dict[str, np.ndarray]]:
-    """(meta, arrays) of a fitted :class:`~pyterrier_svmmap.svm.ranker.StructSVMRanker`: everything
-    :func:`restore` needs to rebuild it exactly."""
+    """(meta, arrays) of a fitted StructSVMRanker: everything :func:`restore` needs."""
     if not hasattr(ranker, "coef_"):
         raise RuntimeError("get_state() needs a fitted ranker")
     layout_meta, layout_arrays = ranker.layout_.get_state()
@@ -139,9 +132,7 @@ def save(ranker) -> Tuple[dict, Dict[str, np.ndarray]]:
 
 
 def restore(ranker, meta: dict, arrays: Dict[str, np.ndarray]):
-    """The fitted state of ``meta`` and ``arrays`` (:func:`save`) checked whole and set on ``ranker``, a
-    :class:`~pyterrier_svmmap.svm.ranker.StructSVMRanker` built from the state's parameters: a
-    :class:`~pyterrier_svmmap.state.StateError` names the field that is missing or inconsistent."""
+    """The state :func:`save` wrote, checked whole and set on ``ranker`` (built from the state's parameters)."""
     layout = meta["layout"]
     if isinstance(layout, dict) and layout.get("bias", False) is None:    # format 1/2: the loss decides
         layout = dict(layout, bias=ranker.needs_bias)
@@ -185,9 +176,7 @@ def restore(ranker, meta: dict, arrays: Dict[str, np.ndarray]):
 
 
 def block_validation(path: List[dict], learned: dict) -> Dict[float, float]:
-    """``validation_``: C → validation (or mean held-out) MAP of the path's entries of ``learned``'s feature
-    block and prior (a model saved before priors were searched has none: ``prior`` matches its absence),
-    the fallback entry left out."""
+    """``validation_``: C → the score of the path's entries of ``learned``'s features and prior (fallback left out)."""
     return {float(p["C"]): p["validation"] for p in path
             if p.get("features", learned["features"]) == learned["features"]
             and p.get("prior") == learned.get("prior") and not p.get("fallback")}

@@ -1,5 +1,4 @@
-"""What a structural SVM's fit reports of its trainings: a progress bar and one line per trained C with
-``verbose=True``, and one warning at the end for the trainings that stopped before converging."""
+"""What a structural SVM's fit reports of its trainings."""
 from __future__ import annotations
 
 import sys
@@ -10,9 +9,8 @@ from pyterrier_svmmap.user_warnings import warn
 
 
 class Progress:
-    """What a fit reports of its trainings: with ``verbose=True`` a progress bar over the (fold, features, C) fits
-    on stderr and one line per trained C (iterations, duality gap, seconds); and, verbose or not, one warning
-    at the end when some C stopped before its duality gap reached the bound (instead of one per C and fold)."""
+    """With ``verbose`` a progress bar over the fits and a line per trained C; in any case one warning at the end for
+    the trainings that stopped before converging."""
 
     def __init__(self, verbose: bool, total: int, name: str, epsilon: float, max_iter: int):
         self.bar = None

@@ -1,6 +1,5 @@
-"""Slack groups: the losses of a structural SVM, each with its own slack variable and constant C (one loss is one
-group; SVM-COMBO with separate slacks, Chakrabarti et al. 2008 §3.7, is one group per member loss).
-"""
+"""Slack groups: the losses of a structural SVM, each with its own slack and C (SVM-COMBO's separate slacks,
+Chakrabarti et al. 2008 §3.7, are one group per member loss)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,9 +16,8 @@ class SlackGroup:
 
 
 def make_slack_groups(loss: LossSpec, C: float, **params) -> list:
-    """The solver's slack groups for a loss specification: one group with ``C`` for a single loss; for
-    ``"combo"`` (SVM-COMBO), one group per member loss with C·C_weights[l] (``slack="separate"``, the default) or
-    one :class:`ComboLoss` group (``slack="shared"``, Δ = max_l Δ_l in effect; a ComboLoss instance is one).
+    """The solver's slack groups: one with ``C`` for a single loss; for ``"combo"`` one per member with
+    C·C_weights[l] (``slack="separate"``, the default) or one :class:`ComboLoss` group (``slack="shared"``).
 
     Parameters
     ----------
