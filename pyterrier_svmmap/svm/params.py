@@ -1,11 +1,6 @@
-"""The structural SVM learners' constructor parameters, declared once (:mod:`pyterrier_svmmap.params`).
-
-:data:`STRUCT_SVM_PARAMS` is what :class:`~pyterrier_svmmap.svm.ranker.StructSVMRanker` takes, with the paper's
-defaults; :data:`ESTIMATOR_PARAMS` the same with the package's defaults, for the PyTerrier estimators
-(:class:`~pyterrier_svmmap.StructSVM`; :class:`~pyterrier_svmmap.SVMMap` without ``loss`` and ``loss_params``).
-Their signatures, docstrings' ``Parameters`` sections, checks, ``repr``, the model files' parameters (and the
-values older files mean) and ``svmmap learn``'s options all come from here.
-"""
+"""The structural SVM learners' constructor parameters, declared once (:mod:`pyterrier_svmmap.params`):
+:data:`STRUCT_SVM_PARAMS` with the paper's defaults for StructSVMRanker, :data:`ESTIMATOR_PARAMS` with the
+package's for the estimators; their docstrings, checks, ``repr``, model files and ``svmmap learn``'s options."""
 from __future__ import annotations
 
 import math
@@ -84,16 +79,9 @@ def _n_jobs(v) -> Optional[str]:
 #: :class:`~pyterrier_svmmap.svm.ranker.StructSVMRanker`'s parameters, with the paper's defaults
 STRUCT_SVM_PARAMS = ParamSpec([
     Param("C", DEFAULT_C_GRID, "float, sequence of float or 'auto'",
-          "OP 1's regularisation constant (objective ½‖w‖² + C/n Σ_i ξ_i), or a grid of them. "
-          'With a grid, every C is trained (one warm-started path) and the one with the best '
-          'validation MAP is kept: MAP on the validation queries given to ``fit``, or, without '
-          'them, the mean held-out MAP of ``cv``-fold cross-validation over the training queries '
-          '(:mod:`pyterrier_svmmap.selection`). ``"auto"``: the grid 1e-4, 1e-3, …, 100 divided '
-          "by R², the mean squared distance of a candidate's φ from its query's mean on the "
-          'training candidates, per feature block, so that the grid means the same regularisation '
-          "whatever the block, the number of base functions or their units (SVMlight's default C "
-          '= 1/mean ‖x‖² rests on the same argument); ``C_`` and ``path_`` give the C values '
-          'trained.',
+          "OP 1's regularisation constant (½‖w‖² + C/n Σ_i ξ_i), or a grid of them, each trained along one "
+          'warm-started path and chosen as ``selection`` says. ``"auto"``: 1e-4, 1e-3, …, 100 divided by R², '
+          "φ's spread, per feature block (docs/user_guide.md#c-relative-to-the-features).",
           check=_c_values, cli="-c", default_doc="DEFAULT_C_GRID"),
     Param("loss", "map", 'str or Loss',
           'The structural loss Δ: ``"map"`` (SVM-map), any name of '
@@ -111,15 +99,9 @@ STRUCT_SVM_PARAMS = ParamSpec([
           'trained and chosen jointly with C (``features_`` says which was kept).',
           check=_features, cli="--features"),
     Param("normalise", "query", "{'query', None}",
-          'How the ``raw`` block puts each base function on a scale. ``"query"``: (f − min_q '
-          "f)/σ_f, σ_f the function's spread within queries on the training candidates, so that "
-          'multiplying a function by a positive number or adding a constant to it (for all '
-          "queries or per query) changes neither the model's ranking nor its cost, and C means "
-          'the same for every data set; the scales are kept in the model, so scoring stays one '
-          "dot product per block. None: the scores as they are (the paper's and "
-          "``svm_map_learn``'s linear model, whose weights and C depend on the scores' units). In "
-          'every case a function that never varies within a training query gets weight 0 exactly '
-          '(:mod:`pyterrier_svmmap.features.encoder`).',
+          'How the ``raw`` block puts each base function on a scale: ``"query"``, (f − min_q f)/σ_f with '
+          "σ_f the function's spread within training queries (free of its units); None, the scores as they "
+          "are (the paper's and ``svm_map_learn``'s linear model).",
           check=one_of("query", None), implied=None, cli="--normalise"),
     Param("n_bins", 50, 'int',
           '|K_f|, the thresholds per base function (50 in the paper).',
@@ -129,9 +111,8 @@ STRUCT_SVM_PARAMS = ParamSpec([
           'per query after min–max or percentile scaling with thresholds evenly spaced in [0, 1].',
           check=one_of(*BINNINGS)),
     Param("threshold_depth", 200, 'int or None',
-          "With quantile binning, the quantiles are taken over each training query's top "
-          '``threshold_depth`` candidates per function (None: over all candidates), so that the '
-          'thresholds fall where the ranking is decided.',
+          "With quantile binning, the quantiles of each training query's top ``threshold_depth`` "
+          'candidates per function (None: all), where the ranking is decided.',
           check=optional_positive_int),
     Param("epsilon", 1e-3, 'float',
           'The cutting-plane tolerance: training stops when no constraint is violated by more '
@@ -142,84 +123,59 @@ STRUCT_SVM_PARAMS = ParamSpec([
           check=positive_int, cli="--max-iter"),
     Param("prior", None, "{None, 'best', 'auto'}",
           'None regularises towards w = 0 (the paper); ``"best"`` towards the reference function '
-          '(``first_stage``: the first stage, or the base function with the highest training MAP; '
-          "½‖w − w₀‖²), so that a small C keeps that function's ranking "
-          'and a larger C moves away from it only as far as the training constraints ask; with '
-          '``selection="auto"`` also ``"auto"`` (both, chosen with C).',
+          '(``first_stage``), ½‖w − w₀‖²; with ``selection="auto"`` also ``"auto"`` (both, chosen with C).',
           check=one_of(None, "best", "auto"), cli="--prior"),
     Param("prior_scale", 1.0, 'float',
           "The size of w₀: the prior function's contribution spans about [0, prior_scale].",
           check=positive_number),
     Param("first_stage", None, "int, str, 'auto' or None",
-          'The reference function: the ranking a user would have without learning, which the prior '
-          '(``prior="best"``) starts from and ``selection="auto"`` falls back to. A base function by '
-          'column or name, e.g. the first stage a model re-ranks; ``"auto"``: the one the candidates '
-          'declare (``RunFeatures(base, first=name)``, or ``"input"`` when ``RunFeatures`` re-ranks a '
-          "first stage's results), else None; None: the base function with the best MAP on the "
-          'training queries (chosen on them, so with few queries it is often not the best one on '
-          'others: docs/model-selection.md). Also the tie-break function.',
+          'The reference function, which the prior starts from, ``selection="auto"`` falls back to and '
+          'ties are broken by: a base function by column or name; ``"auto"``, the one the candidates declare '
+          '(``RunFeatures(base, first=name)``); None, the best base function on the training queries.',
           check=_first_stage, implied=None),
     Param("cv", 5, 'int',
-          'Folds of the cross-validation that chooses C (and features) when ``fit`` gets no '
-          'validation data: folds by query, shuffled with ``random_state``, one layout (thresholds '
-          'and scales, learned without labels) on all training queries for every fold; the whole path '
-          'is then trained on all training queries. Ignored with validation data or one setting.',
+          'Folds (by query, shuffled with ``random_state``) of the cross-validation that chooses among '
+          'settings when validation queries are not the evidence.',
           check=_folds, cli="--cv"),
     Param("random_state", 0, 'int or None',
           'The seed of the cross-validation folds.',
           check=optional_int),
     Param("selection", "validation", "{'validation', 'auto'}",
-          'How a setting is chosen among several (C, features, prior). ``"validation"``: the '
-          "paper's protocol and svm_map_learn's, the best validation MAP, or without validation "
-          'data the best mean held-out MAP of ``cv``-fold cross-validation over the training '
-          'queries. ``"auto"`` (:func:`~pyterrier_svmmap.selection.select_auto`): per-query held- '
-          'out AP of every setting and of the *fallback* — the reference function (``first_stage``), '
-          'as a model — from ``cv``-fold cross-validation over training ∪ validation queries; the '
-          'arg-max is refitted on all of them and replaces the fallback only if a sign-flip max- '
-          'gain test gives p ≤ ``fallback_alpha``. A single setting is trained as given. '
-          '``choice_`` records the decision.',
+          'How a setting is chosen among several (C, features, prior) '
+          '(:func:`~pyterrier_svmmap.selection.engine.search`, docs/model-selection.md). ``"validation"``: the '
+          "paper's protocol, the best validation MAP (without validation data, of ``cv``-fold "
+          'cross-validation); ``"auto"``: cross-validation over every judged query, the reference function '
+          'kept unless a max-gain test at ``fallback_alpha`` says learning gains (``choice_``).',
           check=one_of(*SELECTION_METHODS), implied="validation", cli="--selection"),
     Param("fallback_alpha", DEFAULT_ALPHA, 'float or None',
-          'With ``selection="auto"``: the level of the test that keeps the base function. 0.5 '
-          "asks the learned model's held-out gain to exceed the median of what the best of the "
-          'same settings shows without any real effect; None never falls back.',
+          'With ``selection="auto"``: the level of the test that keeps the reference function (0.5: the '
+          'median-unbiased decision); None never falls back.',
           check=_alpha, implied=DEFAULT_ALPHA, cli="--fallback-alpha"),
     Param("min_valid_queries", DEFAULT_MIN_VALID_QUERIES, 'int or None',
           'With ``selection="auto"``: from this many validation queries on, the validation set '
           'alone is the evidence; None always cross-validates over training ∪ validation.',
           check=optional_positive_int, implied=DEFAULT_MIN_VALID_QUERIES, cli="--min-valid-queries"),
     Param("average_folds", True, 'bool',
-          'With ``selection="auto"`` and cross-validation: the final weights are the average of the '
-          'fold models and the refit at the chosen setting (the folds share the final layout, so '
-          'their weights mean the same).',
+          'With ``selection="auto"`` and cross-validation: average the refit with the fold models.',
           check=boolean, implied=True),
     Param("rel", 1.0, 'float',
-          'The relevance threshold: a candidate is relevant when its label ≥ ``rel`` (as '
-          "ir_measures' ``AP(rel=1)`` and LETOR's MAP); graded labels are binarised with it for "
-          'the loss and validation MAP.',
+          'The relevance threshold: a candidate is relevant when its label ≥ ``rel`` (as ir_measures\' '
+          '``AP(rel=1)``).',
           check=_rel, cli="--rel"),
     Param("verbose", False, 'bool',
           'Show progress on stderr: a bar over the fits and one line per trained C.',
           check=boolean, model=False),
     Param("executor", None, "None, 'local', str or dask.distributed.Client",
-          'Where the cutting-plane iterations run: this process (None), a new local Dask cluster '
-          'with a worker per core (``"local"``), the Dask scheduler at an address, or a Dask '
-          'client (:mod:`pyterrier_svmmap.scale`). It does not change the model. The PyTerrier estimators '
-          'take these values; :class:`~pyterrier_svmmap.svm.ranker.StructSVMRanker`, which knows nothing of '
-          'Dask, takes None or the shard executor :func:`pyterrier_svmmap.scale.dask.executor_for` makes of '
-          'one of them.',
+          'Where the cutting-plane iterations run, the model unchanged: this process (None), a new local Dask '
+          'cluster (``"local"``), a scheduler address or a Dask client; StructSVMRanker takes None or a shard '
+          'executor (:func:`pyterrier_svmmap.scale.dask.executor_for`).',
           check=None, model=False, runtime=True, cli="--workers"),
     Param("queries_per_shard", 1000, 'int',
-          'With an executor, the training queries are cut into shards of this many queries '
-          '(fixed, so that the model does not depend on the number of workers).',
+          'With an executor, the queries per shard (fixed, so the model does not depend on the workers).',
           check=positive_int, model=False),
     Param("n_jobs", None, 'int or None',
-          'Threads of this process for training and scoring (:mod:`pyterrier_svmmap.threads`): '
-          'None every core, as LightGBM; 1 one; a negative number counts back from all cores, as '
-          'in scikit-learn (-1 all, -2 all but one). The work is cut into pieces whose results do '
-          'not depend on the cut, so the model is the same bit for bit for every value; it is '
-          "neither saved with the model nor shown by ``repr``. numba's and BLAS's own thread "
-          'settings are left as they are.',
+          'Threads of this process (:mod:`pyterrier_svmmap.threads`): None every core, a negative number '
+          'counts back from all (-1 all); the model is the same bit for bit for every value.',
           check=_n_jobs, model=False, runtime=True, cli="-j"),
 ])
 
