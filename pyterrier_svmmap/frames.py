@@ -1,7 +1,5 @@
-"""PyTerrier frames ⇄ the numeric core's arrays (the only place that knows both): a result frame with a
-``features`` column (as :class:`~pyterrier_svmmap.RunFeatures` makes) and qrels become candidates grouped by
-query, checked at the door with messages that say what to do.
-"""
+"""PyTerrier frames ⇄ the numeric core's arrays (the only place that knows both): a result frame with ``features``
+and qrels become candidates grouped by query, checked with messages that say what to do."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -18,16 +16,8 @@ from pyterrier_svmmap.user_warnings import warn
 
 @dataclass
 class Candidates(Queries):
-    """A result frame as :class:`~pyterrier_svmmap.queries.Queries`, rows by qid then docno (a canonical order);
-    ``labels`` 0 for candidates not in the qrels (None without qrels).
-
-    Attributes
-    ----------
-    frame : DataFrame
-        The input rows in the arrays' order.
-    docno_codes : ndarray of shape (n,) or None
-        Int codes that order the rows as their docno strings do (None: from ``frame["docno"]`` when needed).
-    """
+    """A result frame as :class:`~pyterrier_svmmap.queries.Queries`, rows by qid then docno (a canonical order), with
+    the input rows in that order (``frame``) and the docnos' order codes (``docno_codes``, None: from ``frame``)."""
     frame: pd.DataFrame = None
     docno_codes: Optional[np.ndarray] = None
     #: tie_base_order per tie-break function, computed on first use (not copied by dataclasses.replace)
@@ -69,8 +59,7 @@ def align_feature_names(raw: np.ndarray, names: Optional[Sequence[str]], trained
 
 
 def check_qrels(qrels: pd.DataFrame, context=None) -> pd.DataFrame:
-    """qrels as qid, docno (str) and label (numeric, negatives as 0), one row per pair: the last label of a pair
-    listed twice, as trec_eval uses it (warned when they disagree)."""
+    """qrels as qid, docno (str) and label (negatives as 0), one row per pair (the last label, as trec_eval)."""
     if not isinstance(qrels, pd.DataFrame):
         raise TypeError(f"qrels must be a DataFrame with columns qid, docno, label; got {type(qrels).__name__}")
     missing = [c for c in ("qid", "docno", "label") if c not in qrels.columns]
@@ -165,8 +154,8 @@ FIRST_STAGE_ATTR = "first_stage"
 
 def first_stage_column(attrs: dict, feature_names: Optional[Sequence[str]] = None, raw: Optional[np.ndarray] = None,
                        score: Optional[np.ndarray] = None) -> Optional[int]:
-    """The column of the frame's first stage: the one ``attrs["first_stage"]`` declares, else the first feature
-    equal to the frame's ``score`` on every row (``bm25 >> (bm25 ** pl2)``), else None."""
+    """The frame's first stage: the column ``attrs["first_stage"]`` declares, else the first feature equal to the
+    frame's ``score``, else None."""
     first = attrs.get(FIRST_STAGE_ATTR)
     if first is None:
         if raw is None or score is None or not len(raw):
@@ -183,11 +172,8 @@ def first_stage_column(attrs: dict, feature_names: Optional[Sequence[str]] = Non
 def candidates_from_frame(res: pd.DataFrame, qrels: Optional[pd.DataFrame] = None,
                           n_functions: Optional[int] = None, context=None, rel: float = 1.0,
                           feature_names: Optional[Sequence[str]] = None) -> Candidates:
-    """Validate a result frame with ``features`` (NaN: missed by a base function) and turn it into :class:`Candidates`.
-
-    With ``qrels``, labels are joined on (qid, docno) (unjudged: 0), queries without qrels are warned about, and
-    ``n_relevant`` counts the qrels' documents with label ≥ ``rel``; ``feature_names`` aligns the frame's features
-    with a model's (:func:`align_feature_names`)."""
+    """Validate a result frame with ``features`` and turn it into :class:`Candidates`; with ``qrels``, labels joined
+    on (qid, docno) (unjudged: 0) and ``n_relevant`` counted at ``rel``; ``feature_names`` aligns the features."""
     missing = [c for c in ("qid", "docno", "features") if c not in getattr(res, "columns", ())]
     if missing:
         who = type(context).__name__ if context is not None else "the learner"

@@ -25,16 +25,14 @@ INPUT_FEATURE = "input"
 
 
 class RunFeatures(pt.Transformer):
-    """Union of base runs → one row per (qid, candidate) with ``features`` (one score per base function, NaN where
-    a run missed the candidate); ``attrs`` name the features and the first stage.
+    """Union of base runs → one row per (qid, candidate) with ``features``, a score per base function (NaN: missed).
 
     Parameters
     ----------
     base : list or dict
         The base functions (PyTerrier transformers or run DataFrames of qid, docno, score), or a dict name → one.
     first : str, optional
-        The name of the base run that is the first stage, declared to the learner in ``attrs["first_stage"]``;
-        re-ranking a result frame, its own score (``"input"``) unless ``first`` names another.
+        The base run that is the first stage, declared in ``attrs["first_stage"]`` (re-ranking: ``"input"``).
     verbose : bool, default False
         Show a progress bar over the base functions.
     """
@@ -79,7 +77,6 @@ class RunFeatures(pt.Transformer):
         Parameters
         ----------
         inp_cols : list of str
-            The input frame's columns.
 
         Returns
         -------
@@ -136,18 +133,17 @@ class RunFeatures(pt.Transformer):
         return out
 
     def transform(self, topics: pd.DataFrame) -> pd.DataFrame:
-        """Candidates with ``features``: from topics, grouped by qid in the topics' order, best first by the first base
-        function; from a result frame, its rows in order, every column kept.
+        """Candidates with ``features``: from topics, the base runs' union by qid, best first by the first base
+        function; from a first stage's result frame, its rows in order.
 
         Parameters
         ----------
         topics : DataFrame
-            Topics (``qid``, ``query``), or a first stage's result frame (with ``docno``).
+            Topics (``qid``, ``query``), or a result frame (with ``docno``).
 
         Returns
         -------
         DataFrame
-            ``qid``, ``docno``, the input's other columns and ``features``.
         """
         if "docno" in topics.columns:
             return self._rerank(topics)

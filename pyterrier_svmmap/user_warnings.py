@@ -11,15 +11,7 @@ LIBRARIES = ("pyterrier_svmmap", "pyterrier")
 
 
 def warn(message: str, category: Type[Warning] = UserWarning) -> None:
-    """``warnings.warn(message, category)`` attributed to the first frame outside :data:`LIBRARIES`.
-
-    Parameters
-    ----------
-    message : str
-        The warning's text.
-    category : type, default UserWarning
-        The warning's class.
-    """
+    """``warnings.warn(message, category)`` attributed to the first frame outside :data:`LIBRARIES`."""
     folders = tuple(os.path.dirname(os.path.abspath(file)) + os.sep for file in
                     (getattr(sys.modules.get(name), "__file__", None) for name in LIBRARIES) if file)
     frame, level = sys._getframe(1), 2

@@ -1,5 +1,5 @@
 """PyTerrier estimators of ApproxAP and ApproxNDCG (Qin, Liu & Li 2010) over
-:class:`~pyterrier_svmmap.approx.ranker.ApproxRanker`, on a :class:`~pyterrier_svmmap.features.layout.FeatureLayout`."""
+:class:`~pyterrier_svmmap.approx.ranker.ApproxRanker`."""
 from __future__ import annotations
 
 import dataclasses
@@ -64,8 +64,7 @@ class _Approx(RankerEstimator):
         self._adopt()
 
     def _labels(self, labels: np.ndarray) -> np.ndarray:
-        """ApproxAP's AP is binary: label ≥ ``rel`` is relevant (the package's rule); ApproxNDCG keeps the
-        grades."""
+        """Binary labels (≥ ``rel``) for ApproxAP, the grades for ApproxNDCG."""
         return (labels >= self.rel).astype(float) if self.measure == "ap" else labels
 
     def _adopt(self) -> None:
@@ -93,11 +92,9 @@ class _Approx(RankerEstimator):
 
 
 class ApproxAP(_Approx):
-    """ApproxAP (Qin et al., §4.3–4.4, :class:`~pyterrier_svmmap.approx.ranker.ApproxRanker`): a linear model on
-    φ trained by gradient ascent on ÂP; (α, β) and the iteration chosen by validation MAP over the paper's grid.
+    """ApproxAP (Qin et al., §4.3–4.4): gradient ascent on ÂP over φ, (α, β) and iteration by validation MAP.
 
-    {parameters}
-    """
+    {parameters}"""
     measure = "ap"
     PARAMS = ParamSpec([*APPROX_PARAMS, dataclasses.replace(STRUCT_SVM_PARAMS["rel"], implied=1.0)])
 
@@ -120,11 +117,9 @@ class ApproxAP(_Approx):
 
 
 class ApproxNDCG(_Approx):
-    """ApproxNDCG (Qin et al., §4.2, §4.4): as :class:`ApproxAP` with N̂DCG (Eq. (21)), gains 2^label − 1, α chosen
-    by validation NDCG@n over the paper's grid (§6.4); ``betas`` is ignored.
+    """ApproxNDCG (Qin et al., §4.2, §4.4): as :class:`ApproxAP` with N̂DCG (gains 2^label − 1); ``betas`` ignored.
 
-    {parameters}
-    """
+    {parameters}"""
     measure = "ndcg"
     PARAMS = APPROX_PARAMS
 

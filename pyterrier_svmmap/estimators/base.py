@@ -1,5 +1,4 @@
-"""The PyTerrier estimator shared by every learner: frames in, arrays to the learner, frames out, and the model
-saved and loaded as a ``pt.Artifact`` (:mod:`~pyterrier_svmmap.io.model_files`)."""
+"""The PyTerrier estimator every learner shares: frames in, arrays to the learner, frames out, ``pt.Artifact`` files."""
 from __future__ import annotations
 
 import inspect
@@ -25,12 +24,9 @@ log = logging.getLogger(__name__)
 
 
 class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
-    """Shared PyTerrier plumbing of the learners: frames in, arrays to ``_fit_arrays``/``_score``, models saved
-    and loaded as ``pt.Artifact`` s.
-
-    A subclass declares ``PARAMS`` (:class:`~pyterrier_svmmap.params.ParamSpec`), writes their keyword-only
-    ``__init__`` out, and implements ``_fit_arrays(train, valid)`` (:class:`Candidates`), ``_score(raw, offsets)``
-    and ``_get_state()`` / ``_set_state(meta, arrays)``. See docs/architecture.md."""
+    """Shared PyTerrier plumbing of the learners. A subclass declares ``PARAMS``, writes their keyword-only
+    ``__init__`` out and implements ``_fit_arrays(train, valid)``, ``_score(raw, offsets)``, ``_get_state()`` and
+    ``_set_state(meta, arrays)`` (docs/architecture.md)."""
 
     #: no parameters of its own: each learner declares its ``PARAMS``
     PARAMS = ParamSpec([])
@@ -46,18 +42,16 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
 
     def fit(self, train_res: pd.DataFrame, train_qrels: pd.DataFrame,
             valid_res: Optional[pd.DataFrame] = None, valid_qrels: Optional[pd.DataFrame] = None):
-        """Train on candidates judged by qrels (the parameters checked first); the optional validation pair
-        selects hyper-parameters.
+        """Train on candidates judged by qrels; the optional validation pair selects hyper-parameters.
 
         Parameters
         ----------
         train_res : DataFrame
-            Training candidates: ``qid``, ``docno`` and ``features`` (a score per base function, NaN where a function
-            did not retrieve the candidate), e.g. ``RunFeatures(...).transform(train_topics)``.
+            Training candidates: ``qid``, ``docno`` and ``features`` (a score per base function, NaN where missed).
         train_qrels : DataFrame
             Their judgements: ``qid``, ``docno``, ``label`` (candidates not in it count as label 0).
         valid_res, valid_qrels : DataFrame, optional
-            Validation candidates and judgements (both or neither); without them the learner cross-validates.
+            Validation candidates and judgements (both or neither).
 
         Returns
         -------
@@ -85,14 +79,12 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
 
     def fit_candidates(self, train: Candidates, valid: Optional[Candidates] = None,
                        feature_names: Optional[Sequence[str]] = None):
-        """``fit`` on frames already converted (the same model), so that several estimators convert them once.
+        """``fit`` on frames converted once by :func:`~pyterrier_svmmap.frames.candidates_from_frame` (the same model).
 
         Parameters
         ----------
-        train : Candidates
-            From :func:`~pyterrier_svmmap.frames.candidates_from_frame` with qrels, at this estimator's ``rel``.
-        valid : Candidates, optional
-            Validation candidates, converted the same way.
+        train, valid : Candidates
+            Converted with their qrels at this estimator's ``rel`` (``valid`` optional).
         feature_names : sequence of str, optional
             The base functions' names.
 
@@ -132,7 +124,6 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
         Parameters
         ----------
         cands : Candidates
-            Candidates converted by :func:`~pyterrier_svmmap.frames.candidates_from_frame`.
 
         Returns
         -------
@@ -151,13 +142,12 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
         return scores
 
     def transform(self, res: pd.DataFrame) -> pd.DataFrame:
-        """Add ``score`` and ``rank`` to every candidate, ties broken as validation breaks them
-        (:mod:`~pyterrier_svmmap.ties`).
+        """Add ``score`` and ``rank`` to every candidate, ties broken by the tie policy (:mod:`~pyterrier_svmmap.ties`).
 
         Parameters
         ----------
         res : DataFrame
-            Candidates with ``qid``, ``docno`` and ``features`` (as for ``fit``).
+            Candidates with ``qid``, ``docno`` and ``features``.
 
         Returns
         -------
@@ -204,7 +194,6 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
         Parameters
         ----------
         inp_cols : list of str
-            The input frame's columns.
 
         Returns
         -------
@@ -218,9 +207,9 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
         Parameters
         ----------
         raw : ndarray of shape (n, F)
-            Base-function scores, NaN where a function did not retrieve the candidate.
+            Base-function scores, NaN where missed.
         offsets : ndarray of shape (Q + 1,)
-            Query boundaries: query q holds rows ``offsets[q]:offsets[q + 1]``.
+            Query boundaries.
 
         Returns
         -------
@@ -255,15 +244,14 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
 
     # -- persistence ------------------------------------------------------------------------------
     def save(self, path: Union[str, Path], overwrite: bool = False) -> None:
-        """Write the trained model to directory ``path`` (:mod:`~pyterrier_svmmap.io.model_files`), whole or not at all.
+        """Write the trained model to directory ``path``, whole or not at all (:mod:`~pyterrier_svmmap.io.model_files`).
 
         Parameters
         ----------
         path : str or Path
             A new directory, an empty one, or a model directory, which is replaced.
         overwrite : bool, default False
-            Also write into a directory that holds other files (else FileExistsError, as ``svmmap learn`` without
-            ``--force``).
+            Also write into a directory that holds other files (else FileExistsError).
         """
         if not hasattr(self, "n_functions_"):
             raise RuntimeError("save() needs a fitted model: call fit() first")
@@ -280,8 +268,7 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
 
     @classmethod
     def from_params(cls, params: dict) -> "RankerEstimator":
-        """An unfitted estimator of saved constructor ``params``, checked; a parameter the class fixes (``SVMMap``'s
-        ``loss='map'``) is accepted at the class's value, any other unknown one is a ValueError."""
+        """An unfitted estimator of saved ``params``, checked (a parameter the class fixes only at its value)."""
         taken = set(cls.PARAMS.names)
         kwargs = {}
         for name, value in params.items():

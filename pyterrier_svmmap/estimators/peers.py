@@ -1,5 +1,4 @@
-"""PyTerrier estimators of the boosted peers — LambdaMART and McRank (LightGBM, ``[peers]``), AdaRank — over the
-array-level rankers of :mod:`pyterrier_svmmap.boosting`."""
+"""PyTerrier estimators of the boosted peers LambdaMART, McRank (LightGBM, ``[peers]``) and AdaRank."""
 from __future__ import annotations
 
 import dataclasses
@@ -29,7 +28,7 @@ class _Peer(RankerEstimator):
         self.ranker_.fit_queries(train, valid)              # Candidates are Queries
 
     def _relevance(self, cands: Candidates) -> Candidates:
-        """The candidates with the labels the ranker trains on (graded, as they are)."""
+        """The candidates with the labels the ranker trains on."""
         return cands
 
     def _score(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
@@ -47,11 +46,9 @@ class _Peer(RankerEstimator):
 
 
 class LambdaMART(_Peer):
-    """LambdaMART (LightGBM ``lambdarank``, early stopping on the validation queries), the PyTerrier estimator of
-    :class:`pyterrier_svmmap.boosting.lambdamart.LambdaMARTRanker`. Needs ``[peers]``.
+    """LambdaMART (LightGBM ``lambdarank``, :class:`~pyterrier_svmmap.boosting.lambdamart.LambdaMARTRanker`).
 
-    {parameters}
-    """
+    {parameters}"""
     ranker_class = LambdaMARTRanker
     PARAMS = LambdaMARTRanker.PARAMS
 
@@ -70,11 +67,9 @@ class LambdaMART(_Peer):
 
 
 class McRank(_Peer):
-    """McRank (multiclass boosted trees, score = expected relevance, 30 rounds), the PyTerrier estimator of
-    :class:`pyterrier_svmmap.boosting.mcrank.McRankRanker`. Needs ``[peers]``.
+    """McRank (multiclass boosted trees, :class:`~pyterrier_svmmap.boosting.mcrank.McRankRanker`).
 
-    {parameters}
-    """
+    {parameters}"""
     ranker_class = McRankRanker
     PARAMS = McRankRanker.PARAMS
 
@@ -90,11 +85,9 @@ class McRank(_Peer):
 
 
 class AdaRank(_Peer):
-    """AdaRank.MAP (Xu & Li 2007), single-feature weak rankers, pure numpy: the PyTerrier estimator of
-    :class:`pyterrier_svmmap.boosting.adarank.AdaRankRanker`.
+    """AdaRank.MAP (Xu & Li 2007, :class:`~pyterrier_svmmap.boosting.adarank.AdaRankRanker`).
 
-    {parameters}
-    """
+    {parameters}"""
     ranker_class = AdaRankRanker
     PARAMS = AdaRankRanker.PARAMS.plus(
         Param("rel", 1.0, "float", "The lowest label that counts as relevant: AdaRank.MAP trains on binary relevance "

@@ -1,6 +1,5 @@
-"""The feature encoder: learns what φ's blocks need from training candidates (thresholds, scales) and builds φ
-(:class:`~pyterrier_svmmap.features.matrices.FeatureMatrix`) from base-function scores (``raw``, NaN where a
-function did not retrieve the candidate, queries delimited by ``offsets``). See docs/user_guide.md#features."""
+"""The feature encoder: learns what φ's blocks need from training candidates (thresholds, scales) and builds φ from
+base-function scores. See docs/user_guide.md#features."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -45,14 +44,13 @@ class FeatureEncoder:
     binning : {'quantile', 'minmax', 'percentile'}, default 'quantile'
         How scores are scaled before thresholds apply.
     threshold_depth : int or None, default None
-        Quantile binning only: the quantiles over each training query's top ``threshold_depth`` candidates.
+        Quantile binning only: the quantiles of each training query's top ``threshold_depth`` candidates.
     normalise : {'query', None}, default 'query'
         The ``raw`` block's scale: standardised within queries, or the scores as they are.
 
     Notes
     -----
-    Learned by :meth:`fit`: ``thresholds_`` ((F, n_bins) or None), ``prescale_`` (powers of two),
-    ``column_scale_`` and ``indicator_scale_`` (0 for a column that never varies within a training query).
+    :meth:`fit` learns ``thresholds_``, ``prescale_``, ``column_scale_`` and ``indicator_scale_``.
     """
 
     features: Union[str, Sequence[str]] = "bins"
@@ -101,7 +99,7 @@ class FeatureEncoder:
 
     def fit_statistics(self, stats: ColumnStatistics, thresholds: Optional[np.ndarray] = None,
                        base_names: Optional[Sequence[str]] = None) -> "FeatureEncoder":
-        """:meth:`fit` from what it learns from the data, however computed (one process or a cluster's shards).
+        """:meth:`fit` from its statistics, however computed (in one process or over a cluster's shards).
 
         Parameters
         ----------
@@ -110,7 +108,6 @@ class FeatureEncoder:
         thresholds : ndarray of shape (F, n_bins), optional
             Quantile bins' thresholds (:func:`sample_thresholds`).
         base_names : sequence of str, optional
-            A name per base function.
 
         Returns
         -------
@@ -182,12 +179,11 @@ class FeatureEncoder:
         return out
 
     def bin_codes(self, raw, offsets: np.ndarray) -> np.ndarray:
-        """The number of thresholds each score exceeds (missing → 0), spread over threads.
+        """The number of thresholds each score exceeds (missing → 0).
 
         Parameters
         ----------
         raw, offsets : ndarray
-            Candidates (n × F scores, NaN where missing) and their query boundaries.
 
         Returns
         -------
@@ -214,7 +210,6 @@ class FeatureEncoder:
         Parameters
         ----------
         base_names : sequence of str
-            A name per base function.
 
         Returns
         -------

@@ -1,5 +1,5 @@
-"""φ's layout: how the weight vector w of a linear model is laid out (the feature blocks in order, then an
-optional bias), with its dimension, slices, names, the prior's weights w₀ and its serialisation."""
+"""φ's layout: how w is laid out (the feature blocks in order, then an optional bias), its names, the prior's
+weights w₀ and its serialisation."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -16,8 +16,7 @@ from pyterrier_svmmap.queries import shard_rows
 
 @dataclass
 class FeatureLayout:
-    """A fitted :class:`FeatureEncoder`, whether φ ends with a bias, and the base names; made by :meth:`fit` or
-    :meth:`from_state`.
+    """A fitted :class:`FeatureEncoder`, whether φ ends with a bias, and the base names (see :meth:`fit`).
 
     Parameters
     ----------
@@ -52,12 +51,8 @@ class FeatureLayout:
         ----------
         raw, offsets : ndarray
             Candidates (n × F scores, NaN where missing) and their query boundaries.
-        features, n_bins, binning, threshold_depth, normalise
-            :class:`FeatureEncoder`'s parameters.
-        bias : bool
-            Whether φ ends with a constant dimension.
-        base_names : sequence of str, optional
-            A name per base function.
+        features, n_bins, binning, threshold_depth, normalise, bias, base_names
+            :class:`FeatureEncoder`'s and this class's parameters.
 
         Returns
         -------
@@ -97,14 +92,12 @@ class FeatureLayout:
         return sum(self._block_width(k) for k, _ in self.block_slices())
 
     def block_weights(self, w: np.ndarray, kind: str) -> np.ndarray:
-        """The weights of one block, shaped as its kind says (:meth:`.blocks.FeatureBlock.weight_shape`).
+        """The weights of block ``kind``, shaped as its kind says (:meth:`.blocks.FeatureBlock.weight_shape`).
 
         Parameters
         ----------
         w : ndarray of shape (dim,)
-            A weight vector of this layout.
         kind : str
-            A block kind of this layout.
 
         Returns
         -------
@@ -153,7 +146,7 @@ class FeatureLayout:
         Parameters
         ----------
         function : int
-            The index of a base function.
+            A base function's column.
         raw, offsets : ndarray, optional
             Candidates and their query boundaries (not read when ``span`` is given).
         scale : float
@@ -177,14 +170,12 @@ class FeatureLayout:
         return scale * w0
 
     def score_extent(self, raw: np.ndarray, offsets: np.ndarray, function: int) -> Tuple[float, float]:
-        """The (min, max) of function ``function``'s column of :meth:`prior_block` on candidates.
+        """The (min, max) of base function ``function``'s column of :meth:`prior_block` on candidates.
 
         Parameters
         ----------
         raw, offsets : ndarray
-            Candidates and their query boundaries.
         function : int
-            The index of a base function.
 
         Returns
         -------
@@ -242,8 +233,7 @@ def default_base_names(n: int, start: int = 0) -> List[str]:
 
 @dataclass
 class EncodedQueries:
-    """φ of some queries under a fitted layout: what a path of C trains on. The layout learns nothing from labels,
-    so one layout serves every cross-validation fold (:meth:`subset`)."""
+    """φ of some queries under a fitted layout, which learns nothing from labels and so serves every fold."""
 
     layout: FeatureLayout
     X: FeatureMatrix

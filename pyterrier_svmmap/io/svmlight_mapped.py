@@ -1,6 +1,5 @@
-"""Reading svmlight files larger than memory (docs/user_guide.md): :func:`~pyterrier_svmmap.io.svmlight.read_svmlight`'s
-lines in one streaming pass, the dense features in a memory map in a folder the caller gives, regrouped by query
-into a second map when a file's queries are not contiguous."""
+"""Reading svmlight files larger than memory: :func:`~pyterrier_svmmap.io.svmlight.read_svmlight`'s lines in one
+streaming pass, the dense features in a memory map (regrouped by query into a second one when needed)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -90,27 +89,8 @@ class _Column:
 def read_svmlight_mapped(paths: Union[str, Path, Sequence[Union[str, Path]]], folder: Union[str, Path],
                          n_features: Optional[int] = None, max_features: int = MAX_FEATURES,
                          chunk_bytes: int = CHUNK_BYTES) -> RankingData:
-    """Read svmlight/LETOR ranking files with the features in a memory map: :func:`read_svmlight`'s lines, values,
-    checks and errors, but its memory check.
-
-    Parameters
-    ----------
-    paths : str, Path or sequence of them
-        The files, in order.
-    folder : str or Path
-        An existing folder for the maps; the caller removes it when done with the data.
-    n_features : int, optional
-        A model's width: a larger index is an error, narrower files get zero columns.
-    max_features : int, default=MAX_FEATURES
-        Without ``n_features``: the largest feature index accepted.
-    chunk_bytes : int, default=CHUNK_BYTES
-        Bytes read and parsed at a time (whole lines).
-
-    Returns
-    -------
-    RankingData
-        Grouped by query: ``features``, ``qids`` and ``line_numbers`` memory maps, ``labels`` in memory, no comments.
-    """
+    """:func:`read_svmlight` with the features in memory maps in ``folder`` (the caller removes it): the same lines,
+    values, checks and errors but the memory check, grouped by query (``labels`` in memory, no comments)."""
     width_rule = check_width_arguments(n_features, max_features)
     files = data_files(paths)
     folder = Path(folder)

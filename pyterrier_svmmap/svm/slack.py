@@ -16,13 +16,13 @@ class SlackGroup:
 
 
 def make_slack_groups(loss: LossSpec, C: float, **params) -> list:
-    """The solver's slack groups: one with ``C`` for a single loss; for ``"combo"`` one per member with
-    C·C_weights[l] (``slack="separate"``, the default) or one :class:`ComboLoss` group (``slack="shared"``).
+    """The solver's slack groups: one for a single loss; for ``"combo"`` one per member with C·C_weights[l]
+    (``slack="separate"``) or one :class:`ComboLoss` (``slack="shared"``).
 
     Parameters
     ----------
     loss : str or Loss
-        The loss specification (:func:`~pyterrier_svmmap.svm.losses.get_loss`), or ``"combo"``.
+        Anything :func:`~pyterrier_svmmap.svm.losses.get_loss` takes, or ``"combo"``.
     C : float
         The regularisation constant (positive).
     **params

@@ -1,5 +1,4 @@
-"""Structural-SVM losses, one module each (a :class:`~pyterrier_svmmap.svm.losses.base.Loss` subclass and a line in
-:data:`LOSSES`), and :func:`most_violated`, their public argmax. See docs/losses.md."""
+"""Structural-SVM losses, one module each, and :func:`most_violated`, their public argmax (docs/losses.md)."""
 from __future__ import annotations
 
 import re
@@ -38,9 +37,7 @@ def get_loss(loss: LossSpec, **params) -> Loss:
     Parameters
     ----------
     loss : str or Loss
-        A name of :data:`LOSSES` — ``"map"``, ``"roc"``, ``"ndcg"`` (no cutoff), ``"ndcg@10"``, ``"mrr"``,
-        ``"mrr@10"``, ``"dorm"``, ``"dorm@10"``, ``"acc"``, ``"acc2"`` — or ``"combo"`` with ``losses=[...]``
-        (shared slacks); or a Loss instance, returned as it is.
+        A name of :data:`LOSSES`, with a cutoff as ``"ndcg@10"``, or ``"combo"`` with ``losses=[...]``.
     **params
         The loss's parameters (e.g. ``k``); none with a Loss instance.
 
@@ -80,11 +77,11 @@ def most_violated(scores, labels, loss: LossSpec = "map", **params) -> np.ndarra
     Parameters
     ----------
     scores : array-like of shape (n,)
-        The current model's scores wᵀφ(x, d) of the query's candidates (finite).
+        The current model's finite scores of the query's candidates.
     labels : array-like of shape (n,)
-        Relevance labels; > 0 marks the relevant candidates.
+        Relevance labels; > 0 is relevant.
     loss : str or Loss, default "map"
-        Anything :func:`get_loss` takes, e.g. ``loss="ndcg", k=10`` or ``loss="mrr@10"``.
+        Anything :func:`get_loss` takes.
     **params
         The loss's parameters.
 
