@@ -1,6 +1,5 @@
-"""Scores read a chunk of whole queries at a time, so that a float32 or float64 matrix, or a memory map of one, is
-never converted or copied whole; per-query results do not depend on the cut and sums run in query order. A
-memory map's pages are given back once a chunk is read (:func:`release`)."""
+"""Scores read a chunk of whole queries at a time, so that no score matrix (or memory map) is converted or copied
+whole; per-query results do not depend on the cut, and a memory map's pages are given back (:func:`release`)."""
 from __future__ import annotations
 
 import mmap
@@ -17,8 +16,7 @@ KEPT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 class Chunk(NamedTuple):
-    """Consecutive whole queries of a score matrix: the first query's index, the first row's, the boundaries from 0
-    and the scores (C-contiguous float64, read-only)."""
+    """Consecutive whole queries of a score matrix: first query, first row, boundaries from 0, float64 scores."""
     first: int
     start: int
     offsets: np.ndarray
@@ -30,7 +28,6 @@ class Chunk(NamedTuple):
 
     @property
     def stop(self) -> int:
-        """One past the chunk's last row."""
         return self.start + len(self.values)
 
 
@@ -100,8 +97,8 @@ def select_queries(raw, offsets: np.ndarray, keep: np.ndarray):
 
 
 class QueryRows:
-    """The rows of some queries of score matrix ``base`` without a copy, with its ``shape``, ``ndim``, ``len`` and a
-    float64 ``dtype``; read chunk by chunk, ``rows[:, j]`` gathers a column, ``numpy.asarray`` copies."""
+    """The rows of some queries of ``base`` without a copy, array-like (``shape``, ``len``, float64 ``dtype``);
+    read chunk by chunk, ``rows[:, j]`` gathers a column, ``numpy.asarray`` copies."""
 
     ndim = 2
     dtype = np.dtype(np.float64)
@@ -125,11 +122,9 @@ class QueryRows:
         return self.shape[0]
 
     def select(self, keep: np.ndarray) -> "QueryRows":
-        """The kept queries where ``keep`` is True."""
         return QueryRows(self.base, self.base_offsets, self.queries[np.asarray(keep, dtype=bool)])
 
     def chunks(self, offsets: np.ndarray, max_bytes: Optional[int] = None) -> Iterator[Chunk]:
-        """:func:`query_chunks` of these rows."""
         offsets = np.asarray(offsets, dtype=np.int64)
         if len(offsets) != len(self.offsets) or int(offsets[-1]) != int(self.offsets[-1]):
             raise ValueError("these offsets do not delimit the queries of these rows")
@@ -166,8 +161,7 @@ class QueryRows:
 
 
 def release(part: np.ndarray) -> None:
-    """Drop the pages of ``part`` (C-contiguous rows of a ``"r"``, ``"r+"`` or ``"w+"`` memmap) from this process;
-    nothing for other arrays or where the system cannot."""
+    """Drop the pages of ``part`` (C-contiguous rows of a shared or read-only memmap) from this process."""
     if not isinstance(part, np.ndarray) or not part.nbytes or not part.flags.c_contiguous \
             or not hasattr(mmap, "MADV_DONTNEED"):
         return

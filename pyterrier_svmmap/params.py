@@ -1,6 +1,5 @@
-"""Constructor parameters, declared once per learner as a :class:`ParamSpec` of :class:`Param`: a
-:class:`Parametrized` class writes its keyword-only ``__init__`` out and gets the checks, ``get_params`` /
-``set_params``, its docstring's Parameters section and what ``repr`` shows and model files save."""
+"""Constructor parameters, declared once per learner as a :class:`ParamSpec` of :class:`Param` that a
+:class:`Parametrized` class's written-out ``__init__`` is checked against."""
 from __future__ import annotations
 
 import inspect
@@ -18,9 +17,9 @@ MISSING: Any = type("Missing", (), {"__repr__": lambda self: "MISSING"})()
 
 @dataclass(frozen=True)
 class Param:
-    """One constructor parameter: keyword, default, type and prose (the docstring's), ``check(value)`` (a message or
-    None), whether it changes the model (``model``) or is this machine's (``runtime``, never saved), the value older
-    model files mean (``implied``), its ``svmmap learn`` option (``cli``) and the docstring's ``default_doc``."""
+    """One constructor parameter: keyword, default, type and prose, ``check(value)`` (a message or None), whether it
+    changes the model or is this machine's (``runtime``, never saved), the value older model files mean
+    (``implied``), its ``svmmap learn`` option and the docstring's ``default_doc``."""
     name: str
     default: Any
     type_doc: str
@@ -137,8 +136,8 @@ def _same_default(a: Any, b: Any) -> bool:
 
 
 class Parametrized:
-    """A learner whose constructor parameters ``PARAMS`` declares: checked against the spec when the class is created,
-    and its docstring's ``{parameters}`` replaced by the spec's Parameters section."""
+    """A learner whose ``PARAMS`` is checked against ``__init__`` when the class is created and fills its docstring's
+    ``{parameters}``."""
 
     PARAMS: ClassVar[ParamSpec] = ParamSpec([])
 

@@ -1,5 +1,4 @@
-"""Pictures (needs ``[plot]``): a model's learned score contributions (Yue et al. 2007, Figure 2) and a systems
-summary."""
+"""Pictures (``[plot]``): a model's learned score contributions (Yue et al. 2007, Figure 2) and a systems summary."""
 from __future__ import annotations
 
 import json

@@ -1,5 +1,4 @@
-"""Candidates grouped by query (``raw``, ``labels``, ``offsets``) and the operations on them: checks, query
-indices, usable queries, subsets and shards; :class:`Queries` holds one such set."""
+"""Candidates grouped by query (``raw``, ``labels``, ``offsets``), the operations on them, and :class:`Queries`."""
 from __future__ import annotations
 
 import dataclasses
@@ -17,8 +16,7 @@ def query_ids(offsets: np.ndarray) -> np.ndarray:
 
 
 def check_ranking_arrays(raw, labels, offsets, what: str = "training") -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``raw`` (n × F, NaN allowed, inf not; float32/float64 and memory maps kept), ``labels`` and ``offsets`` as
-    arrays, or a ValueError saying which is wrong."""
+    """``raw`` (n × F, NaN allowed, inf not; float32/float64 kept), ``labels`` and ``offsets`` checked, as arrays."""
     raw = score_matrix(raw)
     if raw.ndim != 2:
         raise ValueError(f"{what} scores must be a 2-d array (candidates × base functions), got shape {raw.shape}")
@@ -79,11 +77,9 @@ def split_queries(raw, labels, offsets, sizes: Sequence[int]) -> List[Tuple[np.n
 
 @dataclass
 class Queries:
-    """Candidates of whole queries, in query order: what every learner trains on and scores.
-
-    ``raw`` (n × F, NaN = not retrieved), ``labels`` (None to score only), ``offsets`` (Q + 1), and where known
-    ``qids``, ``n_relevant`` (the qrels' relevant documents, AP's denominator), ``docnos`` (the last tie key) and
-    ``reference`` (the first stage's column; None: the best base function on these queries)."""
+    """Candidates of whole queries, in query order: ``raw`` (NaN = not retrieved), ``labels`` (None to score only),
+    ``offsets``, and where known ``qids``, ``n_relevant`` (AP's denominator), ``docnos`` (the last tie key) and
+    ``reference`` (the first stage's column)."""
     raw: np.ndarray
     labels: Optional[np.ndarray]
     offsets: np.ndarray
@@ -108,7 +104,6 @@ class Queries:
         return self.raw.shape[1]
 
     def usable(self) -> np.ndarray:
-        """Per query, whether it can form ranking constraints (:func:`usable_queries`)."""
         return usable_queries(self.labels, self.offsets)
 
     def subset(self, keep: np.ndarray) -> "Queries":
@@ -145,8 +140,7 @@ class Queries:
 
 
 def as_queries(valid) -> Optional["Queries"]:
-    """The rankers' ``valid`` argument as :class:`Queries`: Queries, None, or ``(raw, labels, offsets[, n_relevant[,
-    docnos]])``."""
+    """The rankers' ``valid`` argument as :class:`Queries`: Queries, None or ``(raw, labels, offsets, ...)``."""
     if valid is None or isinstance(valid, Queries):
         return valid
     if not isinstance(valid, (tuple, list)) or len(valid) not in (3, 4, 5):

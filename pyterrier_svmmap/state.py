@@ -1,5 +1,4 @@
-"""The fitted state of the array-level learners as (JSON-able meta, numpy arrays): the checks and conversions their
-``get_state`` / ``from_state`` share, so a model file reads back exactly or names what is wrong."""
+"""The fitted state of the array-level learners as (JSON-able meta, arrays): the checks and conversions they share."""
 from __future__ import annotations
 
 import inspect
@@ -10,8 +9,7 @@ import numpy as np
 
 
 class StateError(ValueError):
-    """A fitted state that does not hold together: its ``field`` (a meta path, or an array with ``array=True``) and
-    ``problem``."""
+    """A fitted state that does not hold together: its ``field`` (in meta, or an array) and ``problem``."""
 
     def __init__(self, field: str, problem: str, array: bool = False):
         self.field, self.problem, self.array = field, problem, array

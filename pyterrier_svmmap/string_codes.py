@@ -1,5 +1,4 @@
-"""String columns (qids, docnos) as int64 codes in the order of their ``str`` values: the candidates' canonical
-order, the docno tie key and the evaluator's sort."""
+"""String columns (qids, docnos) as int64 codes in the order of their ``str`` values."""
 from __future__ import annotations
 
 import numpy as np

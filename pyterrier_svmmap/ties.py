@@ -1,6 +1,5 @@
-"""One tie policy for every learner (docs/user_guide.md#ties): equal scores ordered by the tie-break function's
-score, then by docno descending (trec_eval's rule); :func:`break_ties` writes that order into the scores as
-float32, so every evaluator sees one ranking."""
+"""One tie policy for every learner (docs/user_guide.md#ties), written into the scores as float32 by
+:func:`break_ties` so that every evaluator sees one ranking."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,8 +35,7 @@ def tie_base_order(offsets: np.ndarray, secondary: Optional[np.ndarray] = None,
 def tie_order(scores: np.ndarray, offsets: np.ndarray, secondary: Optional[np.ndarray] = None,
               docnos: Optional[np.ndarray] = None, docno_codes: Optional[np.ndarray] = None,
               base_order: Optional[np.ndarray] = None) -> np.ndarray:
-    """Candidate indices by query, then score, ``secondary`` (NaN last) and docno, each descending, then position;
-    ``docno_codes`` stand for ``docnos``, ``base_order`` (:func:`tie_base_order`) for all three."""
+    """Candidate indices by query, then score, ``secondary`` (NaN last) and docno, each descending, then position."""
     n = len(scores)
     if base_order is not None:
         base_order = np.asarray(base_order, dtype=np.int64)
@@ -103,8 +101,8 @@ class TieReport:
 def break_ties(scores: np.ndarray, offsets: np.ndarray, secondary: Optional[np.ndarray] = None,
                docnos: Optional[np.ndarray] = None, k: int = 10, docno_codes: Optional[np.ndarray] = None,
                base_order: Optional[np.ndarray] = None):
-    """(scores that rank every query in :func:`tie_order` even as float32, :class:`TieReport`): o_i =
-    min(f32(s_i), o_{i−1} − 1) in float32 order, a score already below its predecessor kept exactly."""
+    """(scores that rank every query in :func:`tie_order` even as float32, :class:`TieReport`); a score already
+    below its predecessor as a float32 is kept exactly."""
     offsets = np.asarray(offsets, dtype=np.int64)
     scores = within_float32_range(np.asarray(scores, dtype=float), offsets)
     n = len(scores)

@@ -1,6 +1,5 @@
-"""The kinds of feature blocks that make up φ, one class each, in one registry (:data:`BLOCK_KINDS`) that the
-encoder, the layout, model selection, the pictures and the documentation iterate over. A new kind is one
-:class:`FeatureBlock` subclass and one :func:`register_block`."""
+"""The kinds of feature blocks of φ, one class each, in one registry (:data:`BLOCK_KINDS`) that the rest iterates
+over: a new kind is one :class:`FeatureBlock` subclass and one :func:`register_block`."""
 from __future__ import annotations
 
 from typing import ClassVar, Dict, List, Sequence, Tuple
@@ -12,9 +11,8 @@ from pyterrier_svmmap.queries import query_ids
 
 
 class FeatureBlock:
-    """One kind of block of φ: its ``name`` in ``features``, a ``description`` for the documentation and ``--help``,
-    whether it is ``dense`` (a column per function, then the "retrieved" indicators; else bin codes), needs
-    ``thresholds``, its ``model_class`` (0: linear in the scores, 1: step functions) and picture ``axis_label``."""
+    """One kind of block of φ: its ``name``, a ``description`` (documentation, ``--help``), whether it is ``dense``
+    (else bin codes) or needs ``thresholds``, its ``model_class`` (0: linear, 1: step functions), ``axis_label``."""
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
@@ -28,7 +26,6 @@ class FeatureBlock:
         raise NotImplementedError
 
     def width(self, n_functions: int, n_bins: int) -> int:
-        """The block's dimensions in w."""
         return 2 * n_functions
 
     def weight_shape(self, n_functions: int, n_bins: int) -> Tuple[int, int]:
@@ -36,7 +33,6 @@ class FeatureBlock:
         return (2, n_functions)
 
     def names(self, encoder, base_names: Sequence[str]) -> List[str]:
-        """A readable name per dimension, in w's order."""
         return [f"{self.name}({b})" for b in base_names] + [f"retrieved({b})" for b in base_names]
 
     def prior_head(self, n_functions: int, n_bins: int, function: int, span: float) -> np.ndarray:
@@ -75,8 +71,7 @@ def register_block(kind: type) -> type:
 
 @register_block
 class Bins(FeatureBlock):
-    """Yue et al. (2007) §4.2: 1[f(d|q) > k] for every threshold k ∈ K_f, kept as bin codes; the first threshold,
-    −∞, is the "retrieved" indicator."""
+    """Yue et al. (2007) §4.2: 1[f(d|q) > k] for every threshold k ∈ K_f, as bin codes (the first, −∞: "retrieved")."""
 
     name = "bins"
     description = "the paper's threshold indicators 1[f > k], n_bins per base function (a step function of each)"
@@ -126,7 +121,7 @@ class Raw(FeatureBlock):
         return _masked(encoder, np.where(np.isnan(raw), lo, raw))
 
     def score_extent(self, encoder, raw, offsets, function):
-        """The column's (min, max) on ``raw`` (standardised with ``normalise="query"``), (0, 0) when never retrieved."""
+        """The column's (min, max), standardised with ``normalise="query"``; (0, 0) when never retrieved."""
         col = raw[:, function]
         if not np.isfinite(col).any():
             return 0.0, 0.0

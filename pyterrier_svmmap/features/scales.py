@@ -1,5 +1,4 @@
-"""Each base function's scale on the training candidates: the largest |score| (an exact power-of-two prescale),
-then every query's squared deviations, added in query order so that one process and a cluster's shards agree."""
+"""Each base function's scale on the training candidates, summed in query order (a cluster's shards agree)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,9 +16,8 @@ UNNORMALISED_LIMIT = 1e100
 
 @dataclass
 class ColumnStatistics:
-    """Per base function (F,): the largest |retrieved score| ``top``, the pooled within-query standard deviation
-    times :attr:`prescale` (``spread``), and whether scores (``score_varies``) or retrieval (``retrieval_varies``)
-    differ within some query."""
+    """Per base function: the largest |retrieved score| ``top``, the pooled within-query standard deviation times
+    :attr:`prescale` (``spread``), and whether scores or retrieval vary within some query."""
     top: np.ndarray
     spread: np.ndarray
     score_varies: np.ndarray
@@ -27,7 +25,6 @@ class ColumnStatistics:
 
     @property
     def prescale(self) -> np.ndarray:
-        """(F,) :func:`power_of_two_scale` of ``top``."""
         return power_of_two_scale(self.top)
 
 
@@ -56,8 +53,7 @@ def power_of_two_scale(top: np.ndarray) -> np.ndarray:
 
 def query_spread_sums(raw: np.ndarray, offsets: np.ndarray, prescale: np.ndarray
                       ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per query and function (Q × F each): the squared deviations from the query's mean after ``prescale``, summed,
-    the retrieved scores counted, and whether they differ."""
+    """Per query and function: the squared deviations from the mean after ``prescale``, the count, if they differ."""
     raw = np.ascontiguousarray(raw, dtype=float)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     prescale = np.ascontiguousarray(prescale, dtype=float)

@@ -1,6 +1,5 @@
-"""The thresholds K_f of the bins (Yue et al. 2007 §4.2): per function −∞ (the "retrieved" indicator), the distinct
-lower quantiles k/n_bins of its retrieved scores (all, or each query's top ``threshold_depth``), then +∞; sampled
-in passes of at most :data:`SAMPLE_BYTES`, so memory is bounded and the thresholds exact."""
+"""The thresholds K_f of the bins (Yue et al. 2007 §4.2): −∞, the distinct lower quantiles of each function's
+retrieved scores, then +∞; sampled exactly in passes of bounded memory (:data:`SAMPLE_BYTES`)."""
 from __future__ import annotations
 
 from typing import List, Optional
@@ -43,8 +42,8 @@ def _thresholds_of_columns(columns: List[np.ndarray], n_bins: int, retrieved: bo
 
 def sample_thresholds(raw, offsets: np.ndarray, n_bins: int, depth: Optional[int] = None,
                       max_bytes: Optional[int] = None) -> np.ndarray:
-    """:func:`function_thresholds` of the training candidates (each query's top ``depth`` per function), read in
-    chunks of whole queries, a group of functions per pass of about ``max_bytes``."""
+    """:func:`function_thresholds` of the training candidates (each query's top ``depth``), read in chunks of whole
+    queries, a group of functions per pass of about ``max_bytes``."""
     raw = score_matrix(raw)
     offsets = np.asarray(offsets, dtype=np.int64)
     n, n_funcs = raw.shape
@@ -94,8 +93,7 @@ def pad_thresholds(quantiles: np.ndarray, n_bins: int) -> np.ndarray:
 
 
 def top_of_queries(raw: np.ndarray, offsets: np.ndarray, depth: int) -> np.ndarray:
-    """``raw`` with NaN except, per query and function, the ``depth`` highest scores (ties at the boundary
-    kept); queries spread over threads."""
+    """``raw`` with NaN but each query's ``depth`` highest scores per function (ties at the boundary kept)."""
     offsets = np.asarray(offsets)
     sizes = np.diff(offsets)
     if len(sizes) == 0 or sizes.max() <= depth:

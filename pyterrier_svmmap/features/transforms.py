@@ -1,5 +1,4 @@
-"""Per-query transforms of the scores: min–max, percentiles and the ``raw`` block's within-query
-standardisation, each query computed alone (the result does not depend on where the work is cut)."""
+"""Per-query transforms of the scores (min–max, percentiles, the ``raw`` block's standardisation), each query alone."""
 from __future__ import annotations
 
 import sys
@@ -53,9 +52,8 @@ def minmax_normalise(raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 def standardise_scores(raw: np.ndarray, offsets: np.ndarray, prescale: np.ndarray, column_scale: np.ndarray
                        ) -> np.ndarray:
-    """Per query and function z = (x·p − lo·p)·k, 0 for a missing score or k = 0, at most :data:`Z_LIMIT`.
-
-    Compiled once numba is loaded, else numpy with the same bits (scoring alone skips numba's start-up)."""
+    """Per query and function z = (x·p − lo·p)·k, 0 for a missing score or k = 0, at most :data:`Z_LIMIT` (numpy
+    with the same bits until numba is loaded, so that scoring alone skips its start-up)."""
     raw = np.asarray(raw, dtype=float)
     if not len(raw):
         return np.empty(raw.shape)

@@ -1,5 +1,4 @@
-"""IR measures on concatenated queries, vectorised, as ir_measures (trec_eval) computes them on the same ranking
-(AP over the qrels' relevant count, binary-gain nDCG@k, RR@k), ties by candidate order; and LETOR 4.0's
+"""IR measures on concatenated queries as ir_measures computes them (ties by candidate order), and LETOR 4.0's
 Eval-Score-4.0.pl measures (docs/experiments.md)."""
 from __future__ import annotations
 
@@ -34,7 +33,7 @@ def ranks_within_queries(scores: np.ndarray, offsets: np.ndarray):
 
 
 def _ranks(offsets: np.ndarray) -> np.ndarray:
-    """1-based rank of every position of the grouped order (position − its query's offset + 1)."""
+    """1-based rank of every position of the grouped order."""
     return np.arange(offsets[-1]) - np.asarray(offsets)[:-1][query_ids(offsets)] + 1
 
 

@@ -1,5 +1,4 @@
-"""Model selection: choosing among a learner's settings (grids, reference, rule, engine); see
-docs/model-selection.md. The names below are re-exported for the learners and the command line."""
+"""Model selection, re-exported for the learners and the command line (docs/model-selection.md)."""
 from pyterrier_svmmap.selection.grids import (AUTO_C_GRID, AUTO_FEATURES, DEFAULT_ALPHA, DEFAULT_C, DEFAULT_C_GRID,
                                               DEFAULT_FEATURES, DEFAULT_MIN_VALID_QUERIES, DEFAULT_PRIOR,
                                               SELECTION_C_GRID, SELECTION_METHODS, c_grid, cv_folds,

@@ -1,9 +1,5 @@
-"""The one selection engine: trains a learner's settings, scores them on held-out queries and keeps one.
-
-:func:`search` runs both protocols: :data:`PAPER` (Yue et al. §5, ``selection="validation"``) and
-:meth:`Protocol.auto` (the default, ``selection="auto"``). The learner only trains (:data:`TrainPath`) and fits
-layouts (:data:`MakeLayout`); independent fits are picklable jobs a :data:`FitMap` may run elsewhere, with the
-same model. See docs/model-selection.md."""
+"""The one selection engine, :func:`search`: both protocols (:data:`PAPER`, :meth:`Protocol.auto`) train a
+learner's settings through its callbacks, score them on held-out queries and keep one (docs/model-selection.md)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -45,15 +41,10 @@ RACE_FOLDS = 2
 
 @dataclass(frozen=True)
 class Protocol:
-    """How :func:`search` gathers evidence, decides and makes the final model.
-
-    ``alpha``: the level of :func:`~pyterrier_svmmap.selection.rule.choose`'s tests (None: the arg-max);
-    ``fallback``: the reference function competes (and with fewer judged queries than folds the first setting is
-    trained at its first C); ``pool``: cross-validate over training ∪ validation and fit on both;
-    ``min_valid_queries``: a validation set this large is the evidence alone (None: never); ``refit_every``: refit
-    every setting's whole path (else the chosen one up to its C); ``average_folds``: average the final model with
-    the fold models; ``fold_means``: score by the folds' MAPs (else by the queries' APs); ``race``: race the richer
-    model classes (:func:`race_richer`)."""
+    """How :func:`search` gathers evidence, decides and makes the final model: the level ``alpha`` of
+    :func:`~.rule.choose` (None: arg-max); whether the reference function competes (``fallback``), training ∪
+    validation is pooled (``pool``), every path is refitted (``refit_every``), the fold models are averaged in
+    (``average_folds``), settings are scored by fold MAPs (``fold_means``) and richer classes raced (``race``)."""
     alpha: Optional[float] = None
     fallback: bool = False
     pool: bool = False
@@ -66,7 +57,6 @@ class Protocol:
     @classmethod
     def auto(cls, alpha: Optional[float] = DEFAULT_ALPHA, min_valid_queries: Optional[int] = DEFAULT_MIN_VALID_QUERIES,
              average_folds: bool = True, race: bool = True) -> "Protocol":
-        """The package's default rule (``selection="auto"``)."""
         return cls(alpha=alpha, fallback=True, pool=True, min_valid_queries=min_valid_queries, refit_every=False,
                    average_folds=average_folds, fold_means=False, race=race)
 
@@ -77,8 +67,8 @@ PAPER = Protocol()
 
 @dataclass
 class HeldOut:
-    """What :func:`cross_validate` measured: each query's ``fold``, ``ap`` (queries × settings·C, setting-major),
-    ``fallback_ap`` (or None) and ``fold_weights`` (per setting, per fold, w of every C, in the final layout)."""
+    """What :func:`cross_validate` measured: each query's ``fold``, ``ap`` (queries × settings·C), ``fallback_ap``
+    and ``fold_weights`` (per setting and fold, w of every C)."""
     fold: np.ndarray
     ap: np.ndarray
     fallback_ap: Optional[np.ndarray]
@@ -92,8 +82,7 @@ class HeldOut:
 
 @dataclass
 class FoldFits:
-    """The (fold, setting) fits of :func:`cross_validate` as one picklable job: ``job(j)`` returns (w of every C,
-    the held-out queries' APs, queries × C) of ``pairs[j]``."""
+    """The (fold, setting) fits of :func:`cross_validate` as one picklable job: ``job(j)`` is ``pairs[j]``'s."""
     queries: Queries
     fold: np.ndarray
     settings: List[Setting]
@@ -115,7 +104,7 @@ class FoldFits:
 
 @dataclass
 class SettingFits:
-    """Every setting trained on the training queries as one picklable job: ``job(s)`` is setting ``s``'s path."""
+    """Every setting's path on the training queries as one picklable job."""
     queries: Queries
     settings: List[Setting]
     grids: List[List[float]]
@@ -128,8 +117,7 @@ class SettingFits:
 
 
 def run_here(job: Callable[[int], Any], n: int, n_candidates: int) -> list:
-    """The fits of a search in this process: side by side below :data:`CONCURRENT_FOLDS_MAX_CANDIDATES`
-    candidates, else one after another on every thread (the same results)."""
+    """The fits of a search in this process, side by side on small data (the same results either way)."""
     if n_candidates < CONCURRENT_FOLDS_MAX_CANDIDATES:
         return threads.run_concurrently(job, n)
     return [job(j) for j in range(n)]
@@ -140,11 +128,8 @@ def cross_validate(queries: Queries, settings: Sequence[Setting], grids: Sequenc
                    fallback: Optional[Callable[[Queries], Tuple[FeatureLayout, np.ndarray, int]]] = None,
                    fit_map: Optional[FitMap] = None, raced: Sequence[int] = (),
                    go_on: Optional[Callable[[HeldOut], bool]] = None) -> HeldOut:
-    """``cv``-fold cross-validation: each held-out query's AP under every (setting, C) trained on the other folds.
-
-    ``fallback`` makes a model (layout, w, tie-break function) of a training part whose held-out APs are measured
-    too; ``fit_map`` runs the fits (default :func:`run_here`). The settings ``raced`` run on the first
-    :data:`RACE_FOLDS` folds only, and on the others when ``go_on`` says so (else their APs stay NaN)."""
+    """``cv``-fold cross-validation: each held-out query's AP under every (setting, C) and the ``fallback``; the
+    ``raced`` settings run on the first :data:`RACE_FOLDS` folds, and on the rest if ``go_on`` says so."""
     settings = list(settings)
     G = len(grids[0])
     fold = cv_folds(queries.n_queries, cv, random_state, len(settings) * G)
@@ -219,8 +204,7 @@ class Search:
         return self.setting < 0
 
     def path(self, with_prior: bool = True, with_training: bool = False) -> List[dict]:
-        """``path_``: one entry per (features, prior, C) with its scores, then the fallback's when scored;
-        ``with_training`` adds the final fits' training statistics."""
+        """``path_``: an entry per (features, prior, C), then the fallback's; ``with_training`` adds training data."""
         out = self.selection.path(self.settings, self.grids, with_prior)
         G = len(self.grids[0])
         for s, (_, results, _) in self.paths.items() if with_training else ():
@@ -244,12 +228,9 @@ def search(train: Queries, valid: Optional[Queries], settings: Sequence[Setting]
            prior_scale: float = 1.0, shards: Optional[np.ndarray] = None, fit_map: Optional[FitMap] = None) -> Search:
     """Choose among ``settings`` × their C values and make the model, as ``protocol`` says.
 
-    The evidence: the validation queries when there are ``protocol.min_valid_queries`` of them, else
-    ``cv``-fold cross-validation over ``train`` (∪ ``valid`` with ``protocol.pool``), or nothing for one setting
-    and C (``"none"``); the decision: :func:`~pyterrier_svmmap.selection.rule.choose`. Each setting's layout is
-    fitted once on the final model's queries and its C resolved against that φ
-    (:func:`~pyterrier_svmmap.selection.grids.resolve_c_grid`). ``shards`` splits the final fits on ``train``;
-    ``fit_map`` runs the independent fits (:data:`FitMap`)."""
+    The evidence: enough validation queries, else ``cv``-fold cross-validation (over ``train`` ∪ ``valid`` with
+    ``protocol.pool``), or nothing for one setting; the decision: :func:`~.rule.choose`. Each setting's layout is
+    fitted once on the final model's queries and its C resolved against that φ."""
     settings = list(settings)
     S = len(settings)
     source = "validation" if valid is not None and evidence_source(valid.n_queries, protocol.min_valid_queries) == \
@@ -300,8 +281,7 @@ def search(train: Queries, valid: Optional[Queries], settings: Sequence[Setting]
 
 
 def race_richer(held: HeldOut, levels: Sequence[Sequence[int]], alpha: Optional[float]) -> bool:
-    """Whether cross-validation goes on with the richer model classes: their best mean gain over the simplest
-    level's choice on the first :data:`RACE_FOLDS` folds' queries is positive."""
+    """Whether the richer model classes beat the simplest level's choice on the first :data:`RACE_FOLDS` folds."""
     simple = list(levels[0])
     first = choose(held.ap[:, simple], held.fallback_ap, alpha)
     current = held.fallback_ap if first.fallback else held.ap[:, simple[first.index]]
@@ -348,8 +328,7 @@ def pooled(train: Queries, valid: Queries) -> Queries:
 def _model(selection: Selection, choice: Optional[Choice], settings, grids, fit: Optional[Queries],
            paths: Dict[int, Path], held: Optional[HeldOut], train_path, encodings, protocol: Protocol,
            prior_scale: float, raw_layout, shards, tie: Optional[int] = None) -> Search:
-    """The final model: the fallback, or the chosen setting's path (trained now if needed), averaged with the
-    fold models when ``protocol.average_folds``."""
+    """The final model: the fallback, or the chosen setting's path, averaged with the fold models when asked."""
     G = len(grids[0])
     tie = queries_best_function(fit) if tie is None else tie
     record = dict(selection=selection, choice=choice, settings=settings, grids=grids, fit=fit, tie_function=tie)

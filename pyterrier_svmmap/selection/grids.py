@@ -1,6 +1,4 @@
-"""What a search chooses among: C grids, the (feature blocks, prior) settings, and the folds.
-
-A *setting* is trained along a path of C values. See docs/model-selection.md for the ranges' evidence."""
+"""What a search chooses among: C grids, the (feature blocks, prior) settings and the folds."""
 from __future__ import annotations
 
 import math
@@ -62,9 +60,7 @@ def c_grid(C) -> List[float]:
 
 
 def resolve_c_grid(C, spread: float) -> List[float]:
-    """The C values to train: ``C`` itself, or for ``"auto"`` :data:`AUTO_C_GRID` / ``spread`` (φ's R²).
-
-    OP 1's solution depends on C only through C·R², so a relative grid means the same for every block."""
+    """``C``, or for ``"auto"`` :data:`AUTO_C_GRID` / ``spread`` (φ's R²: OP 1 depends on C only through C·R²)."""
     if not is_auto_c(C):
         return c_grid(C)
     if not spread > 0 or not math.isfinite(spread):
@@ -78,7 +74,6 @@ def feature_options(features: Union[str, Sequence[str]]) -> List[Union[str, Sequ
 
 
 def features_name(features) -> str:
-    """``"bins+raw"`` for ``("bins", "raw")`` or ``"bins+raw"``."""
     return features if isinstance(features, str) else "+".join(features)
 
 

@@ -1,5 +1,4 @@
-"""The reference function (the first stage, else the best base function on the training queries) and the
-held-out per-query AP, under the package's tie policy, that every search compares settings by."""
+"""The reference function and the held-out per-query AP that every search compares settings by."""
 from __future__ import annotations
 
 from typing import Callable, Optional, Tuple
@@ -57,15 +56,13 @@ def function_aps(raw: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> np
 
 
 class HeldOutRanking:
-    """Per-query AP of ``queries`` under many models, ranked as ``transform`` ranks (ties by function ``tie``, then
-    ``codes``); the tie order is computed once, so each model costs one stable sort."""
+    """Per-query AP of ``queries`` under many models, ranked as ``transform`` ranks; one stable sort per model."""
 
     def __init__(self, queries: Queries, tie: int, codes: Optional[np.ndarray] = None):
         self.queries = queries
         self.base = tie_base_order(queries.offsets, queries.raw[:, tie], docno_codes=codes)
 
     def ap(self, scores: np.ndarray) -> np.ndarray:
-        """Per-query AP of the ranking by ``scores``."""
         q = self.queries
         order = self.base[rank_within_queries(np.asarray(scores, dtype=float)[self.base], q.offsets)]
         return ranked_average_precision(order, q.labels, q.offsets, q.n_relevant)

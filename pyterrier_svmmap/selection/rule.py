@@ -1,8 +1,4 @@
-"""The rule that picks a setting (:func:`choose`, called by every search) and the record of what it picked.
-
-The paper's protocol calls it as the plain arg-max; the default with a fallback and a sign-flip max-gain test
-over levels of model classes; the other learners' grid searches through :func:`select`. See
-docs/model-selection.md (the rule, and the levels of the test measured)."""
+"""The rule that picks a setting, :func:`choose` (every search calls it), and the record of what it picked."""
 from __future__ import annotations
 
 import math
@@ -43,10 +39,8 @@ def paired_t(gains: np.ndarray) -> float:
 
 
 def max_gain_pvalue(gains: np.ndarray, n_flips: int = N_FLIPS, seed: int = 0) -> float:
-    """Westfall & Young's sign-flip p-value of the largest mean column of ``gains`` (queries × settings).
-
-    The share of per-query sign vectors under which the max column mean reaches the observed one, the identity
-    counted: all 2^n for n ≤ ``EXACT_FLIPS_MAX_QUERIES``, else ``n_flips`` seeded ones; 1.0 without a positive mean."""
+    """Westfall & Young's sign-flip p-value of the largest mean column of ``gains`` (queries × settings): exact up
+    to ``EXACT_FLIPS_MAX_QUERIES`` queries, else ``n_flips`` seeded sign vectors; 1.0 without a positive mean."""
     D = np.asarray(gains, dtype=float)
     n = len(D)
     if n == 0 or D.shape[1] == 0:
@@ -67,8 +61,7 @@ def max_gain_pvalue(gains: np.ndarray, n_flips: int = N_FLIPS, seed: int = 0) ->
 
 @dataclass
 class Choice:
-    """What :func:`choose` decided: ``index`` (-1: the fallback), the learned arg-max ``best``, and the statistics
-    of the test that decided (the last one passed, else the first); ``steps`` one dict per level."""
+    """What :func:`choose` decided (``index`` -1: the fallback), the learned arg-max and the deciding test's figures."""
     index: int
     best: int
     best_mean: float
@@ -93,12 +86,10 @@ class Choice:
 
 def choose(evidence: np.ndarray, fallback: Optional[np.ndarray] = None, alpha: Optional[float] = DEFAULT_ALPHA,
            seed: int = 0, levels: Optional[Sequence[Sequence[int]]] = None) -> Choice:
-    """Pick a column of ``evidence`` (queries × settings, per-query AP) or the ``fallback`` (the same queries' AP).
+    """Pick a column of ``evidence`` (queries × settings, per-query AP) or the ``fallback``.
 
-    Starting from the fallback (without one, the first level's arg-max), each of ``levels`` (groups of columns,
-    simplest model class first) replaces the current choice iff its arg-max's mean gain over it is positive and
-    :func:`max_gain_pvalue` over every column tried so far gives p ≤ ``alpha``; ``alpha=None`` takes the arg-max
-    of all columns."""
+    From the fallback (or the first level's arg-max), each of ``levels`` (simplest first) replaces the choice iff
+    its arg-max's gain is positive and :func:`max_gain_pvalue` over every column tried gives p ≤ ``alpha``."""
     E = np.asarray(evidence, dtype=float)
     if E.ndim != 2 or E.shape[1] == 0:
         raise ValueError(f"evidence must be a (queries × settings) array with a setting, got shape {E.shape}")
@@ -142,8 +133,7 @@ def choose(evidence: np.ndarray, fallback: Optional[np.ndarray] = None, alpha: O
 
 @dataclass
 class Selection:
-    """The evidence of one choice among settings: ``method`` (``"validation"``, ``"cv"`` or ``"none"``), one score
-    per setting (the fallback's last), with ``"cv"`` the ``fold_scores``, and the index ``chosen``."""
+    """The evidence of one choice: ``method``, a score per setting (the fallback last), ``fold_scores``, ``chosen``."""
     method: str
     scores: List[float]
     fold_scores: Optional[np.ndarray]
@@ -151,8 +141,7 @@ class Selection:
 
     def path(self, settings: Sequence[Tuple[Any, Optional[str]]], grids: Sequence[Sequence[float]],
              with_prior: bool = True) -> List[dict]:
-        """The learners' ``path_``: one entry per (features, prior, C) with its score (and ``cv_scores`` per fold), then
-        the fallback's entry (``fallback=True``, C = 0) when scored."""
+        """The learners' ``path_``: an entry per (features, prior, C) with its score(s), then the fallback's."""
         G = len(grids[0]) if len(grids) else 0
         out = []
 

@@ -1,6 +1,4 @@
-"""The docstrings of the structural SVM learners (:class:`~pyterrier_svmmap.svm.ranker.StructSVMRanker`,
-:class:`~pyterrier_svmmap.StructSVM`, :class:`~pyterrier_svmmap.SVMMap`), in numpydoc form: their learned
-attributes, documented once, and the Parameters section of their spec (:mod:`pyterrier_svmmap.svm.params`)."""
+"""The structural SVM learners' docstrings: their learned attributes, documented once, and their spec's Parameters."""
 from __future__ import annotations
 
 import textwrap
@@ -38,9 +36,7 @@ ATTRIBUTES: Dict[str, Tuple[str, str]] = {
 
 def compose(summary: str, parameters: "ParamSpec", attributes: Sequence[str] = tuple(ATTRIBUTES),
             extra_attributes: Optional[Dict[str, Tuple[str, str]]] = None) -> str:
-    """A class docstring: ``summary`` (already indented as a docstring body), then the Parameters section of
-    the spec ``parameters`` (:meth:`~pyterrier_svmmap.params.ParamSpec.doc_section`) and the Attributes
-    section of ``attributes`` (described in :data:`ATTRIBUTES` or ``extra_attributes``)."""
+    """A class docstring: ``summary``, the Parameters of ``parameters`` and the Attributes of ``attributes``."""
     entries = dict(ATTRIBUTES, **(extra_attributes or {}))
     lines = ["Attributes", "----------"]
     for name in attributes:

@@ -1,6 +1,4 @@
-"""Where a structural SVM trains on shards: ``executor`` None (this process) or a shard executor with
-``fit_shards(ranker, sources, valid, base_names)`` (:func:`pyterrier_svmmap.scale.dask.executor_for`); one with
-``fit_map()`` also runs ``selection="auto"``'s independent fits."""
+"""Where a structural SVM trains on shards: a shard executor's ``fit_shards`` (and ``fit_map`` for the search)."""
 from __future__ import annotations
 
 from typing import Any, Optional, Protocol, Sequence

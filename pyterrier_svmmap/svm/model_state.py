@@ -1,6 +1,4 @@
-"""The checks of a structural SVM's saved state (parameters against layout, layout against arrays, every index in
-range), so that an edited or faulty model file fails with a :class:`~pyterrier_svmmap.state.StateError` naming the
-field; and the state's save and restore."""
+"""A structural SVM's saved state: save, restore and the checks that name the field of a faulty model file."""
 from __future__ import annotations
 
 import math
@@ -31,8 +29,7 @@ def _numbers(arrays: Dict[str, np.ndarray], key: str) -> np.ndarray:
 
 
 def check_layout(layout, arrays: Dict[str, np.ndarray], params: dict, fallback: bool) -> None:
-    """The layout's meta against the parameters and the ``thresholds`` against the layout (``fallback``: the
-    reference function kept, whose layout is raw whatever ``features``)."""
+    """The layout's meta against the parameters, the ``thresholds`` against the layout (``fallback``: raw layout)."""
     if not isinstance(layout, dict):
         raise StateError("layout", f"must be a dict, got {type(layout).__name__}")
     for key in ("features", "n_bins", "binning", "n_functions", "base_names"):

@@ -1,6 +1,4 @@
-"""The structural SVM learners' constructor parameters, declared once (:mod:`pyterrier_svmmap.params`):
-:data:`STRUCT_SVM_PARAMS` with the paper's defaults for StructSVMRanker, :data:`ESTIMATOR_PARAMS` with the
-package's for the estimators; their docstrings, checks, ``repr``, model files and ``svmmap learn``'s options."""
+"""The structural SVM learners' constructor parameters, declared once (:mod:`pyterrier_svmmap.params`)."""
 from __future__ import annotations
 
 import math

@@ -9,8 +9,7 @@ from pyterrier_svmmap.user_warnings import warn
 
 
 class Progress:
-    """With ``verbose`` a progress bar over the fits and a line per trained C; in any case one warning at the end for
-    the trainings that stopped before converging."""
+    """A progress bar and a line per trained C with ``verbose``; one warning at the end for unconverged trainings."""
 
     def __init__(self, verbose: bool, total: int, name: str, epsilon: float, max_iter: int):
         self.bar = None

@@ -1,5 +1,5 @@
-"""The dual QP of the 1-slack structural SVM over a working set (Joachims, Finley & Yu 2009, OP 4's dual, with a
-budget per slack group): max_α bᵀα − ½αᵀGα, α ≥ 0, Σ_{group k} α ≤ C_k; solved by :mod:`._qp_kernels`."""
+"""The dual QP of the 1-slack structural SVM over a working set, a budget per slack group (Joachims, Finley & Yu
+2009, OP 4's dual), solved by :mod:`._qp_kernels`."""
 from __future__ import annotations
 
 from types import ModuleType
@@ -21,8 +21,7 @@ def compiled() -> ModuleType:
 def solve_dual(G: np.ndarray, b: np.ndarray, group: np.ndarray, C: np.ndarray,
                alpha: Optional[np.ndarray] = None, tol: float = 1e-13,
                max_steps: int = QP_MAX_STEPS) -> Tuple[np.ndarray, int]:
-    """Maximise bᵀα − ½αᵀGα s.t. α ≥ 0 and the group budgets ``C`` from warm start ``alpha``; (α, steps), steps ≥
-    ``max_steps`` when SMO hit its cap."""
+    """Maximise bᵀα − ½αᵀGα s.t. α ≥ 0 and the group budgets ``C``; (α, steps ≥ ``max_steps`` at SMO's cap)."""
     jit = compiled()
     m = len(b)
     start = np.zeros(m) if alpha is None else np.array(alpha, dtype=np.float64)   # a copy: overwritten

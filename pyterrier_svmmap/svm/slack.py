@@ -1,5 +1,4 @@
-"""Slack groups: the losses of a structural SVM, each with its own slack and C (SVM-COMBO's separate slacks,
-Chakrabarti et al. 2008 §3.7, are one group per member loss)."""
+"""Slack groups: a structural SVM's losses, each with its own slack and C (SVM-COMBO's separate slacks, §3.7)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

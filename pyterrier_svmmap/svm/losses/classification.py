@@ -1,5 +1,4 @@
-"""Classification-SVM baselines SVM_acc and SVM_acc2 of Yue et al. (2007) §5.2, as a structural loss: a weighted
-Hamming loss over labellings, whose 1-slack constraint is the hinge loss. Definitions: docs/losses.md."""
+"""Yue et al. (2007) §5.2's classification baselines SVM_acc and SVM_acc2 as structural losses (docs/losses.md)."""
 from __future__ import annotations
 
 from typing import Tuple, Union
@@ -18,10 +17,8 @@ def add_bias(X: FeatureMatrix) -> FeatureMatrix:
 
 
 class ClassificationLoss(Loss):
-    """Weighted Hamming loss on per-candidate labels; structures are boolean labellings, not rankings.
-
-    ``fn_cost``: a false negative's cost relative to a false positive's (1.0: SVM_acc; ``"balanced"`` or a number:
-    SVM_acc2)."""
+    """Weighted Hamming loss on boolean labellings; ``fn_cost``, a false negative's cost (1.0: SVM_acc; SVM_acc2:
+    ``"balanced"`` or a number)."""
 
     name = "acc"
     needs_bias = True
@@ -57,7 +54,6 @@ class ClassificationLoss(Loss):
         return np.where(margin < 1.0, ~rel, rel)
 
     def _fn_cost(self, rel: np.ndarray) -> float:
-        """The cost of a false negative on the batch ``rel``."""
         if self.fn_cost == "balanced":
             n_pos = int(rel.sum())
             return (len(rel) - n_pos) / n_pos if n_pos else 1.0

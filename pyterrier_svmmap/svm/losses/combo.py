@@ -1,6 +1,5 @@
-"""SVM-COMBO with shared slacks: several losses, one slack per query (Chakrabarti et al. 2008, §3.7): per query,
-the member with the most violated constraint. Separate slacks are slack groups (:mod:`~pyterrier_svmmap.svm.slack`).
-See docs/losses.md."""
+"""SVM-COMBO with shared slacks (Chakrabarti et al. 2008, §3.7): per query, the member with the most violated
+constraint (docs/losses.md)."""
 from __future__ import annotations
 
 from typing import Sequence, Tuple
@@ -92,7 +91,6 @@ class ComboLoss(Loss):
 
     def batch_violation(self, scores: np.ndarray, labels: np.ndarray,
                         offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-        """:meth:`violation` for every query."""
         scores = np.asarray(scores, dtype=float)
         offsets = np.asarray(offsets, dtype=np.int64)
         return combine_members(self.member_batches(scores, labels, offsets), scores, offsets)
@@ -112,7 +110,6 @@ def combine_members(results: list, scores: np.ndarray, offsets: np.ndarray) -> T
 
 
 def segment_sums(x: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Σ of ``x`` over each query of ``offsets`` (0 for an empty query)."""
     sizes = np.diff(offsets)
     out = np.zeros(len(sizes))
     nonempty = sizes > 0

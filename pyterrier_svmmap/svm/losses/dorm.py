@@ -1,6 +1,5 @@
-"""DORM: NDCG loss with the permutation feature map φ_dorm (Le & Smola 2007; Chakrabarti et al. 2008 §3.1.3, §3.5),
-its decay truncated to the top ``window`` ranks; the exact search (a DP merge of the two relevance classes)
-and Ψ(x, y*): docs/losses.md."""
+"""DORM (Le & Smola 2007; Chakrabarti et al. 2008 §3.1.3, §3.5): NDCG loss with φ_dorm truncated at ``window``
+(docs/losses.md)."""
 from __future__ import annotations
 
 from typing import Optional

@@ -1,5 +1,4 @@
-"""Δ_mrr = 1 − RR@k with the feature map φ_mrr: SVM-MRR (Chakrabarti et al. 2008, §3.1.2 and §3.6), the exact
-search of their Figure 3 in O(n log n): docs/losses.md."""
+"""SVM-MRR (Chakrabarti et al. 2008, §3.1.2 and §3.6): Δ = 1 − RR@k with φ_mrr (docs/losses.md)."""
 from __future__ import annotations
 
 from typing import Optional, Tuple

@@ -1,5 +1,4 @@
-"""Δ_ndcg = 1 − nDCG@k (ir_measures' definition, binary gains) with the pairwise Ψ: SVM-NDCG (Chakrabarti et al.
-2008, §3.4); ``k=None`` is SVM-NDCG-NC. The exact O(n log n + k²) search: docs/losses.md."""
+"""SVM-NDCG (Chakrabarti et al. 2008, §3.4): Δ = 1 − nDCG@k with the pairwise Ψ (docs/losses.md)."""
 from __future__ import annotations
 
 import functools

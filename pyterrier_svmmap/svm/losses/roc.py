@@ -1,5 +1,4 @@
-"""Δ_roc = fraction of misordered (relevant, non-relevant) pairs: SVM-roc (Joachims 2005), with the pairwise Ψ
-and an O(n log n) exact search (a sort by s ∓ ¼): docs/losses.md."""
+"""SVM-roc (Joachims 2005): Δ = the fraction of misordered pairs, with the pairwise Ψ (docs/losses.md)."""
 from __future__ import annotations
 
 from typing import Tuple
