@@ -16,6 +16,15 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numba.core import types
+from numba.np.linalg import _LAPACK, F_INT_nptype, _dummy_liveness_func as _alive
+
+#: numba's own LAPACK entry points, those ``np.linalg.solve`` and ``np.linalg.lstsq`` call (dgesv; dgelsd with its
+#: workspace query), called as they call them (``_alive`` keeps the arrays through the call, as there): the same
+#: bits, without their generic checks and copies, which took most of the QP's compiling (7.5 s of CPU against 1.7)
+_GESV = _LAPACK().numba_xgesv(types.float64)
+_GELSD = _LAPACK().numba_ez_gelsd(types.float64)
+_DOUBLE = ord("d")
 
 
 @njit(cache=True, nogil=True)
@@ -44,18 +53,28 @@ def _norm(v):
 @njit(cache=True, nogil=True)
 def _kkt_solve(K, r):
     """A solution of K z = r: LU when its residual is at rounding level, else minimum-norm least
-    squares with numpy's default cut-off (ε·n), as the reference's ``_kkt_solve``."""
+    squares with numpy's default cut-off (ε·n), as the reference's ``_kkt_solve``; ``np.linalg``'s
+    LAPACK calls (:data:`_GESV`, :data:`_GELSD`) on column-major copies, and its error for non-finite input."""
     n = r.shape[0]
-    ok = True
-    z = np.zeros(n)
-    try:
-        z = np.linalg.solve(K, r)
-    except Exception:                                   # exactly singular pivot
-        ok = False
-    if ok:
+    if n == 0:
+        return np.zeros(0)
+    for i in range(n):
+        if not np.isfinite(r[i]) or not np.isfinite(K[i]).all():
+            raise np.linalg.LinAlgError("Array must not contain infs or NaNs.")
+    lu, z = K.T.copy(), r.copy()                        # K's columns in lu's rows: LAPACK's column-major copy
+    pivots = np.empty(n, dtype=F_INT_nptype)
+    info = _GESV(_DOUBLE, n, 1, lu.ctypes, n, pivots.ctypes, z.ctypes, n)
+    _alive([lu.size, pivots.size, z.size])
+    if info == 0:                                       # else an exactly singular pivot
         if np.isfinite(z).all() and _norm(K @ z - r) <= 1e-10 * max(1.0, _norm(r)):
             return z
-    return np.linalg.lstsq(K, r, rcond=2.220446049250313e-16 * n)[0]
+    a, z, sv = K.T.copy(), r.copy(), np.empty(n)
+    rank = np.empty(1, dtype=F_INT_nptype)
+    info = _GELSD(_DOUBLE, n, n, 1, a.ctypes, n, z.ctypes, n, sv.ctypes, 2.220446049250313e-16 * n, rank.ctypes)
+    _alive([a.size, z.size, sv.size, rank.size])
+    if info != 0:
+        raise ValueError("Internal algorithm failed to converge.")
+    return z
 
 
 @njit(cache=True, nogil=True)

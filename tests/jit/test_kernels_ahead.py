@@ -147,3 +147,37 @@ def test_depth_threshold_is_the_partitions_value():
         got = _depth_threshold(raw, 0, m, 1, depth, np.empty(m))
         want = -np.inf if m < depth else np.partition(np.where(values == values, values, -np.inf), m - depth)[m - depth]
         assert got == want, (values, depth)
+
+
+def test_kkt_solve_calls_lapack_as_np_linalg_does():
+    """The QP's ``_kkt_solve`` calls numba's LAPACK entry points itself: the bits of ``np.linalg.solve`` then
+    (a singular or inexact system) ``np.linalg.lstsq`` compiled by numba, and their errors."""
+    from numba import njit
+    from pyterrier_svmmap.svm._qp_kernels import _kkt_solve, _norm
+
+    @njit
+    def reference(K, r):
+        n = r.shape[0]
+        ok = True
+        z = np.zeros(n)
+        try:
+            z = np.linalg.solve(K, r)
+        except Exception:
+            ok = False
+        if ok and np.isfinite(z).all() and _norm(K @ z - r) <= 1e-10 * max(1.0, _norm(r)):
+            return z
+        return np.linalg.lstsq(K, r, rcond=2.220446049250313e-16 * n)[0]
+    rng = np.random.default_rng(0)
+    for trial in range(600):
+        n = int(rng.integers(1, 12))
+        B = rng.normal(size=(n, n if trial % 3 else max(1, n - 2)))       # every third singular
+        d = rng.random(n) + 0.1
+        K = np.round(B @ B.T, 1 if trial % 5 == 0 else 12) * d[:, None] * d[None, :]
+        r = rng.normal(size=n)
+        assert _kkt_solve(K, r).tobytes() == reference(K, r).tobytes(), (K, r)
+    assert _kkt_solve(np.zeros((0, 0)), np.zeros(0)).shape == (0,)
+    for K, r in ((np.array([[np.nan]]), np.ones(1)), (np.eye(2), np.array([1.0, np.inf]))):
+        with pytest.raises(np.linalg.LinAlgError, match="infs or NaNs"):
+            reference(K, r)
+        with pytest.raises(np.linalg.LinAlgError, match="infs or NaNs"):
+            _kkt_solve(K, r)
