@@ -1,5 +1,4 @@
-"""PyTerrier frames ⇄ the numeric core's arrays (the only place that knows both): a result frame with ``features``
-and qrels become candidates grouped by query, checked with messages that say what to do."""
+"""PyTerrier frames ⇄ the numeric core's arrays, checked with messages that say what to do."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -16,8 +15,8 @@ from pyterrier_svmmap.user_warnings import warn
 
 @dataclass
 class Candidates(Queries):
-    """A result frame as :class:`~pyterrier_svmmap.queries.Queries`, rows by qid then docno (a canonical order), with
-    the input rows in that order (``frame``) and the docnos' order codes (``docno_codes``, None: from ``frame``)."""
+    """A result frame as :class:`~pyterrier_svmmap.queries.Queries`, rows by qid then docno, with the rows
+    (``frame``) and the docnos' order codes (``docno_codes``)."""
     frame: pd.DataFrame = None
     docno_codes: Optional[np.ndarray] = None
     #: tie_base_order per tie-break function, computed on first use (not copied by dataclasses.replace)
@@ -33,7 +32,6 @@ class Candidates(Queries):
         return self._tie_orders[function]
 
     def subset(self, query_mask: np.ndarray) -> "Candidates":
-        """The candidates of the queries where ``query_mask`` is True."""
         sizes = np.diff(self.offsets)[query_mask]
         rows = np.flatnonzero(np.asarray(query_mask)[query_ids(self.offsets)])
         return Candidates(raw=self.raw[rows], labels=None if self.labels is None else self.labels[rows],
@@ -113,7 +111,6 @@ def _flat_features(cells: np.ndarray) -> Optional[np.ndarray]:
 
 
 def _numeric(cell) -> bool:
-    """Whether a ``features`` cell holds numbers: not text, and convertible to floats."""
     a = np.asarray(cell)
     if a.dtype.kind in "USV":
         return False

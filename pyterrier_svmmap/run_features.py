@@ -1,5 +1,4 @@
-"""RunFeatures: the union of several base runs as one candidate set with a score per base function (Yue et al.
-2007 §4.1), or a first stage's candidates with its own score first. See docs/user_guide.md."""
+"""RunFeatures: several base runs as one candidate set with a score per base function (Yue et al. 2007 §4.1)."""
 from __future__ import annotations
 
 from typing import List, Mapping, Optional, Sequence, Union
@@ -14,7 +13,6 @@ BaseItem = Union[pt.Transformer, pd.DataFrame]
 
 
 def _name_of(item: BaseItem, i: int) -> str:
-    """A default name: ``run<i>`` for a run DataFrame, ``<TransformerClass><i>`` for a retriever."""
     if isinstance(item, pd.DataFrame):
         return f"run{i}"
     return f"{type(item).__name__}{i}"
@@ -107,7 +105,7 @@ class RunFeatures(pt.Transformer):
                                 "docno": run["docno"].astype(str).to_numpy(), "score": scores})
 
     def _scores_of(self, topics: pd.DataFrame, qid: np.ndarray, docno: np.ndarray) -> np.ndarray:
-        """(len(qid), len(base)) scores of the given candidates by every base function, NaN where missed."""
+        """Every base function's scores of the given candidates, NaN where missed."""
         key = pd.MultiIndex.from_arrays([qid, docno])
         raw = np.full((len(key), len(self.base)), np.nan)
         for f, run in enumerate(self._runs(topics)):

@@ -1,6 +1,5 @@
-"""ApproxAP and ApproxNDCG (Qin, Liu & Li 2010): smoothed AP / NDCG (Eqs. 20–22) trained by Algorithm 1 and
-selected by validation MAP or NDCG@n over the paper's grids (§6.3, §6.4). Sums run over relevant candidates only
-(O(m·n) per query, exact) in the compiled kernels of :mod:`._kernels`. See docs/user_guide.md#other-learners."""
+"""ApproxAP and ApproxNDCG (Qin, Liu & Li 2010) on arrays: smoothed AP / NDCG trained by Algorithm 1 and selected
+over the paper's grids (§6.3, §6.4), exact sums over the relevant candidates in :mod:`._kernels`."""
 from __future__ import annotations
 
 import logging
@@ -34,7 +33,6 @@ DEFAULT_MAX_ENTRIES = 1 << 22
 
 
 def jit() -> ModuleType:
-    """The compiled per-query kernels :mod:`._kernels` (imported on first use)."""
     return _jit.load("approx._kernels")
 
 
@@ -76,8 +74,7 @@ _EMPTY = np.empty(0)
 
 
 class _Dense32:
-    """A dense part of φ in float32 for the training loop (its memory-bound products measured 2–4× faster); the
-    selected model is applied in double precision."""
+    """A dense part of φ in float32 for the training loop (memory-bound products measured 2–4× faster)."""
 
     def __init__(self, values: np.ndarray):
         self.values = np.ascontiguousarray(values, dtype=np.float32)
@@ -107,7 +104,6 @@ def _single_blas_thread():
 
 
 def _single_precision(X: FeatureMatrix) -> FeatureMatrix:
-    """The same features with dense parts in float32 (bin codes are compact already)."""
     return FeatureMatrix([_Dense32(b.values) if isinstance(b, DenseBlock) else b for b in X.blocks])
 
 
@@ -158,8 +154,8 @@ class _QuerySet:
         return len(self.offsets) - 1
 
     def exact(self, measure: str, scores: np.ndarray) -> np.ndarray:
-        """Exact AP or NDCG@n per query from the compiled kernels (ranking only the relevant candidates), bit for bit
-        :func:`.measures.average_precision` / :func:`ndcg`, which handle non-finite scores."""
+        """Exact AP or NDCG@n per query from the compiled kernels, the bits of :func:`.measures.average_precision` and
+        :func:`ndcg`."""
         if not np.all(np.isfinite(scores)):
             if measure == "ap":
                 return average_precision(scores, self.labels, self.offsets, self.n_relevant)
@@ -176,13 +172,11 @@ class _QuerySet:
 
 
 class ApproxRanker(Parametrized):
-    """Linear ranker on a :class:`~pyterrier_svmmap.features.matrices.FeatureMatrix` trained by ApproxAP or
-    ApproxNDCG: for every (α, β) of the grid, ``n_iter`` passes of Algorithm 1 from ``w0``; of all the models the one
-    with the best validation measure is kept (the training measure without validation queries).
+    """Linear ranker on a FeatureMatrix trained by ApproxAP or ApproxNDCG: ``n_iter`` passes of Algorithm 1 per grid
+    point; the model with the best validation (else training) measure is kept.
 
-    Learned: ``coef_``, ``alpha_``, ``beta_``, ``best_iteration_`` (1-based), and for the selected (α, β)
-    ``coef_path_``, ``approx_error_`` (ρ of §6.2), ``train_score_``, ``valid_score_``; ``search_results_`` (a dict
-    per grid point) and ``best_valid_score_``.
+    Learned: ``coef_``, ``alpha_``, ``beta_``, ``best_iteration_``, the selected point's ``coef_path_``,
+    ``approx_error_``, ``train_score_`` and ``valid_score_``, ``search_results_`` and ``best_valid_score_``.
 
     {parameters}"""
 
@@ -297,7 +291,7 @@ class ApproxRanker(Parametrized):
 
     def _run(self, train: _QuerySet, valid: _QuerySet, active: np.ndarray, w0: np.ndarray,
              alpha: float, beta: float) -> Dict:
-        """Algorithm 1 for one (α, β): the T models, and the curves needed to choose among them."""
+        """Algorithm 1 for one (α, β): the T models and their curves."""
         t0 = time.perf_counter()
         rng = np.random.default_rng(self.random_state)
         T, eta = int(self.n_iter), float(self.learning_rate)
@@ -334,7 +328,6 @@ class ApproxRanker(Parametrized):
                 "seconds": time.perf_counter() - t0}
 
     def decision_function(self, X: FeatureMatrix) -> np.ndarray:
-        """Scores Φw of the selected model."""
         if not hasattr(self, "coef_"):
             raise RuntimeError(f"{type(self).__name__} is not fitted; call fit first")
         return X.dot(self.coef_)

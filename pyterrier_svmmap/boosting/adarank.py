@@ -1,4 +1,4 @@
-"""AdaRank.MAP or NDCG@k (Xu & Li, SIGIR 2007, Figure 1) with single-feature weak rankers; numpy only."""
+"""AdaRank (Xu & Li, SIGIR 2007) on arrays; numpy only."""
 from __future__ import annotations
 
 import logging
@@ -16,15 +16,12 @@ log = logging.getLogger(__name__)
 
 
 class AdaRankRanker(Peer):
-    """AdaRank (Xu & Li 2007, Figure 1) optimising AP (AdaRank.MAP) or NDCG@k.
-
-    Weak rankers are single per-query min–max normalised features; as in RankLib, the previous round's feature is
-    not picked again at once. The model kept is f_t of the round with the best validation (else training) measure.
+    """AdaRank (Xu & Li 2007, Figure 1) optimising AP (AdaRank.MAP) or NDCG@k, with single-feature weak rankers (the
+    previous round's not picked again, as RankLib); the round with the best validation measure is kept.
 
     {parameters}
 
-    Learned attributes: ``n_functions_``, ``coef_`` (α summed per feature), ``best_round_`` (1-based; 0 if none
-    ran), ``history_`` (per round: round, feature, alpha, train, select)."""
+    Learned attributes: ``n_functions_``, ``coef_``, ``best_round_`` (1-based) and ``history_``."""
 
     _FIT_TAKES_N_RELEVANT = True
 
@@ -90,7 +87,6 @@ class AdaRankRanker(Peer):
         return self
 
     def predict(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        """Σ_t α_t h_t on the per-query normalised features."""
         raw, offsets = self._scored(raw, offsets)
         return query_minmax(raw, offsets) @ self.coef_
 

@@ -1,5 +1,4 @@
-"""What the boosted learners share: missing scores, labels and inputs, LightGBM (optional, ``[peers]``, imported
-when needed) and the model state's parts; boosters are kept as LightGBM's text model, which round-trips exactly."""
+"""What the boosted learners share: inputs, labels, LightGBM (``[peers]``) and their state (LightGBM's text model)."""
 from __future__ import annotations
 
 from typing import Dict, Optional
@@ -16,7 +15,7 @@ PEERS_HINT = ("this learner needs LightGBM, an optional dependency of pyterrier-
 
 
 def load_lightgbm():
-    """Import LightGBM lazily, with an installation hint (:data:`PEERS_HINT`) when it is missing."""
+    """LightGBM, with an installation hint when it is missing."""
     try:
         import lightgbm
     except ImportError as e:
@@ -50,7 +49,6 @@ def int_labels(labels: np.ndarray) -> np.ndarray:
 
 
 def booster_bytes(booster) -> np.ndarray:
-    """LightGBM's text model of ``booster`` (all iterations) as a uint8 array of UTF-8 bytes."""
     return np.frombuffer(booster.model_to_string(num_iteration=-1).encode("utf-8"), dtype=np.uint8).copy()
 
 
@@ -69,8 +67,7 @@ def booster_from_bytes(arrays: Dict[str, np.ndarray], owner: str, n_functions: i
 
 
 class Peer(Parametrized):
-    """What the boosted learners share: the :class:`~pyterrier_svmmap.queries.QueryRanker` protocol over ``fit`` and
-    ``predict``, their inputs' checks and their state's common part."""
+    """The boosted learners' common part: the QueryRanker protocol, input checks and state."""
 
     #: whether ``fit`` takes ``n_relevant``/``n_relevant_valid`` (the measure it boosts is normalised by them)
     _FIT_TAKES_N_RELEVANT = False
@@ -84,7 +81,6 @@ class Peer(Parametrized):
         return self.fit(train.raw, train.labels, train.offsets, *args)
 
     def decision_function(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        """``predict`` (the :class:`~pyterrier_svmmap.queries.QueryRanker` protocol's name)."""
         return self.predict(raw, offsets)
 
     def _check_fitted(self):

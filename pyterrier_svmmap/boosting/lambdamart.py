@@ -1,5 +1,4 @@
-"""LambdaMART (Burges, MSR-TR-2010-82): LightGBM's ``lambdarank`` objective with early stopping on the validation
-queries. Needs ``[peers]``."""
+"""LambdaMART (Burges, MSR-TR-2010-82) on arrays, through LightGBM (``[peers]``)."""
 from __future__ import annotations
 
 import inspect
@@ -18,12 +17,11 @@ log = logging.getLogger(__name__)
 
 
 class LambdaMARTRanker(Peer):
-    """LambdaMART via LightGBM's ``lambdarank``; with validation queries boosting stops after
-    ``early_stopping_rounds`` without improvement of ``metric``, and the best iteration is kept.
+    """LambdaMART via LightGBM's ``lambdarank``, stopped early on the validation queries' ``metric``.
 
     {parameters}
 
-    Learned attributes: ``n_functions_``, ``booster_`` (the ``lightgbm.Booster``), ``best_iteration_``."""
+    Learned attributes: ``n_functions_``, ``booster_``, ``best_iteration_``."""
 
     PARAMS = ParamSpec([
         Param("n_estimators", 500, "int", "Boosting rounds at most.", check=positive_int),
@@ -81,7 +79,6 @@ class LambdaMARTRanker(Peer):
         return self
 
     def predict(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        """Scores (higher is better) of the best iteration."""
         raw, offsets = self._scored(raw, offsets)
         # what LGBMRanker.predict does, on the booster alone (so a loaded model predicts the same)
         return self.booster_.predict(fill_missing(raw, offsets), num_iteration=self.best_iteration_)

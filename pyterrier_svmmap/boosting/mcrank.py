@@ -1,5 +1,4 @@
-"""McRank (Li, Burges & Wu, NIPS 2007): multiclass boosted trees scoring expected relevance; 30 rounds, as
-Chakrabarti et al. (KDD 2008) ran it. Needs ``[peers]``."""
+"""McRank (Li, Burges & Wu, NIPS 2007) on arrays, through LightGBM (``[peers]``)."""
 from __future__ import annotations
 
 from typing import Dict, Optional, Tuple
@@ -13,12 +12,12 @@ from pyterrier_svmmap.state import state_array
 
 
 class McRankRanker(Peer):
-    """McRank: multiclass gradient-boosted trees; score = expected relevance Σ_z z·P(z | x). Validation queries are
-    accepted but not used (the rounds are fixed).
+    """McRank: multiclass boosted trees scoring the expected relevance Σ_z z·P(z | x); 30 rounds, as Chakrabarti et
+    al. (2008) ran it, and no validation.
 
     {parameters}
 
-    Learned attributes: ``n_functions_``, ``classes_`` (the grades seen, ascending), ``booster_``."""
+    Learned attributes: ``n_functions_``, ``classes_``, ``booster_``."""
 
     PARAMS = ParamSpec([
         Param("n_estimators", 30, "int", "Boosting rounds (fixed: McRank uses no validation).", check=positive_int),

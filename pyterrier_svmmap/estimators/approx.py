@@ -1,5 +1,4 @@
-"""PyTerrier estimators of ApproxAP and ApproxNDCG (Qin, Liu & Li 2010) over
-:class:`~pyterrier_svmmap.approx.ranker.ApproxRanker`."""
+"""PyTerrier estimators ApproxAP and ApproxNDCG (Qin, Liu & Li 2010)."""
 from __future__ import annotations
 
 import dataclasses
@@ -25,7 +24,6 @@ def prefixed(prefix: str, arrays: dict) -> dict:
 
 
 def unprefixed(prefix: str, arrays: dict) -> dict:
-    """The arrays of :func:`prefixed` ``prefix``, keys without it."""
     return {k[len(prefix) + 1:]: v for k, v in arrays.items() if k.startswith(prefix + "/")}
 
 

@@ -1,5 +1,4 @@
-"""PyTerrier estimators StructSVM (any loss) and SVMMap (loss = 1 − AP): a thin layer over
-:class:`~pyterrier_svmmap.svm.ranker.StructSVMRanker`. See docs/user_guide.md."""
+"""PyTerrier estimators StructSVM (any loss) and SVMMap (Δ = 1 − AP) over StructSVMRanker."""
 from __future__ import annotations
 
 import logging

@@ -1,5 +1,4 @@
-"""The feature encoder: learns what φ's blocks need from training candidates (thresholds, scales) and builds φ from
-base-function scores. See docs/user_guide.md#features."""
+"""The feature encoder: learns what φ's blocks need (thresholds, scales) and builds φ (docs/user_guide.md#features)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -135,7 +134,6 @@ class FeatureEncoder:
 
     @property
     def fits_thresholds(self) -> bool:
-        """Whether :meth:`fit` learns thresholds from the scores."""
         return self.binning == "quantile" and any(BLOCK_KINDS[kind].thresholds for kind in self.blocks)
 
     @property

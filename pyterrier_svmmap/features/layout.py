@@ -1,5 +1,4 @@
-"""φ's layout: how w is laid out (the feature blocks in order, then an optional bias), its names, the prior's
-weights w₀ and its serialisation."""
+"""φ's layout: how w is laid out (blocks in order, then an optional bias), its names, w₀ and its state."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -72,7 +71,6 @@ class FeatureLayout:
         return self.encoder.blocks
 
     def _block_width(self, kind: str) -> int:
-        """Dimensions of block ``kind``, 1 for ``"bias"``."""
         if kind == "bias":
             return 1
         return BLOCK_KINDS[kind].width(self.n_functions, int(self.encoder.n_bins))
@@ -88,7 +86,6 @@ class FeatureLayout:
 
     @property
     def dim(self) -> int:
-        """Length of w."""
         return sum(self._block_width(k) for k, _ in self.block_slices())
 
     def block_weights(self, w: np.ndarray, kind: str) -> np.ndarray:
@@ -241,7 +238,6 @@ class EncodedQueries:
 
     @classmethod
     def of(cls, layout: FeatureLayout, raw: np.ndarray, offsets: np.ndarray) -> "EncodedQueries":
-        """φ of candidates ``raw`` grouped by ``offsets`` under ``layout``."""
         offsets = np.asarray(offsets, dtype=np.int64)
         return cls(layout, layout.transform(raw, offsets), offsets)
 

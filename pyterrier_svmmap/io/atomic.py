@@ -1,5 +1,4 @@
-"""Files and folders written whole or not at all, with the permissions the umask gives (``tempfile``'s are 0600):
-created under a temporary name beside their destination, then renamed; and paths checked before long work."""
+"""Files and folders written whole or not at all (renamed into place), with the umask's permissions."""
 from __future__ import annotations
 
 import contextlib
@@ -30,8 +29,7 @@ def _write_new(path: Path, data: bytes) -> None:
 
 
 def write_atomic(path: PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` (its folder must exist) whole or not at all: a temporary file beside it, renamed
-    over it."""
+    """Write ``data`` to ``path`` whole or not at all."""
     path = Path(path)
     tmp = temporary_name(path)
     try:
@@ -71,8 +69,7 @@ def _make_parents(folder: Path) -> List[Path]:
 
 
 def write_folder(path: PathLike, files: Dict[str, bytes]) -> Path:
-    """Write ``files`` (name → content, the one that marks the folder complete last) into folder ``path``, whole or not
-    at all: a new folder under a temporary name, renamed; in an existing one, files renamed with Ctrl-C held back."""
+    """Write ``files`` (the one that marks the folder complete last) into folder ``path``, whole or not at all."""
     path = Path(path)
     if path.is_dir():
         written: Dict[Path, Path] = {}
@@ -107,8 +104,7 @@ def write_folder(path: PathLike, files: Dict[str, bytes]) -> Path:
 
 
 def check_creatable(path: PathLike, what: str) -> Path:
-    """Check before long work that ``path`` can be written (by creating and removing a folder where it goes);
-    NotADirectoryError or PermissionError naming ``what`` otherwise."""
+    """Check before long work that ``path`` can be written; NotADirectoryError or PermissionError naming ``what``."""
     path = Path(path)
     folder = path if path.is_dir() else path.parent
     existing = folder.absolute()

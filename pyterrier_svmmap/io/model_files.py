@@ -1,7 +1,5 @@
-"""The on-disk model format (a directory of ``model.json``, ``weights.npz``, ``pt_meta.json``), shared by every
-estimator's ``save``/``load``, the command line and ``pt.Artifact``; :class:`ModelFormatError` names the file and
-the problem. model.json names classes in the format's own vocabulary (:data:`FILE_NAMES`). See
-docs/user_guide.md#saving-and-loading."""
+"""The model directory format (``model.json``, ``weights.npz``, ``pt_meta.json``) shared by ``save``/``load``, the
+command line and ``pt.Artifact`` (docs/user_guide.md#saving-and-loading)."""
 from __future__ import annotations
 
 import hashlib
@@ -41,7 +39,7 @@ FILE_NAME_OF = {public: name for name, public in FILE_NAMES.items()}
 
 
 class ModelFormatError(ValueError):
-    """A model directory that cannot be read (the message says which file and why)."""
+    """A model directory that cannot be read (the message names the file and why)."""
 
 
 def class_path(cls) -> str:
@@ -87,8 +85,7 @@ def jsonable(obj):
 
 
 def check_writable(path: Union[str, Path], force: bool = False, remedy: str = "overwrite=True") -> Path:
-    """``path``, checked before training: FileExistsError for a file, and unless ``force`` for a directory holding
-    other files but no model (``remedy`` names ``force`` in the message)."""
+    """``path`` checked before training: FileExistsError for a file or, unless ``force``, a directory of other files."""
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise FileExistsError(f"{path} is an existing file; a model is a directory: give a new or a directory path")
@@ -100,8 +97,7 @@ def check_writable(path: Union[str, Path], force: bool = False, remedy: str = "o
 
 def save_model(path: Union[str, Path], estimator: str, params: dict, state: Tuple[dict, Dict[str, np.ndarray]],
                ranker: Optional[str] = None, overwrite: bool = False, implied: Optional[Dict[str, Any]] = None) -> Path:
-    """Write a fitted model whole or not at all: the class names, constructor ``params`` (without the ``implied``
-    ones at their implied value) and ``state`` (meta, arrays). Returns the directory."""
+    """Write a fitted model whole or not at all (``params`` without the ``implied`` ones at their implied value)."""
     path = check_writable(path, force=overwrite)
     meta, arrays = state
     implied = implied or {}
@@ -119,7 +115,6 @@ def save_model(path: Union[str, Path], estimator: str, params: dict, state: Tupl
 
 
 def _without_implied(params: dict, implied: Dict[str, Any]) -> dict:
-    """``params`` without the ``implied`` ones that have the value a file without them means."""
     return {k: v for k, v in params.items() if not (k in implied and v == implied[k] and type(v) is type(implied[k]))}
 
 
@@ -162,7 +157,7 @@ def read_metadata(path: Union[str, Path]) -> dict:
 
 
 def read_model(path: Union[str, Path]) -> Tuple[dict, Dict[str, np.ndarray]]:
-    """(model.json as a version-3 document, the arrays of weights.npz), checked."""
+    """(model.json as a version-3 document, the arrays), checked."""
     path = Path(path)
     doc = read_metadata(path)
     wfile = path / "weights.npz"
@@ -188,7 +183,7 @@ _RECORDS = (("state.params", ("params",)), ("state.ranker.params", ("ranker", "p
 
 
 def _recorded_params(state) -> Dict[str, Tuple[str, Any]]:
-    """The parameters a state records (:data:`_RECORDS`): name → (field, value)."""
+    """The parameters a state records: name → (field, value)."""
     out: Dict[str, Tuple[str, Any]] = {}
     for field, keys in _RECORDS:
         record = state
@@ -282,7 +277,7 @@ def _upgrade_v2(path: Path, doc: dict, arrays: Dict[str, np.ndarray]) -> Tuple[d
 
 
 def load_model(path: Union[str, Path], cls=None):
-    """A fitted estimator from a model directory (``cls``: expected class, default the one in the file)."""
+    """A fitted estimator from a model directory (``cls``: the class expected)."""
     path = Path(path)
     doc, arrays = read_model(path)
     named = import_class(doc["estimator"])
@@ -316,5 +311,5 @@ def load_ranker(path: Union[str, Path]):
 
 
 def load_artifact(path: Union[str, Path], **kwargs):
-    """The ``pyterrier.artifact`` entry point (``learned_ranker.svmmap``): ``pt.Artifact.load(path)``."""
+    """The ``pyterrier.artifact`` entry point (``learned_ranker.svmmap``)."""
     return load_model(path, **kwargs)

@@ -1,6 +1,5 @@
-"""Reading svmlight / LETOR ranking files (``label qid:Q idx:val ... # comment``, docs/cli.md#file-formats) or index
-files listing them, in 64 MB chunks (:mod:`.svmlight_parser`); a read refuses, before allocating the dense
-(lines × F) matrix, an index above ``max_features`` or a model's width, and a matrix larger than free memory."""
+"""Reading svmlight / LETOR ranking files or index files listing them (docs/cli.md#file-formats), refusing before
+allocation a feature index above the width bound and a dense matrix larger than free memory."""
 from __future__ import annotations
 
 import math
@@ -18,7 +17,7 @@ from pyterrier_svmmap.queries import Queries
 
 
 class SvmlightError(ValueError):
-    """A file that is not valid svmlight/LETOR ranking data (message names file:line)."""
+    """A file that is not valid svmlight/LETOR ranking data (the message names file:line)."""
 
 
 class FeatureIndexTooLarge(SvmlightError):
@@ -29,7 +28,7 @@ class FeatureIndexTooLarge(SvmlightError):
         super().__init__(self.message("raise read_svmlight(max_features=...)"))
 
     def message(self, remedy: Optional[str]) -> str:
-        """The error as one line, ending with ``remedy`` (how to raise the bound; None: none)."""
+        """The error as one line, ending with ``remedy`` (how to raise the bound, if any)."""
         shown = int(self.index) if float(self.index) < 2 ** 53 else f"{float(self.index):.6g}"
         return (f"{self.where}: feature index {shown} is above the limit of {self.limit:,} features (the learners "
                 "need a dense lines × features matrix with a column for every index up to the largest); renumber "
@@ -42,12 +41,11 @@ MAX_FEATURES = 100_000
 
 @dataclass(frozen=True)
 class Width:
-    """The largest feature index a read accepts: a model's width (``model``) or the width bound."""
+    """The largest feature index a read accepts: a model's width, or the bound."""
     limit: int
     model: bool
 
     def error(self, where: str, index) -> SvmlightError:
-        """The error of line ``where`` using ``index`` (> limit), with its remedy."""
         if not self.model:
             return FeatureIndexTooLarge(where, index, self.limit)
         shown = int(index) if float(index) < 2 ** 53 else f"{float(index):.6g}"
@@ -57,12 +55,9 @@ class Width:
 
 @dataclass
 class RankingData:
-    """The lines of one or more svmlight files, in input order.
-
-    ``features`` (n, F), 0 where a line omits a feature; ``labels``, ``qids``; ``comments`` and ``docids``
-    (``#docid = X``, else the comment's first word, else the line number), None when not kept; ``order`` a stable
-    permutation grouping the lines by query (None: grouped already), ``offsets`` and ``query_ids`` of the queries in
-    that order; ``sources``, ``source_lines`` (data lines per file) and ``line_numbers`` (1-based, per file)."""
+    """The lines of svmlight files in input order: ``features`` (n, F; 0 where omitted), ``labels``, ``qids``,
+    ``comments`` and ``docids`` (or None), the ``order``, ``offsets`` and ``query_ids`` grouping them by query,
+    and where each line comes from (``sources``, ``source_lines``, ``line_numbers``)."""
     features: np.ndarray
     labels: np.ndarray
     qids: np.ndarray
@@ -107,7 +102,6 @@ class RankingData:
         return self.features.shape[1]
 
     def grouped(self, values: np.ndarray) -> np.ndarray:
-        """``values`` in input order, re-ordered by query."""
         if values is None or self.order is None:
             return values
         return np.asarray(values)[self.order]
@@ -119,7 +113,6 @@ class RankingData:
         return q if n_features is None else q.widened(n_features)
 
     def ungroup(self, values: np.ndarray) -> np.ndarray:
-        """``values`` in grouped order, back in input order."""
         if self.order is None:
             return values
         out = np.empty_like(np.asarray(values))
@@ -136,7 +129,7 @@ BOM = b"\xef\xbb\xbf"
 
 
 def _is_data_line(text: str) -> bool:
-    """Whether a line is svmlight data rather than an index file's path (so a bad label is reported as file:line)."""
+    """Whether a line is svmlight data rather than an index file's path."""
     tok = text.split("#", 1)[0].split()
     if not tok:
         return True
@@ -178,7 +171,7 @@ def _number(token: bytes, kind=float):
 
 
 def line_error(path: Path, data: bytes, bad: BadLine, width: Width, first_line: int = 1) -> SvmlightError:
-    """The error of the line of ``data`` (lines of ``path`` from ``first_line`` on) that ``bad`` names."""
+    """The error of the line of ``data`` that ``bad`` names."""
     where = f"{path}:{first_line + bad.line}"
     if bad.index is not None:
         return width.error(where, bad.index)
@@ -187,7 +180,7 @@ def line_error(path: Path, data: bytes, bad: BadLine, width: Width, first_line: 
 
 
 def _line_problem(path: Path, line: bytes, where: str, width: Width) -> Union[str, SvmlightError]:
-    """What is wrong with a data line: its first fault, token by token."""
+    """A data line's first fault, token by token."""
     tok = line.split(b"#", 1)[0].split()
     try:
         _number(tok[0])
@@ -255,8 +248,7 @@ def file_chunks(path: Path, chunk_bytes: int = _CHUNK):
 
 
 def estimated_read_bytes(files: Sequence[Path], sample_bytes: int = 1 << 18) -> Optional[int]:
-    """About the memory :func:`read_svmlight` takes for ``files``, extrapolated from samples of each; None when a
-    sample is not well-formed."""
+    """About the memory :func:`read_svmlight` takes for ``files``, from samples; None for a malformed sample."""
     lines = pairs = width = 0.0
     for path in files:
         size = Path(path).stat().st_size
@@ -281,7 +273,7 @@ COMPILED_FROM_BYTES = 1 << 25
 
 
 def use_compiled_parser(n_bytes: int) -> bool:
-    """Whether to parse ``n_bytes`` with the compiled parser (numba loaded, or enough data to pay its start-up)."""
+    """Whether to parse ``n_bytes`` with numba's parser (loaded already, or enough data to pay its start-up)."""
     return "numba" in sys.modules or n_bytes >= COMPILED_FROM_BYTES
 
 
@@ -302,7 +294,7 @@ def _read_one(path: Path, width: Width, compiled: bool = True):
 
 
 def available_memory() -> Optional[int]:
-    """Bytes this process can still allocate (MemAvailable, within the address-space limit), or None."""
+    """Bytes this process can still allocate, or None."""
     avail = None
     try:
         with open("/proc/meminfo") as f:
@@ -353,11 +345,8 @@ PARSERS = ("auto", "compiled", "python")
 def read_svmlight(paths: Union[str, Path, Sequence[Union[str, Path]]],
                   n_features: Optional[int] = None, max_features: int = MAX_FEATURES,
                   parser: str = "auto") -> RankingData:
-    """Read one or more svmlight/LETOR ranking files (or index files listing them), in order.
-
-    ``n_features`` fixes the width (a larger index is an error, absent columns are 0); without it an index above
-    ``max_features`` is an error. :class:`SvmlightError` names ``file:line``. ``parser``: ``"compiled"``,
-    ``"python"`` (``"numpy"`` deprecated) or ``"auto"``; the same values with either."""
+    """Read svmlight/LETOR ranking files (or index files listing them), in order: ``n_features`` fixes the width,
+    else ``max_features`` bounds it; ``parser`` is ``"compiled"``, ``"python"`` or ``"auto"`` (the same values)."""
     if parser == "numpy":
         warnings.warn('read_svmlight(parser="numpy") is deprecated: the numba-free reader is parser="python"',
                       DeprecationWarning, stacklevel=2)
@@ -407,7 +396,7 @@ def data_files(paths: Union[str, Path, Sequence[Union[str, Path]]]) -> List[Path
 
 
 def check_width_arguments(n_features, max_features) -> Width:
-    """The width rule of a read: a model's ``n_features`` if given, else the ``max_features`` bound."""
+    """The width rule of a read, a model's ``n_features`` or the ``max_features`` bound."""
     for name, value in (("n_features", n_features), ("max_features", max_features)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0):
             raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
@@ -415,8 +404,7 @@ def check_width_arguments(n_features, max_features) -> Width:
 
 
 def check_queries_in_one_file(files: List[Path], qid: np.ndarray, file: np.ndarray, line: np.ndarray) -> None:
-    """Refuse a qid in more than one of the files read together (they would merge), naming its first lines; the
-    lines are given as runs of equal qids (``qid``, ``file`` index, first ``line``)."""
+    """Refuse a qid in two of the files read together (they would merge), given the runs of equal qids."""
     if len(qid) == 0 or np.unique(np.stack([file, qid]), axis=1).shape[1] == len(np.unique(qid)):
         return                                              # no qid in two files
     seen = np.zeros(0, dtype=qid.dtype)
@@ -440,7 +428,7 @@ def check_queries_in_one_file(files: List[Path], qid: np.ndarray, file: np.ndarr
 
 
 def group_by_query(qids: np.ndarray, lengths: Optional[np.ndarray] = None):
-    """(order, offsets, query_ids) grouping lines by query, queries by first appearance (``lengths``: runs)."""
+    """(order, offsets, query_ids) grouping lines by query, queries in order of first appearance."""
     uniq, first, inverse = np.unique(qids, return_index=True, return_inverse=True)
     rank = np.empty(len(uniq), dtype=np.int64)
     rank[np.argsort(first, kind="stable")] = np.arange(len(uniq))
@@ -451,7 +439,6 @@ def group_by_query(qids: np.ndarray, lengths: Optional[np.ndarray] = None):
 
 
 def run_starts(qids: np.ndarray) -> np.ndarray:
-    """Where a run of equal qids starts in ``qids``."""
     return np.flatnonzero(np.r_[True, qids[1:] != qids[:-1]]) if len(qids) else np.zeros(0, np.int64)
 
 

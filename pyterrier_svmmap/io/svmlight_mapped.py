@@ -1,5 +1,4 @@
-"""Reading svmlight files larger than memory: :func:`~pyterrier_svmmap.io.svmlight.read_svmlight`'s lines in one
-streaming pass, the dense features in a memory map (regrouped by query into a second one when needed)."""
+"""Reading svmlight files larger than memory into memory maps (docs/user_guide.md)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -19,7 +18,7 @@ BATCH_BYTES = 1 << 26
 
 
 class _RowWriter:
-    """Dense float64 rows appended to a raw file, as wide as the widest row so far (at least ``width``)."""
+    """Dense float64 rows appended to a raw file, as wide as the widest row so far."""
 
     def __init__(self, path: Path, width: int):
         self.path, self.width, self.rows = path, width, 0
@@ -59,7 +58,7 @@ class _RowWriter:
         self.width = width
 
     def close(self) -> np.ndarray:
-        """The rows written, as a read-only memory map ((rows, 0) zeros in memory for no columns)."""
+        """The rows written as a read-only memory map."""
         self.file.close()
         if self.rows == 0 or self.width == 0:
             return np.zeros((self.rows, self.width))
@@ -80,7 +79,6 @@ class _Column:
         self.file.close()
 
     def values(self, in_memory: bool = False) -> np.ndarray:
-        """The values written (after :meth:`close`), in memory or as a read-only memory map."""
         if in_memory or self.n == 0:
             return np.fromfile(self.path, dtype=self.dtype)
         return np.memmap(self.path, dtype=self.dtype, mode="r", shape=(self.n,))
@@ -153,7 +151,6 @@ class _Runs:
         self.last_qid = int(qids[-1])
 
     def arrays(self, n_rows: int) -> dict:
-        """The runs as arrays ``qid``, ``row``, ``file``, ``line`` and ``length``."""
         qid, row, file, line = (np.concatenate([p[i] for p in self.parts]).astype(np.int64) for i in range(4))
         return dict(qid=qid, row=row, file=file, line=line, length=np.diff(np.r_[row, n_rows]))
 

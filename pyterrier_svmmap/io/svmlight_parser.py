@@ -1,6 +1,5 @@
-"""The svmlight parser: the numbers of whole lines of svmlight/LETOR text. The compiled parser
-(``io/_svmlight_kernels.py``) takes well-formed lines it can prove correctly rounded; any other chunk is read line
-by line in Python (:func:`_parse_lines`), which judges validity (:class:`BadLine`); the same bits either way."""
+"""The svmlight parser: numba's for lines it can prove correctly rounded, else Python's line by line, which
+judges validity (:class:`BadLine`); the same bits either way."""
 from __future__ import annotations
 
 from array import array
@@ -12,8 +11,7 @@ from pyterrier_svmmap._jit import load
 
 
 class BadLine(Exception):
-    """A refused line: its 0-based number in the chunk and, when its only fault is a feature index above the limit,
-    that ``index``."""
+    """A refused line (0-based in the chunk) and, when its only fault is a feature index above the limit, ``index``."""
 
     def __init__(self, line: int, index: Optional[float] = None):
         super().__init__(line, index)
@@ -21,8 +19,8 @@ class BadLine(Exception):
 
 
 def parse_chunk(data: bytes, limit: int, comments: bool = True, compiled: bool = True):
-    """Numbers of the data lines in ``data``: labels, qids, pair counts, indices, values, comments (or None) and the
-    lines' 0-based numbers; None without data lines; :class:`BadLine` for the first invalid line."""
+    """Numbers of the data lines in ``data`` (labels, qids, pair counts, indices, values, comments, line numbers);
+    None without data lines."""
     if not compiled:
         return _parse_lines(data, limit, comments)
     k = load("io._svmlight_kernels")
@@ -42,10 +40,8 @@ def parse_chunk(data: bytes, limit: int, comments: bool = True, compiled: bool =
 
 
 def _parse_lines(data: bytes, limit: int, comments: bool = True):
-    """:func:`parse_chunk` line by line in Python, the judge of what is valid.
-
-    Each line's tokens are read by ``float()`` (correctly rounded) as label, ``qid:``, then ``index:value`` pairs;
-    labels, qids and values must be finite, qids and indices integers, indices from 1, increasing and ≤ ``limit``."""
+    """:func:`parse_chunk` line by line with ``float()``, the judge of what is valid: finite numbers, integer qids and
+    indices, indices from 1, increasing and ≤ ``limit``."""
     rows, counts, flat, text, bad = [], [], array("d"), [], None
     for no, line in enumerate(data.split(b"\n")):
         body, _, comment = line.partition(b"#")

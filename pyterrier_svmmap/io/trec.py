@@ -1,4 +1,4 @@
-"""TREC run and qrels files from svmlight/LETOR data, so that trec_eval and ir_measures evaluate ``svmmap classify``."""
+"""TREC run and qrels files from svmlight/LETOR data (for trec_eval and ir_measures)."""
 from __future__ import annotations
 
 import numpy as np
@@ -34,5 +34,5 @@ def run_text(data: RankingData, scores: np.ndarray, name: str) -> str:
 
 
 def qrels_text(data: RankingData) -> str:
-    """The TREC qrels' text of ``data``'s labels: a line ``qid 0 docno label`` per line, in input order."""
+    """The TREC qrels of ``data``'s labels, a line per data line."""
     return "".join(f"{q} 0 {d} {float(y):g}\n" for q, d, y in zip(data.qids.tolist(), data.docids, data.labels))
