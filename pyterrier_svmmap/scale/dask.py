@@ -22,7 +22,6 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 import numpy as np
 
-import pyterrier_svmmap.svm.cutting_plane as solver
 import pyterrier_svmmap.threads as threads
 from pyterrier_svmmap.features.encoder import FeatureEncoder
 from pyterrier_svmmap.features.matrices import spread_of
@@ -168,8 +167,7 @@ def _train_sharded(ranker, data: "ShardedData", features):
     data.set_layout(layout)
     grid = resolve_c_grid(ranker.C, data.spread() if is_auto_c(ranker.C) else 0.0)
     oracle = ShardOracle(data, [g.loss for g in ranker.slack_groups(1.0)], layout.dim)
-    results = solver.train_path(None, None, None, ranker.slack_groups(1.0), grid, epsilon=ranker.epsilon,
-                                max_iter=ranker.max_iter, prior=w0, oracle=oracle)
+    results = ranker._solve(oracle, grid, w0)
     data.traffic[features_name(features)] = dict(iterations=oracle.calls,
                                                  bytes_per_iteration=oracle.bytes_per_iteration,
                                                  tasks=oracle.tasks, oracle_seconds=oracle.seconds,

@@ -374,10 +374,8 @@ class StructSVMRanker(Parametrized):
             self.choice_ = found.record(self.path_)
 
     def reference_column(self) -> Optional[int]:
-        """The column of ``first_stage`` among the base functions (``base_names_``): for ``"auto"`` the first
-        stage the candidates declared to :meth:`fit` (``declared_first_stage``), for None none: the reference
-        function (:attr:`~pyterrier_svmmap.queries.Queries.reference`) when not None. ValueError for a column
-        out of range or a name that is not a base function's."""
+        """The reference function's column: ``first_stage`` among ``base_names_`` (``"auto"``: the one declared to
+        :meth:`fit`), or None; ValueError for a column out of range or a name that is not a base function's."""
         first = self.first_stage
         if isinstance(first, str) and first == "auto" and "auto" not in self.base_names_:
             first = getattr(self, "_declared_first_stage", None)
@@ -471,16 +469,18 @@ class StructSVMRanker(Parametrized):
                      for j, (X, o) in enumerate(encoded.shards(shards))]
             oracle = solver.DataOracle(None, None, None, losses, shards=parts)      # the sums shard by shard
         progress = getattr(self, "_progress", None)
-        report = None if progress is None else progress.reporter(features_name(features), fold)
-        results = solver.train_path(None, None, None, self.slack_groups(1.0), grid, epsilon=self.epsilon,
-                                    max_iter=self.max_iter, prior=w0, oracle=oracle, on_result=report,
-                                    warn=report is None)
-        return layout, results, f
+        return layout, self._solve(oracle, grid, w0, None if progress is None else
+                                   progress.reporter(features_name(features), fold)), f
+
+    def _solve(self, oracle, grid: Sequence[float], prior: Optional[np.ndarray], report=None) -> list:
+        """The solver's path of C on ``oracle``'s data, here or on a cluster's shards: the one call of
+        :func:`~pyterrier_svmmap.svm.cutting_plane.train_path` with this ranker's loss, ``epsilon`` and ``max_iter``."""
+        return solver.train_path(None, None, None, self.slack_groups(1.0), grid, epsilon=self.epsilon,
+                                 max_iter=self.max_iter, prior=prior, oracle=oracle, on_result=report,
+                                 warn=report is None)
 
     def path_trainer(self) -> "PathTrainer":
-        """:meth:`train_path` as a picklable callable (:class:`PathTrainer`): called in this process it trains
-        with this ranker (progress reports included); pickled, e.g. to a cluster's worker, it carries a copy
-        of this ranker's parameters without the executor, with the base names of the fit."""
+        """:meth:`train_path` as a picklable callable (:class:`PathTrainer`), for a cluster's workers."""
         return PathTrainer(self)
 
     # -- prediction -------------------------------------------------------------------------------
