@@ -53,7 +53,6 @@ def chunk_bounds(offsets: np.ndarray, n_funcs: int, max_bytes: Optional[int] = N
 
 
 def query_chunks(raw, offsets: np.ndarray, max_bytes: Optional[int] = None) -> Iterator[Chunk]:
-    """The chunks of whole queries of ``raw``, in order."""
     if isinstance(raw, QueryRows):
         yield from raw.chunks(offsets, max_bytes)
         return
@@ -141,7 +140,6 @@ class QueryRows:
                     release(self.base[int(rows[0]):int(rows[-1]) + 1])
 
     def column(self, j: int) -> np.ndarray:
-        """Column ``j`` of the rows as float64, gathered chunk by chunk."""
         out = np.empty(len(self))
         for chunk in self.chunks(self.offsets):
             out[chunk.start:chunk.stop] = chunk.values[:, j]

@@ -89,7 +89,6 @@ def check_qrels(qrels: pd.DataFrame, context=None) -> pd.DataFrame:
 
 
 def _warn_fractional(labels: np.ndarray, rel: float) -> None:
-    """Warn, when ``rel`` is the default 1, that fractional labels are compared with it."""
     fractional = labels[labels != np.round(labels)]
     if len(fractional) and rel == 1:
         x = float(fractional[0])

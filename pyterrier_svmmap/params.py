@@ -75,13 +75,11 @@ class ParamSpec:
         return {p.name: p.default for p in self.params}
 
     def with_defaults(self, **defaults: Any) -> "ParamSpec":
-        """The same parameters with other defaults."""
         self._known(defaults)
         return ParamSpec([replace(p, default=defaults[p.name], default_doc=None) if p.name in defaults else p
                           for p in self.params])
 
     def without(self, *names: str) -> "ParamSpec":
-        """The parameters but ``names``."""
         self._known(names)
         return ParamSpec([p for p in self.params if p.name not in names])
 
@@ -91,7 +89,6 @@ class ParamSpec:
             raise ValueError(f"no parameters {sorted(unknown)}")
 
     def plus(self, *params: Param) -> "ParamSpec":
-        """These parameters followed by ``params``."""
         return ParamSpec([*self.params, *params])
 
     def problems(self, values: Dict[str, Any]) -> Iterator[str]:
@@ -104,7 +101,6 @@ class ParamSpec:
                     yield named if "got " in message else f"{named}, got {values[p.name]!r}"
 
     def doc_section(self, indent: str = "    ") -> str:
-        """The numpydoc ``Parameters`` section, indented by ``indent``."""
         lines = ["Parameters", "----------"]
         for p in self.params:
             shown = p.default_doc if p.default_doc is not None else repr(p.default)

@@ -11,7 +11,6 @@ from pyterrier_svmmap.features.blocks import BLOCK_KINDS
 
 
 def _plt():
-    """matplotlib.pyplot, the backend left to pyplot."""
     try:
         import matplotlib.pyplot as plt
     except ImportError:

@@ -48,7 +48,6 @@ def usable_queries(labels: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 
 def subset_queries(raw, labels, offsets, keep: np.ndarray, n_relevant=None):
-    """The candidates of the queries where ``keep`` is True, re-offset."""
     offsets = np.asarray(offsets, dtype=np.int64)
     sizes = np.diff(offsets)
     keep = np.asarray(keep, dtype=bool)

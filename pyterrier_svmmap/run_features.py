@@ -83,7 +83,6 @@ class RunFeatures(pt.Transformer):
         return list(inp_cols) + [c for c in ("docno", "features") if c not in inp_cols]
 
     def __str__(self) -> str:
-        """A short name for ``pt.Experiment`` tables."""
         return f"RunFeatures({', '.join(map(repr, self.names))})"
 
     def _runs(self, topics: pd.DataFrame):

@@ -39,7 +39,6 @@ def float_from_json(v, what: str) -> float:
 
 
 def int_from_json(v, what: str) -> int:
-    """An integer of a state's meta; ValueError naming ``what`` otherwise."""
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
         raise ValueError(f"{what} must be an integer, got {v!r}")
     return int(v)

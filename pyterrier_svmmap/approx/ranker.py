@@ -338,7 +338,6 @@ class ApproxRanker(Parametrized):
                        ("best_valid", float), ("seconds", float))
 
     def get_state(self) -> Tuple[dict, Dict[str, np.ndarray]]:
-        """(meta, arrays) of the fitted ranker; :meth:`from_state` rebuilds it exactly."""
         if not hasattr(self, "coef_"):
             raise RuntimeError(f"{type(self).__name__} is not fitted; call fit first")
         params = self.get_params(deep=False)
@@ -362,7 +361,6 @@ class ApproxRanker(Parametrized):
 
     @classmethod
     def from_state(cls, meta: dict, arrays: Dict[str, np.ndarray]) -> "ApproxRanker":
-        """The fitted ranker saved by :meth:`get_state`; ValueError naming what is missing or inconsistent."""
         name = cls.__name__
         array_keys = ("coef", "coef_path", *cls._CURVES, *("search_" + c for c in cls._CURVES))
         params = check_state(cls, meta, arrays, ("alpha", "beta", "best_iteration", "best_valid_score",

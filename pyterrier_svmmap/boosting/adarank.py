@@ -93,7 +93,6 @@ class AdaRankRanker(Peer):
     _HISTORY = (("round", int), ("feature", int), ("alpha", float), ("train", float), ("select", float))
 
     def get_state(self) -> Tuple[dict, Dict[str, np.ndarray]]:
-        """(meta, arrays) of the fitted ranker; :meth:`from_state` rebuilds it."""
         meta = self._meta()
         meta["best_round"] = int(self.best_round_)
         meta["history"] = [{k: int(h[k]) if t is int else json_float(h[k]) for k, t in self._HISTORY}
@@ -102,7 +101,6 @@ class AdaRankRanker(Peer):
 
     @classmethod
     def from_state(cls, meta: dict, arrays: Dict[str, np.ndarray]) -> "AdaRankRanker":
-        """The fitted ranker saved by :meth:`get_state`; ValueError naming what is missing or inconsistent."""
         name = cls.__name__
         self = cls._restored(meta, arrays, ("best_round", "history"), ("coef",))
         self.coef_ = state_array(arrays, "coef", (self.n_functions_,), name)

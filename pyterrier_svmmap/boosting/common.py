@@ -73,7 +73,6 @@ class Peer(Parametrized):
     _FIT_TAKES_N_RELEVANT = False
 
     def fit_queries(self, train: Queries, valid: Optional[Queries] = None):
-        """``fit`` on :class:`~pyterrier_svmmap.queries.Queries`; returns self."""
         args = (None, None, None) if valid is None else (valid.raw, valid.labels, valid.offsets)
         if self._FIT_TAKES_N_RELEVANT:
             return self.fit(train.raw, train.labels, train.offsets, *args, n_relevant=train.n_relevant,

@@ -84,14 +84,12 @@ class LambdaMARTRanker(Peer):
         return self.booster_.predict(fill_missing(raw, offsets), num_iteration=self.best_iteration_)
 
     def get_state(self) -> Tuple[dict, Dict[str, np.ndarray]]:
-        """(meta, arrays), the booster's text model as ``arrays["booster"]``; see :meth:`from_state`."""
         meta = self._meta()
         meta["best_iteration"] = int(self.best_iteration_)
         return meta, {"booster": booster_bytes(self.booster_)}
 
     @classmethod
     def from_state(cls, meta: dict, arrays: Dict[str, np.ndarray]) -> "LambdaMARTRanker":
-        """The fitted ranker saved by :meth:`get_state`; ValueError naming what is missing or inconsistent."""
         self = cls._restored(meta, arrays, ("best_iteration",), ("booster",))
         self.best_iteration_ = int_from_json(meta["best_iteration"], f"{cls.__name__} state: meta['best_iteration']")
         if self.best_iteration_ < 1:

@@ -65,13 +65,11 @@ class McRankRanker(Peer):
         return (p if p.ndim == 2 else np.vstack((1.0 - p, p)).transpose()) @ self.classes_.astype(float)
 
     def get_state(self) -> Tuple[dict, Dict[str, np.ndarray]]:
-        """(meta, arrays): ``arrays["classes"]`` and the booster's text model; see :meth:`from_state`."""
         return self._meta(), {"classes": np.array(self.classes_, dtype=np.int64),
                               "booster": booster_bytes(self.booster_)}
 
     @classmethod
     def from_state(cls, meta: dict, arrays: Dict[str, np.ndarray]) -> "McRankRanker":
-        """The fitted ranker saved by :meth:`get_state`; ValueError naming what is missing or inconsistent."""
         name = cls.__name__
         self = cls._restored(meta, arrays, (), ("classes", "booster"))
         self.classes_ = state_array(arrays, "classes", (None,), name, dtype=np.int64)

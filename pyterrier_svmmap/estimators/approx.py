@@ -27,8 +27,7 @@ def unprefixed(prefix: str, arrays: dict) -> dict:
     return {k[len(prefix) + 1:]: v for k, v in arrays.items() if k.startswith(prefix + "/")}
 
 
-#: ApproxAP's and ApproxNDCG's parameters: φ's layout, then the array-level learner's (its ``measure`` fixed by the
-#: class, θ_0 = 0)
+#: ApproxAP's and ApproxNDCG's parameters: φ's layout, then ApproxRanker's (``measure`` fixed, θ_0 = 0)
 APPROX_PARAMS = ParamSpec([
     Param("features", "minmax", "str", "The blocks of φ (:class:`~pyterrier_svmmap.features.encoder.FeatureEncoder`): "
           "``\"minmax\"``, ``\"raw\"``, ``\"bins\"`` or a combination such as ``\"bins+raw\"``.",

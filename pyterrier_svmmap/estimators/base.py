@@ -219,7 +219,6 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
             raise RuntimeError(f"{type(self).__name__} is not fitted: call fit() or load() first")
         return self._score(np.asarray(raw, dtype=float), np.asarray(offsets))
 
-    # -- parameters -------------------------------------------------------------------------------
     @property
     def MODEL_PARAMS(self) -> Tuple[str, ...]:                            # noqa: N802 - a class constant's name
         """The constructor parameters that change the model (what ``repr`` shows)."""
@@ -242,7 +241,6 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
                    if k in params and not _same_value(params[k], defaults.get(k, inspect.Parameter.empty))]
         return f"{type(self).__name__}({', '.join(changed)})"
 
-    # -- persistence ------------------------------------------------------------------------------
     def save(self, path: Union[str, Path], overwrite: bool = False) -> None:
         """Write the trained model to directory ``path``, whole or not at all (:mod:`~pyterrier_svmmap.io.model_files`).
 
@@ -290,7 +288,6 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
             raise StateError("base_names", f"has {len(model.base_names_)} names for {model.n_functions_} base functions")
         return model
 
-    # -- to implement -----------------------------------------------------------------------------
     def _fit_arrays(self, train: Candidates, valid: Optional[Candidates]) -> None:
         raise NotImplementedError
 

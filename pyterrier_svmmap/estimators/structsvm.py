@@ -20,11 +20,9 @@ log = logging.getLogger(__name__)
 class StructSVM(RankerEstimator):
     __doc__ = compose("""A linear ranking function trained as a structural SVM for a ranking loss (1-slack cutting planes).
 
-    Place it after :class:`~pyterrier_svmmap.RunFeatures` (or any transformer that gives each candidate a
-    ``features`` vector of base-function scores), ``fit`` it, and its ``transform`` adds ``score`` and ``rank``;
-    ``save``/``load`` keep the model. **The default** chooses among linear and step-function models of the
-    standardised scores, regularised towards the first stage, by cross-validation over every judged query, and
-    keeps the first stage unless learning's gain passes a max-gain test (docs/model-selection.md).""",
+    Place it after :class:`~pyterrier_svmmap.RunFeatures`; ``transform`` adds ``score`` and ``rank``. The default
+    chooses its model from the judged queries, keeping the first stage unless learning's gain passes a max-gain
+    test (docs/model-selection.md).""",
                       ESTIMATOR_PARAMS, attributes=(*ATTRIBUTES, "ranker_"), extra_attributes=dict(
                           ranker_=("StructSVMRanker", "The array-level model, which scores without PyTerrier.")))
 

@@ -32,7 +32,8 @@ def parse_blocks(features: Union[str, Sequence[str]]) -> Tuple[str, ...]:
 
 @dataclass
 class FeatureEncoder:
-    """Learns the thresholds K_f and scales on training candidates and encodes candidates as a FeatureMatrix.
+    """Learns the thresholds K_f and scales on training candidates (``thresholds_``, ``prescale_``, ``column_scale_``,
+    ``indicator_scale_``) and encodes candidates as a FeatureMatrix.
 
     Parameters
     ----------
@@ -46,10 +47,6 @@ class FeatureEncoder:
         Quantile binning only: the quantiles of each training query's top ``threshold_depth`` candidates.
     normalise : {'query', None}, default 'query'
         The ``raw`` block's scale: standardised within queries, or the scores as they are.
-
-    Notes
-    -----
-    :meth:`fit` learns ``thresholds_``, ``prescale_``, ``column_scale_`` and ``indicator_scale_``.
     """
 
     features: Union[str, Sequence[str]] = "bins"

@@ -242,7 +242,6 @@ class EncodedQueries:
         return cls(layout, layout.transform(raw, offsets), offsets)
 
     def subset(self, keep: np.ndarray) -> "EncodedQueries":
-        """The queries where ``keep`` is True."""
         sizes = np.diff(self.offsets)
         keep = np.asarray(keep, dtype=bool)
         if keep.all():

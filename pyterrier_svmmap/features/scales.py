@@ -77,7 +77,6 @@ def statistics_from_sums(top: np.ndarray, sumsq: np.ndarray, counts: np.ndarray,
 
 
 def column_statistics(raw, offsets: np.ndarray) -> ColumnStatistics:
-    """:class:`ColumnStatistics` of candidates ``raw`` grouped by ``offsets``."""
     raw = score_matrix(raw)
     offsets = np.asarray(offsets, dtype=np.int64)
     top = column_top(raw, offsets)

@@ -29,7 +29,6 @@ def _write_new(path: Path, data: bytes) -> None:
 
 
 def write_atomic(path: PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` whole or not at all."""
     path = Path(path)
     tmp = temporary_name(path)
     try:

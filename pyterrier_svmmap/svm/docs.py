@@ -12,15 +12,12 @@ ATTRIBUTES: Dict[str, Tuple[str, str]] = {
     "coef_": ("ndarray", "w, the weights of the kept model."),
     "C_": ("float", "The kept C."),
     "features_": ("str", "The feature blocks of the kept model (``features``, or the one ``\"auto\"`` chose)."),
-    "path_": ("list of dict",
-              "Per (features, C) of the grid, in order: features, C, validation (MAP, or the mean of "
-              "``cv_scores`` with cross-validation), n_iter, converged, gap, primal, seconds."),
+    "path_": ("list of dict", "Per (features, prior, C), in order: its score (``validation``, per fold "
+              "``cv_scores``) and training figures."),
     "coefs_": ("ndarray", "w of every C of the kept features' path, in the grid's order."),
     "validation_": ("dict", "C → validation MAP of the kept features."),
     "selection_": ("str", "How the setting was chosen: ``\"validation\"``, ``\"cv\"`` or ``\"none\"``."),
-    "history_": ("list of dict",
-                 "Per cutting-plane iteration of the kept model: primal and dual objective, duality gap, "
-                 "violation, working-set size, seconds."),
+    "history_": ("list of dict", "Per cutting-plane iteration of the kept model: objectives, gap, seconds, …"),
     "n_iter_": ("int", "Cutting-plane iterations of the kept model."),
     "converged_": ("bool", "Whether the kept model reached the tolerance ε."),
     "layout_": ("FeatureLayout", "φ's layout: blocks, thresholds, base names."),
@@ -28,10 +25,8 @@ ATTRIBUTES: Dict[str, Tuple[str, str]] = {
     "base_names_": ("list of str", "A name per base function."),
     "tie_function_": ("int", "The base function whose score breaks ties (:mod:`pyterrier_svmmap.ties`)."),
     "prior_function_": ("str", "With ``prior=\"best\"``: the base function regularised towards."),
-    "first_stage_": ("str or None", "The reference function given or declared (``first_stage``), by name; None "
-                                    "when the best base function on the training queries took its place."),
-    "choice_": ("dict", "With ``selection=\"auto\"``: the decision and its evidence (the learned arg-max, its "
-                        "mean held-out gain over the fallback, t, p_value, alpha, fallback, source, chosen)."),
+    "first_stage_": ("str or None", "The reference function given or declared (``first_stage``), or None."),
+    "choice_": ("dict", "With ``selection=\"auto\"``: the decision and its evidence (docs/model-selection.md)."),
 }
 
 def compose(summary: str, parameters: "ParamSpec", attributes: Sequence[str] = tuple(ATTRIBUTES),

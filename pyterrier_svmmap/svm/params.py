@@ -86,10 +86,8 @@ STRUCT_SVM_PARAMS = ParamSpec([
           ':data:`pyterrier_svmmap.svm.losses.LOSSES` (cutoffs as ``"ndcg@10"``), ``"combo"``, or '
           'a :class:`~pyterrier_svmmap.svm.losses.base.Loss` instance (which cannot be saved).',
           check=_loss_name, cli="--loss"),
-    Param("loss_params", None, 'dict or None',
-          'The loss\'s parameters, e.g. ``{"k": 10}``; for ``"combo"``: ``losses``, ``slack`` and '
-          '``C_weights``.',
-          check=_loss_params),
+    Param("loss_params", None, 'dict or None', 'The loss\'s parameters, e.g. ``{"k": 10}``; for ``"combo"``: '
+          '``losses``, ``slack`` and ``C_weights``.', check=_loss_params),
     Param("features", "bins", 'str or sequence of str',
           'The blocks of φ (:mod:`pyterrier_svmmap.features.blocks`): '
           + ", ".join(f'``"{name}"`` ({kind.description})' for name, kind in BLOCK_KINDS.items())
@@ -101,31 +99,24 @@ STRUCT_SVM_PARAMS = ParamSpec([
           "σ_f the function's spread within training queries (free of its units); None, the scores as they "
           "are (the paper's and ``svm_map_learn``'s linear model).",
           check=one_of("query", None), implied=None, cli="--normalise"),
-    Param("n_bins", 50, 'int',
-          '|K_f|, the thresholds per base function (50 in the paper).',
+    Param("n_bins", 50, 'int', '|K_f|, the thresholds per base function (50 in the paper).',
           check=positive_int, cli="--n-bins"),
     Param("binning", "quantile", "{'quantile', 'minmax', 'percentile'}",
           'How scores are placed among the thresholds: at quantiles of the training scores, or '
           'per query after min–max or percentile scaling with thresholds evenly spaced in [0, 1].',
           check=one_of(*BINNINGS)),
-    Param("threshold_depth", 200, 'int or None',
-          "With quantile binning, the quantiles of each training query's top ``threshold_depth`` "
-          'candidates per function (None: all), where the ranking is decided.',
-          check=optional_positive_int),
-    Param("epsilon", 1e-3, 'float',
-          'The cutting-plane tolerance: training stops when no constraint is violated by more '
-          'than ε.',
-          check=positive_number, cli="-e"),
-    Param("max_iter", 1000, 'int',
-          'The cap on cutting-plane iterations per C.',
-          check=positive_int, cli="--max-iter"),
+    Param("threshold_depth", 200, 'int or None', "With quantile binning, the quantiles of each training "
+          "query's top ``threshold_depth`` candidates per function (None: all).", check=optional_positive_int),
+    Param("epsilon", 1e-3, 'float', 'The cutting-plane tolerance: training stops when no constraint is violated '
+          'by more than ε.', check=positive_number, cli="-e"),
+    Param("max_iter", 1000, 'int', 'The cap on cutting-plane iterations per C.', check=positive_int,
+          cli="--max-iter"),
     Param("prior", None, "{None, 'best', 'auto'}",
           'None regularises towards w = 0 (the paper); ``"best"`` towards the reference function '
           '(``first_stage``), ½‖w − w₀‖²; with ``selection="auto"`` also ``"auto"`` (both, chosen with C).',
           check=one_of(None, "best", "auto"), cli="--prior"),
-    Param("prior_scale", 1.0, 'float',
-          "The size of w₀: the prior function's contribution spans about [0, prior_scale].",
-          check=positive_number),
+    Param("prior_scale", 1.0, 'float', "The size of w₀: the prior function's contribution spans about "
+          "[0, prior_scale].", check=positive_number),
     Param("first_stage", None, "int, str, 'auto' or None",
           'The reference function, which the prior starts from, ``selection="auto"`` falls back to and '
           'ties are broken by: a base function by column or name; ``"auto"``, the one the candidates declare '
@@ -135,9 +126,7 @@ STRUCT_SVM_PARAMS = ParamSpec([
           'Folds (by query, shuffled with ``random_state``) of the cross-validation that chooses among '
           'settings when validation queries are not the evidence.',
           check=_folds, cli="--cv"),
-    Param("random_state", 0, 'int or None',
-          'The seed of the cross-validation folds.',
-          check=optional_int),
+    Param("random_state", 0, 'int or None', 'The seed of the cross-validation folds.', check=optional_int),
     Param("selection", "validation", "{'validation', 'auto'}",
           'How a setting is chosen among several (C, features, prior) '
           '(:func:`~pyterrier_svmmap.selection.engine.search`, docs/model-selection.md). ``"validation"``: the '
@@ -145,32 +134,26 @@ STRUCT_SVM_PARAMS = ParamSpec([
           'cross-validation); ``"auto"``: cross-validation over every judged query, the reference function '
           'kept unless a max-gain test at ``fallback_alpha`` says learning gains (``choice_``).',
           check=one_of(*SELECTION_METHODS), implied="validation", cli="--selection"),
-    Param("fallback_alpha", DEFAULT_ALPHA, 'float or None',
-          'With ``selection="auto"``: the level of the test that keeps the reference function (0.5: the '
-          'median-unbiased decision); None never falls back.',
+    Param("fallback_alpha", DEFAULT_ALPHA, 'float or None', 'With ``selection="auto"``: the level of the test '
+          'that keeps the reference function (0.5: median-unbiased); None never falls back.',
           check=_alpha, implied=DEFAULT_ALPHA, cli="--fallback-alpha"),
     Param("min_valid_queries", DEFAULT_MIN_VALID_QUERIES, 'int or None',
           'With ``selection="auto"``: from this many validation queries on, the validation set '
           'alone is the evidence; None always cross-validates over training ∪ validation.',
           check=optional_positive_int, implied=DEFAULT_MIN_VALID_QUERIES, cli="--min-valid-queries"),
-    Param("average_folds", True, 'bool',
-          'With ``selection="auto"`` and cross-validation: average the refit with the fold models.',
-          check=boolean, implied=True),
-    Param("rel", 1.0, 'float',
-          'The relevance threshold: a candidate is relevant when its label ≥ ``rel`` (as ir_measures\' '
-          '``AP(rel=1)``).',
-          check=_rel, cli="--rel"),
-    Param("verbose", False, 'bool',
-          'Show progress on stderr: a bar over the fits and one line per trained C.',
+    Param("average_folds", True, 'bool', 'With ``selection="auto"`` and cross-validation: average the refit '
+          'with the fold models.', check=boolean, implied=True),
+    Param("rel", 1.0, 'float', 'The relevance threshold: a candidate is relevant when its label ≥ ``rel`` (as '
+          'ir_measures\' ``AP(rel=1)``).', check=_rel, cli="--rel"),
+    Param("verbose", False, 'bool', 'Show progress on stderr: a bar over the fits and one line per trained C.',
           check=boolean, model=False),
     Param("executor", None, "None, 'local', str or dask.distributed.Client",
           'Where the cutting-plane iterations run, the model unchanged: this process (None), a new local Dask '
           'cluster (``"local"``), a scheduler address or a Dask client; StructSVMRanker takes None or a shard '
           'executor (:func:`pyterrier_svmmap.scale.dask.executor_for`).',
           check=None, model=False, runtime=True, cli="--workers"),
-    Param("queries_per_shard", 1000, 'int',
-          'With an executor, the queries per shard (fixed, so the model does not depend on the workers).',
-          check=positive_int, model=False),
+    Param("queries_per_shard", 1000, 'int', 'With an executor, the queries per shard (fixed, so the model does '
+          'not depend on the workers).', check=positive_int, model=False),
     Param("n_jobs", None, 'int or None',
           'Threads of this process (:mod:`pyterrier_svmmap.threads`): None every core, a negative number '
           'counts back from all (-1 all); the model is the same bit for bit for every value.',

@@ -14,7 +14,6 @@ QP_MAX_STEPS = 200_000
 
 
 def compiled() -> ModuleType:
-    """The compiled QP module :mod:`._qp_kernels` (imported on first use)."""
     return _jit.load("svm._qp_kernels")
 
 

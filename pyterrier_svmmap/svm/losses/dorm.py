@@ -58,12 +58,10 @@ class DORMLoss(_numba.CompiledBatch, Loss):
         return coef
 
     def ranking_call(self, n: int) -> _numba.KernelCall:
-        """The compiled single-query argmax (:func:`._rank_kernels.dorm_ranking`, the batch kernel's DP)."""
         return _numba.kernels().dorm_ranking, (_numba.as_int(self.k), _numba.as_int(self.window), discount_table(n + 1),
                                   self.decay(n + 1))
 
     def kernel_call(self, n_max: int) -> _numba.KernelCall:
-        """The compiled batch (:func:`._rank_kernels.dorm_batch`) for queries of ≤ ``n_max`` candidates."""
         n = n_max + 1
         return _numba.kernels().dorm_batch, (_numba.as_int(self.k), _numba.as_int(self.window), discount_table(n),
                                 self.decay(n))

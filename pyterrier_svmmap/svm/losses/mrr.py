@@ -66,9 +66,7 @@ class MRRLoss(_numba.CompiledBatch, CutoffLoss):
         return float(self._delta_by_r(len(neg))[r]), coef
 
     def ranking_call(self, n: int) -> _numba.KernelCall:
-        """The compiled single-query argmax (:func:`._rank_kernels.mrr_ranking`)."""
         return _numba.kernels().mrr_ranking, (_numba.as_int(self.k),)
 
     def kernel_call(self, n_max: int) -> _numba.KernelCall:
-        """The compiled batch (:func:`._rank_kernels.mrr_batch`)."""
         return _numba.kernels().mrr_batch, (_numba.as_int(self.k),)

@@ -56,9 +56,7 @@ class NDCGLoss(_numba.CompiledBatch, CutoffLoss):
         return pairwise_psi_coef(ranking, labels)
 
     def ranking_call(self, n: int) -> _numba.KernelCall:
-        """The compiled single-query argmax (:func:`._rank_kernels.ndcg_ranking`)."""
         return _numba.kernels().ndcg_ranking, (_numba.as_int(self.k), kernel_discounts(n + 1))
 
     def kernel_call(self, n_max: int) -> _numba.KernelCall:
-        """The compiled batch (:func:`._rank_kernels.ndcg_batch`) for queries of ≤ ``n_max`` candidates."""
         return _numba.kernels().ndcg_batch, (_numba.as_int(self.k), kernel_discounts(n_max + 1))

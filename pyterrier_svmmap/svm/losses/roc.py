@@ -49,9 +49,7 @@ class ROCLoss(_numba.CompiledBatch, Loss):
         return float(neg_above[rel].sum()) / (n_pos * n_neg), coef
 
     def ranking_call(self, n: int) -> _numba.KernelCall:
-        """The compiled single-query argmax (:func:`._rank_kernels.roc_ranking`)."""
         return _numba.kernels().roc_ranking, ()
 
     def kernel_call(self, n_max: int) -> _numba.KernelCall:
-        """The compiled batch (:func:`._rank_kernels.roc_batch`)."""
         return _numba.kernels().roc_batch, ()
