@@ -96,8 +96,7 @@ def select_queries(raw, offsets: np.ndarray, keep: np.ndarray):
 
 
 class QueryRows:
-    """The rows of some queries of ``base`` without a copy, array-like (``shape``, ``len``, float64 ``dtype``);
-    read chunk by chunk, ``rows[:, j]`` gathers a column, ``numpy.asarray`` copies."""
+    """The rows of some queries of ``base`` without a copy, read chunk by chunk (``numpy.asarray`` copies)."""
 
     ndim = 2
     dtype = np.dtype(np.float64)

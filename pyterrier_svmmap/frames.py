@@ -150,8 +150,7 @@ FIRST_STAGE_ATTR = "first_stage"
 
 def first_stage_column(attrs: dict, feature_names: Optional[Sequence[str]] = None, raw: Optional[np.ndarray] = None,
                        score: Optional[np.ndarray] = None) -> Optional[int]:
-    """The frame's first stage: the column ``attrs["first_stage"]`` declares, else the first feature equal to the
-    frame's ``score``, else None."""
+    """The frame's first stage: the column ``attrs["first_stage"]`` declares, else the first equal to ``score``."""
     first = attrs.get(FIRST_STAGE_ATTR)
     if first is None:
         if raw is None or score is None or not len(raw):

@@ -132,8 +132,7 @@ def _same_default(a: Any, b: Any) -> bool:
 
 
 class Parametrized:
-    """A learner whose ``PARAMS`` is checked against ``__init__`` when the class is created and fills its docstring's
-    ``{parameters}``."""
+    """A learner whose ``PARAMS`` is checked against ``__init__`` and fills its docstring's ``{parameters}``."""
 
     PARAMS: ClassVar[ParamSpec] = ParamSpec([])
 

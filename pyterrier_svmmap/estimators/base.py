@@ -28,7 +28,6 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
     ``__init__`` out and implements ``_fit_arrays(train, valid)``, ``_score(raw, offsets)``, ``_get_state()`` and
     ``_set_state(meta, arrays)`` (docs/architecture.md)."""
 
-    #: no parameters of its own: each learner declares its ``PARAMS``
     PARAMS = ParamSpec([])
     #: the array-level ranker class whose state is the model's (scores without PyTerrier), or None
     RANKER: Optional[type] = None

@@ -42,8 +42,7 @@ def _thresholds_of_columns(columns: List[np.ndarray], n_bins: int, retrieved: bo
 
 def sample_thresholds(raw, offsets: np.ndarray, n_bins: int, depth: Optional[int] = None,
                       max_bytes: Optional[int] = None) -> np.ndarray:
-    """:func:`function_thresholds` of the training candidates (each query's top ``depth``), read in chunks of whole
-    queries, a group of functions per pass of about ``max_bytes``."""
+    """:func:`function_thresholds` of the training candidates (each query's top ``depth``), a pass per group."""
     raw = score_matrix(raw)
     offsets = np.asarray(offsets, dtype=np.int64)
     n, n_funcs = raw.shape

@@ -19,8 +19,7 @@ class BadLine(Exception):
 
 
 def parse_chunk(data: bytes, limit: int, comments: bool = True, compiled: bool = True):
-    """Numbers of the data lines in ``data`` (labels, qids, pair counts, indices, values, comments, line numbers);
-    None without data lines."""
+    """The numbers of the data lines of ``data`` and their 0-based line numbers; None without data lines."""
     if not compiled:
         return _parse_lines(data, limit, comments)
     k = load("io._svmlight_kernels")

@@ -16,8 +16,7 @@ from pyterrier_svmmap.selection.reference import HeldOutRanking, fallback_model,
 from pyterrier_svmmap.selection.rule import Choice, Selection, choose, column_means
 from pyterrier_svmmap.string_codes import sorted_string_codes
 
-#: ``train(queries, grid, (features, prior), fold, shards, encoded) -> (layout, results, prior function or None)``:
-#: the learner's path of C on ``queries`` (``results[i].w`` at ``grid[i]``; ``fold`` None for a final fit)
+#: ``train(queries, grid, setting, fold, shards, encoded) -> (layout, results, prior function)``: a path of C
 TrainPath = Callable[[Queries, Sequence[float], Setting, Optional[int], Optional[np.ndarray], EncodedQueries],
                      Tuple[FeatureLayout, list, Optional[int]]]
 
@@ -25,14 +24,12 @@ TrainPath = Callable[[Queries, Sequence[float], Setting, Optional[int], Optional
 MakeLayout = Callable[[Queries, Any], FeatureLayout]
 
 #: ``fit_map(job, n) -> [job(0), …, job(n − 1)]``: runs a picklable job's fits, e.g. on a shard executor
-#: (:mod:`~pyterrier_svmmap.svm.executors`)
 FitMap = Callable[[Callable[[int], Any], int], list]
 
 #: a trained path: (layout, one training result per C, the prior's base function or None)
 Path = Tuple[FeatureLayout, list, Optional[int]]
 
-#: below this many candidates the fits of a cross-validation run side by side, one thread each (each is too small
-#: to use several threads well); above it one after another, each on every thread
+#: below this many candidates a cross-validation's fits run side by side, one thread each (too small for more)
 CONCURRENT_FOLDS_MAX_CANDIDATES = 1 << 20
 
 #: the folds on which :func:`cross_validate` races the richer settings before it trains them on the others
@@ -67,8 +64,7 @@ PAPER = Protocol()
 
 @dataclass
 class HeldOut:
-    """What :func:`cross_validate` measured: each query's ``fold``, ``ap`` (queries × settings·C), ``fallback_ap``
-    and ``fold_weights`` (per setting and fold, w of every C)."""
+    """What :func:`cross_validate` measured: ``fold``, ``ap`` (queries × columns), ``fallback_ap``, ``fold_weights``."""
     fold: np.ndarray
     ap: np.ndarray
     fallback_ap: Optional[np.ndarray]

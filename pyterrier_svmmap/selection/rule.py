@@ -39,8 +39,7 @@ def paired_t(gains: np.ndarray) -> float:
 
 
 def max_gain_pvalue(gains: np.ndarray, n_flips: int = N_FLIPS, seed: int = 0) -> float:
-    """Westfall & Young's sign-flip p-value of the largest mean column of ``gains`` (queries × settings): exact up
-    to ``EXACT_FLIPS_MAX_QUERIES`` queries, else ``n_flips`` seeded sign vectors; 1.0 without a positive mean."""
+    """Westfall & Young's sign-flip p-value of the largest mean column of ``gains`` (exact up to 11 queries)."""
     D = np.asarray(gains, dtype=float)
     n = len(D)
     if n == 0 or D.shape[1] == 0:
