@@ -9,16 +9,17 @@ from setuptools import find_packages, setup
 from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).parent
-#: compiles (and caches) every kernel of the package, in the built package's ``__pycache__`` folders
-WARM_UP = "from pyterrier_svmmap.cli.warm_up import warm_up; warm_up()"
+#: compiles (and caches) the kernels of a default fit, its predictions and the svmlight parser, in the built
+#: package's ``__pycache__`` folders (``svmmap warm-up`` compiles every learner's)
+WARM_UP = "from pyterrier_svmmap.cli.warm_up import warm_up; warm_up(every_learner=False)"
 
 
 class BuildPyCompiled(build_py):
-    """``build_py``, then, for a wheel, the numba kernels compiled by ``svmmap warm-up`` into the built package,
-    where numba caches an installed package's kernels. A wheel installs them valid: numba's cache index names a
-    source file by its content and a kernel by its bytecode, this machine's CPU and numba's version, so a first
-    fit after ``pip install`` loads the kernels instead of compiling them (about 30 s). With another CPU or
-    numba, or ``NUMBA_CACHE_DIR`` set, numba compiles them on first use as without them.
+    """``build_py``, then, for a wheel, the numba kernels of a default fit (:data:`WARM_UP`) compiled into the built
+    package, where numba caches an installed package's kernels. A wheel installs them valid: numba's cache index
+    (0.68 on) names a source file by its content and a kernel by its bytecode, this machine's CPU and numba's
+    version, so a first fit after ``pip install`` loads the kernels instead of compiling them (about 30 s). With
+    another CPU or numba, or ``NUMBA_CACHE_DIR`` set, numba compiles them on first use as without them.
     ``PYTERRIER_SVMMAP_PRECOMPILE=0`` leaves them out; a failed compile warns and leaves them out."""
 
     def run(self):

@@ -2,8 +2,9 @@
 
 numba compiles the package's kernels the first time they run after an install and caches them on disk
 (``__pycache__`` beside the package, or ``NUMBA_CACHE_DIR``); every later run loads them. A wheel built by
-``pip install`` already holds them (``setup.py`` runs :func:`warm_up` on the built package), so this is for
-an install whose cache numba cannot use (another CPU, another numba, ``NUMBA_CACHE_DIR``, a read-only
+``pip install`` already holds those of a default fit, its predictions and the svmlight parser (``setup.py``
+runs ``warm_up(every_learner=False)`` on the built package), so this is for the other learners, and for an
+install whose cache numba cannot use (another CPU, another numba, ``NUMBA_CACHE_DIR``, a read-only
 ``site-packages``). ``svmmap warm-up`` runs tiny fits of every loss and feature block, their predictions,
 every loss's single-query argmax, the ApproxAP/ApproxNDCG learners and the svmlight parser, which compiles
 (or, when already cached, just loads) every kernel they use; the dual QP, about a third of the compiling,
@@ -56,12 +57,15 @@ def tiny_data(seed: int = 0, n_queries: int = 6, per_query: int = 30, n_function
     return raw, labels, offsets, docnos
 
 
-def warm_up(n_jobs: int = 1, qp_process: bool = True) -> float:
+def warm_up(n_jobs: int = 1, qp_process: bool = True, every_learner: bool = True) -> float:
     """Run every kernel the fits, predictions and argmaxes use once; returns the seconds it took.
 
     Kernels already in numba's cache are loaded, the others compiled (and cached). With ``qp_process`` a
     second process (:data:`SECOND_PROCESS`, the same cache) compiles the dual QP, then runs :func:`_apart`,
     while this one compiles the kernels that need no QP; this one's SVM fits wait for the QP, then load it.
+    ``every_learner=False`` leaves out the other losses' argmaxes and fits and the approximations (:func:`_apart`):
+    the kernels of a default fit, its predictions and the svmlight parser (those ``setup.py`` compiles into the
+    wheel).
     """
     t0 = time.perf_counter()
     side = None
@@ -69,7 +73,8 @@ def warm_up(n_jobs: int = 1, qp_process: bool = True) -> float:
         package_parent = str(Path(__file__).resolve().parents[2])    # the child imports this very package
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [package_parent,
                                                                         os.environ.get("PYTHONPATH")])))
-        side = subprocess.Popen([sys.executable, "-c", SECOND_PROCESS], env=env, stdout=subprocess.PIPE, text=True)
+        side = subprocess.Popen([sys.executable, "-c", SECOND_PROCESS] + (["apart"] if every_learner else []),
+                                env=env, stdout=subprocess.PIPE, text=True)
     raw, labels, offsets, _ = tiny_data()
     v_raw, v_labels, v_offsets, v_docnos = tiny_data(seed=1)
     valid = (v_raw, v_labels, v_offsets, None, v_docnos)
@@ -78,8 +83,8 @@ def warm_up(n_jobs: int = 1, qp_process: bool = True) -> float:
     for q in quiet:                                         # the tiny fits' INFO lines are noise here
         q.setLevel(logging.WARNING)
     try:
-        _fits(raw, labels, offsets, valid, v_raw, v_offsets, v_docnos, n_jobs, side)
-        if side is not None and side.wait():               # the second process failed: its fits here
+        _fits(raw, labels, offsets, valid, v_raw, v_offsets, v_docnos, n_jobs, side, every_learner)
+        if side is not None and side.wait() and every_learner:     # the second process failed: its fits here
             _apart(raw, labels, offsets)
     finally:
         for q, level in zip(quiet, levels):
@@ -115,14 +120,15 @@ def _apart(raw, labels, offsets) -> None:
             StructSVMRanker(C=1.0, loss=loss, loss_params=params, n_bins=5, n_jobs=1).fit(raw, labels, offsets)
 
 
-#: :func:`warm_up`'s second process: the QP, a line on stdout once it is cached, then :func:`_apart` (its compile
-#: notice silenced: the first process says it)
-SECOND_PROCESS = ("import logging; logging.getLogger('pyterrier_svmmap').setLevel(logging.ERROR); "
-                  "import pyterrier_svmmap.cli.warm_up as w; "
-                  "w.warm_up_qp(); print('qp', flush=True); w._apart(*w.tiny_data()[:3])")
+#: :func:`warm_up`'s second process: the QP, a line on stdout once it is cached, then (argument ``apart``)
+#: :func:`_apart`; its compile notice silenced (the first process says it)
+SECOND_PROCESS = ("import logging, sys; logging.getLogger('pyterrier_svmmap').setLevel(logging.ERROR); "
+                  "import pyterrier_svmmap.cli.warm_up as w; w.warm_up_qp(); print('qp', flush=True); "
+                  "sys.argv[1:] == ['apart'] and w._apart(*w.tiny_data()[:3])")
 
 
-def _fits(raw, labels, offsets, valid, v_raw, v_offsets, v_docnos, n_jobs: int, side=None) -> None:
+def _fits(raw, labels, offsets, valid, v_raw, v_offsets, v_docnos, n_jobs: int, side=None,
+          every_learner: bool = True) -> None:
     """The tiny fits, predictions and argmaxes of :func:`warm_up`: those that solve no QP first, then (once
     ``side``, the second process, has its QP cached) the SVM fits."""
     import numpy as np
@@ -132,15 +138,15 @@ def _fits(raw, labels, offsets, valid, v_raw, v_offsets, v_docnos, n_jobs: int, 
     from pyterrier_svmmap.svm.ranker import StructSVMRanker
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for loss, params in LOSSES:
+        for loss, params in LOSSES if every_learner else ():
             most_violated(np.nan_to_num(raw[:30, 0]), labels[:30], loss=get_loss(loss, **(params or {})))
         for features, binning in feature_settings():
             FeatureLayout.fit(raw, offsets, features, 5, binning).transform(raw, offsets)
         parse_chunk(b"1 qid:1 1:0.5 2:-1e-3 # docid = d1\n0 qid:1 1:0.25\n", 10)   # svmmap learn's svmlight parser
-        if side is None:
-            _apart(raw, labels, offsets)
-        else:
+        if side is not None:
             side.stdout.readline()                          # its QP cached (or its end: then compiled here)
+        elif every_learner:
+            _apart(raw, labels, offsets)
         for features, binning in feature_settings():
             r = StructSVMRanker(C=[0.1, 1.0], features=features, binning=binning, n_bins=5, n_jobs=n_jobs)
             r.fit(raw, labels, offsets, valid=valid)

@@ -45,18 +45,25 @@ def signatures(code: str, **env) -> set:
     return set(json.loads(p.stdout.splitlines()[-1]))
 
 
-def test_the_warm_up_compiles_every_kernel_of_a_default_fit():
-    """What the wheel holds (the warm-up's kernels, whichever process compiles them) covers what a default fit
-    and its predictions call: the first fit after pip install compiles nothing."""
-    warmed = signatures("from pyterrier_svmmap.cli.warm_up import warm_up; warm_up(qp_process=False)")
+def test_the_wheels_warm_up_compiles_every_kernel_of_a_default_fit():
+    """What the wheel holds (``setup.py``'s warm-up, ``every_learner=False``, whichever process compiles the
+    kernels) covers what a default fit and its predictions call: the first fit after pip install compiles
+    nothing; the whole warm-up (``svmmap warm-up``) compiles more."""
+    setup_code = (ROOT / "setup.py").read_text()
+    assert 'WARM_UP = "from pyterrier_svmmap.cli.warm_up import warm_up; warm_up(every_learner=False)"' in setup_code
+    wheel = signatures("from pyterrier_svmmap.cli.warm_up import warm_up; "
+                       "warm_up(qp_process=False, every_learner=False)")
     fitted = signatures(DEFAULT_FIT)
-    assert fitted and fitted <= warmed, sorted(fitted - warmed)
+    assert fitted and fitted <= wheel, sorted(fitted - wheel)
+    every = signatures("from pyterrier_svmmap.cli.warm_up import warm_up; warm_up(qp_process=False)")
+    assert wheel < every
 
 
 def test_the_warm_up_compiles_the_qp_once_in_its_second_process(tmp_path):
     """From an empty cache, the warm-up's second process compiles the QP while the first compiles the rest;
     the first one's SVM fits wait for it and load the QP from the cache (no miss), and the notice comes once."""
-    p = subprocess.run([sys.executable, "-c", "from pyterrier_svmmap.cli.warm_up import warm_up; warm_up(); "
+    p = subprocess.run([sys.executable, "-c", "from pyterrier_svmmap.cli.warm_up import warm_up; "
+                        "warm_up(every_learner=False); "
                         "from pyterrier_svmmap.svm.qp import compiled; d = compiled().solve_dual; "
                         "print(sum(d._cache_hits.values()), sum(d._cache_misses.values()))"],
                        capture_output=True, text=True, timeout=1800, cwd=ROOT,
