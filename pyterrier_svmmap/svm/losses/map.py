@@ -155,9 +155,10 @@ class MAPLoss(Loss):
         labels = np.asarray(labels)
         n_q = len(offsets) - 1
         deltas = np.zeros(n_q)
-        coef = np.zeros(len(scores))
         if n_q == 0 or len(scores) == 0:
-            return deltas, coef
+            return deltas, np.zeros(len(scores))
+        coef = np.empty(len(scores))                 # every query's candidates written by the search
+        coef[:offsets[0]], coef[offsets[-1]:] = 0.0, 0.0
         rel = np.empty(len(scores), dtype=np.bool_)
         order, sort = _score_order(scores, offsets)
         H = harmonic(int(np.diff(offsets).max()) + 2)
