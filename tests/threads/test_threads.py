@@ -81,12 +81,12 @@ def test_run_keeps_task_order_and_raises_after_all_tasks_end():
         ended = []
 
         def task(i):
-            if i == 2:
-                raise KeyError("piece 2")
+            if i in (2, 4):
+                raise KeyError(f"piece {i}")
             ended.append(i)
-        with pytest.raises(KeyError, match="piece 2"):
-            threads.run(task, 4)
-        assert sorted(ended) == [0, 1, 3]
+        with pytest.raises(KeyError, match="piece 2"):              # the first piece's error, whoever ran it
+            threads.run(task, 6)
+        assert sorted(ended) == [0, 1, 3, 5]
 
 
 def test_run_does_not_wait_for_a_pool_thread_that_has_not_started():
@@ -142,6 +142,21 @@ def test_binned_products_do_not_depend_on_threads(small_pieces):
         d3, r3 = block.dot(w), block.rdot(c)
     assert np.array_equal(d1, d3) and np.array_equal(r1, r3)
     assert np.array_equal(d1, reference.binned_dot(block, w)) and np.array_equal(r1, reference.binned_rdot(block, c))
+
+
+def test_binned_spread_does_not_depend_on_threads(small_pieces):
+    """Per query Σ_d ‖φ(d) − φ̄_q‖² of a bin-code block: the same bits on 1 and 3 threads, and the spread of its
+    explicit indicators."""
+    rng = np.random.default_rng(2)
+    block = BinnedBlock(rng.integers(0, 8, (1001, 13)), 7)
+    offsets = np.r_[0, np.cumsum(rng.integers(0, 90, 20)), 1001]
+    with threads.using(1):
+        one = block.query_sumsq(offsets)
+    with threads.using(3):
+        assert np.array_equal(block.query_sumsq(offsets), one)
+    phi = (block.codes[:, :, None] > np.arange(7)).reshape(1001, -1).astype(float)
+    want = [((phi[a:b] - phi[a:b].mean(axis=0)) ** 2).sum() if b > a else 0.0 for a, b in zip(offsets, offsets[1:])]
+    np.testing.assert_allclose(one, want, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("depth", [1, 7, 40])
@@ -205,6 +220,22 @@ def test_batch_violations_do_not_depend_on_threads(small_pieces, name):
     with threads.using(3):
         d3, c3 = loss.batch_violation(s, labels, offsets)
     assert np.array_equal(d1, d3) and np.array_equal(c1, c3)
+
+
+def test_map_batch_on_queries_inside_the_candidates(small_pieces):
+    """Offsets that start after the first candidate and end before the last: the queries' coefficients are those
+    of the queries alone, the candidates outside every query get 0, on any number of threads (relevant: a label
+    above 0, however small)."""
+    _, labels, offsets = ranking_data(seed=5)
+    s = np.round(np.random.default_rng(6).standard_normal(len(labels)), 1)
+    inner = offsets[3:-2]
+    a, b = int(inner[0]), int(inner[-1])
+    alone = get_loss("map").batch_violation(s[a:b], labels[a:b], inner - a)
+    for n_jobs in (1, 3):
+        with threads.using(n_jobs):
+            deltas, coef = get_loss("map").batch_violation(s, labels * 0.3, inner)
+        assert np.array_equal(deltas, alone[0]) and np.array_equal(coef[a:b], alone[1])
+        assert not coef[:a].any() and not coef[b:].any()
 
 
 # ------------------------------------------------------------------------------------------------
