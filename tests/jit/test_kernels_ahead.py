@@ -13,7 +13,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import build_backend
 from pyterrier_svmmap._jit import COMPILE_MESSAGE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -115,6 +114,7 @@ def test_kernels_cached_in_a_built_package_load_after_it_is_copied_with_new_mtim
 def test_setup_removes_an_earlier_builds_kernels_and_compiles_none_when_told(tmp_path):
     """``setup.py build_py`` with ``PYTERRIER_SVMMAP_PRECOMPILE=0`` copies the package without kernels, and
     removes those an earlier build left in its folder."""
+    pytest.importorskip("setuptools")
     lib = tmp_path / "lib"
     stale = lib / "pyterrier_svmmap" / "__pycache__" / "_jit.load-1.py311.nbi"
     stale.parent.mkdir(parents=True)
@@ -129,6 +129,8 @@ def test_setup_removes_an_earlier_builds_kernels_and_compiles_none_when_told(tmp
 @pytest.mark.parametrize("precompile, extra", [(None, ["numba>=0.58", "scipy>=1.10"]), ("0", []), ("1", [
     "numba>=0.58", "scipy>=1.10"])])
 def test_a_wheels_build_requirements_include_numba_unless_told(monkeypatch, precompile, extra):
+    pytest.importorskip("setuptools")
+    import build_backend
     monkeypatch.setattr(build_backend, "_setuptools_wheel_requires", lambda config_settings=None: ["wheel"])
     if precompile is None:
         monkeypatch.delenv("PYTERRIER_SVMMAP_PRECOMPILE", raising=False)
