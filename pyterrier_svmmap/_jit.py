@@ -2,9 +2,9 @@
 
 Every kernel module — ``_product_kernels``, ``svm._qp_kernels``, ``features._kernels``, ``approx._kernels``,
 ``measures._kernels``, ``measures._order_kernels``, ``svm.losses._map_kernels``, ``svm.losses._rank_kernels``,
-``io._svmlight_kernels``, each beside the module it serves — is imported on first use (``load(...)`` inside the
-function that needs it), so that importing the package does not load numba, and a fit compiles only the kernels
-it runs.
+``svm.losses._dorm_kernels``, ``io._svmlight_kernels``, each beside the module it serves — is imported on first
+use (``load(...)`` inside the function that needs it), so that importing the package does not load numba, and a
+fit compiles only the kernels it runs.
 
 The kernels are cached on disk by numba (``cache=True``): in ``__pycache__`` beside the installed package
 when that folder is writable (an editable install: the source tree's), else in numba's per-user cache

@@ -64,7 +64,8 @@ PAPER = Protocol()
 
 @dataclass
 class HeldOut:
-    """What :func:`cross_validate` measured: ``fold``, ``ap`` (queries × columns), ``fallback_ap``, ``fold_weights``."""
+    """What :func:`cross_validate` measured: ``fold``, ``ap`` (queries × columns), ``fallback_ap``,
+    ``fold_weights``."""
     fold: np.ndarray
     ap: np.ndarray
     fallback_ap: Optional[np.ndarray]

@@ -173,7 +173,8 @@ def restore(ranker, meta: dict, arrays: Dict[str, np.ndarray]):
 
 
 def block_validation(path: List[dict], learned: dict) -> Dict[float, float]:
-    """``validation_``: C → the score of the path's entries of ``learned``'s features and prior (fallback left out)."""
+    """``validation_``: C → the score of the path's entries of ``learned``'s features and prior (fallback left
+    out)."""
     return {float(p["C"]): p["validation"] for p in path
             if p.get("features", learned["features"]) == learned["features"]
             and p.get("prior") == learned.get("prior") and not p.get("fallback")}

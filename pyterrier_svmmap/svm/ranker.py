@@ -4,12 +4,11 @@
 :class:`~pyterrier_svmmap.SVMMap`), ``svmmap learn/classify`` and ``svmmap reproduce`` all train with, as
 ``pyterrier.ltr`` is a thin layer over LightGBM. It knows nothing of PyTerrier or pandas.
 
-Training (Yue et al. 2007, §3–4): thresholds and φ from the base scores (:class:`~pyterrier_svmmap.features.layout.FeatureLayout`),
+Training (Yue et al. 2007, §3–4): thresholds and φ from the base scores (:class:`~.features.layout.FeatureLayout`),
 then OP 1 of the paper, min ½‖w‖² + C/n Σ ξ_i, solved by 1-slack cutting planes for every C of a grid
-(:func:`~pyterrier_svmmap.svm.cutting_plane.train_path`, warm-started from one C to the next), and the model with the
-best validation MAP kept ("The model which performed best on the validation set was selected", §5), or with
-``selection="auto"`` the model that :func:`~pyterrier_svmmap.selection.select_auto` decides on (this class
-trains the paths it asks for).
+(:func:`~pyterrier_svmmap.svm.cutting_plane.train_path`, warm-started from one C to the next); the selection
+engine (:func:`~pyterrier_svmmap.selection.engine.search`) keeps the model of the paper's protocol (the best
+validation MAP, §5) or of the default's rule, and this class trains the paths it asks for.
 """
 from __future__ import annotations
 
@@ -398,7 +397,8 @@ class StructSVMRanker(Parametrized):
         if labels is None:
             raise ValueError("validation needs labels")
         if raw.shape[1] != self.n_functions_:
-            raise ValueError(f"validation candidates have {raw.shape[1]} base functions, training ones {self.n_functions_}")
+            raise ValueError(f"validation candidates have {raw.shape[1]} base functions, training ones "
+                             f"{self.n_functions_}")
         n_rel = valid.n_relevant
         return Queries(raw, self.relevant(labels), offsets, n_relevant=None if n_rel is None else
                        np.asarray(n_rel, dtype=float), docnos=valid.docnos)
@@ -511,9 +511,8 @@ class StructSVMRanker(Parametrized):
 
     def ranking_scores(self, raw, offsets, docnos=None) -> np.ndarray:
         """:meth:`decision_function` with ties broken by the package's policy (:mod:`~pyterrier_svmmap.ties`):
-        equal scores ordered by the tie-break function (the reference function: the first stage, or the base
-        function with the best training MAP; ``tie_function_``), then by docno descending when ``docnos`` are given. What ``transform`` and
-        ``svmmap classify`` output, and what validation MAP is computed on.
+        by the reference function (``tie_function_``), then by docno descending: what ``transform`` and
+        ``svmmap classify`` output, and what held-out MAP is computed on.
 
         Parameters
         ----------

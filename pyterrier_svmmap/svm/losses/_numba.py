@@ -22,9 +22,9 @@ log = logging.getLogger(__name__)
 
 
 
-def kernels() -> ModuleType:
-    """The compiled kernels module :mod:`._rank_kernels`."""
-    return _jit.load("svm.losses._rank_kernels")
+def kernels(module: str = "_rank_kernels") -> ModuleType:
+    """A compiled kernels module of the losses: :mod:`._rank_kernels`, or :mod:`._dorm_kernels`."""
+    return _jit.load(f"svm.losses.{module}")
 
 
 def check_batch(scores: np.ndarray, labels: np.ndarray,
@@ -53,7 +53,7 @@ KernelCall = Tuple[Callable, tuple]
 
 def score_order(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Every query's candidates (global indices, int64) by decreasing score, ties in any order."""
-    from pyterrier_svmmap.svm.losses.map import query_score_order                   # map imports nothing from here: no cycle
+    from pyterrier_svmmap.svm.losses.map import query_score_order     # map imports nothing from here: no cycle
 
     return np.ascontiguousarray(query_score_order(scores, offsets), dtype=np.int64)
 

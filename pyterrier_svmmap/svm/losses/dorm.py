@@ -58,10 +58,10 @@ class DORMLoss(_numba.CompiledBatch, Loss):
         return coef
 
     def ranking_call(self, n: int) -> _numba.KernelCall:
-        return _numba.kernels().dorm_ranking, (_numba.as_int(self.k), _numba.as_int(self.window), discount_table(n + 1),
-                                  self.decay(n + 1))
+        return _numba.kernels("_dorm_kernels").dorm_ranking, (_numba.as_int(self.k), _numba.as_int(self.window),
+                                                              discount_table(n + 1), self.decay(n + 1))
 
     def kernel_call(self, n_max: int) -> _numba.KernelCall:
         n = n_max + 1
-        return _numba.kernels().dorm_batch, (_numba.as_int(self.k), _numba.as_int(self.window), discount_table(n),
-                                self.decay(n))
+        return _numba.kernels("_dorm_kernels").dorm_batch, (_numba.as_int(self.k), _numba.as_int(self.window),
+                                                            discount_table(n), self.decay(n))
