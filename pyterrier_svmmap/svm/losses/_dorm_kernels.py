@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from pyterrier_svmmap.svm.losses._rank_kernels import merge_by_score, split_query
+from pyterrier_svmmap.svm.losses._rank_kernels import merge_by_score, ranking_classes, split_query
 
 
 @njit(cache=True, nogil=True)
@@ -106,12 +106,11 @@ def dorm_batch(scores, rel, order, offsets, k, window, D, A, deltas, coef):
 def dorm_ranking(scores, rel, order, lo, hi, k, window, D, A, out):
     """The most violated ranking of one query for DORM: the m weighted ranks from :func:`dorm_dp`, then the
     other candidates by decreasing score (equal scores by index; immaterial to H)."""
-    pi, ps, ni, ns = split_query(scores, rel, order, lo, hi)
+    pi, ps, ni, ns, whole = ranking_classes(scores, rel, order, lo, hi, out)
+    if whole:
+        return
     P = pi.shape[0]
     N = ni.shape[0]
-    if P == 0 or N == 0:
-        merge_by_score(pi, ps, 0, ni, ns, 0, True, out, 0)
-        return
     n = P + N
     m = n if (window < 0 or window > n) else window
     took_rel, g_best, _ = dorm_dp(ps, ns, m, k, D, A)

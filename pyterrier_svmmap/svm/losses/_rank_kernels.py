@@ -516,15 +516,25 @@ def merge_by_score(pi, ps, a, ni, ns, b, index_ties, out, r):
 
 
 @njit(cache=True, nogil=True)
+def ranking_classes(scores, rel, order, lo, hi, out):
+    """:func:`split_query` for a single-query ranking, and whether it is whole already: a query without a
+    relevant or a non-relevant candidate is ranked by score into ``out`` (its only ranking)."""
+    pi, ps, ni, ns = split_query(scores, rel, order, lo, hi)
+    if pi.shape[0] == 0 or ni.shape[0] == 0:
+        merge_by_score(pi, ps, 0, ni, ns, 0, True, out, 0)
+        return pi, ps, ni, ns, True
+    return pi, ps, ni, ns, False
+
+
+@njit(cache=True, nogil=True)
 def map_ranking(scores, rel, order, lo, hi, H, out):
     """The most violated ranking of one query for Δ = 1 − AP (Yue et al. 2007, Algorithm 2: the slots of
     :func:`._map_kernels.slots_one`), into ``out`` (candidate indices, best first)."""
-    pi, ps, ni, ns = split_query(scores, rel, order, lo, hi)
+    pi, ps, ni, ns, whole = ranking_classes(scores, rel, order, lo, hi, out)
+    if whole:
+        return
     P = pi.shape[0]
     N = ni.shape[0]
-    if P == 0 or N == 0:
-        merge_by_score(pi, ps, 0, ni, ns, 0, True, out, 0)
-        return
     slots = np.empty(N, dtype=np.int64)
     slots_one(ps, ns, H, slots)
     counts = np.empty(P, dtype=np.int64)
@@ -535,12 +545,10 @@ def map_ranking(scores, rel, order, lo, hi, H, out):
 @njit(cache=True, nogil=True)
 def ndcg_ranking(scores, rel, order, lo, hi, k, D, out):
     """The most violated ranking of one query for Δ = 1 − nDCG@k (:func:`ndcg_solve`), into ``out``."""
-    pi, ps, ni, ns = split_query(scores, rel, order, lo, hi)
-    P = pi.shape[0]
-    N = ni.shape[0]
-    if P == 0 or N == 0:
-        merge_by_score(pi, ps, 0, ni, ns, 0, True, out, 0)
+    pi, ps, ni, ns, whole = ranking_classes(scores, rel, order, lo, hi, out)
+    if whole:
         return
+    P = pi.shape[0]
     counts = np.empty(P, dtype=np.int64)
     ndcg_solve(ps, ns, k, D, counts)
     merge_by_counts(pi, ni, counts, out)
@@ -551,12 +559,10 @@ def mrr_ranking(scores, rel, order, lo, hi, k, out):
     """The most violated ranking of one query for Δ = 1 − RR@k: the r̂ best non-relevant candidates
     (:func:`mrr_best_r`), the lowest-scoring relevant one, then the others by decreasing score (equal
     scores: relevant first), as the reference ``mrr_argmax`` of the tests' oracles."""
-    pi, ps, ni, ns = split_query(scores, rel, order, lo, hi)
-    P = pi.shape[0]
-    N = ni.shape[0]
-    if P == 0 or N == 0:
-        merge_by_score(pi, ps, 0, ni, ns, 0, True, out, 0)
+    pi, ps, ni, ns, whole = ranking_classes(scores, rel, order, lo, hi, out)
+    if whole:
         return
+    P = pi.shape[0]
     br = mrr_best_r(ps, ns, k)
     for l in range(br):
         out[l] = ni[l]
