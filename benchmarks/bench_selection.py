@@ -3,7 +3,7 @@ spends its time, and the fits of the main job and SciFact.
 
 Usage::
 
-    python benchmarks/bench_selection.py [--quick] [--only default,profile,mainjob,scifact,others] [--repeat N]
+    python benchmarks/bench_selection.py [--quick] [--only default,profile,mainjob,scifact] [--repeat N]
 
 Sections:
 
@@ -16,17 +16,14 @@ Sections:
 * ``mainjob``: ``svmmap reproduce`` of the main job's ``svm-map`` on Vaswani (50 trials of 10/5 queries, BM25
   first stage): the median fit (target ≤ 0.6 s);
 * ``scifact``: ``SVMMap()`` on SciFact's split, its 809 training claims × 4 PISA functions (BM25, QLD, DPH,
-  PL2, porter2 and stopwords; BM25 the first stage) from bench_quality's cached runs (target ≤ 6 s);
-* ``others``: the cost targets of the other benchmarks, run as they are: ``bench_speed.py --only threads``
-  (``n_jobs=2`` ≥ 1.5×) and ``bench_coldstart.py --only fresh`` (a fresh environment's first fit ≤ 3× warm).
+  PL2, porter2 and stopwords; BM25 the first stage) from bench_quality's cached runs (target ≤ 6 s).
 
 ``mainjob`` and ``scifact`` reuse the indices and base runs under ``--cache`` (``bench_quality.py``'s output,
-default ``runs/quality``); ``mainjob`` fits in a fresh folder. About 10 minutes on an idle 2-core machine.
+default ``runs/quality``); ``mainjob`` fits in a fresh folder. About 6 minutes on an idle 2-core machine. The
+other cost targets of issue 39 are ``bench_speed.py --only threads`` and ``bench_coldstart.py --only fresh``.
 """
 from __future__ import annotations
 
-import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -186,22 +183,7 @@ def scifact(args):
     target(f"SciFact's split: SVMMap()'s fit ≤ 6 s: {fit:.2f} s", fit <= 6)
 
 
-def others(args):
-    """the cost targets of bench_speed (threads) and bench_coldstart (a fresh environment)"""
-    here = Path(__file__).parent
-    for script, section in (("bench_speed.py", "threads"), ("bench_coldstart.py", "fresh")):
-        cmd = [sys.executable, str(here / script), "--only", section] + (["--quick"] if args.quick else [])
-        p = subprocess.run(cmd, capture_output=True, text=True, cwd=here)
-        lines = [ln for ln in p.stdout.splitlines() if ln.startswith("target: ")]
-        print(f"{script} --only {section}: exit {p.returncode}, {len(lines)} targets")
-        for line in lines:
-            text = re.sub(r"^target: [✓✗] ", "", line)
-            target(f"{script}: {text}", "✓" in line.split()[1])
-        if not lines:
-            print(p.stderr[-800:])
-
-
 if __name__ == "__main__":
-    main(__doc__, dict(default=default, profile=profile, mainjob=mainjob, scifact=scifact, others=others),
+    main(__doc__, dict(default=default, profile=profile, mainjob=mainjob, scifact=scifact),
          options=[(("--repeat",), dict(type=int, default=0, help="rounds of the timed comparisons")),
                   (("--cache",), dict(default="runs/quality", help="bench_quality.py's output: indices and runs"))])
