@@ -7,7 +7,7 @@ Usage::
 
 Sections:
 
-* ``fresh``: the issue's setup. New virtual environments, each with a non-editable ``pip install`` of this
+* ``fresh``: a new user's setup. New virtual environments, each with a non-editable ``pip install`` of this
   working tree and nothing else (``pip install --no-deps --target``: pip's isolated build, the wheel, its
   install; the dependencies are the running environment's, named by a ``.pth`` file), then a small script
   (:data:`SCRIPT`: 20 queries × 50 candidates × 4 functions as a PyTerrier frame, ``SVMMap().fit`` and

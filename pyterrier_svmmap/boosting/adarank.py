@@ -16,8 +16,8 @@ log = logging.getLogger(__name__)
 
 
 class AdaRankRanker(Peer):
-    """AdaRank (Xu & Li 2007, Figure 1) optimising AP (AdaRank.MAP) or NDCG@k, with single-feature weak rankers (the
-    previous round's not picked again, as RankLib); the round with the best validation measure is kept.
+    """AdaRank (Xu & Li 2007, Figure 1) optimising AP (AdaRank.MAP) or NDCG@k, with single-feature weak rankers (a
+    feature is not picked in two consecutive rounds, as in RankLib); the round with the best validation measure is kept.
 
     {parameters}
 
