@@ -247,10 +247,13 @@ def search(train: Queries, valid: Optional[Queries], settings: Sequence[Setting]
     if source == "validation":
         job = SettingFits(train, settings, grids, train_path, encodings, shards)
         paths = dict(enumerate(fit_map(job, S) if fit_map is not None else [job(s) for s in range(S)]))
-        E = validation_evidence([paths[s] for s in range(S)], valid, queries_best_function(train))
+        scored = [paths[s] for s in range(S)]
+        if protocol.fallback:                       # scored beside the settings: one tie order of the queries
+            layout, w, _ = fallback_model(train, raw_layout, prior_scale)
+            scored.append((layout, [_Weights(w)], None))
+        E = validation_evidence(scored, valid, queries_best_function(train))
         if protocol.fallback:
-            layout, w, f = fallback_model(train, raw_layout, prior_scale)
-            F = validation_evidence([(layout, [_Weights(w)], None)], valid, queries_best_function(train))[:, 0]
+            E, F = E[:, :-1], E[:, -1]
     elif source == "cv":
         raced = [] if not (protocol.race and protocol.fallback) else \
             sorted({c // G for level in levels[1:] for c in level})
