@@ -1,15 +1,6 @@
-"""Compiled kernels (numba) of :mod:`pyterrier_svmmap.products`: matrix-vector products and dot products that
-add in a fixed order, the same bits as their numpy references there.
-
-* :func:`pairwise`: numpy's ``pairwise_sum`` (what ``x.sum()`` does on a contiguous array: blocks of ≤ 128
-  summed with 8 interleaved partial sums, halved at a multiple of 8 above), for the bin-code block;
-* :func:`rows_dot`: M·x, each row's products summed in partial sums side by side (8, which is numpy's
-  own pairwise sum, up to 128 terms; 32 above), the same order whatever the CPU's vector width;
-  :func:`dot`: x·y in that order;
-* :func:`weighted_rows`: ``out[j] = Σ_i c[i]·M[i, j]``, the rows added in order from the first, numpy's
-  ``(c[:, None] * M).sum(axis=0)``.
-
-Loaded lazily through :mod:`pyterrier_svmmap._jit`; the other kernel modules import :func:`pairwise` from here.
+"""Compiled kernels (numba) of :mod:`pyterrier_svmmap.products`: sums of products that add in a fixed order, the
+same bits as their numpy references there, and :func:`pairwise` (numpy's own ``pairwise_sum``), which the other
+kernel modules import from here. Loaded lazily through :mod:`pyterrier_svmmap._jit`.
 """
 from __future__ import annotations
 
@@ -141,11 +132,8 @@ def _rows32(M, x, out):
 
 @njit(cache=True, nogil=True)
 def rows_dot(M, x, out):
-    """``out[i] = Σ_j M[i, j]·x[j]`` in a fixed order: rows of fewer than 8 terms added one after the other
-    from 0.0; otherwise k partial sums (8 up to :data:`PW_BLOCK` terms, :data:`WIDE` above), acc[l] = Σ M[i, j]·x[j] over j ≡ l (mod k) below
-    the last multiple m of k, each added in order, then halved by adding neighbours ((acc[0] + acc[1]) +
-    (acc[2] + acc[3])) …, then the tail j ≥ m added in order. Up to 128 terms this is numpy's pairwise sum of
-    the products."""
+    """``out[i] = Σ_j M[i, j]·x[j]`` in the order of :func:`pyterrier_svmmap.products.products_sum`, its numpy
+    reference (up to :data:`PW_BLOCK` terms, numpy's pairwise sum of the products)."""
     n, dim = M.shape
     if dim < 8:
         for i in range(n):
@@ -157,6 +145,7 @@ def rows_dot(M, x, out):
         _rows8(M, x, out)
     else:
         _rows32(M, x, out)
+
 
 @njit(cache=True, nogil=True)
 def weighted_rows(c, M, j0, j1, out):
@@ -186,10 +175,3 @@ def weighted_rows(c, M, j0, j1, out):
             out[j] += ci * M[i, j]
         i += 1
 
-
-@njit(cache=True, nogil=True)
-def dot(x, y):
-    """``Σ_j x[j]·y[j]`` in :func:`rows_dot`'s order."""
-    out = np.empty(1)
-    rows_dot(x.reshape(1, x.shape[0]), y, out)
-    return out[0]

@@ -66,11 +66,8 @@ def rows_dot(M: np.ndarray, x: np.ndarray) -> np.ndarray:
     jit = _kernels()
     if jit is None:
         return products_sum(M * x)
-    M, x = np.ascontiguousarray(M), np.ascontiguousarray(x)
-    n, dim = M.shape
-    out = np.empty(n)
-    bounds = threads.even_bounds(n, threads.pieces(n * max(1, dim) // 64))        # pieces of ≥ 10⁶ products
-    threads.run(lambda i: jit.rows_dot(M[bounds[i]:bounds[i + 1]], x, out[bounds[i]:bounds[i + 1]]), len(bounds) - 1)
+    M, x, out = np.ascontiguousarray(M), np.ascontiguousarray(x), np.empty(len(M))
+    threads.run_ranges(lambda lo, hi: jit.rows_dot(M[lo:hi], x, out[lo:hi]), len(M), M.size // 64)   # 10⁶ a piece
     return out
 
 
@@ -79,24 +76,17 @@ def weighted_rows(c: np.ndarray, M: np.ndarray) -> np.ndarray:
     M, c = np.asarray(M, dtype=float), np.asarray(c, dtype=float)
     if M.ndim != 2 or c.shape != (M.shape[0],):
         raise ValueError(f"cannot weight the rows of a matrix of shape {M.shape} by a vector of shape {c.shape}")
-    n, dim = M.shape
     jit = _kernels()
     if jit is None:
-        return (c[:, None] * M).sum(axis=0) if n else np.zeros(dim)
-    M, c = np.ascontiguousarray(M), np.ascontiguousarray(c)
-    out = np.empty(dim)
-    k = min(dim, threads.pieces(n * dim // 64)) if dim else 1
-    bounds = threads.even_bounds(dim, k)
-    threads.run(lambda i: jit.weighted_rows(c, M, bounds[i], bounds[i + 1], out), len(bounds) - 1)
+        return (c[:, None] * M).sum(axis=0)
+    M, c, out = np.ascontiguousarray(M), np.ascontiguousarray(c), np.empty(M.shape[1])
+    threads.run_ranges(lambda j0, j1: jit.weighted_rows(c, M, j0, j1, out), M.shape[1], M.size // 64)
     return out
 
 
 def dot(x: np.ndarray, y: np.ndarray) -> float:
-    """``x @ y`` for two vectors, the products summed by :func:`products_sum`."""
+    """``x @ y`` for two vectors: :func:`rows_dot` of the one row ``x``."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if x.ndim != 1 or x.shape != y.shape:
         raise ValueError(f"cannot take the dot product of vectors of shapes {x.shape} and {y.shape}")
-    jit = _kernels()
-    if jit is None:
-        return float(products_sum((x * y)[None, :])[0])
-    return float(jit.dot(np.ascontiguousarray(x), np.ascontiguousarray(y)))
+    return float(rows_dot(x[None, :], y)[0])

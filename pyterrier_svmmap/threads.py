@@ -19,7 +19,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Callable, Iterator, List, Optional, TypeVar
+from typing import Callable, ContextManager, List, Optional, TypeVar
 
 import numpy as np
 
@@ -76,44 +76,33 @@ def effective_n_jobs(n_jobs) -> int:
 
 
 @contextmanager
-def using(n_jobs) -> Iterator[int]:
+def _set(var: ContextVar, value):
+    """``var`` set to ``value`` inside the block (for this thread and context only), then reset."""
+    token = var.set(value)
+    try:
+        yield value
+    finally:
+        var.reset(token)
+
+
+def using(n_jobs) -> ContextManager[int]:
     """Let the numeric core use ``n_jobs`` threads (see :func:`effective_n_jobs`) inside the block.
 
     The setting is a context variable: it holds for this thread (and asyncio task) only, and the previous
-    value comes back when the block ends.
-
-    Yields
-    ------
-    int
-        The thread count in effect.
+    value comes back when the block ends; the block is given the thread count in effect.
     """
-    cap = _CAP.get()
-    n = effective_n_jobs(n_jobs)
-    token = _THREADS.set(n if cap is None else min(n, cap))
-    try:
-        yield _THREADS.get()
-    finally:
-        _THREADS.reset(token)
+    n, cap = effective_n_jobs(n_jobs), _CAP.get()
+    return _set(_THREADS, n if cap is None else min(n, cap))
 
 
-@contextmanager
-def limit(threads: int) -> Iterator[int]:
+def limit(threads: int) -> ContextManager[int]:
     """Cap the threads of every :func:`using` block inside this one at ``threads`` (≥ 1), whatever ``n_jobs``
     the learners ask for: for a caller that runs several fits at once (e.g. worker processes, one per core),
-    as threadpoolctl caps BLAS. Like :func:`using`, it holds for this thread and context only.
-
-    Yields
-    ------
-    int
-        The cap in effect.
+    as threadpoolctl caps BLAS. Like :func:`using`, it holds for this thread and context only; the block is
+    given the cap in effect.
     """
-    threads = max(1, int(threads))
-    outer = _CAP.get()
-    token = _CAP.set(threads if outer is None else min(outer, threads))
-    try:
-        yield _CAP.get()
-    finally:
-        _CAP.reset(token)
+    threads, outer = max(1, int(threads)), _CAP.get()
+    return _set(_CAP, threads if outer is None else min(outer, threads))
 
 
 def current() -> int:
@@ -121,11 +110,10 @@ def current() -> int:
     return _THREADS.get()
 
 
-def pieces(size: int, min_per_piece: Optional[int] = None) -> int:
+def pieces(size: int) -> int:
     """How many pieces to cut work of ``size`` units into: :func:`current`, fewer when pieces would be smaller
-    than ``min_per_piece`` units (default :data:`MIN_PER_PIECE`), never fewer than 1."""
-    least = MIN_PER_PIECE if min_per_piece is None else min_per_piece
-    return max(1, min(current(), int(size) // max(1, int(least))))
+    than :data:`MIN_PER_PIECE` units, never fewer than 1."""
+    return max(1, min(current(), int(size) // MIN_PER_PIECE))
 
 
 def even_bounds(n: int, k: int) -> np.ndarray:
@@ -221,6 +209,13 @@ def run_query_blocks(task: Callable[[int, int], object], offsets: np.ndarray) ->
     query its own entries)."""
     qb = query_bounds(offsets, pieces(int(offsets[-1])))
     run(lambda i: task(int(qb[i]), int(qb[i + 1])), len(qb) - 1)
+
+
+def run_ranges(task: Callable[[int, int], object], n: int, size: int) -> None:
+    """``task(lo, hi)`` for consecutive ranges covering ``range(n)``: :func:`pieces` of work of ``size`` units,
+    at most ``n``. The tasks must write disjoint outputs."""
+    bounds = even_bounds(n, min(n, pieces(size)) if n else 1)
+    run(lambda i: task(int(bounds[i]), int(bounds[i + 1])), len(bounds) - 1)
 
 
 def run_concurrently(task: Callable[[int], T], n_tasks: int) -> List[T]:
