@@ -17,8 +17,8 @@ from pyterrier_svmmap.measures import average_precision, dcg_at
 from pyterrier_svmmap.selection import select
 from pyterrier_svmmap.params import (Param, ParamSpec, Parametrized, boolean, one_of, optional_int, positive_int,
                                      positive_number)
-from pyterrier_svmmap.state import (check_state, float_from_json, int_from_json, json_float,
-                                    json_params, state_array)
+from pyterrier_svmmap.boosting.common import json_record, record_from_json
+from pyterrier_svmmap.state import check_state, json_params, state_array
 
 log = logging.getLogger(__name__)
 
@@ -73,24 +73,17 @@ MEASURES = ("ap", "ndcg")
 _EMPTY = np.empty(0)
 
 
-class _Dense32:
+class _Dense32(DenseBlock):
     """A dense part of φ in float32 for the training loop (memory-bound products measured 2–4× faster)."""
 
     def __init__(self, values: np.ndarray):
         self.values = np.ascontiguousarray(values, dtype=np.float32)
-
-    @property
-    def dim(self) -> int:
-        return self.values.shape[1]
 
     def dot(self, w: np.ndarray) -> np.ndarray:
         return (self.values @ w.astype(np.float32)).astype(float)
 
     def rdot(self, c: np.ndarray) -> np.ndarray:
         return (c.astype(np.float32) @ self.values).astype(float)
-
-    def take(self, rows: np.ndarray) -> "_Dense32":
-        return _Dense32(self.values[rows])
 
 
 def _single_blas_thread():
@@ -101,10 +94,6 @@ def _single_blas_thread():
         from contextlib import nullcontext
         return nullcontext()
     return threadpool_limits(limits=1, user_api="blas")
-
-
-def _single_precision(X: FeatureMatrix) -> FeatureMatrix:
-    return FeatureMatrix([_Dense32(b.values) if isinstance(b, DenseBlock) else b for b in X.blocks])
 
 
 @dataclass
@@ -128,7 +117,7 @@ class _QuerySet:
                              f"{offsets[-1]} do not describe the same candidates")
         nr = None if n_relevant is None else np.asarray(n_relevant, dtype=float)
         qs = cls(X, labels, offsets, nr, ideal_dcg(labels, offsets, None, nr))
-        qs.X = _single_precision(X)
+        qs.X = FeatureMatrix([_Dense32(b.values) if isinstance(b, DenseBlock) else b for b in X.blocks])
         if split:
             qs.parts = [qs.X.take(np.arange(lo, hi)) for lo, hi in zip(offsets[:-1], offsets[1:])]
         g = gains(labels)
@@ -182,7 +171,7 @@ class ApproxRanker(Parametrized):
 
     PARAMS = ParamSpec([
         Param("measure", "ap", "{'ap', 'ndcg'}", "The smoothed measure: ÂP (binary labels) or N̂DCG (gains "
-              "2^label − 1).", check=one_of("ap", "ndcg")),
+              "2^label − 1).", check=one_of(*MEASURES)),
         Param("alphas", None, "sequence of float or None", "The α grid of the position approximation; None: the "
               "paper's (§6.3, §6.4)."),
         Param("betas", None, "sequence of float or None", "The β grid of the truncation (ÂP only); None: the "
@@ -254,8 +243,6 @@ class ApproxRanker(Parametrized):
         """Run Algorithm 1 for every grid point and keep the best model."""
         self.check_params()
         grid = self.grid()
-        if int(self.n_iter) < 1:
-            raise ValueError(f"n_iter must be at least 1, got {self.n_iter}")
         train = _QuerySet.build(X, labels, offsets, n_relevant, split=True)
         if X_valid is not None:
             valid = _QuerySet.build(X_valid, labels_valid, offsets_valid, n_relevant_valid, split=False)
@@ -277,13 +264,9 @@ class ApproxRanker(Parametrized):
                 self.search_results_.append({k: v for k, v in res.items() if k != "coef_path"})
                 runs.append(res)
         res = runs[select([r["best_valid"] for r in runs], "validation").chosen]
-        self.alpha_, self.beta_ = res["alpha"], res["beta"]
-        self.best_iteration_ = res["best_iteration"]
-        self.coef_path_ = res["coef_path"]
+        for key in ("alpha", "beta", "best_iteration", "coef_path", *self._CURVES):
+            setattr(self, key + "_", res[key])
         self.coef_ = self.coef_path_[self.best_iteration_ - 1].copy()
-        self.approx_error_ = res["approx_error"]
-        self.train_score_ = res["train_score"]
-        self.valid_score_ = res["valid_score"]
         self.best_valid_score_ = res["best_valid"]
         log.info("%s: selected alpha=%g beta=%g iteration %d, validation %.4f",
                  type(self).__name__, self.alpha_, self.beta_, self.best_iteration_, res["best_valid"])
@@ -336,6 +319,7 @@ class ApproxRanker(Parametrized):
     _CURVES = ("approx_error", "train_score", "valid_score")
     _SEARCH_SCALARS = (("alpha", float), ("beta", float), ("best_iteration", int),
                        ("best_valid", float), ("seconds", float))
+    _META_SCALARS = (("alpha", float), ("beta", float), ("best_iteration", int), ("best_valid_score", float))
 
     def get_state(self) -> Tuple[dict, Dict[str, np.ndarray]]:
         if not hasattr(self, "coef_"):
@@ -344,11 +328,8 @@ class ApproxRanker(Parametrized):
         w0 = params.pop("w0")
         meta = {"ranker": type(self).__name__,
                 "params": {**json_params(params, type(self).__name__), "w0": None if w0 is None else "array"},
-                "alpha": json_float(self.alpha_), "beta": json_float(self.beta_),
-                "best_iteration": int(self.best_iteration_),
-                "best_valid_score": json_float(self.best_valid_score_),
-                "search_results": [{k: int(r[k]) if t is int else json_float(r[k]) for k, t in self._SEARCH_SCALARS}
-                                   for r in self.search_results_]}
+                **json_record({k: getattr(self, k + "_") for k, _ in self._META_SCALARS}, self._META_SCALARS),
+                "search_results": [json_record(r, self._SEARCH_SCALARS) for r in self.search_results_]}
         arrays = {"coef": np.array(self.coef_, dtype=float),
                   "coef_path": np.array(self.coef_path_, dtype=float)}
         T = len(self.coef_path_)
@@ -363,8 +344,7 @@ class ApproxRanker(Parametrized):
     def from_state(cls, meta: dict, arrays: Dict[str, np.ndarray]) -> "ApproxRanker":
         name = cls.__name__
         array_keys = ("coef", "coef_path", *cls._CURVES, *("search_" + c for c in cls._CURVES))
-        params = check_state(cls, meta, arrays, ("alpha", "beta", "best_iteration", "best_valid_score",
-                                                 "search_results"), array_keys)
+        params = check_state(cls, meta, arrays, (*(k for k, _ in cls._META_SCALARS), "search_results"), array_keys)
         if params["w0"] not in (None, "array"):
             raise ValueError(f"{name} state: meta['params']['w0'] must be None or 'array' (the vector "
                              f"is arrays['w0']), got {params['w0']!r}")
@@ -388,25 +368,17 @@ class ApproxRanker(Parametrized):
             raise ValueError(f"{what}['search_results'] must be a list of one dict per grid point "
                              f"({n_grid} for these parameters), got "
                              f"{len(results) if isinstance(results, list) else type(results).__name__}")
-        curves = {c: state_array(arrays, c, (T,), name) for c in cls._CURVES}
+        for c in cls._CURVES:
+            setattr(self, c + "_", state_array(arrays, c, (T,), name))
         search = {c: state_array(arrays, "search_" + c, (n_grid, T), name) for c in cls._CURVES}
-        self.alpha_ = float_from_json(meta["alpha"], f"{what}['alpha']")
-        self.beta_ = float_from_json(meta["beta"], f"{what}['beta']")
-        self.best_iteration_ = int_from_json(meta["best_iteration"], f"{what}['best_iteration']")
+        scalars = record_from_json(meta, cls._META_SCALARS, what)
+        self.alpha_, self.beta_, self.best_iteration_, self.best_valid_score_ = scalars.values()
         if not 1 <= self.best_iteration_ <= T:
             raise ValueError(f"{what}['best_iteration'] is {self.best_iteration_}, not in 1..n_iter={T}")
-        self.best_valid_score_ = float_from_json(meta["best_valid_score"], f"{what}['best_valid_score']")
-        self.approx_error_, self.train_score_, self.valid_score_ = (curves[c] for c in cls._CURVES)
         self.search_results_ = []
         for i, r in enumerate(results):
-            at = f"{what}['search_results'][{i}]"
-            lacking = [k for k, _ in cls._SEARCH_SCALARS if not isinstance(r, dict) or k not in r]
-            if lacking:
-                raise ValueError(f"{at} lacks {lacking}")
-            sc = {k: (int_from_json if t is int else float_from_json)(r[k], f"{at}[{k!r}]")
-                  for k, t in cls._SEARCH_SCALARS}
-            self.search_results_.append({**{k: sc[k] for k in ("alpha", "beta", "best_iteration", "best_valid")},
-                                         **{c: search[c][i].copy() for c in ("valid_score", "train_score",
-                                                                             "approx_error")},
-                                         "seconds": sc["seconds"]})           # the key order fit writes
+            sc = record_from_json(r, cls._SEARCH_SCALARS, f"{what}['search_results'][{i}]")
+            seconds = sc.pop("seconds")                                       # the key order fit writes:
+            self.search_results_.append({**sc, **{c: search[c][i].copy() for c in cls._CURVES[::-1]},
+                                         "seconds": seconds})
         return self

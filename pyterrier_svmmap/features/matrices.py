@@ -156,11 +156,11 @@ class DenseBlock:
         return out
 
     def take(self, rows: np.ndarray) -> "DenseBlock":
-        return DenseBlock(self.values[rows])
+        return type(self)(self.values[rows])
 
     def rows(self, start: int, stop: int) -> "DenseBlock":
         """Rows ``start`` … ``stop`` − 1, a view of the values (no copy)."""
-        return DenseBlock(self.values[start:stop])
+        return type(self)(self.values[start:stop])
 
 
 Block = Union[BinnedBlock, DenseBlock]
