@@ -24,6 +24,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Union
 import numpy as np
 
 from pyterrier_svmmap.experiments.letor_learners import LEARNERS, Split, fit_learner, learner_names
+from pyterrier_svmmap.io.model_files import jsonable
 from pyterrier_svmmap.measures import letor_mean_average_precision, letor_ndcg_at, precision_at
 from pyterrier_svmmap.user_warnings import warn
 
@@ -178,7 +179,7 @@ class LetorResults:
                                 "grid": [dict(g) for g in LEARNERS[name].grid],
                                 "labels": "graded" if LEARNERS[name].graded else "label >= rel",
                                 "ties": LEARNERS[name].ties,
-                                "mean": self.mean(name), "folds": [_jsonable(asdict(r)) for r in res]}
+                                "mean": self.mean(name), "folds": [jsonable(asdict(r)) for r in res]}
                          for name, res in self.results.items()},
         }
 
@@ -209,20 +210,6 @@ class LetorResults:
                   for n, res in self.results.items() if len(res) < len(self.folds)]
         lines += [f"{n}: skipped ({why})" for n, why in self.skipped.items()]
         return "\n".join(lines)
-
-
-def _jsonable(x):
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, (np.floating, float)):
-        return None if not math.isfinite(float(x)) else float(x)
-    if isinstance(x, (np.integer,)):
-        return int(x)
-    if isinstance(x, np.bool_):
-        return bool(x)
-    return x
 
 
 def _warm_up(name: str, fold: Fold, rel: float, threads: int) -> None:
@@ -271,7 +258,7 @@ def run_letor(directory: Union[str, Path], learners: Optional[Union[str, Sequenc
             fitted = fit_learner(name, fold.train, fold.vali, rel, threads=threads)
             seconds, cpu = time.perf_counter() - t, time.process_time() - cpu
             res = FoldResult(name, k, evaluate(fitted.scores(fold.test), fold.test, rel), seconds,
-                             _jsonable(fitted.chosen), _jsonable(fitted.selection), fold.test.n_queries,
+                             jsonable(fitted.chosen), jsonable(fitted.selection), fold.test.n_queries,
                              fold.test.queries_without_relevant(rel), cpu)
             out.results[name].append(res)
             chosen = ", ".join(f"{a}={b:g}" if isinstance(b, float) else f"{a}={b}"

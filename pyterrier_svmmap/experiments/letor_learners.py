@@ -1,11 +1,12 @@
 """The learners of the LETOR protocol (:mod:`pyterrier_svmmap.experiments.letor`, :data:`LEARNERS`): array-level
 fits on a fold's train and vali splits, each with a small grid chosen by validation MAP. The structural SVMs and
-the Approx learners are built from :data:`pyterrier_svmmap.experiments.learner_configs.CONFIGS`, as ``svmmap
+the Approx learners are built from :data:`pyterrier_svmmap.experiments.systems.CONFIGS`, as ``svmmap
 reproduce``'s estimators are; the boosted peers search a grid here (``lambdamart-grid``, ``mcrank-grid``,
 ``adarank-grid``) where reproduce runs the estimators' defaults.
 """
 from __future__ import annotations
 
+import importlib
 import logging
 import warnings
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from pyterrier_svmmap.experiments.learner_configs import CONFIGS
+from pyterrier_svmmap.experiments.systems import CONFIGS
 from pyterrier_svmmap.measures import letor_mean_average_precision
 from pyterrier_svmmap.queries import Queries
 from pyterrier_svmmap.selection import DEFAULT_C_GRID, select
@@ -96,26 +97,34 @@ def _svm_ranker(params: dict) -> Callable[[Sequence[dict]], object]:
     return make
 
 
-def _fit_ranker(r, train: Split, vali: Split, rel: float):
-    """``r`` (a StructSVMRanker) fitted on ``label >= rel`` of ``train``, with ``vali`` as its validation data."""
-    from pyterrier_svmmap.features.layout import default_base_names
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="skipping .* training queries")   # LETOR: many such queries
-        r.fit(train.raw, train.binary(rel), train.offsets,
-              valid=(vali.raw, vali.binary(rel), vali.offsets, None, vali.docnos),
-              base_names=default_base_names(train.raw.shape[1], start=1))
-    return r
-
-
-def _letor_svm(make: Callable[[Sequence[dict]], object], features: str) -> Callable[..., Fitted]:
-    """The StructSVMRanker of ``make(grid)``, C (and for ``auto`` the features) chosen by validation MAP inside
-    the ranker, test scores by ``ranking_scores`` (the package's tie policy)."""
+def _letor_svm(make: Callable[[Sequence[dict]], object], features: Optional[str]) -> Callable[..., Fitted]:
+    """The StructSVMRanker of ``make(grid)`` fitted on ``label >= rel`` of ``train`` with ``vali`` as its validation
+    data, test scores by ``ranking_scores`` (the package's tie policy): a configuration's (its ``features``) with C
+    (and for ``auto`` the features) chosen by validation MAP inside the ranker, or (``features`` None) the
+    package's default ``SVMMap()``, which searches its own settings (``grid`` is not used), ``vali`` evidence
+    like the training queries (:mod:`pyterrier_svmmap.selection`)."""
     def fit(train: Split, vali: Split, rel: float, grid: Sequence[dict]) -> Fitted:
-        r = _fit_ranker(make(grid), train, vali, rel)
-        selection = [dict(C=p["C"], validation=p["validation"], n_iter=p["n_iter"], converged=p["converged"],
-                          **({"features": p["features"]} if features == "auto" else {})) for p in r.path_]
-        chosen = dict(C=r.C_, **({"features": r.features_} if features == "auto" else {}))
-        chosen["validation"] = max(p["validation"] for p in selection)
+        from pyterrier_svmmap.features.layout import default_base_names
+        r = make(grid)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="skipping .* training queries")   # LETOR: many such queries
+            r.fit(train.raw, train.binary(rel), train.offsets,
+                  valid=(vali.raw, vali.binary(rel), vali.offsets, None, vali.docnos),
+                  base_names=default_base_names(train.raw.shape[1], start=1))
+        if features is None:
+            selection = [dict(C=p["C"], validation=p["validation"], features=p["features"],
+                              **({"fallback": True} if p.get("fallback") else {})) for p in r.path_]
+            chosen = dict(C=r.C_, features=r.features_)
+            choice = getattr(r, "choice_", None)             # None: a single C, trained as given
+            if choice is not None:
+                chosen.update(validation=choice["chosen"]["validation"], fallback=choice["fallback"],
+                              p_value=choice["p_value"])
+        else:
+            auto = features == "auto"
+            selection = [dict(C=p["C"], validation=p["validation"], n_iter=p["n_iter"], converged=p["converged"],
+                              **({"features": p["features"]} if auto else {})) for p in r.path_]
+            chosen = dict(C=r.C_, **({"features": r.features_} if auto else {}),
+                          validation=max(p["validation"] for p in selection))
         return Fitted(lambda s: r.ranking_scores(s.raw, s.offsets, s.docnos), chosen, selection)
     return fit
 
@@ -126,19 +135,6 @@ def _default_ranker(grid: Sequence[dict] = ()):
     from pyterrier_svmmap.svm.ranker import StructSVMRanker
     params = {k: v for k, v in SVMMap().get_params().items() if k in StructSVMRanker.MODEL_PARAMS}
     return StructSVMRanker(**dict(params, rel=1.0))
-
-
-def _letor_svm_default(train: Split, vali: Split, rel: float, grid: Sequence[dict]) -> Fitted:
-    """The package's default ``SVMMap()``, which searches its own settings (``grid`` is not used), ``vali``
-    evidence like the training queries (:mod:`pyterrier_svmmap.selection`)."""
-    r = _fit_ranker(_default_ranker(grid), train, vali, rel)
-    selection = [dict(C=p["C"], validation=p["validation"], features=p["features"],
-                      **({"fallback": True} if p.get("fallback") else {})) for p in r.path_]
-    choice = getattr(r, "choice_", None)             # None: a single C, trained as given
-    chosen = dict(C=r.C_, features=r.features_) if choice is None else dict(
-        C=r.C_, features=r.features_, validation=choice["chosen"]["validation"], fallback=choice["fallback"],
-        p_value=choice["p_value"])
-    return Fitted(lambda s: r.ranking_scores(s.raw, s.offsets, s.docnos), chosen, selection)
 
 
 def _approx_models(measure: str, n_iter: int) -> Callable[[Sequence[dict]], object]:
@@ -169,51 +165,34 @@ def _letor_approx(make: Callable[[Sequence[dict]], object], measure: str) -> Cal
     return fit
 
 
-def _letor_adarank(train: Split, vali: Split, rel: float, grid: Sequence[dict]) -> Fitted:
-    """AdaRank on ``label >= rel``, its round chosen by its own validation measure, the variant by validation MAP."""
-    from pyterrier_svmmap.boosting.adarank import AdaRankRanker
+def _boosted(name: str, description: str, grid: Tuple[dict, ...], ranker: str, graded: bool = True,
+             lightgbm: bool = True, note: Optional[Tuple[str, str]] = None, vali: bool = True, **fixed) -> Learner:
+    """The learner of the boosted ranker ``ranker`` (``module.Class``) of :mod:`pyterrier_svmmap.boosting`,
+    ``Class(**fixed, **setting)`` trained on the grades (``graded``) or on ``label >= rel``, with the vali split as
+    its own validation data if ``vali``, LightGBM's threads if ``lightgbm``; the grid point by validation MAP and
+    ``note`` (name, attribute) noted with each setting."""
+    def fit(train: Split, valid: Split, rel: float, grid: Sequence[dict], threads: int = 1) -> Fitted:
+        module, cls = ranker.rsplit(".", 1)
+        make = getattr(importlib.import_module(f"pyterrier_svmmap.boosting.{module}"), cls)
+        params = dict(params=dict(n_jobs=threads, deterministic=True, force_row_wise=True)) if lightgbm else {}
 
-    def fit_one(g):
-        return AdaRankRanker(**g).fit(train.raw, train.binary(rel), train.offsets,
-                                      vali.raw, vali.binary(rel), vali.offsets)
-    return grid_search(grid, fit_one, lambda m, s: m.predict(s.raw, s.offsets), vali, rel,
-                       notes=lambda m: dict(rounds=int(m.best_round_)))
+        def labels(s: Split) -> np.ndarray:
+            return s.labels if graded else s.binary(rel)
 
-
-def _lightgbm_params(threads: int) -> dict:
-    return dict(n_jobs=threads, deterministic=True, force_row_wise=True)
-
-
-def _letor_lambdamart(train: Split, vali: Split, rel: float, grid: Sequence[dict],
-                      threads: int = 1) -> Fitted:
-    """LambdaMART on the grades, ≤ 1000 trees stopped early (50 rounds) on LightGBM's validation MAP; the grid
-    point by validation MAP."""
-    from pyterrier_svmmap.boosting.lambdamart import LambdaMARTRanker
-
-    def fit_one(g):
-        return LambdaMARTRanker(n_estimators=1000, metric="map", eval_at=1000, early_stopping_rounds=50,
-                                params=_lightgbm_params(threads), **g).fit(
-            train.raw, train.labels, train.offsets, vali.raw, vali.labels, vali.offsets)
-    return grid_search(grid, fit_one, lambda m, s: m.predict(s.raw, s.offsets), vali, rel,
-                       notes=lambda m: dict(trees=int(m.best_iteration_)))
-
-
-def _letor_mcrank(train: Split, vali: Split, rel: float, grid: Sequence[dict],
-                  threads: int = 1) -> Fitted:
-    """McRank (multiclass over the grades, score = expected grade); the grid point by validation MAP."""
-    from pyterrier_svmmap.boosting.mcrank import McRankRanker
-
-    def fit_one(g):
-        return McRankRanker(params=_lightgbm_params(threads), **g).fit(train.raw, train.labels, train.offsets)
-    return grid_search(grid, fit_one, lambda m, s: m.predict(s.raw, s.offsets), vali, rel)
+        def fit_one(g):
+            return make(**fixed, **params, **g).fit(train.raw, labels(train), train.offsets,
+                                                    *((valid.raw, labels(valid), valid.offsets) if vali else ()))
+        return grid_search(grid, fit_one, lambda m, s: m.predict(s.raw, s.offsets), valid, rel,
+                           notes=(lambda m: {note[0]: int(getattr(m, note[1]))}) if note else None)
+    return Learner(name, description, grid, fit, graded=graded, lightgbm=lightgbm)
 
 
 def from_config(name: str) -> Learner:
-    """The learner of configuration ``name`` of :data:`~pyterrier_svmmap.experiments.learner_configs.CONFIGS`."""
+    """The learner of configuration ``name`` of :data:`~pyterrier_svmmap.experiments.systems.CONFIGS`."""
     cfg = CONFIGS[name]
     p = cfg.params
     if cfg.learner == "svm-map-default":
-        return Learner(name, cfg.description, ({"C": "auto", "features": "auto"},), _letor_svm_default,
+        return Learner(name, cfg.description, ({"C": "auto", "features": "auto"},), _letor_svm(_default_ranker, None),
                        ties="package", make=_default_ranker)
     if cfg.learner == "struct":
         make = _svm_ranker(dict(p))
@@ -230,18 +209,19 @@ def from_config(name: str) -> Learner:
 LEARNERS: Dict[str, Learner] = {
     **{n: from_config(n) for n in ("svm-map", "svm-map-raw", "svm-map-paper", "svm-map-auto", "svm-roc-std",
                                    "svm-ndcg@10-std", "svm-acc2-std", "approx-ap-t100", "approx-ndcg-t100")},
-    "adarank-grid": Learner("adarank-grid", "AdaRank (Xu & Li 2007), weak rankers = features, ≤ 100 rounds, "
-                            "AdaRank.MAP or AdaRank.NDCG@10 by vali MAP",
-                            ({"measure": "ap"}, {"measure": "ndcg", "k": 10}), _letor_adarank),
-    "lambdamart-grid": Learner("lambdamart-grid", "LambdaMART (LightGBM lambdarank), ≤ 1000 trees, early stopping "
-                               "on vali MAP, leaves × learning rate by vali MAP",
-                               tuple({"num_leaves": nl, "learning_rate": lr}
-                                     for nl in (7, 31) for lr in (0.05, 0.1)),
-                               _letor_lambdamart, graded=True, lightgbm=True),
-    "mcrank-grid": Learner("mcrank-grid", "McRank (LightGBM multiclass over the grades, expected grade), leaves × "
-                           "trees by vali MAP",
-                           tuple({"num_leaves": nl, "n_estimators": n} for nl in (7, 31) for n in (30, 100)),
-                           _letor_mcrank, graded=True, lightgbm=True),
+    "adarank-grid": _boosted("adarank-grid", "AdaRank (Xu & Li 2007), weak rankers = features, ≤ 100 rounds, "
+                             "AdaRank.MAP or AdaRank.NDCG@10 by vali MAP",
+                             ({"measure": "ap"}, {"measure": "ndcg", "k": 10}), "adarank.AdaRankRanker",
+                             graded=False, lightgbm=False, note=("rounds", "best_round_")),
+    "lambdamart-grid": _boosted("lambdamart-grid", "LambdaMART (LightGBM lambdarank), ≤ 1000 trees, early "
+                                "stopping on vali MAP, leaves × learning rate by vali MAP",
+                                tuple({"num_leaves": nl, "learning_rate": lr} for nl in (7, 31) for lr in (0.05, 0.1)),
+                                "lambdamart.LambdaMARTRanker", note=("trees", "best_iteration_"), n_estimators=1000,
+                                metric="map", eval_at=1000, early_stopping_rounds=50),
+    "mcrank-grid": _boosted("mcrank-grid", "McRank (LightGBM multiclass over the grades, expected grade), leaves × "
+                            "trees by vali MAP",
+                            tuple({"num_leaves": nl, "n_estimators": n} for nl in (7, 31) for n in (30, 100)),
+                            "mcrank.McRankRanker", vali=False),
 }
 
 

@@ -1,5 +1,5 @@
 """One name per configuration across ``svmmap reproduce`` and ``svmmap letor``
-(:data:`~pyterrier_svmmap.experiments.learner_configs.CONFIGS`), and the documentation's lists of them are the
+(:data:`~pyterrier_svmmap.experiments.systems.CONFIGS`), and the documentation's lists of them are the
 registries' (:data:`~pyterrier_svmmap.experiments.systems.SYSTEMS`,
 :data:`~pyterrier_svmmap.experiments.letor_learners.LEARNERS`)."""
 import re
@@ -65,7 +65,7 @@ def _differences(pairs: dict) -> dict:
 def test_a_name_in_both_registries_is_the_same_configuration():
     """Every name that reproduce and letor both run is a configuration of CONFIGS, and reproduce's estimator and
     letor's fit of it train with the same parameters (the C grid, φ, the prior, the selection, …)."""
-    from pyterrier_svmmap.experiments.learner_configs import CONFIGS
+    from pyterrier_svmmap.experiments.systems import CONFIGS
     shared = [n for n in SYSTEMS if n in LEARNERS]
     assert {"svm-map", "svm-map-paper", "svm-map-raw"} <= set(shared)
     for name in shared:
@@ -77,7 +77,7 @@ def test_every_configuration_builds_the_same_in_both_commands():
     """Every name of CONFIGS, whichever command runs it today, builds the same parameters in reproduce's builder
     and letor's; and a command that runs a name of CONFIGS runs that configuration."""
     from pyterrier_svmmap.experiments import letor_learners, systems
-    from pyterrier_svmmap.experiments.learner_configs import CONFIGS
+    from pyterrier_svmmap.experiments.systems import CONFIGS
     for name in CONFIGS:
         assert _differences(_configuration(systems.build(name), letor_learners.from_config(name))) == {}, name
     for name in set(SYSTEMS) & set(CONFIGS):

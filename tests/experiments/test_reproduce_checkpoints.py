@@ -18,9 +18,8 @@ pytest.importorskip("pyterrier_pisa", reason="pyterrier-pisa is needed for the b
 
 from pyterrier_svmmap.cli import main  # noqa: E402
 from pyterrier_svmmap.experiments.reproduce import base_runs as br  # noqa: E402
-from pyterrier_svmmap.experiments.reproduce.checkpoints import TrialStore, estimator_signature  # noqa: E402
+from pyterrier_svmmap.experiments.reproduce.trials import TrialStore, _Trials, estimator_signature  # noqa: E402
 from pyterrier_svmmap.experiments.reproduce.evaluation import Evaluator, MEASURES
-from pyterrier_svmmap.experiments.reproduce.trials import _Trials
 from pyterrier_svmmap.experiments.reproduce.collection import load_directory  # noqa: E402
 from tests.helpers import _docs_text, _write_collection  # noqa: E402
 

@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("pyterrier_pisa", reason="pyterrier-pisa is needed for the base runs")
 
 from pyterrier_svmmap.cli import main  # noqa: E402
-from pyterrier_svmmap.experiments.reproduce.checkpoints import TrialStore  # noqa: E402
+from pyterrier_svmmap.experiments.reproduce.trials import TrialStore  # noqa: E402
 
 
 @pytest.fixture
