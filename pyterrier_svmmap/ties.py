@@ -11,19 +11,22 @@ from pyterrier_svmmap.queries import query_ids
 from pyterrier_svmmap.measures import rank_within_queries
 from pyterrier_svmmap.string_codes import sorted_string_codes
 
-_MIN = np.iinfo(np.int64).min
+#: the integer of each float's width
+_INT = {np.float64: np.int64, np.float32: np.int32}
 
 
-def float_to_ordered(v: np.ndarray) -> np.ndarray:
-    """float64 → int64 in the same order; consecutive doubles → consecutive ints."""
-    i = np.ascontiguousarray(v, dtype=np.float64).view(np.int64)
-    return np.where(i >= 0, i, _MIN - i)
+def float_to_ordered(v: np.ndarray, dtype=np.float64) -> np.ndarray:
+    """``v`` rounded to ``dtype`` (float64 or float32) → int64 in the same order; consecutive floats → consecutive
+    ints."""
+    bits = np.ascontiguousarray(v, dtype=np.float64).astype(dtype, copy=False).view(_INT[dtype])
+    i = bits.astype(np.int64)
+    return np.where(i >= 0, i, np.iinfo(bits.dtype).min - i)
 
 
-def ordered_to_float(o: np.ndarray) -> np.ndarray:
-    """The inverse of :func:`float_to_ordered`."""
-    o = np.asarray(o, dtype=np.int64)
-    return np.where(o >= 0, o, _MIN - o).astype(np.int64).view(np.float64)
+def ordered_to_float(o: np.ndarray, dtype=np.float64) -> np.ndarray:
+    """The inverse of :func:`float_to_ordered`, as float64 values (exactly representable in ``dtype``)."""
+    o, itype = np.asarray(o, dtype=np.int64), _INT[dtype]
+    return np.where(o >= 0, o, np.iinfo(itype).min - o).astype(itype).view(dtype).astype(np.float64)
 
 
 def tie_base_order(offsets: np.ndarray, secondary: Optional[np.ndarray] = None,
@@ -36,11 +39,10 @@ def tie_order(scores: np.ndarray, offsets: np.ndarray, secondary: Optional[np.nd
               docnos: Optional[np.ndarray] = None, docno_codes: Optional[np.ndarray] = None,
               base_order: Optional[np.ndarray] = None) -> np.ndarray:
     """Candidate indices by query, then score, ``secondary`` (NaN last) and docno, each descending, then position."""
-    n = len(scores)
     if base_order is not None:
         base_order = np.asarray(base_order, dtype=np.int64)
         return base_order[rank_within_queries(np.asarray(scores, dtype=float)[base_order], offsets)]
-    keys = [np.arange(n)]
+    keys = [np.arange(len(scores))]
     if docno_codes is not None:
         keys.append(-np.asarray(docno_codes, dtype=np.int64))   # descending docno
     elif docnos is not None:
@@ -49,21 +51,6 @@ def tie_order(scores: np.ndarray, offsets: np.ndarray, secondary: Optional[np.nd
         keys.append(-np.where(np.isnan(secondary), -np.inf, secondary))
     keys += [-np.asarray(scores, dtype=float), query_ids(np.asarray(offsets))]
     return np.lexsort(keys)
-
-
-_MIN32 = np.iinfo(np.int32).min
-
-
-def float32_ordered(v: np.ndarray) -> np.ndarray:
-    """The float32 rounding of ``v`` as ordered integers (int64): consecutive float32 → consecutive ints."""
-    i = np.ascontiguousarray(v, dtype=np.float64).astype(np.float32).view(np.int32).astype(np.int64)
-    return np.where(i >= 0, i, _MIN32 - i)
-
-
-def ordered_float32(o: np.ndarray) -> np.ndarray:
-    """The inverse of :func:`float32_ordered`, as float64 values (exactly representable in float32)."""
-    o = np.asarray(o, dtype=np.int64)
-    return np.where(o >= 0, o, _MIN32 - o).astype(np.int32).view(np.float32).astype(np.float64)
 
 
 #: the largest |score| :func:`break_ties` keeps as it is, with room below float32's largest for the tie steps
@@ -111,22 +98,17 @@ def break_ties(scores: np.ndarray, offsets: np.ndarray, secondary: Optional[np.n
     order = tie_order(scores, offsets, secondary, docnos, docno_codes, base_order)
     s = scores[order]
     q = query_ids(offsets)[order]
-    start = offsets[:-1][q]
-    rank = np.arange(n) - start                                          # 0-based rank in the query
-    a = float32_ordered(s)
-    key = a + rank
-    # running minimum of a_j + j per query: one cumulative minimum, queries shifted 2^34 apart (|key| < 2^33)
+    rank = np.arange(n) - offsets[:-1][q]                                # 0-based rank in the query
+    a = float_to_ordered(s, np.float32)
+    # running minimum of a_j + j per query: one cumulative minimum, queries shifted 2^34 apart (|a + j| < 2^33)
     shift = q.astype(np.int64) << 34
-    o = np.minimum.accumulate(key - shift) + shift - rank
+    o = np.minimum.accumulate(a + rank - shift) + shift - rank
     moved = o != a
-    new = np.where(moved, ordered_float32(o), s)
+    new = np.where(moved, ordered_to_float(o, np.float32), s)
     out = np.empty(n)
     out[order] = new
-    tied = np.zeros(n, dtype=bool)
-    same = (s[1:] == s[:-1]) & (q[1:] == q[:-1])
-    tied[1:] |= same
-    tied[:-1] |= same
+    same = np.r_[False, (s[1:] == s[:-1]) & (q[1:] == q[:-1]), False]     # shares its predecessor's score
+    tied = same[1:] | same[:-1]
     top = rank < k
-    report = TieReport(tied=int(tied.sum()), tied_top_k=int((tied & top).sum()), top_k=int(top.sum()),
-                       moved=int(moved.sum()), k=k)
-    return out, report
+    return out, TieReport(tied=int(tied.sum()), tied_top_k=int((tied & top).sum()), top_k=int(top.sum()),
+                          moved=int(moved.sum()), k=k)

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from pyterrier_svmmap import RunFeatures, SVMMap
-from pyterrier_svmmap.ties import break_ties, float32_ordered, tie_base_order, tie_order
+from pyterrier_svmmap.ties import break_ties, float_to_ordered, tie_base_order, tie_order
 
 from tests.helpers import _synthetic_runs
 
@@ -64,7 +64,7 @@ def test_random_instances(seed):
         alone = np.array([((f32 == f32[i]) & (qid == qid[i])).sum() == 1 for i in range(n)], dtype=bool)
         assert report.moved <= (~alone).sum()
         assert np.array_equal(new[alone & (scores == new)], scores[alone & (scores == new)])
-        steps = np.abs(float32_ordered(new) - float32_ordered(scores))              # at most the group's size
+        steps = np.abs(float_to_ordered(new, np.float32) - float_to_ordered(scores, np.float32))   # ≤ the group's size
         assert np.all(steps < np.maximum(sizes[qid], 1))
 
 
