@@ -1,13 +1,13 @@
 """Compiled (numba) parser of svmlight ranking lines: one pass over the bytes of whole lines.
 
-Loaded lazily by :func:`pyterrier_svmmap.io.svmlight_parser.parse_chunk`. It reads only the strict grammar of
+Loaded lazily by :func:`pyterrier_svmmap.io.svmlight.parse_chunk`. It reads only the strict grammar of
 well-formed lines, ``label qid:Q idx:val ... [# comment]``, every number of the form
 ``[+-]digits[.digits][(e|E)[+-]digits]`` (or ``[+-].digits…``), and converts a number only where the
 conversion is provably the correctly rounded one (Clinger's fast path: at most 2⁵³ as the integer of its
 digits, and a decimal exponent of at most 22 either way, so that ``m × 10^e`` or ``m / 10^-e`` is a single
 IEEE operation on exact operands). Anything else — another token, a number outside that range, a line that
 breaks a rule (indices not increasing, an index above the limit, a non-integer qid) — returns a status of 1,
-and the caller reads the chunk line by line (``svmlight_parser._parse_lines``, Python's ``float()``), which accepts
+and the caller reads the chunk line by line (``svmlight._parse_lines``, Python's ``float()``), which accepts
 it or names its first bad line. So the values are the correctly rounded ones either way, and what is
 accepted or refused is what the line-by-line reader decides.
 """

@@ -1,18 +1,21 @@
 """Reading svmlight / LETOR ranking files or index files listing them (docs/cli.md#file-formats), refusing before
-allocation a feature index above the width bound and a dense matrix larger than free memory."""
+allocation a feature index above the width bound and a dense matrix larger than free memory. The parser: numba's
+for lines it can prove correctly rounded, else Python's line by line, which judges validity (:class:`BadLine`); the
+same bits either way."""
 from __future__ import annotations
 
 import math
 import re
 import sys
 import warnings
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Sequence, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from pyterrier_svmmap.io.svmlight_parser import BadLine, parse_chunk
+from pyterrier_svmmap._jit import load
 from pyterrier_svmmap.queries import Queries
 
 
@@ -218,6 +221,84 @@ def _line_problem(path: Path, line: bytes, where: str, width: Width) -> Union[st
     return f"{where}: not valid svmlight ranking data"
 
 
+class BadLine(Exception):
+    """A refused line (0-based in the chunk) and, when its only fault is a feature index above the limit, ``index``."""
+
+    def __init__(self, line: int, index: Optional[float] = None):
+        super().__init__(line, index)
+        self.line, self.index = line, index
+
+
+def parse_chunk(data: bytes, limit: int, comments: bool = True, compiled: bool = True):
+    """The numbers of the data lines of ``data`` and their 0-based line numbers; None without data lines."""
+    if not compiled:
+        return _parse_lines(data, limit, comments)
+    k = load("io._svmlight_kernels")
+    status, labels, qids, n_pairs, idx, val, hash_pos, line_end, line_no = \
+        k.parse_lines(np.frombuffer(data, dtype=np.uint8), limit, k._POW10)
+    if status:
+        return _parse_lines(data, limit, comments)
+    if len(labels) == 0:
+        return None
+    text = None
+    if comments:
+        rows = np.flatnonzero(hash_pos >= 0)
+        text = np.full(len(labels), "", dtype=object)
+        for r, p, e in zip(rows.tolist(), hash_pos[rows].tolist(), line_end[rows].tolist()):
+            text[r] = data[p + 1:e].strip().decode("utf-8", "replace")
+    return labels, qids, n_pairs, idx, val, text, line_no
+
+
+def _parse_lines(data: bytes, limit: int, comments: bool = True):
+    """:func:`parse_chunk` line by line with ``float()``, the judge of what is valid: finite numbers, integer qids and
+    indices, indices from 1, increasing and ≤ ``limit``."""
+    rows, counts, flat, text, bad = [], [], array("d"), [], None
+    for no, line in enumerate(data.split(b"\n")):
+        body, _, comment = line.partition(b"#")
+        tok = body.split()
+        if not tok:
+            continue
+        numbers = body.replace(b"qid:", b" ", 1).replace(b":", b" ").split()
+        try:
+            if not (len(tok) > 1 and tok[1][:4] == b"qid:" and body.count(b"qid:") == 1 and b"_" not in body
+                    and body.count(b":") == len(tok) - 1 and len(numbers) == 2 * len(tok) - 2):
+                raise ValueError(no)
+            flat.extend(map(float, numbers))
+        except ValueError:
+            bad = no
+            break
+        rows.append(no)
+        counts.append(len(tok) - 2)
+        if comments:
+            text.append(comment.strip().decode("utf-8", "replace"))
+    if not rows:
+        if bad is None:
+            return None
+        raise BadLine(bad)
+    n_pairs = np.array(counts, dtype=np.int64)
+    starts = np.cumsum(2 + 2 * n_pairs) - (2 + 2 * n_pairs)
+    values = np.frombuffer(flat)[:starts[-1] + 2 + 2 * n_pairs[-1]]      # a line that failed may have added some
+    labels, qids = values[starts], values[starts + 1]
+    pair = np.ones(len(values), dtype=bool)
+    pair[starts] = pair[starts + 1] = False
+    pairs = values[pair]
+    idx, val = pairs[0::2], pairs[1::2]
+    row = np.repeat(np.arange(len(rows)), n_pairs)
+    wrong = ~np.isfinite(labels) | ~np.isfinite(qids) | (qids != np.round(qids))
+    wrong_pair = (idx != np.round(idx)) | (idx < 1) | ~np.isfinite(val)
+    wrong_pair[1:] |= (np.diff(idx) <= 0) & (row[1:] == row[:-1])
+    wrong[row[wrong_pair]] = True
+    over = idx > limit          # an index may be +inf
+    faulty = np.flatnonzero(wrong | np.isin(np.arange(len(rows)), row[over]))
+    if len(faulty):
+        r = faulty[0]
+        raise BadLine(rows[r], None if wrong[r] else float(idx[over & (row == r)][0]))
+    if bad is not None:
+        raise BadLine(bad)
+    return (labels, qids.astype(np.int64), n_pairs, idx.astype(np.int64), val,
+            np.array(text, dtype=object) if comments else None, np.array(rows, dtype=np.int64))
+
+
 _CHUNK = 1 << 26     # parse 64 MB at a time (bounded memory)
 
 
@@ -277,20 +358,17 @@ def use_compiled_parser(n_bytes: int) -> bool:
     return "numba" in sys.modules or n_bytes >= COMPILED_FROM_BYTES
 
 
-def _read_one(path: Path, width: Width, compiled: bool = True):
-    """(labels, qids, CSR pieces, comments, line numbers) of one data file; SvmlightError names file:line."""
-    parts = []
-    for chunk, first_line in file_chunks(path, _CHUNK):
+def parsed_chunks(path: Path, width: Width, chunk_bytes: int = _CHUNK, comments: bool = True,
+                  compiled: bool = True):
+    """:func:`parse_chunk`'s results for a data file's chunks, line numbers from 1 in the file; SvmlightError names
+    file:line."""
+    for chunk, first_line in file_chunks(path, chunk_bytes):
         try:
-            r = parse_chunk(chunk, width.limit, compiled=compiled)
+            r = parse_chunk(chunk, width.limit, comments, compiled)
         except BadLine as e:
             raise line_error(path, chunk, e, width, first_line) from None
         if r is not None:
-            parts.append(r[:6] + (r[6] + first_line,))
-    if not parts:
-        return np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), \
-            np.zeros(0), np.zeros(0, dtype=object), np.zeros(0, np.int64)
-    return tuple(np.concatenate([p[i] for p in parts]) for i in range(7))
+            yield r[:6] + (r[6] + first_line,)
 
 
 def available_memory() -> Optional[int]:
@@ -315,22 +393,19 @@ def available_memory() -> Optional[int]:
     return avail
 
 
-def _first_line_using(part, index: int) -> int:
-    """The 1-based file line of the first line of ``part`` using ``index``."""
-    pair = int(np.flatnonzero(part[3] == index)[0])
-    return int(part[6][np.searchsorted(np.cumsum(part[2]), pair, side="right")])
-
-
-def _check_memory(files: List[Path], parts, n: int, width: int, n_features: Optional[int]) -> None:
+def _check_memory(files: List[Path], source_lines: List[int], lines: np.ndarray, n_pairs: np.ndarray,
+                  idx: np.ndarray, n_features: Optional[int]) -> None:
     """Refuse a dense (n, F) matrix larger than the memory available, naming the first line using F."""
-    F = width if n_features is None else max(width, n_features)
+    width = int(idx.max()) if len(idx) else 0
+    F, n = width if n_features is None else max(width, n_features), len(lines)
     need = 8 * n * F
     avail = available_memory()
     if avail is None or need <= avail:
         return
     if F == width and width > 0:
-        f, part = next((f, p) for f, p in zip(files, parts) if len(p[3]) and p[3].max() == width)
-        where, why = f"{f}:{_first_line_using(part, width)}", f"feature index {width} makes"
+        row = int(np.searchsorted(np.cumsum(n_pairs), np.flatnonzero(idx == width)[0], side="right"))
+        file = int(np.searchsorted(np.cumsum(source_lines), row, side="right"))
+        where, why = f"{files[file]}:{int(lines[row])}", f"feature index {width} makes"
     else:
         where, why = ", ".join(map(str, files)), f"the model's {F} features make"
     raise SvmlightError(f"{where}: {why} the dense features matrix {n:,} lines × {F:,} features = "
@@ -356,30 +431,25 @@ def read_svmlight(paths: Union[str, Path, Sequence[Union[str, Path]]],
     width_rule = check_width_arguments(n_features, max_features)
     files = data_files(paths)
     compiled = parser == "compiled" or parser == "auto" and use_compiled_parser(sum(f.stat().st_size for f in files))
-    parts = [_read_one(f, width_rule, compiled) for f in files]     # no index above width_rule.limit past here
-    starts = [run_starts(p[1]) for p in parts]
-    check_queries_in_one_file(files, *(np.concatenate(x).astype(np.int64) for x in (
-        [p[1][r] for p, r in zip(parts, starts)], [np.full(len(r), i) for i, r in enumerate(starts)],
-        [p[6][r] for p, r in zip(parts, starts)])))
-    width = int(max((p[3].max() if len(p[3]) else 0) for p in parts))
-    labels = np.concatenate([p[0] for p in parts])
-    n = len(labels)
-    if n == 0:
+    chunks, source_lines = [], []
+    for f in files:                     # no index above width_rule.limit past here
+        parsed = list(parsed_chunks(f, width_rule, compiled=compiled))
+        chunks += parsed
+        source_lines.append(sum(len(c[0]) for c in parsed))
+    if not chunks:
         raise SvmlightError(f"{', '.join(map(str, files))}: no data lines (empty file?)")
-    _check_memory(files, parts, n, width, n_features)
-    if n_features is not None:
-        width = n_features          # pad with absent (0) columns
-    qids = np.concatenate([p[1] for p in parts])
-    n_pairs = np.concatenate([p[2] for p in parts])
-    features = np.zeros((n, width))
-    features[np.repeat(np.arange(n), n_pairs), np.concatenate([p[3] for p in parts]) - 1] = \
-        np.concatenate([p[4] for p in parts])
-    comments = np.concatenate([p[5] for p in parts])
+    labels, qids, n_pairs, idx, val, comments, lines = (np.concatenate([c[i] for c in chunks]) for i in range(7))
+    starts, file = query_runs(qids, source_lines)
+    check_queries_in_one_file(files, qids[starts], file, lines[starts])
+    _check_memory(files, source_lines, lines, n_pairs, idx, n_features)
+    n = len(labels)
+    features = np.zeros((n, int(idx.max()) if len(idx) else 0) if n_features is None else (n, n_features))
+    features[np.repeat(np.arange(n), n_pairs), idx - 1] = val
     docids = np.array([_docid(c, i) for i, c in enumerate(comments, 1)], dtype=object)
     order, offsets, query_ids = group_by_query(qids)
     return RankingData(features=features, labels=labels, qids=qids, comments=comments, docids=docids,
                        order=order, offsets=offsets, query_ids=query_ids, sources=[str(f) for f in files],
-                       source_lines=[len(p[0]) for p in parts], line_numbers=np.concatenate([p[6] for p in parts]))
+                       source_lines=source_lines, line_numbers=lines)
 
 
 def data_files(paths: Union[str, Path, Sequence[Union[str, Path]]]) -> List[Path]:
@@ -438,8 +508,12 @@ def group_by_query(qids: np.ndarray, lengths: Optional[np.ndarray] = None):
         uniq[np.argsort(rank)]
 
 
-def run_starts(qids: np.ndarray) -> np.ndarray:
-    return np.flatnonzero(np.r_[True, qids[1:] != qids[:-1]]) if len(qids) else np.zeros(0, np.int64)
+def query_runs(qids: np.ndarray, source_lines: Sequence[int]) -> Tuple[np.ndarray, np.ndarray]:
+    """The first line of every run of equal qids (a file's end ends a run), and the index of its file."""
+    ends = np.cumsum(source_lines, dtype=np.int64)
+    runs = np.flatnonzero(np.r_[True, qids[1:] != qids[:-1]]) if len(qids) else np.zeros(0, np.int64)
+    starts = np.union1d(runs, ends[:-1][ends[:-1] < len(qids)])
+    return starts, np.searchsorted(ends, starts, side="right")
 
 
 def _docid(comment: str, line_no: int) -> str:

@@ -7,9 +7,7 @@ from typing import List, Optional, Sequence, Union
 import numpy as np
 
 from pyterrier_svmmap.io.svmlight import (MAX_FEATURES, RankingData, SvmlightError, check_queries_in_one_file,
-                                          check_width_arguments, data_files, file_chunks, group_by_query, line_error,
-                                          run_starts)
-from pyterrier_svmmap.io.svmlight_parser import BadLine, parse_chunk
+                                          check_width_arguments, data_files, group_by_query, parsed_chunks, query_runs)
 
 #: bytes read from a file at a time
 CHUNK_BYTES = 1 << 26
@@ -95,24 +93,14 @@ def read_svmlight_mapped(paths: Union[str, Path, Sequence[Union[str, Path]]], fo
     rows = _RowWriter(folder / "features.f8", 0 if n_features is None else int(n_features))
     labels, qids, lines = _Column(folder / "labels.f8", np.float64), _Column(folder / "qids.i8", np.int64), \
         _Column(folder / "lines.i8", np.int64)
-    runs = _Runs()
     source_lines: List[int] = []
     try:
-        for file_index, path in enumerate(files):
+        for path in files:
             before = rows.rows
-            for chunk, first_line in file_chunks(path, chunk_bytes):
-                try:
-                    parsed = parse_chunk(chunk, width_rule.limit, comments=False)
-                except BadLine as e:
-                    raise line_error(path, chunk, e, width_rule, first_line) from None
-                if parsed is None:
-                    continue
-                chunk_labels, chunk_qids, n_pairs, idx, val, _, line_no = parsed
-                runs.add(chunk_qids, rows.rows, file_index, first_line + line_no, new_file=rows.rows == before)
-                rows.append(n_pairs, idx, val)
-                labels.append(chunk_labels)
-                qids.append(chunk_qids)
-                lines.append(first_line + line_no)
+            for parsed in parsed_chunks(path, width_rule, chunk_bytes, comments=False):
+                rows.append(*parsed[2:5])
+                for column, values in zip((labels, qids, lines), parsed[:2] + parsed[6:]):
+                    column.append(values)
             source_lines.append(rows.rows - before)
     finally:
         for column in (labels, qids, lines):
@@ -121,43 +109,22 @@ def read_svmlight_mapped(paths: Union[str, Path, Sequence[Union[str, Path]]], fo
     label_values, qid_values, line_values = labels.values(in_memory=True), qids.values(), lines.values()
     if rows.rows == 0:
         raise SvmlightError(f"{', '.join(map(str, files))}: no data lines (empty file?)")
-    run = runs.arrays(rows.rows)
-    check_queries_in_one_file(files, run["qid"], run["file"], run["line"])
-    first_run = np.unique(run["qid"], return_index=True)[1]
-    if len(first_run) == len(run["qid"]):           # one run a query: grouped as the lines are
-        offsets = np.concatenate([run["row"], [rows.rows]]).astype(np.int64)
-        query_ids = run["qid"]
+    starts, file = query_runs(qid_values, source_lines)
+    run_qids = np.asarray(qid_values[starts])
+    check_queries_in_one_file(files, run_qids, file, np.asarray(line_values[starts]))
+    if len(np.unique(run_qids)) == len(run_qids):           # one run a query: grouped as the lines are
+        offsets, query_ids = np.r_[starts, rows.rows].astype(np.int64), run_qids
     else:
         features, label_values, qid_values, line_values, offsets, query_ids = _regroup(
-            folder, run, features, label_values, qid_values, line_values)
+            folder, run_qids, np.diff(np.r_[starts, rows.rows]), features, label_values, qid_values, line_values)
     return RankingData(features=features, labels=label_values, qids=qid_values, comments=None, docids=None,
                        order=None, offsets=offsets, query_ids=query_ids, sources=[str(f) for f in files],
                        source_lines=source_lines, line_numbers=line_values)
 
 
-class _Runs:
-    """The runs of equal qids, in input order: each run's qid, first row, file and first line."""
-
-    def __init__(self):
-        self.parts: List[tuple] = []
-        self.last_qid: Optional[int] = None
-
-    def add(self, qids: np.ndarray, row0: int, file_index: int, lines: np.ndarray, new_file: bool) -> None:
-        """Record the runs starting in a chunk (rows from ``row0``); a run never continues across files."""
-        starts = run_starts(qids)
-        if not new_file and self.last_qid == int(qids[0]):
-            starts = starts[1:]
-        self.parts.append((qids[starts], row0 + starts, np.full(len(starts), file_index), lines[starts]))
-        self.last_qid = int(qids[-1])
-
-    def arrays(self, n_rows: int) -> dict:
-        qid, row, file, line = (np.concatenate([p[i] for p in self.parts]).astype(np.int64) for i in range(4))
-        return dict(qid=qid, row=row, file=file, line=line, length=np.diff(np.r_[row, n_rows]))
-
-
-def _regroup(folder: Path, run: dict, features, labels, qids, lines):
+def _regroup(folder: Path, run_qids: np.ndarray, run_lengths: np.ndarray, features, labels, qids, lines):
     """The lines grouped by query: features into a second map (the first removed), the other columns permuted."""
-    order, offsets, query_ids = group_by_query(run["qid"], run["length"])
+    order, offsets, query_ids = group_by_query(run_qids, run_lengths)
     if isinstance(features, np.memmap):
         path = folder / "grouped.f8"
         batch = max(1, BATCH_BYTES // (8 * features.shape[1]))

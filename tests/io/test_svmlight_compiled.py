@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pyterrier_svmmap._jit import load
-from pyterrier_svmmap.io.svmlight_parser import BadLine, _parse_lines, parse_chunk
+from pyterrier_svmmap.io.svmlight import BadLine, _parse_lines, parse_chunk
 
 
 def kernel_status(data: bytes, limit: int = 100_000) -> int:
