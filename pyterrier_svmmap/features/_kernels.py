@@ -217,34 +217,17 @@ def column_abs_max(raw, out):
 
 
 @njit(cache=True, nogil=True)
-def gather_columns(raw, offsets, depth, f0, f1, out, counts):
-    """The retrieved (non-NaN) scores of columns f0 ≤ f < f1 of ``raw`` (queries of ``offsets``, from row 0),
-    in row order, into ``out[f − f0, :counts[f − f0]]``; with ``depth`` > 0 only the scores
-    :func:`top_of_queries` keeps (per query and function, those at least the ``depth``-th highest; a query of
-    fewer candidates keeps all)."""
+def gather_columns(raw, f0, f1, out, counts):
+    """The retrieved (non-NaN) scores of columns f0 ≤ f < f1 of ``raw``, in row order, into
+    ``out[f − f0, :counts[f − f0]]``."""
     for j in range(f1 - f0):
         counts[j] = 0
-    if depth <= 0:
-        for d in range(raw.shape[0]):
-            for f in range(f0, f1):
-                x = raw[d, f]
-                if x == x:
-                    out[f - f0, counts[f - f0]] = x
-                    counts[f - f0] += 1
-        return
-    for q in range(offsets.shape[0] - 1):
-        a = offsets[q]
-        b = offsets[q + 1]
-        m = b - a
-        buf = np.empty(m)
+    for d in range(raw.shape[0]):
         for f in range(f0, f1):
-            kth = _depth_threshold(raw, a, b, f, depth, buf)
-            j = f - f0
-            for d in range(a, b):
-                x = raw[d, f]
-                if x >= kth:
-                    out[j, counts[j]] = x
-                    counts[j] += 1
+            x = raw[d, f]
+            if x == x:
+                out[f - f0, counts[f - f0]] = x
+                counts[f - f0] += 1
 
 
 @njit(cache=True, nogil=True)

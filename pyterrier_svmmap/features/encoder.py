@@ -10,7 +10,7 @@ import pyterrier_svmmap.threads as threads
 from pyterrier_svmmap.chunks import query_chunks, score_matrix
 from pyterrier_svmmap.features import kernels
 from pyterrier_svmmap.features.blocks import BLOCK_KINDS
-from pyterrier_svmmap.features.matrices import BinnedBlock, DenseBlock, FeatureMatrix
+from pyterrier_svmmap.features.matrices import BinnedBlock, DenseBlock, FeatureMatrix, code_dtype
 from pyterrier_svmmap.features.scales import ColumnStatistics, check_unnormalised_range, column_statistics
 from pyterrier_svmmap.features.thresholds import even_thresholds, sample_thresholds
 from pyterrier_svmmap.features.transforms import BINNINGS, scale_for_binning
@@ -182,11 +182,10 @@ class FeatureEncoder:
 
         Returns
         -------
-        ndarray of shape (n, F), uint8 or uint16
+        ndarray of shape (n, F), of :func:`~.matrices.code_dtype`
         """
         raw = score_matrix(raw)
-        dtype = np.uint8 if self.n_bins < 256 else np.uint16
-        codes = np.zeros(raw.shape, dtype=dtype)
+        codes = np.zeros(raw.shape, dtype=code_dtype(self.n_bins))
         if not len(raw):
             return codes
         jit = kernels()

@@ -81,14 +81,9 @@ def column_statistics(raw, offsets: np.ndarray) -> ColumnStatistics:
     offsets = np.asarray(offsets, dtype=np.int64)
     top = column_top(raw, offsets)
     prescale = power_of_two_scale(top)
-    n_queries, n_funcs = len(offsets) - 1, raw.shape[1]
-    sumsq = np.zeros((n_queries, n_funcs))
-    counts = np.zeros((n_queries, n_funcs), dtype=np.int64)
-    varies = np.zeros((n_queries, n_funcs), dtype=np.bool_)
-    for chunk in query_chunks(raw, offsets):
-        rows = slice(chunk.first, chunk.first + chunk.n_queries)
-        sumsq[rows], counts[rows], varies[rows] = query_spread_sums(chunk.values, chunk.offsets, prescale)
-    return statistics_from_sums(top, sumsq, counts, varies, np.diff(offsets))
+    sums = [query_spread_sums(c.values, c.offsets, prescale) for c in query_chunks(raw, offsets)] or \
+        [query_spread_sums(np.zeros((0, raw.shape[1])), offsets[:1], prescale)]
+    return statistics_from_sums(top, *(np.concatenate(p) for p in zip(*sums)), np.diff(offsets))
 
 
 def check_unnormalised_range(top: np.ndarray, base_names: Optional[Sequence[str]] = None) -> None:

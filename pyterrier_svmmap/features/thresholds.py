@@ -60,15 +60,18 @@ def sample_thresholds(raw, offsets: np.ndarray, n_bins: int, depth: Optional[int
             store = np.empty((group, max(1, per_function // dtype.itemsize)), dtype=dtype)
         filled = np.zeros(f1 - f0, dtype=np.int64)
         for chunk in query_chunks(raw, offsets):
-            if gathered is None or gathered.shape[1] < len(chunk.values):
-                gathered = np.empty((group, len(chunk.values)))
+            values = chunk.values[:, f0:f1]
+            if depth is not None:
+                values = top_of_queries(values, chunk.offsets, int(depth))
+            values = np.ascontiguousarray(values)
+            if gathered is None or gathered.shape[1] < len(values):
+                gathered = np.empty((group, len(values)))
             counts = np.zeros(f1 - f0, dtype=np.int64)
-            bounds = threads.even_bounds(f1 - f0, min(f1 - f0, threads.pieces(chunk.values.size)))
+            bounds = threads.even_bounds(f1 - f0, min(f1 - f0, threads.pieces(values.size)))
 
             def gather(i: int) -> None:           # functions, not rows: each column's scores stay in row order
-                j0, j1 = int(bounds[i]), int(bounds[i + 1])
-                jit.gather_columns(chunk.values, chunk.offsets, -1 if depth is None else int(depth),
-                                   f0 + j0, f0 + j1, gathered[j0:j1], counts[j0:j1])
+                j0, j1 = bounds[i], bounds[i + 1]
+                jit.gather_columns(values, j0, j1, gathered[j0:j1], counts[j0:j1])
             threads.run(gather, len(bounds) - 1)
             need = int((filled + counts).max())
             if need > store.shape[1]:             # ties at the depth kept more than depth scores

@@ -36,18 +36,21 @@ def query_min_max(raw: np.ndarray, offsets: np.ndarray) -> Tuple[np.ndarray, np.
     return lo, hi
 
 
-def _per_query_chunks(kernel, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """``kernel(raw, offsets, out)`` of a per-query scaling, on chunks of whole queries spread over threads."""
+def _per_query_chunks(kernel: str, raw: np.ndarray, offsets: np.ndarray, *args) -> np.ndarray:
+    """``kernel(raw, offsets, *args, out)`` of a per-query scaling (:mod:`._kernels`), on chunks of whole queries
+    spread over threads (numba not loaded for no candidates)."""
     raw = np.ascontiguousarray(raw, dtype=float)
-    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     out = np.empty(raw.shape)
-    threads.run_query_blocks(lambda lo, hi: kernel(raw, offsets[lo:hi + 1], out), offsets)
+    if len(raw):
+        offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        run = getattr(kernels(), kernel)
+        threads.run_query_blocks(lambda lo, hi: run(raw, offsets[lo:hi + 1], *args, out), offsets)
     return out
 
 
 def minmax_normalise(raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """(f − min_q f)/(max_q f − min_q f) per query and function; NaN stays NaN; a constant function → 1."""
-    return _per_query_chunks(kernels().minmax_normalise, raw, offsets) if len(raw) else np.empty(np.shape(raw))
+    return _per_query_chunks("minmax_normalise", raw, offsets)
 
 
 def standardise_scores(raw: np.ndarray, offsets: np.ndarray, prescale: np.ndarray, column_scale: np.ndarray
@@ -60,8 +63,7 @@ def standardise_scores(raw: np.ndarray, offsets: np.ndarray, prescale: np.ndarra
     prescale = np.ascontiguousarray(prescale, dtype=float)
     column_scale = np.ascontiguousarray(column_scale, dtype=float)
     if "numba" in sys.modules:
-        jit = kernels()
-        return _per_query_chunks(lambda r, o, out: jit.standardise(r, o, prescale, column_scale, out), raw, offsets)
+        return _per_query_chunks("standardise", raw, offsets, prescale, column_scale)
     lo = query_min_max(raw, offsets)[0][query_ids(np.asarray(offsets))]
     with np.errstate(invalid="ignore", over="ignore"):
         dev = raw * prescale - lo * prescale
@@ -72,15 +74,11 @@ def standardise_scores(raw: np.ndarray, offsets: np.ndarray, prescale: np.ndarra
 
 def percentiles(raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Per query and function, the fraction of retrieved candidates scoring ≤ this one (top → 1)."""
-    return _per_query_chunks(kernels().percentiles, raw, offsets) if len(raw) else np.empty(np.shape(raw))
+    return _per_query_chunks("percentiles", raw, offsets)
 
 
 def scale_for_binning(raw: np.ndarray, offsets: np.ndarray, binning: str) -> np.ndarray:
     """The scores that thresholds apply to, for a ``binning`` of :data:`BINNINGS`."""
-    if binning == "quantile":
-        return raw
-    if binning == "minmax":
-        return minmax_normalise(raw, offsets)
-    if binning == "percentile":
-        return percentiles(raw, offsets)
-    raise ValueError(f"unknown binning {binning!r}; choose one of {BINNINGS}")
+    if binning not in BINNINGS:
+        raise ValueError(f"unknown binning {binning!r}; choose one of {BINNINGS}")
+    return raw if binning == "quantile" else (minmax_normalise if binning == "minmax" else percentiles)(raw, offsets)
