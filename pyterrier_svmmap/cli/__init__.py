@@ -10,7 +10,7 @@ import importlib
 import logging
 import re
 import sys
-from typing import List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence
 
 from pyterrier_svmmap._version import __version__
 
@@ -34,15 +34,20 @@ SUMMARIES = {
 }
 
 
+def integer(text: str, ok: Callable[[int], bool], expected: str) -> int:
+    """The value of an integer option, ``ok`` or refused as ``expected ..., got TEXT``."""
+    try:
+        n: Optional[int] = int(text)
+    except ValueError:
+        n = None
+    if n is None or not ok(n):
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+    return n
+
+
 def jobs(text: str) -> int:
     """The value of a ``-j N`` option: a non-zero number of threads (negative: all cores but |N| − 1)."""
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n == 0:
-        raise argparse.ArgumentTypeError(f"expected a non-zero number of threads (-1: every core), got {text!r}")
-    return n
+    return integer(text, lambda n: n != 0, "a non-zero number of threads (-1: every core)")
 
 
 class UsageError(Exception):

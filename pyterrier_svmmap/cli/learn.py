@@ -48,7 +48,7 @@ import time
 import warnings
 from typing import List, Optional, Union
 
-from pyterrier_svmmap.cli import jobs
+from pyterrier_svmmap.cli import integer, jobs
 
 log = logging.getLogger(__name__)
 
@@ -71,17 +71,6 @@ def _grid(text: str) -> Union[List[float], str]:
         raise argparse.ArgumentTypeError(f"expected a number, comma-separated numbers or auto (e.g. -c 1, -c 0.1,1,10 "
                                          f"or -c auto), got {text!r}")
     return grid
-
-
-def _count(text: str) -> int:
-    """The value of ``--max-features``: a positive integer."""
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return n
 
 
 #: the default of --max-features (io.svmlight.MAX_FEATURES, not imported: `svmmap learn --help` loads no numpy)
@@ -146,7 +135,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("train", metavar="TRAIN", nargs="+",
                         help="svmlight/LETOR training file(s), index files listing files, or quoted glob patterns; "
                              "with --workers/--scheduler each file is one shard, read by a worker")
-    parser.add_argument("--max-features", type=_count, default=MAX_FEATURES, metavar="N",
+    parser.add_argument("--max-features", type=lambda text: integer(text, lambda n: n >= 1, "a positive integer"),
+                        default=MAX_FEATURES, metavar="N",
                         help=f"the largest feature index read (default {MAX_FEATURES:,}): every index up to the "
                              "largest is a column of a dense matrix")
     parser.add_argument("--scratch", metavar="DIR",
@@ -299,19 +289,13 @@ def fit(ranker, data, valid, files: List[str], args: argparse.Namespace, executo
 def training_files(specs: List[str]) -> List[str]:
     """TRAIN arguments as data files: index files expanded to their members, quoted globs to their sorted matches."""
     import glob
-    from pathlib import Path
-    from pyterrier_svmmap.io.svmlight import index_file_members
+    from pyterrier_svmmap.io.svmlight import data_files
     files: List[str] = []
     for spec in specs:
         matches = sorted(glob.glob(spec)) if glob.has_magic(spec) else [spec]
         if not matches:
             raise FileNotFoundError(f"no file matches {spec!r}")
-        for m in matches:
-            p = Path(m)
-            if not p.exists():
-                raise FileNotFoundError(f"{p} not found")
-            members = index_file_members(p) if p.is_file() else None
-            files.extend(str(f) for f in (members if members is not None else [p]))
+        files.extend(map(str, data_files(matches)))
     return files
 
 

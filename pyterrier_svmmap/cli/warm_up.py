@@ -28,6 +28,7 @@ LOSSES = (("map", None), ("roc", None), ("ndcg", None), ("ndcg", {"k": 10}), ("m
           ("dorm", {"k": 10, "window": 20}), ("acc", None), ("acc2", None),
           ("combo", {"losses": ["map", "ndcg@10"]}))
 
+
 def feature_settings() -> list:
     """(features, binning) whose kernels the warm-up compiles: every block kind
     (:data:`~pyterrier_svmmap.features.blocks.BLOCK_KINDS`), and every binning of the kinds with thresholds."""
@@ -75,19 +76,16 @@ def warm_up(n_jobs: int = 1, qp_process: bool = True, every_learner: bool = True
                                                                         os.environ.get("PYTHONPATH")])))
         side = subprocess.Popen([sys.executable, "-c", SECOND_PROCESS] + (["apart"] if every_learner else []),
                                 env=env, stdout=subprocess.PIPE, text=True)
-    raw, labels, offsets, _ = tiny_data()
-    v_raw, v_labels, v_offsets, v_docnos = tiny_data(seed=1)
-    valid = (v_raw, v_labels, v_offsets, None, v_docnos)
-    quiet = [logging.getLogger(f"pyterrier_svmmap.{room}") for room in ("svm", "approx", "selection", "features")]
-    levels = [q.level for q in quiet]
+    quiet = {q: q.level for q in (logging.getLogger(f"pyterrier_svmmap.{room}")
+                                  for room in ("svm", "approx", "selection", "features"))}
     for q in quiet:                                         # the tiny fits' INFO lines are noise here
         q.setLevel(logging.WARNING)
     try:
-        _fits(raw, labels, offsets, valid, v_raw, v_offsets, v_docnos, n_jobs, side, every_learner)
+        _fits(n_jobs, side, every_learner)
         if side is not None and side.wait() and every_learner:     # the second process failed: its fits here
-            _apart(raw, labels, offsets)
+            _apart(*tiny_data()[:3])
     finally:
-        for q, level in zip(quiet, levels):
+        for q, level in quiet.items():
             q.setLevel(level)
         if side is not None:
             side.communicate()
@@ -127,8 +125,7 @@ SECOND_PROCESS = ("import logging, sys; logging.getLogger('pyterrier_svmmap').se
                   "sys.argv[1:] == ['apart'] and w._apart(*w.tiny_data()[:3])")
 
 
-def _fits(raw, labels, offsets, valid, v_raw, v_offsets, v_docnos, n_jobs: int, side=None,
-          every_learner: bool = True) -> None:
+def _fits(n_jobs: int, side=None, every_learner: bool = True) -> None:
     """The tiny fits, predictions and argmaxes of :func:`warm_up`: those that solve no QP first, then (once
     ``side``, the second process, has its QP cached) the SVM fits."""
     import numpy as np
@@ -136,6 +133,8 @@ def _fits(raw, labels, offsets, valid, v_raw, v_offsets, v_docnos, n_jobs: int, 
     from pyterrier_svmmap.io.svmlight import parse_chunk
     from pyterrier_svmmap.svm.losses import get_loss, most_violated
     from pyterrier_svmmap.svm.ranker import StructSVMRanker
+    raw, labels, offsets, _ = tiny_data()
+    v_raw, v_labels, v_offsets, v_docnos = tiny_data(seed=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for loss, params in LOSSES if every_learner else ():
@@ -149,7 +148,7 @@ def _fits(raw, labels, offsets, valid, v_raw, v_offsets, v_docnos, n_jobs: int, 
             _apart(raw, labels, offsets)
         for features, binning in feature_settings():
             r = StructSVMRanker(C=[0.1, 1.0], features=features, binning=binning, n_bins=5, n_jobs=n_jobs)
-            r.fit(raw, labels, offsets, valid=valid)
+            r.fit(raw, labels, offsets, valid=(v_raw, v_labels, v_offsets, None, v_docnos))
             r.ranking_scores(v_raw, v_offsets, v_docnos)
         StructSVMRanker(C=[0.1, 1.0], n_bins=5, cv=2, prior="best", n_jobs=n_jobs).fit(raw, labels, offsets)
 

@@ -46,21 +46,17 @@ def _number(a, i, n, pow10):
     m = np.int64(0)
     digits = 0
     exp = 0
-    while i < n and 48 <= a[i] <= 57:
-        m = m * 10 + (a[i] - 48)
-        digits += 1
-        if m > _MAX_EXACT:
-            return 0.0, i, False
-        i += 1
-    if i < n and a[i] == 46:
-        i += 1
-        while i < n and 48 <= a[i] <= 57:
+    point = False                       # past the decimal point: each digit lowers the exponent
+    while i < n and (48 <= a[i] <= 57 or a[i] == 46 and not point):
+        if a[i] == 46:
+            point = True
+        else:
             m = m * 10 + (a[i] - 48)
             digits += 1
-            exp -= 1
+            exp -= point
             if m > _MAX_EXACT:
                 return 0.0, i, False
-            i += 1
+        i += 1
     if digits == 0:
         return 0.0, i, False
     if i < n and (a[i] == 101 or a[i] == 69):

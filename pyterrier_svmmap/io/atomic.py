@@ -29,14 +29,24 @@ def _write_new(path: Path, data: bytes) -> None:
 
 
 def write_atomic(path: PathLike, data: bytes) -> None:
-    path = Path(path)
-    tmp = temporary_name(path)
+    _write_replacing({Path(path): data})
+
+
+def _write_replacing(files: Dict[Path, bytes]) -> None:
+    """Write each file beside its path, then rename them all into place (Ctrl-C held back): all or none."""
+    written: Dict[Path, Path] = {}
     try:
-        _write_new(tmp, data)
-        os.replace(tmp, path)
+        for final, data in files.items():
+            tmp = temporary_name(final)
+            written[tmp] = final
+            _write_new(tmp, data)
+        with interrupts_deferred():
+            for tmp, final in written.items():
+                os.replace(tmp, final)
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        for tmp in written:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
         raise
 
 
@@ -56,37 +66,14 @@ def interrupts_deferred() -> Iterator[None]:
         raise KeyboardInterrupt
 
 
-def _make_parents(folder: Path) -> List[Path]:
-    """Create ``folder`` and its missing parents; the ones created, deepest first."""
-    missing = []
-    while not folder.exists():
-        missing.append(folder)
-        folder = folder.parent
-    for p in reversed(missing):
-        p.mkdir()
-    return missing
-
-
 def write_folder(path: PathLike, files: Dict[str, bytes]) -> Path:
     """Write ``files`` (the one that marks the folder complete last) into folder ``path``, whole or not at all."""
     path = Path(path)
     if path.is_dir():
-        written: Dict[Path, Path] = {}
-        try:
-            for name, data in files.items():
-                tmp = temporary_name(path / name)
-                written[tmp] = path / name
-                _write_new(tmp, data)
-            with interrupts_deferred():
-                for tmp, final in written.items():
-                    os.replace(tmp, final)
-        except BaseException:
-            for tmp in written:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(tmp)
-            raise
+        _write_replacing({path / name: data for name, data in files.items()})
         return path
-    created = _make_parents(path.parent)
+    created = [p for p in (path.parent, *path.parent.parents) if not p.exists()]     # deepest first
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temporary_name(path)
     try:
         tmp.mkdir()
