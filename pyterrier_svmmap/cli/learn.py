@@ -48,7 +48,7 @@ import time
 import warnings
 from typing import List, Optional, Union
 
-from pyterrier_svmmap.cli import integer, jobs
+from pyterrier_svmmap.cli import UsageError, integer, jobs
 
 log = logging.getLogger(__name__)
 
@@ -170,7 +170,6 @@ def interrupted(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pyterrier_svmmap.cli import UsageError
     from pyterrier_svmmap.io.atomic import check_creatable
     from pyterrier_svmmap.io.model_files import FILE_NAME_OF, check_writable
     from pyterrier_svmmap.svm.ranker import StructSVMRanker
@@ -221,7 +220,7 @@ def run(args: argparse.Namespace) -> int:
                 raise UsageError(e.message("give --max-features N with N at least the largest index")) from None
             log.info("read %d lines, %d queries, %d features from %s (%.1fs)", data.n_lines, len(data.query_ids),
                      data.n_features, ", ".join(data.sources), time.perf_counter() - t)
-            for d in (data, valid):
+            for d in [d for d in (data, valid) if d is not None]:
                 warn_unusual_labels(d, args.rel)
         caught = fit(ranker, data, valid, files, args, executor)
     for w in caught:
@@ -240,7 +239,6 @@ def read_training_data(files: List[str], args: argparse.Namespace, scratch: cont
     """(training data, validation data or None) as :class:`~pyterrier_svmmap.io.svmlight.RankingData`: the
     training data into memory maps in a temporary folder (removed when ``scratch`` closes) with ``--scratch``
     or when they would take more than half the available memory, else into memory."""
-    from pyterrier_svmmap.cli import UsageError
     from pyterrier_svmmap.io.svmlight import available_memory, estimated_read_bytes, read_svmlight
     needed = available = None
     if args.scratch is None:
@@ -267,7 +265,6 @@ def read_training_data(files: List[str], args: argparse.Namespace, scratch: cont
 def fit(ranker, data, valid, files: List[str], args: argparse.Namespace, executor) -> list:
     """Fit ``ranker`` on the data read or, with an ``executor``, on the files as shards of its cluster; the
     warnings the fit raised. A ValueError becomes a UsageError naming the training files."""
-    from pyterrier_svmmap.cli import UsageError
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -337,10 +334,8 @@ def save_ranker(ranker, path, estimator: str, overwrite: bool = False):
 
 
 def warn_unusual_labels(data, rel: Optional[float]) -> None:
-    """Log a warning for negative labels of ``data`` (a RankingData, or None), and one for fractional labels
-    unless ``--rel`` was given, each naming the first such line."""
-    if data is None:
-        return
+    """Log a warning for negative labels of ``data`` (a RankingData), and one for fractional labels unless ``--rel``
+    was given, each naming the first such line."""
     labels = data.labels
     negative = (labels < 0).nonzero()[0]
     if len(negative):

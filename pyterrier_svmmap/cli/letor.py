@@ -92,13 +92,11 @@ def run(args: argparse.Namespace) -> int:
         if Path(args.out).is_dir():
             raise UsageError(f"--out {args.out} is a directory; give a file name")
         check_creatable(args.out, "--out")
-
-    def save(_, so_far):
-        letor.write_json(so_far, args.out)
     try:
         with _warnings_as_log():
             results = letor.run_letor(args.directory, names, rel=rel, folds=args.folds, warm_up=args.warm_up,
-                                      threads=args.threads, progress=save if args.out else None)
+                                      threads=args.threads, progress=None if not args.out else
+                                      lambda _, so_far: letor.write_json(so_far, args.out))
     except FeatureIndexTooLarge as e:
         raise UsageError(e.message(None)) from None
     print(results.table())

@@ -475,26 +475,19 @@ def check_width_arguments(n_features, max_features) -> Width:
 
 def check_queries_in_one_file(files: List[Path], qid: np.ndarray, file: np.ndarray, line: np.ndarray) -> None:
     """Refuse a qid in two of the files read together (they would merge), given the runs of equal qids."""
-    if len(qid) == 0 or np.unique(np.stack([file, qid]), axis=1).shape[1] == len(np.unique(qid)):
-        return                                              # no qid in two files
-    seen = np.zeros(0, dtype=qid.dtype)
-    bounds = np.searchsorted(file, np.arange(len(files) + 1))
-    for i in range(len(files)):
-        lo, hi = bounds[i], bounds[i + 1]
-        here = qid[lo:hi]
-        again = np.flatnonzero(np.isin(here, seen))
-        if len(again):
-            q = int(here[again[0]])
-            earlier = int(np.flatnonzero(qid[:lo] == q)[0])
-            j = int(file[earlier])
-            shared = len(np.intersect1d(qid[bounds[j]:bounds[j + 1]], here))
-            raise SvmlightError(
-                f"qid {q} is in {files[j]} (line {int(line[earlier])}) and in {files[i]} (line "
-                f"{int(line[lo + again[0]])}); {shared} qids are in both: files read together are one set of "
-                "queries, and a query's lines must all be in one file (else the two would be merged into one query "
-                "with the candidates of both): make the qids unique across the files, and give each query once (two "
-                "folds' training files share queries)")
-        seen = np.union1d(seen, here)
+    _, first, inverse = np.unique(qid, return_index=True, return_inverse=True)
+    earlier = first[inverse]                                # the first run of each run's qid
+    again = np.flatnonzero(file != file[earlier])
+    if len(again) == 0:
+        return
+    k, e = int(again[0]), int(earlier[again[0]])
+    i, j = int(file[k]), int(file[e])
+    shared = len(np.intersect1d(qid[file == j], qid[file == i]))
+    raise SvmlightError(
+        f"qid {int(qid[k])} is in {files[j]} (line {int(line[e])}) and in {files[i]} (line {int(line[k])}); "
+        f"{shared} qids are in both: files read together are one set of queries, and a query's lines must all be "
+        "in one file (else the two would be merged into one query with the candidates of both): make the qids "
+        "unique across the files, and give each query once (two folds' training files share queries)")
 
 
 def group_by_query(qids: np.ndarray, lengths: Optional[np.ndarray] = None):
