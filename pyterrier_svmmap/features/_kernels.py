@@ -1,20 +1,9 @@
 """Compiled kernels (numba) of the feature layer: the bin-code block's Φw and Φᵀc without the n×F temporaries,
 the per-query scalings, the thresholds and the bin codes.
 
-Loaded lazily by :func:`pyterrier_svmmap.features.kernels`. The tests compare them with numpy reference
-implementations (``tests/oracles/features_reference.py``: a gather and row sums, a weighted bincount, ...); the
-kernels compute in the references' order, so they return the same bits:
-
-* :func:`binned_dot`: per row, the F looked-up cumulative weights are summed as numpy's ``sum(axis=1)``
-  sums a contiguous row (its pairwise summation: 8 interleaved partial sums for 8 ≤ F ≤ 128, halving
-  above; a plain loop below 8);
-* :func:`binned_rdot`: ``np.bincount``'s per-cell sums (rows in order), then the reverse cumulative sum;
-* :func:`minmax_normalise`: (f − min_q f)/(max_q f − min_q f) per query and function, with the reference's
-  arithmetic (the same bits);
-* :func:`bin_codes`: the codes themselves, ``np.searchsorted(thresholds[f], score, side="left")`` per
-  retrieved score (thresholds below the score counted, or a binary search on ``threshold < score`` for many
-  thresholds: NaN thresholds, sorted last, are never below);
-* :func:`percentiles`: SVM_acc3's per-query percentiles, one sort per query and function (the same bits).
+Loaded lazily by :func:`pyterrier_svmmap.features.kernels`. Each kernel computes in the order of its numpy
+reference in ``tests/oracles/features_reference.py`` (a gather and row sums, a weighted bincount, ...), so that
+it returns the same bits; each docstring says which.
 """
 from __future__ import annotations
 
@@ -30,13 +19,10 @@ def cumulative_table(w, n_funcs, n_thresholds):
     """(F, T + 1) table: ``cum[f, b]`` = Σ of f's first b threshold weights (``cum[f, 0] = 0``)."""
     cum = np.zeros((n_funcs, n_thresholds + 1))
     for f in range(n_funcs):
-        base = f * n_thresholds
-        if n_thresholds > 0:
-            s = w[base]
-            cum[f, 1] = s
-            for t in range(1, n_thresholds):
-                s += w[base + t]
-                cum[f, t + 1] = s
+        s = -0.0                                   # the sum's identity: cum[f, 1] is the first weight, even −0
+        for t in range(n_thresholds):
+            s += w[f * n_thresholds + t]
+            cum[f, t + 1] = s
     return cum
 
 

@@ -121,10 +121,8 @@ class FeatureEncoder:
         self.indicator_scale_ = stats.retrieval_varies.astype(float)
         self.thresholds_ = None
         if any(BLOCK_KINDS[kind].thresholds for kind in self.blocks):
-            if self.binning == "quantile":
-                self.thresholds_ = np.array(thresholds, dtype=float)
-            else:
-                self.thresholds_ = np.tile(even_thresholds(self.n_bins), (self.n_functions_, 1))
+            self.thresholds_ = np.array(thresholds, dtype=float) if self.binning == "quantile" else \
+                np.tile(even_thresholds(self.n_bins), (self.n_functions_, 1))
             self.thresholds_[~stats.score_varies, 1:] = np.inf         # no score dimension: codes 0 or 1
             self.thresholds_[~stats.score_varies & ~stats.retrieval_varies, 0] = np.inf     # nor an indicator
         return self

@@ -70,23 +70,18 @@ class FeatureLayout:
     def blocks(self) -> Tuple[str, ...]:
         return self.encoder.blocks
 
-    def _block_width(self, kind: str) -> int:
-        if kind == "bias":
-            return 1
-        return BLOCK_KINDS[kind].width(self.n_functions, int(self.encoder.n_bins))
-
     def block_slices(self) -> List[Tuple[str, slice]]:
         """(kind, slice of w) for every block in order, the bias last when there is one."""
         out, lo = [], 0
         for kind in list(self.blocks) + (["bias"] if self.bias else []):
-            width = self._block_width(kind)
+            width = 1 if kind == "bias" else BLOCK_KINDS[kind].width(self.n_functions, int(self.encoder.n_bins))
             out.append((kind, slice(lo, lo + width)))
             lo += width
         return out
 
     @property
     def dim(self) -> int:
-        return sum(self._block_width(k) for k, _ in self.block_slices())
+        return self.block_slices()[-1][1].stop
 
     def block_weights(self, w: np.ndarray, kind: str) -> np.ndarray:
         """The weights of block ``kind``, shaped as its kind says (:meth:`.blocks.FeatureBlock.weight_shape`).
@@ -103,10 +98,10 @@ class FeatureLayout:
         w = np.asarray(w)
         if w.shape != (self.dim,):
             raise ValueError(f"w has shape {w.shape}, this layout has {self.dim} dimensions")
-        for k, sl in self.block_slices():
-            if k == kind:
-                return w[sl].reshape(BLOCK_KINDS[kind].weight_shape(self.n_functions, int(self.encoder.n_bins)))
-        raise ValueError(f"this layout has no {kind!r} block (blocks: {self.blocks})")
+        if kind not in self.blocks:
+            raise ValueError(f"this layout has no {kind!r} block (blocks: {self.blocks})")
+        return w[dict(self.block_slices())[kind]].reshape(BLOCK_KINDS[kind].weight_shape(self.n_functions,
+                                                                                         int(self.encoder.n_bins)))
 
     def names(self) -> List[str]:
         """A readable name per dimension of w (``bm25>3.21``, ``raw(bm25)``, ``retrieved(bm25)``, ``bias``)."""
