@@ -59,6 +59,6 @@ def comb_sum(raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return np.nan_to_num(minmax_normalise(raw, offsets), nan=0.0).sum(axis=1)
 
 
-#: name → fusion (the ``svmmap reproduce`` rows ``fusion-rrf`` and ``fusion-combsum``)
-FUSIONS: Dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {"rrf": reciprocal_rank_fusion,
-                                                                      "combsum": comb_sum}
+#: the ``svmmap reproduce`` rows of the fusions: name → fusion
+FUSIONS: Dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {"fusion-rrf": reciprocal_rank_fusion,
+                                                                      "fusion-combsum": comb_sum}

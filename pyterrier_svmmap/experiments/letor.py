@@ -69,13 +69,10 @@ def discover_folds(directory: Union[str, Path], folds: Optional[Sequence[int]] =
             raise ValueError(f"{root}: there is no Fold{k} (folds are 1..{max(found)})")
     if len(set(wanted)) != len(wanted):
         raise ValueError(f"fold selected twice in {list(wanted)}")
-    out = {}
-    for k in wanted:
-        paths = {part: found[k] / f"{part}.txt" for part in PARTS}
-        for part, p in paths.items():
-            if not p.is_file():
-                raise ValueError(f"{p} is missing (every FoldK needs train.txt, vali.txt and test.txt)")
-        out[k] = paths
+    out = {k: {part: found[k] / f"{part}.txt" for part in PARTS} for k in wanted}
+    missing = [p for paths in out.values() for p in paths.values() if not p.is_file()]
+    if missing:
+        raise ValueError(f"{missing[0]} is missing (every FoldK needs train.txt, vali.txt and test.txt)")
     return out
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Callable, Dict, List, Mapping, Sequence, Tuple
 
 logger = logging.getLogger(__name__)
@@ -153,10 +154,6 @@ def build(name: str):
     return ps.StructSVM(C=list(cfg.c_grid()), **params)
 
 
-def _built(name: str) -> Callable[[], object]:
-    return lambda: build(name)
-
-
 def _svm_map(paper_grid: bool = False, **params) -> Callable[[], object]:
     """A factory of ``SVMMap(**params)``, with ``DEFAULT_C_GRID`` (read when called) if ``paper_grid``."""
     def make():
@@ -188,19 +185,19 @@ SHARED_SYSTEMS = ["svm-map", "svm-map-paper", "svm-roc", "svm-ndcg@10", "svm-ndc
 #: the structural SVMs of the papers' other losses (``--systems default``)
 STRUCT_SYSTEMS = SHARED_SYSTEMS[2:12]
 for _name in SHARED_SYSTEMS[:2]:
-    register(_name, _built(_name))
+    register(_name, partial(build, _name))
 # the default's ablations (docs/model-selection.md): no fallback test and no fold averaging, no averaging, a more
 # lenient fallback test; SVM-map's feature options (docs/experiments.md): the raw scores as they are, the
 # default's rule on the bins alone, thresholds over all training candidates, the prior towards the best function
 register("svm-map-cv", _svm_map(fallback_alpha=None, average_folds=False))
 register("svm-map-noavg", _svm_map(average_folds=False))
 register("svm-map-alpha0.6", _svm_map(fallback_alpha=0.6))
-register("svm-map-raw", _built("svm-map-raw"))
+register("svm-map-raw", partial(build, "svm-map-raw"))
 register("svm-map-bins", _svm_map(features="bins"))
 register("svm-map-allbins", _svm_map(paper_grid=True, threshold_depth=None, **PAPER_PARAMS))
 register("svm-map-prior", _svm_map(paper_grid=True, **{**PAPER_PARAMS, "prior": "best"}))
 for _name in SHARED_SYSTEMS[2:]:
-    register(_name, _built(_name))
+    register(_name, partial(build, _name))
 register("lambdamart", _lightgbm("LambdaMART"))
 register("mcrank", _lightgbm("McRank"))
 
@@ -242,10 +239,8 @@ PAPER_SYSTEMS = ["svm-map", "svm-map-paper", *STRUCT_SYSTEMS, "approx-ap", "appr
 def parse_names(spec: str) -> List[str]:
     """System names from ``--systems``: a comma-separated list, ``default`` (:data:`PAPER_SYSTEMS`)
     or ``all`` (every registered system)."""
-    if spec.strip().lower() == "all":
-        return list(SYSTEMS)
-    if spec.strip().lower() == "default":
-        return list(PAPER_SYSTEMS)
+    if spec.strip().lower() in ("all", "default"):
+        return list(SYSTEMS if spec.strip().lower() == "all" else PAPER_SYSTEMS)
     names = [s.strip() for s in spec.split(",") if s.strip()]
     if not names:
         raise ValueError("--systems needs at least one name")

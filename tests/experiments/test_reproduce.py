@@ -238,7 +238,7 @@ def test_worker_thread_limit_covers_lightgbm():
     import sys
     pytest.importorskip("lightgbm")
     pytest.importorskip("threadpoolctl")
-    code = ("from pyterrier_svmmap.experiments.reproduce.runner import _thread_limit\n"
+    code = ("from pyterrier_svmmap.experiments.reproduce.trials import _thread_limit\n"
             "from threadpoolctl import threadpool_info\n"
             "with _thread_limit(1):\n"
             "    import lightgbm\n"

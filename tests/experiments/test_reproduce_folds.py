@@ -8,8 +8,7 @@ import pandas as pd
 import pytest
 
 from pyterrier_svmmap.experiments.reproduce.evaluation import aggregate
-from pyterrier_svmmap.experiments.reproduce.runner import run_trials
-from pyterrier_svmmap.experiments.reproduce.trials import CHOSEN_BASE, choose_bases
+from pyterrier_svmmap.experiments.reproduce.trials import CHOSEN_BASE, choose_bases, run_trials
 from pyterrier_svmmap.experiments.reproduce.protocol import Split, make_folds, role_counts
 
 

@@ -9,7 +9,7 @@ pytest.importorskip("ir_measures")
 from pyterrier_svmmap import StructSVM, SVMMap  # noqa: E402
 import pyterrier_svmmap.experiments.systems as sysreg  # noqa: E402
 from pyterrier_svmmap.experiments.reproduce.evaluation import aggregate  # noqa: E402
-from pyterrier_svmmap.experiments.reproduce.runner import run_trials
+from pyterrier_svmmap.experiments.reproduce.trials import run_trials
 from pyterrier_svmmap.experiments.reproduce.protocol import make_splits  # noqa: E402
 from pyterrier_svmmap.experiments.reproduce.report import (format_learner_table, format_loss_table,  # noqa: E402
                                                results_dict, tables_markdown)

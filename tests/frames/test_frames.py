@@ -401,8 +401,8 @@ def test_kernel_warm_up_fits_every_system_on_a_tiny_split_and_leaves_no_trace(mo
     import pyterrier_svmmap.svm.qp as qp
     import pyterrier_svmmap.svm.cutting_plane as solver
     from pyterrier_svmmap.experiments.reproduce.trials import TrialStore
-    import pyterrier_svmmap.experiments.reproduce.runner as runner
-    from pyterrier_svmmap.experiments.reproduce.runner import _warm_up
+    import pyterrier_svmmap.experiments.reproduce.trials as trials_module
+    from pyterrier_svmmap.experiments.reproduce.trials import _warm_up
     rng = np.random.default_rng(5)
     res = _frame(rng, n_q=12, n_docs=40, n_f=3)
     qrels = _qrels_for(res, rng)
@@ -440,7 +440,7 @@ def test_kernel_warm_up_fits_every_system_on_a_tiny_split_and_leaves_no_trace(mo
             qp_calls.append(time.perf_counter() - start)
     monkeypatch.setattr(qp, "solve_dual", spy)
     monkeypatch.setattr(solver, "solve_dual", spy)
-    monkeypatch.setattr(runner, "_WORKER_TRIALS", trials)
+    monkeypatch.setattr(trials_module, "_WORKER_TRIALS", trials)
     level = logging.getLogger("pyterrier_svmmap").level
     start = time.perf_counter()
     seconds = _warm_up(1, split)

@@ -56,21 +56,20 @@ def redirect_native_output(log_file: Optional[Path]):
     if log_file is None:
         yield
         return
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = [os.dup(1), os.dup(2)]
+    saved = {fd: os.dup(fd) for fd in (1, 2)}
     with open(log_file, "ab") as f:
         try:
-            os.dup2(f.fileno(), 1)
-            os.dup2(f.fileno(), 2)
+            for stream in (sys.stdout, sys.stderr):
+                stream.flush()
+            for fd in saved:
+                os.dup2(f.fileno(), fd)
             yield
         finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            for fd in saved:
-                os.close(fd)
+            for stream in (sys.stdout, sys.stderr):
+                stream.flush()
+            for fd, copy in saved.items():
+                os.dup2(copy, fd)
+                os.close(copy)
 
 
 def digest(*parts: Any) -> str:

@@ -127,10 +127,7 @@ def compare(ref: pd.Series, other: pd.Series) -> dict:
     ref, other = ref.align(other, join="inner")
     diff = ref.values - other.values
     wins, losses = int((diff > 0).sum()), int((diff < 0).sum())
-    if wins + losses == 0:
-        p = 1.0
-    else:
-        p = float(wilcoxon(ref.values, other.values, alternative="two-sided").pvalue)
+    p = float(wilcoxon(ref.values, other.values, alternative="two-sided").pvalue) if wins + losses else 1.0
     return {"wins": wins, "losses": losses, "p_value": p}
 
 
@@ -156,20 +153,15 @@ def aggregate(per_trial: pd.DataFrame, reference: Optional[str], fit_seconds: Di
         vals = pq.loc[system]
         row = {"name": system, "kind": kinds[system], **{m: float(vals[m].mean()) for m in MEASURES},
                "n_queries": int(len(vals))}
-        if ref_ap is None or system == reference:
-            row.update(wins=0, losses=0, p_value=1.0)
-        else:
-            row.update(compare(ref_ap, vals["map"]))
+        row.update(dict(wins=0, losses=0, p_value=1.0) if ref_ap is None or system == reference
+                   else compare(ref_ap, vals["map"]))
         if kinds[system] == "learned":
-            secs = fit_seconds.get(system) or [float("nan")]
-            row["fit_seconds"] = float(np.median(secs))
-        if kinds[system] in ("learned", "unsupervised"):
-            if chosen_ap is not None:
-                row["gain_vs_chosen"] = float(vals["map"].mean() - chosen_ap.mean())
-                row["vs_chosen"] = compare(vals["map"], chosen_ap)
-        if first_ap is not None and kinds[system] != "base":
-            row["gain_vs_first"] = float(vals["map"].mean() - first_ap.mean())
-            row["vs_first"] = compare(vals["map"], first_ap)
+            row["fit_seconds"] = float(np.median(fit_seconds.get(system) or [float("nan")]))
+        for versus, other, shown in (("chosen", chosen_ap, kinds[system] in ("learned", "unsupervised")),
+                                     ("first", first_ap, kinds[system] != "base")):
+            if other is not None and shown:
+                row[f"gain_vs_{versus}"] = float(vals["map"].mean() - other.mean())
+                row[f"vs_{versus}"] = compare(vals["map"], other)
         rows.append(row)
     out = pd.DataFrame(rows)
     out["_order"] = out["kind"].map(KIND_ORDER).fillna(len(KIND_ORDER))

@@ -147,8 +147,7 @@ def _run_trials(options: ExperimentOptions, plan: _Plan, runs: dict, systems: di
     of ``runs``, checkpointed under ``options.out/trials``."""
     import pyterrier_svmmap.experiments.reproduce.base_runs as br
     from pyterrier_svmmap.run_features import RunFeatures
-    from pyterrier_svmmap.experiments.reproduce.runner import run_trials
-    from pyterrier_svmmap.experiments.reproduce.trials import TrialStore
+    from pyterrier_svmmap.experiments.reproduce.trials import TrialStore, run_trials
     from pyterrier_svmmap.scale.client import close_client, dask_client
     coll, topics, splits, out = plan.collection, plan.topics, plan.splits, Path(options.out)
     if options.first_stage is not None and options.first_stage not in runs:
