@@ -309,23 +309,16 @@ def file_chunks(path: Path, chunk_bytes: int = _CHUNK):
     except IsADirectoryError:
         raise SvmlightError(f"{path} is a directory, not an svmlight file") from None
     with f:
-        rest, line, start = b"", 1, True
-        while True:
-            piece = f.read(chunk_bytes)
-            if start:
-                piece, start = piece.removeprefix(BOM), False
-            if not piece:
-                if rest:
-                    yield rest, line
-                return
+        rest, line, piece = b"", 1, f.read(chunk_bytes).removeprefix(BOM)
+        while piece:
             data = rest + piece
             cut = data.rfind(b"\n") + 1
-            if cut == 0:
-                rest = data
-                continue
-            yield data[:cut], line
-            line += data.count(b"\n", 0, cut)
-            rest = data[cut:]
+            if cut:
+                yield data[:cut], line
+                line += data.count(b"\n", 0, cut)
+            rest, piece = data[cut:], f.read(chunk_bytes)
+        if rest:
+            yield rest, line
 
 
 def estimated_read_bytes(files: Sequence[Path], sample_bytes: int = 1 << 18) -> Optional[int]:
