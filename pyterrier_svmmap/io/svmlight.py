@@ -173,15 +173,6 @@ def _number(token: bytes, kind=float):
     return kind(token)
 
 
-def line_error(path: Path, data: bytes, bad: BadLine, width: Width, first_line: int = 1) -> SvmlightError:
-    """The error of the line of ``data`` that ``bad`` names."""
-    where = f"{path}:{first_line + bad.line}"
-    if bad.index is not None:
-        return width.error(where, bad.index)
-    problem = _line_problem(path, data.split(b"\n")[bad.line], where, width)
-    return problem if isinstance(problem, SvmlightError) else SvmlightError(problem)
-
-
 def _line_problem(path: Path, line: bytes, where: str, width: Width) -> Union[str, SvmlightError]:
     """A data line's first fault, token by token."""
     tok = line.split(b"#", 1)[0].split()
@@ -327,8 +318,6 @@ def estimated_read_bytes(files: Sequence[Path], sample_bytes: int = 1 << 18) -> 
     for path in files:
         size = Path(path).stat().st_size
         chunk, _ = next(file_chunks(path, sample_bytes), (b"", 1))
-        if not chunk:
-            continue
         try:
             parsed = parse_chunk(chunk, MAX_FEATURES, comments=False, compiled=use_compiled_parser(len(chunk)))
         except BadLine:
@@ -359,7 +348,10 @@ def parsed_chunks(path: Path, width: Width, chunk_bytes: int = _CHUNK, comments:
         try:
             r = parse_chunk(chunk, width.limit, comments, compiled)
         except BadLine as e:
-            raise line_error(path, chunk, e, width, first_line) from None
+            where = f"{path}:{first_line + e.line}"
+            problem = width.error(where, e.index) if e.index is not None else \
+                _line_problem(path, chunk.split(b"\n")[e.line], where, width)
+            raise (problem if isinstance(problem, SvmlightError) else SvmlightError(problem)) from None
         if r is not None:
             yield r[:6] + (r[6] + first_line,)
 
@@ -503,9 +495,5 @@ def query_runs(qids: np.ndarray, source_lines: Sequence[int]) -> Tuple[np.ndarra
 
 
 def _docid(comment: str, line_no: int) -> str:
-    if comment:
-        m = _DOCID.search(comment)
-        if m:
-            return m.group(1)
-        return comment.split()[0]
-    return str(line_no)
+    m = _DOCID.search(comment)
+    return m.group(1) if m else comment.split()[0] if comment else str(line_no)
