@@ -124,8 +124,8 @@ def implied_params(cls) -> Dict[str, Any]:
     return dict(spec.implied) if spec is not None else {}
 
 
-def read_metadata(path: Union[str, Path]) -> dict:
-    """``model.json`` of a model directory, checked for format and version (not yet upgraded)."""
+def read_model(path: Union[str, Path]) -> Tuple[dict, Dict[str, np.ndarray]]:
+    """(model.json as a version-3 document, the arrays), checked."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"model {path} not found")
@@ -135,31 +135,24 @@ def read_metadata(path: Union[str, Path]) -> dict:
     if not mfile.exists():
         raise ModelFormatError(f"{path} is not a pyterrier-svmmap model: no model.json in it")
     try:
-        meta = json.loads(mfile.read_text())
+        doc = json.loads(mfile.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ModelFormatError(f"{mfile} is corrupt or truncated (not valid JSON: {e})") from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise ModelFormatError(f"{mfile} is not a pyterrier-svmmap model (format={meta.get('format')!r})"
-                               if isinstance(meta, dict) else f"{mfile} is not a pyterrier-svmmap model")
-    version = meta.get("format_version")
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise ModelFormatError(f"{mfile} is not a pyterrier-svmmap model (format={doc.get('format')!r})"
+                               if isinstance(doc, dict) else f"{mfile} is not a pyterrier-svmmap model")
+    version = doc.get("format_version")
     if not isinstance(version, int) or isinstance(version, bool):
         raise ModelFormatError(f"{mfile}: format_version {version!r} is not an integer")
     if version > FORMAT_VERSION:
         raise ModelFormatError(f"{mfile} has model format version {version}, newer than this pyterrier-svmmap "
                                f"{__version__} reads (up to {FORMAT_VERSION}; written by version "
-                               f"{meta.get('package_version', '?')}): upgrade pyterrier-svmmap")
+                               f"{doc.get('package_version', '?')}): upgrade pyterrier-svmmap")
     required = ("params", "base_names", "n_functions", "dim", "training") if version <= 2 else \
         ("estimator", "params", "state")
-    missing = [k for k in required if k not in meta]
+    missing = [k for k in required if k not in doc]
     if missing:
         raise ModelFormatError(f"{mfile} is incomplete: missing {missing}")
-    return meta
-
-
-def read_model(path: Union[str, Path]) -> Tuple[dict, Dict[str, np.ndarray]]:
-    """(model.json as a version-3 document, the arrays), checked."""
-    path = Path(path)
-    doc = read_metadata(path)
     wfile = path / "weights.npz"
     if not wfile.exists():
         raise ModelFormatError(f"{path}: weights.npz is missing")
@@ -172,7 +165,7 @@ def read_model(path: Union[str, Path]) -> Tuple[dict, Dict[str, np.ndarray]]:
             arrays = {k: npz[k] for k in npz.files}
     except (zipfile.BadZipFile, ValueError, EOFError, OSError, KeyError) as e:
         raise ModelFormatError(f"{wfile} is corrupt or truncated ({type(e).__name__}: {e})") from None
-    if doc["format_version"] <= 2:
+    if version <= 2:
         doc, arrays = _upgrade_v2(path, doc, arrays)
     check_params(path, doc)
     return doc, arrays
