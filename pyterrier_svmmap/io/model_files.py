@@ -194,8 +194,7 @@ def _same_param(a, b) -> bool:
         a, b = (a if isinstance(a, list) else [a]), (b if isinstance(b, list) else [b])
     if isinstance(a, list):
         return len(a) == len(b) and all(_same_param(x, y) for x, y in zip(a, b))
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) \
-            and not isinstance(b, bool):
+    if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b)):
         return float(a) == float(b)
     return a == b
 
@@ -212,10 +211,9 @@ def check_params(path: Union[str, Path], doc: dict) -> None:
     recorded = _recorded_params(state)
     try:
         # the ranker's spec when the file names one (no PyTerrier imported), else the estimator's
-        spec_implied = implied_params(import_class(doc.get("ranker") or doc.get("estimator", "")))
+        implied = implied_params(import_class(doc.get("ranker") or doc.get("estimator", "")))
     except (ModelFormatError, ImportError, AttributeError, ValueError):
-        spec_implied = {}
-    implied = {k: v for k, v in spec_implied.items() if k in params or k in recorded}
+        implied = {}
     for name, value in dict(implied, **params).items():
         if name not in recorded and name not in implied:
             continue
