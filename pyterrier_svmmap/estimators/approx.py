@@ -52,12 +52,11 @@ class _Approx(RankerEstimator):
         if valid is not None:
             kw = dict(X_valid=self.layout_.transform(valid.raw, valid.offsets), labels_valid=self._labels(valid.labels),
                       offsets_valid=valid.offsets, n_relevant_valid=valid.n_relevant)
-        self.ranker_ = approx.ApproxRanker(
-            measure=self.measure, alphas=self.alphas, betas=self.betas if self.measure == "ap" else None,
-            n_iter=self.n_iter, learning_rate=self.learning_rate, track_error=self.track_error,
-            max_entries=self.max_entries, random_state=self.random_state, verbose=self.verbose,
-        ).fit(self.layout_.transform(train.raw, train.offsets), self._labels(train.labels), train.offsets,
-              train.n_relevant, **kw)
+        taken = [name for name in approx.ApproxRanker.PARAMS.names if name not in ("measure", "betas", "w0")]
+        self.ranker_ = approx.ApproxRanker(measure=self.measure, betas=self.betas if self.measure == "ap" else None,
+                                           **{name: getattr(self, name) for name in taken})
+        self.ranker_.fit(self.layout_.transform(train.raw, train.offsets), self._labels(train.labels), train.offsets,
+                         train.n_relevant, **kw)
         self._adopt()
 
     def _labels(self, labels: np.ndarray) -> np.ndarray:

@@ -107,9 +107,8 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
             raise ValueError(f"none of the {len(train.labels)} training candidates is relevant (label >= {rel:g}) "
                              "in the qrels; check that the qrels' qid and docno strings match the candidates'")
         self.n_functions_ = train.raw.shape[1]
-        names = feature_names
-        self.base_names_ = (list(names) if names and len(names) == self.n_functions_
-                            else [f"f{i}" for i in range(self.n_functions_)])
+        self.base_names_ = (list(feature_names) if feature_names and len(feature_names) == self.n_functions_
+                            else default_base_names(self.n_functions_))
         # the tie policy (pyterrier_svmmap.ties), unless the ranker sets it in _fit_arrays
         self.__dict__.pop("tie_function_", None)
         self._fit_arrays(train, valid)
@@ -128,8 +127,7 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
         -------
         ndarray of shape (n,)
         """
-        if not hasattr(self, "n_functions_"):
-            raise RuntimeError(f"{type(self).__name__} is not fitted: call fit() or load() first")
+        self._check_fitted("first")
         if len(cands.raw) and cands.raw.shape[1] != self.n_functions_:
             raise ValueError(f"the model was trained with {self.n_functions_} features per row but these rows "
                              f"have {cands.raw.shape[1]}; use the same RunFeatures (same base functions) as in "
@@ -153,14 +151,10 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
         DataFrame
             The input's columns with ``score`` and ``rank``, rows in the input's query order, by rank.
         """
-        if not hasattr(self, "n_functions_"):
-            raise RuntimeError(f"{type(self).__name__} is not fitted: call fit() or load() before transform()")
+        self._check_fitted("before transform()")
         if len(res) == 0:
             pt.validate.result_frame(res, extra_columns=["features"], context=self)
-            out = res.copy()
-            out["score"] = pd.Series(dtype=float)
-            out["rank"] = pd.Series(dtype="int64")
-            return out
+            return res.assign(score=pd.Series(dtype=float), rank=pd.Series(dtype="int64"))
         cands = candidates_from_frame(res, n_functions=self.n_functions_, context=self,
                                       feature_names=self.named_features())
         scores = self.score_candidates(cands)
@@ -214,8 +208,7 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
         -------
         ndarray of shape (n,)
         """
-        if not hasattr(self, "n_functions_"):
-            raise RuntimeError(f"{type(self).__name__} is not fitted: call fit() or load() first")
+        self._check_fitted("first")
         return self._score(np.asarray(raw, dtype=float), np.asarray(offsets))
 
     @property
@@ -250,8 +243,7 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
         overwrite : bool, default False
             Also write into a directory that holds other files (else FileExistsError).
         """
-        if not hasattr(self, "n_functions_"):
-            raise RuntimeError("save() needs a fitted model: call fit() first")
+        self._check_fitted("before save()")
         params = {k: v for k, v in self.get_params(deep=False).items() if k not in self.RUNTIME_PARAMS}
         self.path = model_io.save_model(path, model_io.class_path(type(self)), params, self._get_state(),
                                         implied=self.PARAMS.implied,
@@ -286,6 +278,10 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
         if len(model.base_names_) != model.n_functions_:
             raise StateError("base_names", f"has {len(model.base_names_)} names for {model.n_functions_} base functions")
         return model
+
+    def _check_fitted(self, when: str) -> None:
+        if not hasattr(self, "n_functions_"):
+            raise RuntimeError(f"{type(self).__name__} is not fitted: call fit() or load() {when}")
 
     def _fit_arrays(self, train: Candidates, valid: Optional[Candidates]) -> None:
         raise NotImplementedError
