@@ -220,7 +220,7 @@ def run(args: argparse.Namespace) -> int:
                 raise UsageError(e.message("give --max-features N with N at least the largest index")) from None
             log.info("read %d lines, %d queries, %d features from %s (%.1fs)", data.n_lines, len(data.query_ids),
                      data.n_features, ", ".join(data.sources), time.perf_counter() - t)
-            for d in [d for d in (data, valid) if d is not None]:
+            for d in filter(None, (data, valid)):
                 warn_unusual_labels(d, args.rel)
         caught = fit(ranker, data, valid, files, args, executor)
     for w in caught:
