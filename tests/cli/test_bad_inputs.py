@@ -3,7 +3,6 @@ traceback; the signal and permission cases in processes of their own; docs/cli.m
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import signal
 import subprocess
