@@ -39,13 +39,6 @@ class BinnedBlock:
             raise ValueError(f"codes must be a (candidates, functions) array, got shape {codes.shape}")
         self.codes = np.ascontiguousarray(_as_code_dtype(codes, self.n_thresholds))
 
-    def __getstate__(self):
-        return {"codes": self.codes, "n_thresholds": self.n_thresholds}
-
-    def __setstate__(self, state):
-        self.codes = state["codes"]
-        self.n_thresholds = state["n_thresholds"]
-
     @property
     def dim(self) -> int:
         return self.codes.shape[1] * self.n_thresholds
@@ -97,7 +90,7 @@ class BinnedBlock:
 
     def _with_codes(self, codes: np.ndarray) -> "BinnedBlock":
         out = BinnedBlock.__new__(BinnedBlock)                 # codes already checked and compact
-        out.__setstate__({"codes": codes, "n_thresholds": self.n_thresholds})
+        out.codes, out.n_thresholds = codes, self.n_thresholds
         return out
 
 

@@ -24,47 +24,31 @@ def function_ap(raw, rel, offsets, out):
     for q in range(offsets.shape[0] - 1):
         lo = offsets[q]
         hi = offsets[q + 1]
-        n_rel = 0
-        for d in range(lo, hi):
-            if rel[d]:
-                n_rel += 1
-        if n_rel == 0:
-            for f in range(n_funcs):
-                out[f, q] = 0.0
-            continue
-        where = np.empty(n_rel, dtype=np.int64)
-        k = 0
-        for d in range(lo, hi):
-            if rel[d]:
-                where[k] = d
-                k += 1
+        where = lo + np.flatnonzero(rel[lo:hi])
+        n_rel = where.shape[0]
         ranks = np.empty(n_rel, dtype=np.int64)
         for f in range(n_funcs):
             if n_rel > COUNT_RELEVANT_MAX:
                 _sorted_ranks(raw, rel, lo, hi, f, ranks)
-                s = 0.0
+            else:
                 for a in range(n_rel):
-                    s += (a + 1) / ranks[a]
-                out[f, q] = s / n_rel
-                continue
-            for a in range(n_rel):
-                r = where[a]
-                sr = raw[r, f]
-                if sr != sr:
-                    sr = -np.inf
-                above = 0
-                for d in range(lo, hi):
-                    sd = raw[d, f]
-                    if sd != sd:
-                        sd = -np.inf
-                    if sd > sr or (sd == sr and d < r):
-                        above += 1
-                ranks[a] = above + 1
-            ranks.sort()
+                    r = where[a]
+                    sr = raw[r, f]
+                    if sr != sr:
+                        sr = -np.inf
+                    above = 0
+                    for d in range(lo, hi):
+                        sd = raw[d, f]
+                        if sd != sd:
+                            sd = -np.inf
+                        if sd > sr or (sd == sr and d < r):
+                            above += 1
+                    ranks[a] = above + 1
+                ranks.sort()
             s = 0.0
             for a in range(n_rel):
                 s += (a + 1) / ranks[a]
-            out[f, q] = s / n_rel
+            out[f, q] = s / n_rel if n_rel else 0.0
 
 
 @njit(cache=True, nogil=True)

@@ -28,8 +28,8 @@ from pyterrier_svmmap.features.matrices import spread_of
 from pyterrier_svmmap.features.scales import ColumnStatistics, power_of_two_scale, statistics_from_sums
 from pyterrier_svmmap.features.layout import FeatureLayout, default_base_names
 from pyterrier_svmmap.scale.client import close_client, dask_client, is_dask_client
-from pyterrier_svmmap.scale.local import InProcessExecutor, concatenate_sources, is_path, read_valid
-from pyterrier_svmmap.scale.shards import (ShardHolder, quantile_thresholds_from_counts, sample_extent,
+from pyterrier_svmmap.scale.shards import (InProcessExecutor, ShardHolder, concatenate_sources, is_path,
+                                           quantile_thresholds_from_counts, read_valid, sample_extent,
                                            shard_column_top, shard_from_arrays, shard_from_svmlight,
                                            shard_function_aps, shard_problem, shard_sample, shard_score_extent,
                                            shard_spread_sums, shard_summary, usable_shard, worker_counts,
@@ -55,7 +55,7 @@ def _training_error(e: BaseException) -> DistributedTrainingError:
 
 def executor_for(executor: Any):
     """The shard executor (:mod:`~pyterrier_svmmap.svm.executors`) of the estimators' ``executor``:
-    :class:`~.local.InProcessExecutor` for None, :class:`DaskExecutor` for ``"local"``, an address or a Client,
+    :class:`~.shards.InProcessExecutor` for None, :class:`DaskExecutor` for ``"local"``, an address or a Client,
     a shard executor as it is."""
     if callable(getattr(executor, "fit_shards", None)):
         return executor
@@ -183,10 +183,9 @@ class ShardedData:
     def __init__(self, client, sources: Sequence[Union[str, Tuple]], retries: int = 3, rel: float = 1.0):
         self.client = client
         self.retries = retries
-        futures = []
-        for s in sources:           # arrays travel inside the task, so that a lost shard is rebuilt from the graph
-            futures.append(client.submit(shard_from_svmlight, str(s), pure=False, retries=retries) if is_path(s)
-                           else client.submit(shard_from_arrays, *s, pure=False, retries=retries))
+        # arrays travel inside the task, so that a lost shard is rebuilt from the graph
+        futures = [client.submit(shard_from_svmlight, str(s), pure=False, retries=retries) if is_path(s)
+                   else client.submit(shard_from_arrays, *s, pure=False, retries=retries) for s in sources]
         summaries = self._gather([client.submit(shard_summary, f, retries=retries) for f in futures])
         self.n_functions = max(s["n_functions"] for s in summaries)
         seen: Dict[str, int] = {}
@@ -222,16 +221,13 @@ class ShardedData:
 
     def thresholds(self, n_bins: int, depth: Optional[int]) -> np.ndarray:
         samples = [self.client.submit(shard_sample, s, depth, retries=self.retries) for s in self.shards]
-        extents = self._gather([self.client.submit(sample_extent, s) for s in samples])
-        n = sum(e[0] for e in extents)
-        lo = np.min([e[1] for e in extents], axis=0)
-        hi = np.max([e[2] for e in extents], axis=0)
+        n, lo, hi = zip(*self._gather([self.client.submit(sample_extent, s) for s in samples]))
         placement = Placement(self.client, samples, self.retries)
 
         def count_le(pivots):
             return sum(placement.run(worker_counts, (pivots,)))
         try:
-            return quantile_thresholds_from_counts(count_le, n, lo, hi, n_bins)
+            return quantile_thresholds_from_counts(count_le, sum(n), np.min(lo, axis=0), np.max(hi, axis=0), n_bins)
         finally:
             placement.close()
 
@@ -361,19 +357,11 @@ def group_by_worker(holders: Sequence[Sequence[str]]) -> List[Tuple[Optional[str
     """(worker address, shard indices in increasing order) per worker, by address, from the addresses holding
     each shard: a shard held by one worker goes to it, one held by several to the one with the fewest shards so
     far (ties: the smaller address), those held by none to a last group of address None."""
-    groups: Dict[str, List[int]] = {}
-    for i, h in enumerate(holders):
-        if len(h) == 1:
-            groups.setdefault(h[0], []).append(i)
-    orphans = []
-    for i, h in enumerate(holders):
-        if len(h) > 1:
-            best = min(sorted(h), key=lambda a: len(groups.get(a, ())))
-            groups.setdefault(best, []).append(i)
-        elif not h:
-            orphans.append(i)
-    out: List[Tuple[Optional[str], List[int]]] = [(a, sorted(groups[a])) for a in sorted(groups)]
-    return out + ([(None, orphans)] if orphans else [])
+    groups: Dict[Optional[str], List[int]] = {}
+    for i, h in sorted(enumerate(holders), key=lambda ih: len(ih[1]) != 1):     # the shards of one holder first
+        groups.setdefault(min(sorted(h), key=lambda a: len(groups.get(a, ()))) if h else None, []).append(i)
+    orphans = groups.pop(None, [])
+    return [(a, sorted(groups[a])) for a in sorted(groups)] + ([(None, orphans)] if orphans else [])
 
 
 class ShardOracle:

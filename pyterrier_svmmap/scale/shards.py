@@ -1,13 +1,17 @@
-"""What a Dask worker computes on its shards (:class:`~pyterrier_svmmap.queries.Queries` of whole queries):
-functions of module level, so that Dask ships them by reference (:mod:`~pyterrier_svmmap.scale.dask`), and the
-exact order statistics over all shards that the quantile thresholds need. The ``worker_*`` functions answer
-for each shard a worker holds, in the order given, so that the driver combines the answers in shard order.
+"""Shards (:class:`~pyterrier_svmmap.queries.Queries` of whole queries, from svmlight files or arrays): the shard
+executor of one process (:class:`InProcessExecutor`), which concatenates them in order and trains with
+:meth:`~pyterrier_svmmap.svm.ranker.StructSVMRanker.fit` taking its sums shard by shard, as a cluster's; what a Dask
+worker computes on its shards, functions of module level, so that Dask ships them by reference
+(:mod:`~pyterrier_svmmap.scale.dask`); and the exact order statistics over all shards that the quantile thresholds
+need. The ``worker_*`` functions answer for each shard a worker holds, in the order given, so that the driver
+combines the answers in shard order.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
-from typing import List, NamedTuple, Optional, Tuple
+from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -27,6 +31,42 @@ def shard_from_arrays(raw, labels, offsets, query_ids=None) -> Queries:
 
 def shard_from_svmlight(path: str) -> Queries:
     return dataclasses.replace(read_svmlight(path).queries(), docnos=None)
+
+
+def is_path(source) -> bool:
+    return isinstance(source, (str, bytes)) or hasattr(source, "__fspath__")
+
+
+def read_valid(valid, n_functions: int):
+    """``valid`` as the ranker takes it: a path read as :class:`~pyterrier_svmmap.queries.Queries`,
+    ``n_functions`` wide; anything else as it is."""
+    return read_svmlight(valid, n_features=n_functions).queries() if is_path(valid) else valid
+
+
+def concatenate_sources(sources) -> Tuple[Queries, np.ndarray]:
+    """Shards (svmlight paths or (raw, labels, offsets) tuples) as one set of queries, in order, and the
+    number of queries of each shard."""
+    shards = [shard_from_svmlight(str(s)) if is_path(s) else shard_from_arrays(*s) for s in sources]
+    if not shards:
+        raise ValueError("no training shards given")
+    return Queries.concatenate(shards), np.array([sh.n_queries for sh in shards], dtype=np.int64)
+
+
+class InProcessExecutor:
+    """The shard executor of this process (``executor_for(None)``, :mod:`~pyterrier_svmmap.svm.executors`)."""
+
+    def fit_map(self):
+        """No fit map: the search of ``selection="auto"`` runs its fits here."""
+        return contextlib.nullcontext(None)
+
+    def fit_shards(self, ranker, sources: Sequence, valid, base_names: Optional[Sequence[str]]):
+        train, sizes = concatenate_sources(sources)
+        executor, ranker.executor = ranker.executor, None          # fit() trains here, not through self again
+        try:
+            return ranker.fit(train.raw, train.labels, train.offsets, valid=read_valid(valid, train.n_functions),
+                              base_names=base_names, shard_queries=sizes)
+        finally:
+            ranker.executor = executor
 
 
 def shard_summary(shard: Queries) -> dict:
