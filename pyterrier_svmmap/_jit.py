@@ -20,10 +20,10 @@ stderr as it is; silence it with ``logging.getLogger("pyterrier_svmmap.compile")
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 from types import ModuleType
-from typing import Dict
 
 #: the logger of the notice (a child of the package's, so that it can be silenced on its own)
 COMPILE_LOGGER = "pyterrier_svmmap.compile"
@@ -36,7 +36,6 @@ COMPILE_MESSAGE = (f"pyterrier-svmmap: compiling kernels, once, about {COMPILE_S
                    f"from numba's cache; `svmmap warm-up` compiles them ahead)")
 
 _announced = False
-_listening = False
 
 
 def _on_first_compile(dispatcher) -> None:
@@ -49,13 +48,10 @@ def _on_first_compile(dispatcher) -> None:
         logging.getLogger(COMPILE_LOGGER).warning(COMPILE_MESSAGE)
 
 
+@functools.lru_cache(maxsize=None)
 def _listen_for_compiles() -> None:
     """Register (once) a listener of numba's ``numba:compile`` event, which numba raises when it compiles a
     function and not when it loads one from its on-disk cache."""
-    global _listening
-    if _listening:
-        return
-    _listening = True
     from numba.core import event
 
     class FirstCompile(event.Listener):
@@ -67,10 +63,7 @@ def _listen_for_compiles() -> None:
     event.register("numba:compile", FirstCompile())
 
 
-#: module name → the loaded module; filled on first use
-_LOADED: Dict[str, ModuleType] = {}
-
-
+@functools.lru_cache(maxsize=None)
 def load(module: str) -> ModuleType:
     """The compiled kernel module ``pyterrier_svmmap.<module>`` (e.g. ``"svm._qp_kernels"``), imported on
     first use (numba is loaded then, not with the package).
@@ -85,7 +78,6 @@ def load(module: str) -> ModuleType:
     ModuleType
         The imported module; from the second call on, the one already imported.
     """
-    if module not in _LOADED:
-        _LOADED[module] = importlib.import_module(f"pyterrier_svmmap.{module}")
-        _listen_for_compiles()
-    return _LOADED[module]
+    loaded = importlib.import_module(f"pyterrier_svmmap.{module}")
+    _listen_for_compiles()
+    return loaded
