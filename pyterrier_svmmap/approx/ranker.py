@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
 from itertools import product
 from types import ModuleType
 from typing import Dict, List, Optional, Tuple
@@ -96,43 +95,30 @@ def _single_blas_thread():
     return threadpool_limits(limits=1, user_api="blas")
 
 
-@dataclass
 class _QuerySet:
-    """Candidates of several queries split per query, with what the measures need."""
-    X: FeatureMatrix
-    labels: np.ndarray
-    offsets: np.ndarray
-    n_relevant: Optional[np.ndarray]
-    idcg: np.ndarray
-    parts: List[FeatureMatrix] = field(default_factory=list)
-    rel: List[np.ndarray] = field(default_factory=list)      # per query: relevant candidates (local)
-    rel_gains: List[np.ndarray] = field(default_factory=list)  # per query: their gains 2^r − 1
+    """Candidates of several queries split per query (``parts`` with ``split``), with what the measures need."""
 
-    @classmethod
-    def build(cls, X: FeatureMatrix, labels, offsets, n_relevant, split: bool) -> "_QuerySet":
-        labels = np.asarray(labels, dtype=float)
-        offsets = np.asarray(offsets, dtype=np.int64)
+    def __init__(self, X: FeatureMatrix, labels, offsets, n_relevant, split: bool):
+        self.labels = labels = np.asarray(labels, dtype=float)
+        self.offsets = offsets = np.asarray(offsets, dtype=np.int64)
         if len(labels) != X.n_rows or offsets[0] != 0 or offsets[-1] != len(labels):
             raise ValueError(f"{X.n_rows} feature rows, {len(labels)} labels and offsets ending at "
                              f"{offsets[-1]} do not describe the same candidates")
-        nr = None if n_relevant is None else np.asarray(n_relevant, dtype=float)
-        qs = cls(X, labels, offsets, nr, ideal_dcg(labels, offsets, None, nr))
-        qs.X = FeatureMatrix([_Dense32(b.values) if isinstance(b, DenseBlock) else b for b in X.blocks])
-        if split:
-            qs.parts = [qs.X.take(np.arange(lo, hi)) for lo, hi in zip(offsets[:-1], offsets[1:])]
+        self.n_relevant = None if n_relevant is None else np.asarray(n_relevant, dtype=float)
+        self.idcg = ideal_dcg(labels, offsets, None, self.n_relevant)
+        self.X = FeatureMatrix([_Dense32(b.values) if isinstance(b, DenseBlock) else b for b in X.blocks])
+        queries = list(zip(offsets[:-1], offsets[1:]))
+        self.parts = [self.X.take(np.arange(lo, hi)) for lo, hi in queries] if split else []
         g = gains(labels)
-        for lo, hi in zip(offsets[:-1], offsets[1:]):
-            r = np.flatnonzero(labels[lo:hi] > 0).astype(np.int64)
-            qs.rel.append(r)
-            qs.rel_gains.append(np.ascontiguousarray(g[lo:hi][r]))
+        self.rel = [np.flatnonzero(labels[lo:hi] > 0).astype(np.int64) for lo, hi in queries]   # local indices
+        self.rel_gains = [np.ascontiguousarray(g[lo:hi][r]) for (lo, hi), r in zip(queries, self.rel)]
         # the same, flat, for the compiled exact measures
-        qs._rel_flat = np.concatenate(qs.rel + [np.zeros(0, np.int64)])
-        qs._rel_offsets = np.r_[0, np.cumsum([len(r) for r in qs.rel])].astype(np.int64)
-        qs._rel_gains_flat = np.concatenate(qs.rel_gains + [np.zeros(0)])
-        qs._ap_n_rel = np.array([qs.n_rel(q) for q in range(qs.n_queries)], dtype=float)
+        self._rel_flat = np.concatenate(self.rel + [np.zeros(0, np.int64)])
+        self._rel_offsets = np.r_[0, np.cumsum([len(r) for r in self.rel])].astype(np.int64)
+        self._rel_gains_flat = np.concatenate(self.rel_gains + [np.zeros(0)])
+        self._ap_n_rel = np.array([self.n_rel(q) for q in range(self.n_queries)], dtype=float)
         longest = int(np.diff(offsets).max()) if len(offsets) > 1 else 0
-        qs._disc = 1.0 / np.log2(np.arange(1, longest + 1) + 1)       # as measures.dcg_at computes it
-        return qs
+        self._disc = 1.0 / np.log2(np.arange(1, longest + 1) + 1)       # as measures.dcg_at computes it
 
     def n_rel(self, q: int) -> float:
         """|D+| of query q: ``n_relevant`` if given, else its relevant candidates."""
@@ -215,20 +201,16 @@ class ApproxRanker(Parametrized):
     def _query(self, qs: _QuerySet, q: int, s: np.ndarray, alpha: float, beta: float,
                grad: bool) -> Tuple[float, Optional[np.ndarray]]:
         """(M̂, ∂M̂/∂s) of query q of ``qs`` at scores ``s``, from the compiled kernels (:func:`jit`)."""
-        k = jit()
         rel = qs.rel[q]
+        norm = qs.n_rel(q) if self.measure == "ap" else float(qs.idcg[q])        # |D+| or N_n
+        if len(rel) == 0 or norm <= 0:
+            return 0.0, (np.zeros(len(s)) if grad else None)
         s = np.ascontiguousarray(s, dtype=np.float64)
         out = np.empty(len(s)) if grad else _EMPTY
         if self.measure == "ap":
-            n_rel = qs.n_rel(q)
-            if len(rel) == 0 or n_rel <= 0:
-                return 0.0, (np.zeros(len(s)) if grad else None)
-            value = k.ap_query(s, rel, float(alpha), float(beta), n_rel, grad, out)
+            value = jit().ap_query(s, rel, float(alpha), float(beta), norm, grad, out)
         else:
-            idcg = float(qs.idcg[q])
-            if len(rel) == 0 or idcg <= 0:
-                return 0.0, (np.zeros(len(s)) if grad else None)
-            value = k.ndcg_query(s, rel, qs.rel_gains[q], float(alpha), idcg, grad, out)
+            value = jit().ndcg_query(s, rel, qs.rel_gains[q], float(alpha), norm, grad, out)
         return float(value), (out if grad else None)
 
     def _approx_all(self, qs: _QuerySet, scores, alpha, beta) -> np.ndarray:
@@ -243,9 +225,9 @@ class ApproxRanker(Parametrized):
         """Run Algorithm 1 for every grid point and keep the best model."""
         self.check_params()
         grid = self.grid()
-        train = _QuerySet.build(X, labels, offsets, n_relevant, split=True)
+        train = _QuerySet(X, labels, offsets, n_relevant, split=True)
         if X_valid is not None:
-            valid = _QuerySet.build(X_valid, labels_valid, offsets_valid, n_relevant_valid, split=False)
+            valid = _QuerySet(X_valid, labels_valid, offsets_valid, n_relevant_valid, split=False)
         else:
             log.info("no validation queries: selecting the model by the training %s", self.measure)
             valid = train

@@ -138,7 +138,7 @@ def test_exact_measures_are_bit_identical(seed):
         scores[::3] = -0.0
     n_rel = None if seed % 3 else np.array([(labels[a:b] > 0).sum() + rng.integers(0, 3)
                                             for a, b in zip(offsets[:-1], offsets[1:])], float)
-    qs = approx._QuerySet.build(FeatureMatrix([DenseBlock(np.zeros((N, 1)))]), labels, offsets, n_rel, split=False)
+    qs = approx._QuerySet(FeatureMatrix([DenseBlock(np.zeros((N, 1)))]), labels, offsets, n_rel, split=False)
     assert np.array_equal(qs.exact("ap", scores), average_precision(scores, labels, offsets, n_rel))
     assert np.array_equal(qs.exact("ndcg", scores), approx.ndcg(scores, labels, offsets, idcg=qs.idcg))
 
@@ -212,7 +212,7 @@ def test_queries_without_relevant_candidates():
     """Zero value and gradient from the kernels and the reference; a training query without relevant
     candidates is skipped."""
     X = FeatureMatrix([DenseBlock(np.eye(4))])
-    qs = approx._QuerySet.build(X, np.array([0, 0, 1, 0.0]), np.array([0, 2, 4]), None, split=True)
+    qs = approx._QuerySet(X, np.array([0, 0, 1, 0.0]), np.array([0, 2, 4]), None, split=True)
     for measure in approx.MEASURES:
         r = approx.ApproxRanker(measure=measure)
         for query in (approx.ApproxRanker._query, reference.reference_query):
