@@ -1,6 +1,7 @@
 """PyTerrier frames ⇄ the numeric core's arrays, checked with messages that say what to do."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
@@ -8,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from pyterrier_svmmap.queries import Queries, query_ids
+from pyterrier_svmmap.queries import Queries
 from pyterrier_svmmap.string_codes import factorised_string_codes
 from pyterrier_svmmap.user_warnings import warn
 
@@ -32,14 +33,9 @@ class Candidates(Queries):
         return self._tie_orders[function]
 
     def subset(self, query_mask: np.ndarray) -> "Candidates":
-        sizes = np.diff(self.offsets)[query_mask]
-        rows = np.flatnonzero(np.asarray(query_mask)[query_ids(self.offsets)])
-        return Candidates(raw=self.raw[rows], labels=None if self.labels is None else self.labels[rows],
-                          offsets=np.concatenate([[0], np.cumsum(sizes)]), qids=self.qids[query_mask],
-                          frame=self.frame.iloc[rows],
-                          n_relevant=None if self.n_relevant is None else self.n_relevant[query_mask],
-                          docno_codes=None if self.docno_codes is None else self.docno_codes[rows],
-                          reference=self.reference)
+        rows = np.repeat(np.asarray(query_mask, dtype=bool), np.diff(self.offsets))
+        return dataclasses.replace(super().subset(query_mask), frame=self.frame.iloc[np.flatnonzero(rows)],
+                                   docno_codes=None if self.docno_codes is None else self.docno_codes[rows])
 
 
 def align_feature_names(raw: np.ndarray, names: Optional[Sequence[str]], trained: Sequence[str]) -> np.ndarray:
@@ -56,8 +52,9 @@ def align_feature_names(raw: np.ndarray, names: Optional[Sequence[str]], trained
                      "base functions (same RunFeatures names) as in training — features are matched by name")
 
 
-def check_qrels(qrels: pd.DataFrame, context=None) -> pd.DataFrame:
-    """qrels as qid, docno (str) and label (negatives as 0), one row per pair (the last label, as trec_eval)."""
+def check_qrels(qrels: pd.DataFrame, rel: Optional[float] = None) -> pd.DataFrame:
+    """qrels as qid, docno (str) and label (negatives as 0), one row per pair (the last label, as trec_eval);
+    fractional labels are warned of when the relevance threshold ``rel`` is 1 (the default)."""
     if not isinstance(qrels, pd.DataFrame):
         raise TypeError(f"qrels must be a DataFrame with columns qid, docno, label; got {type(qrels).__name__}")
     missing = [c for c in ("qid", "docno", "label") if c not in qrels.columns]
@@ -85,16 +82,13 @@ def check_qrels(qrels: pd.DataFrame, context=None) -> pd.DataFrame:
             warn(f"{len(conflicts)} (qid, docno) pairs have different labels in the qrels (e.g. qid {q!r} "
                  f"docno {d!r}); the last label of each is used, as trec_eval and ir_measures do")
         out = out.drop_duplicates(["qid", "docno"], keep="last").reset_index(drop=True)
-    return out
-
-
-def _warn_fractional(labels: np.ndarray, rel: float) -> None:
-    fractional = labels[labels != np.round(labels)]
+    fractional = out["label"][out["label"] != np.round(out["label"])]
     if len(fractional) and rel == 1:
-        x = float(fractional[0])
+        x = float(fractional.iloc[0])
         warn(f"{len(fractional)} qrels have fractional labels (e.g. {x:g}); labels are relevance grades 0, 1, 2, "
              f"...: a label >= rel (default 1) counts as relevant, so {x:g} counts as "
              f"{'relevant' if x >= rel else 'non-relevant'}; give rel= to set the threshold")
+    return out
 
 
 def _flat_features(cells: np.ndarray) -> Optional[np.ndarray]:
@@ -189,13 +183,12 @@ def candidates_from_frame(res: pd.DataFrame, qrels: Optional[pd.DataFrame] = Non
     # qid and docno factorised once: duplicates on the raw values, the canonical order on their strings
     raw_q, raw_q_uniques = pd.factorize(res["qid"], use_na_sentinel=False)
     raw_d, raw_d_uniques = pd.factorize(res["docno"], use_na_sentinel=False)
-    if len(res):
-        dup = pd.Index(raw_q.astype(np.int64) * len(raw_d_uniques) + raw_d).duplicated()
-        if dup.any():
-            row = res.loc[int(np.argmax(dup)), ["qid", "docno"]]
-            raise ValueError(f"{int(dup.sum())} duplicate (qid, docno) rows, e.g. qid={row.qid!r} "
-                             f"docno={row.docno!r}; each candidate must appear once per query "
-                             "(deduplicate, e.g. res.drop_duplicates(['qid', 'docno']))")
+    dup = pd.Index(raw_q.astype(np.int64) * len(raw_d_uniques) + raw_d).duplicated()
+    if dup.any():
+        row = res.loc[int(np.argmax(dup)), ["qid", "docno"]]
+        raise ValueError(f"{int(dup.sum())} duplicate (qid, docno) rows, e.g. qid={row.qid!r} "
+                         f"docno={row.docno!r}; each candidate must appear once per query "
+                         "(deduplicate, e.g. res.drop_duplicates(['qid', 'docno']))")
     # by query, then by docno: a canonical order, so that no learner depends on the frame's row order
     q_code, q_strings = factorised_string_codes(raw_q, raw_q_uniques)
     d_code, d_strings = factorised_string_codes(raw_d, raw_d_uniques)
@@ -220,34 +213,26 @@ def candidates_from_frame(res: pd.DataFrame, qrels: Optional[pd.DataFrame] = Non
     if n_functions is not None and len(res) and raw.shape[1] != n_functions:
         raise ValueError(f"the model was trained with {n_functions} features per row but these rows have "
                          f"{raw.shape[1]}; use the same RunFeatures (same base functions) as in training")
-    starts = np.flatnonzero(np.r_[True, q_code[1:] != q_code[:-1]]) if len(res) else np.zeros(0, np.int64)
-    qids = qid_str[starts]
-    offsets = np.append(starts, len(res)).astype(np.int64)
+    qids = q_strings                                   # every query has rows: its code is its index
+    offsets = np.searchsorted(q_code, np.arange(len(qids) + 1)).astype(np.int64)
     cands = Candidates(raw=raw, labels=None, offsets=offsets, qids=qids, frame=res, docno_codes=d_code,
                        reference=first_stage_column(res.attrs, feature_names, raw,
                                                     None if score is None else score[order]))
     if qrels is not None:
-        qrels = check_qrels(qrels)                     # one row per (qid, docno), the last label kept
-        _warn_fractional(qrels["label"].to_numpy(), rel)
+        qrels = check_qrels(qrels, rel)                # one row per (qid, docno), the last label kept
         # the qrels' (qid, docno) as the candidates' codes (-1: no such qid / docno among the candidates)
         qi = pd.Index(q_strings).get_indexer(qrels["qid"].to_numpy())
         di = pd.Index(d_strings).get_indexer(qrels["docno"].to_numpy())
-        judged = (qi >= 0) & (di >= 0)
         n_docs = max(len(d_strings), 1)
-        row_key = q_code.astype(np.int64) * n_docs + d_code          # increasing: rows are sorted by it
-        qrel_key = qi[judged].astype(np.int64) * n_docs + di[judged]
-        at = np.searchsorted(row_key, qrel_key)
-        found = at < len(row_key)
-        found[found] = row_key[at[found]] == qrel_key[found]
-        labels = np.zeros(len(res))
-        labels[at[found]] = qrels["label"].to_numpy()[judged][found]
-        cands.labels = labels
-        # per query (by the candidates' query index): relevant documents and qrels rows of any label
-        q_index = pd.Index(qids).get_indexer(qrels["qid"].to_numpy())
-        known = q_index >= 0
+        at = pd.Index(q_code.astype(np.int64) * n_docs + d_code).get_indexer(
+            np.where((qi >= 0) & (di >= 0), qi.astype(np.int64) * n_docs + di, -1))     # -1: not a candidate
+        cands.labels = np.zeros(len(res))
+        cands.labels[at[at >= 0]] = qrels["label"].to_numpy()[at >= 0]
+        # per query: relevant documents and qrels rows of any label
+        known = qi >= 0
         relevant = known & (qrels["label"].to_numpy() >= rel)
-        cands.n_relevant = np.bincount(q_index[relevant], minlength=len(qids)).astype(float)
-        absent = qids[np.bincount(q_index[known], minlength=len(qids)) == 0]
+        cands.n_relevant = np.bincount(qi[relevant], minlength=len(qids)).astype(float)
+        absent = qids[np.bincount(qi[known], minlength=len(qids)) == 0]
         if len(absent):
             warn(f"{len(absent)} of {len(qids)} queries have no qrels at all (e.g. qid "
                  f"{absent[0]!r}); all their candidates count as non-relevant")

@@ -54,7 +54,8 @@ def subset_queries(raw, labels, offsets, keep: np.ndarray, n_relevant=None):
     rows = np.repeat(keep, sizes)
     new_offsets = np.concatenate([[0], np.cumsum(sizes[keep])]).astype(np.int64)
     scores = select_queries(score_matrix(raw), offsets, keep) if raw is not None else None
-    return scores, labels[rows], new_offsets, (None if n_relevant is None else np.asarray(n_relevant)[keep])
+    return scores, None if labels is None else labels[rows], new_offsets, \
+        None if n_relevant is None else np.asarray(n_relevant)[keep]
 
 
 def shard_sizes(n_queries: int, queries_per_shard: int) -> np.ndarray:
