@@ -12,10 +12,14 @@ from pyterrier_svmmap.frames import FIRST_STAGE_ATTR
 BaseItem = Union[pt.Transformer, pd.DataFrame]
 
 
-def _name_of(item: BaseItem, i: int) -> str:
-    if isinstance(item, pd.DataFrame):
-        return f"run{i}"
-    return f"{type(item).__name__}{i}"
+def _scores(run: pd.DataFrame, who: str) -> np.ndarray:
+    """The scores of a run, checked to be finite and one per (qid, docno); ``who`` begins the messages."""
+    if run.duplicated(["qid", "docno"]).any():
+        raise ValueError(f"{who} the same (qid, docno) more than once")
+    scores = pd.to_numeric(run["score"], errors="coerce").to_numpy(dtype=float)
+    if not np.isfinite(scores).all():
+        raise ValueError(f"{who} NaN or infinite scores")
+    return scores
 
 
 #: the feature name of a first stage's own score when RunFeatures gets a result frame
@@ -42,7 +46,8 @@ class RunFeatures(pt.Transformer):
             self.base: List[BaseItem] = list(base.values())
         else:
             self.base = list(base)
-            self.names = [_name_of(b, i) for i, b in enumerate(self.base)]
+            self.names = [f"run{i}" if isinstance(b, pd.DataFrame) else f"{type(b).__name__}{i}"
+                          for i, b in enumerate(self.base)]
         if not self.base:
             raise ValueError("RunFeatures needs at least one base function")
         if len(set(self.names)) != len(self.names):
@@ -94,14 +99,8 @@ class RunFeatures(pt.Transformer):
             missing = {"qid", "docno", "score"} - set(run.columns)
             if missing:
                 raise ValueError(f"base function {name!r} returned no {sorted(missing)} column(s)")
-            run = run[["qid", "docno", "score"]]
-            if run.duplicated(["qid", "docno"]).any():
-                raise ValueError(f"base function {name!r} returned the same (qid, docno) more than once")
-            scores = pd.to_numeric(run["score"], errors="coerce").to_numpy(dtype=float)
-            if not np.isfinite(scores).all():
-                raise ValueError(f"base function {name!r} returned NaN or infinite scores")
-            yield pd.DataFrame({"qid": run["qid"].astype(str).to_numpy(),
-                                "docno": run["docno"].astype(str).to_numpy(), "score": scores})
+            yield pd.DataFrame({"qid": run["qid"].astype(str).to_numpy(), "docno": run["docno"].astype(str).to_numpy(),
+                                "score": _scores(run, f"base function {name!r} returned")})
 
     def _scores_of(self, topics: pd.DataFrame, qid: np.ndarray, docno: np.ndarray) -> np.ndarray:
         """Every base function's scores of the given candidates, NaN where missed."""
@@ -115,11 +114,7 @@ class RunFeatures(pt.Transformer):
     def _rerank(self, res: pd.DataFrame) -> pd.DataFrame:
         """Features for a first stage's candidates: its own score, then every base function's."""
         pt.validate.result_frame(res, context=self)
-        if res.duplicated(["qid", "docno"]).any():
-            raise ValueError("the input result frame has the same (qid, docno) more than once")
-        score = pd.to_numeric(res["score"], errors="coerce").to_numpy(dtype=float)
-        if not np.isfinite(score).all():
-            raise ValueError("the input result frame has NaN or infinite scores")
+        score = _scores(res, "the input result frame has")
         qid, docno = res["qid"].astype(str).to_numpy(), res["docno"].astype(str).to_numpy()
         topics = res[pt.model.query_columns(res)].drop_duplicates("qid").assign(qid=lambda t: t["qid"].astype(str))
         raw = np.hstack([score[:, None], self._scores_of(topics, qid, docno)])
