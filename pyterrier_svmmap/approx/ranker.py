@@ -235,8 +235,7 @@ class ApproxRanker(Parametrized):
         if w0.shape != (X.dim,):
             raise ValueError(f"w0 has shape {w0.shape}, the features have {X.dim} dimensions")
         # queries whose gradient is always 0 (no relevant candidate) are skipped
-        o = train.offsets
-        active = np.array([q for q in range(train.n_queries) if np.any(train.labels[o[q]:o[q + 1]] > 0)])
+        active = np.flatnonzero([len(r) > 0 for r in train.rel])
 
         runs = []
         self.search_results_: List[Dict] = []
@@ -265,11 +264,9 @@ class ApproxRanker(Parametrized):
         rho = np.full(T, np.nan)
         train_score = np.full(T, np.nan)
         valid_score = np.empty(T)
-        iterations = range(T)
-        if self.verbose:
-            from tqdm.auto import tqdm
-            iterations = tqdm(iterations, desc=f"Approx{self.measure.upper()} α={alpha:g} β={beta:g}")
-        for t in iterations:
+        from tqdm.auto import tqdm
+        desc = f"Approx{self.measure.upper()} α={alpha:g} β={beta:g}"
+        for t in tqdm(range(T), desc=desc, disable=not self.verbose):
             for q in rng.permutation(active):
                 Xq = train.parts[q]
                 _, gs = self._query(train, q, Xq.dot(w), alpha, beta, True)

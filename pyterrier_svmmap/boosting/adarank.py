@@ -60,11 +60,8 @@ class AdaRankRanker(Peer):
         w = np.zeros(n_f)
         best, prev = (-np.inf, w.copy(), 0), -1
         self.history_ = []
-        rounds = range(int(self.n_rounds))
-        if self.verbose:
-            from tqdm.auto import tqdm
-            rounds = tqdm(rounds, desc="AdaRank")
-        for t in rounds:
+        from tqdm.auto import tqdm
+        for t in tqdm(range(int(self.n_rounds)), desc="AdaRank", disable=not self.verbose):
             gain = E @ P
             if prev >= 0 and n_f > 1:
                 gain[prev] = -np.inf

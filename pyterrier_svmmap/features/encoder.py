@@ -191,9 +191,8 @@ class FeatureEncoder:
         for chunk in query_chunks(raw, np.asarray(offsets, dtype=np.int64)):
             scaled = np.ascontiguousarray(scale_for_binning(chunk.values, chunk.offsets, self.binning), dtype=float)
             out = codes[chunk.start:chunk.stop]
-            bounds = threads.even_bounds(len(scaled), threads.pieces(scaled.size))
-            threads.run(lambda i: jit.bin_codes(scaled[bounds[i]:bounds[i + 1]], thresholds,
-                                                out[bounds[i]:bounds[i + 1]]), len(bounds) - 1)
+            threads.run_ranges(lambda lo, hi: jit.bin_codes(scaled[lo:hi], thresholds, out[lo:hi]), len(scaled),
+                               scaled.size)
         return codes
 
     def feature_names(self, base_names: Sequence[str]) -> List[str]:

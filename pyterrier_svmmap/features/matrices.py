@@ -37,7 +37,12 @@ class BinnedBlock:
         codes = np.asarray(codes)
         if codes.ndim != 2:
             raise ValueError(f"codes must be a (candidates, functions) array, got shape {codes.shape}")
-        self.codes = np.ascontiguousarray(_as_code_dtype(codes, self.n_thresholds))
+        if codes.size and codes.dtype.kind not in "biu":
+            raise ValueError(f"bin codes must be integers, got dtype {codes.dtype}")
+        if codes.size and (codes.min() < 0 or codes.max() > self.n_thresholds):
+            raise ValueError(f"bin codes must lie in 0..{n_thresholds} (the number of thresholds), "
+                             f"got {codes.min()}..{codes.max()}")
+        self.codes = np.ascontiguousarray(codes.astype(code_dtype(self.n_thresholds), copy=False))
 
     @property
     def dim(self) -> int:
@@ -52,9 +57,8 @@ class BinnedBlock:
         n, n_funcs = self.codes.shape
         cum = jit.cumulative_table(w, n_funcs, self.n_thresholds)
         out = np.empty(n)
-        bounds = threads.even_bounds(n, threads.pieces(n))         # rows: each one's sum is the same anywhere
-        threads.run(lambda i: jit.binned_dot(self.codes[bounds[i]:bounds[i + 1]], cum,
-                                             out[bounds[i]:bounds[i + 1]]), len(bounds) - 1)
+        # rows: each one's sum is the same anywhere
+        threads.run_ranges(lambda lo, hi: jit.binned_dot(self.codes[lo:hi], cum, out[lo:hi]), n, n)
         return out
 
     def rdot(self, c: np.ndarray) -> np.ndarray:
@@ -66,9 +70,8 @@ class BinnedBlock:
         out = np.empty(self.dim)
         n, n_funcs = self.codes.shape
         # base functions, not rows: each function's histogram adds the rows in order wherever it is computed
-        bounds = threads.even_bounds(n_funcs, min(n_funcs, threads.pieces(n * n_funcs // 4)))
-        threads.run(lambda i: jit.binned_rdot(self.codes, c, self.n_thresholds, bounds[i], bounds[i + 1], out),
-                    len(bounds) - 1)
+        threads.run_ranges(lambda lo, hi: jit.binned_rdot(self.codes, c, self.n_thresholds, lo, hi, out), n_funcs,
+                           n * n_funcs // 4)
         return out
 
     def query_sumsq(self, offsets: np.ndarray) -> np.ndarray:
@@ -96,23 +99,7 @@ class BinnedBlock:
 
 def code_dtype(n_thresholds: int) -> np.dtype:
     """The smallest unsigned integer type holding the codes 0..``n_thresholds``."""
-    for dtype in (np.uint8, np.uint16, np.uint32):
-        if n_thresholds <= np.iinfo(dtype).max:
-            return np.dtype(dtype)
-    return np.dtype(np.uint64)
-
-
-def _as_code_dtype(codes: np.ndarray, n_thresholds: int) -> np.ndarray:
-    """``codes`` in :func:`code_dtype` (no copy when they already are), checked to lie in 0..T."""
-    dtype = code_dtype(n_thresholds)
-    if codes.size:
-        if codes.dtype.kind not in "biu":
-            raise ValueError(f"bin codes must be integers, got dtype {codes.dtype}")
-        lo, hi = codes.min(), codes.max()
-        if lo < 0 or hi > n_thresholds:
-            raise ValueError(f"bin codes must lie in 0..{n_thresholds} (the number of thresholds), "
-                             f"got {lo}..{hi}")
-    return codes.astype(dtype, copy=False)
+    return np.dtype(np.min_scalar_type(int(n_thresholds)))
 
 
 class DenseBlock:

@@ -67,12 +67,9 @@ def sample_thresholds(raw, offsets: np.ndarray, n_bins: int, depth: Optional[int
             if gathered is None or gathered.shape[1] < len(values):
                 gathered = np.empty((group, len(values)))
             counts = np.zeros(f1 - f0, dtype=np.int64)
-            bounds = threads.even_bounds(f1 - f0, min(f1 - f0, threads.pieces(values.size)))
-
-            def gather(i: int) -> None:           # functions, not rows: each column's scores stay in row order
-                j0, j1 = bounds[i], bounds[i + 1]
-                jit.gather_columns(values, j0, j1, gathered[j0:j1], counts[j0:j1])
-            threads.run(gather, len(bounds) - 1)
+            # functions, not rows: each column's scores stay in row order
+            threads.run_ranges(lambda j0, j1: jit.gather_columns(values, j0, j1, gathered[j0:j1], counts[j0:j1]),
+                               f1 - f0, values.size)
             need = int((filled + counts).max())
             if need > store.shape[1]:             # ties at the depth kept more than depth scores
                 grown = np.empty((len(store), max(need, 2 * store.shape[1])), dtype=dtype)
@@ -104,8 +101,7 @@ def top_of_queries(raw: np.ndarray, offsets: np.ndarray, depth: int) -> np.ndarr
     raw = np.ascontiguousarray(raw, dtype=float)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     out = np.empty_like(raw)
-    qb = threads.query_bounds(offsets, threads.pieces(raw.size))
-    threads.run(lambda i: jit.top_of_queries(raw, offsets[qb[i]:qb[i + 1] + 1], int(depth), out), len(qb) - 1)
+    threads.run_query_blocks(lambda lo, hi: jit.top_of_queries(raw, offsets[lo:hi + 1], int(depth), out), offsets)
     return out
 
 
