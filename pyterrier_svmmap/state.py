@@ -31,9 +31,7 @@ def json_float(x: float):
 
 def float_from_json(v, what: str) -> float:
     """Inverse of :func:`json_float`; ValueError naming ``what`` for anything else."""
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return float(v)
-    if v in ("nan", "inf", "-inf"):
+    if isinstance(v, (int, float)) and not isinstance(v, bool) or v in ("nan", "inf", "-inf"):
         return float(v)
     raise ValueError(f"{what} must be a number (or 'nan', 'inf', '-inf'), got {v!r}")
 
@@ -85,13 +83,10 @@ def check_state(cls, meta: dict, arrays: Dict[str, np.ndarray], meta_keys: Itera
     if not isinstance(params, dict):
         raise ValueError(f"{name} state: meta['params'] must be a dict, got {type(params).__name__}")
     expected = [n for n in inspect.signature(cls.__init__).parameters if n != "self"]
-    lacking = [n for n in expected if n not in params]
-    unknown = [n for n in params if n not in expected]
-    if lacking or unknown:
-        raise ValueError(f"{name} state: meta['params'] " +
-                         "; ".join(x for x in (f"lacks {lacking}" if lacking else "",
-                                               f"has unknown {unknown}" if unknown else "") if x) +
-                         f" (the constructor takes {expected})")
+    lacking, unknown = [n for n in expected if n not in params], [n for n in params if n not in expected]
+    problems = [f"{what} {names}" for what, names in (("lacks", lacking), ("has unknown", unknown)) if names]
+    if problems:
+        raise ValueError(f"{name} state: meta['params'] {'; '.join(problems)} (the constructor takes {expected})")
     return dict(params)
 
 
