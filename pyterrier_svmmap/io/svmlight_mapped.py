@@ -7,7 +7,7 @@ from typing import List, Optional, Sequence, Union
 import numpy as np
 
 from pyterrier_svmmap.io.svmlight import (MAX_FEATURES, RankingData, SvmlightError, check_queries_in_one_file,
-                                          check_width_arguments, data_files, group_by_query, parsed_chunks, query_runs)
+                                          check_width_arguments, data_files, group_by_query, parsed_chunks)
 
 #: bytes read from a file at a time
 CHUNK_BYTES = 1 << 26
@@ -94,10 +94,15 @@ def read_svmlight_mapped(paths: Union[str, Path, Sequence[Union[str, Path]]], fo
     labels, qids, lines = _Column(folder / "labels.f8", np.float64), _Column(folder / "qids.i8", np.int64), \
         _Column(folder / "lines.i8", np.int64)
     source_lines: List[int] = []
+    runs, last = [], None           # (qid, first row, first line) of each run of equal qids; the last qid read
     try:
         for path in files:
             before = rows.rows
             for parsed in parsed_chunks(path, width_rule, chunk_bytes, comments=False):
+                q = parsed[1]           # a run continues across chunks, not across files
+                new = np.r_[rows.rows == before or q[0] != last, q[1:] != q[:-1]]
+                runs.append(np.column_stack([q[new], rows.rows + np.flatnonzero(new), parsed[6][new]]))
+                last = q[-1]
                 rows.append(*parsed[2:5])
                 for column, values in zip((labels, qids, lines), parsed[:2] + parsed[6:]):
                     column.append(values)
@@ -109,9 +114,9 @@ def read_svmlight_mapped(paths: Union[str, Path, Sequence[Union[str, Path]]], fo
     label_values, qid_values, line_values = labels.values(in_memory=True), qids.values(), lines.values()
     if rows.rows == 0:
         raise SvmlightError(f"{', '.join(map(str, files))}: no data lines (empty file?)")
-    starts, file = query_runs(qid_values, source_lines)
-    run_qids = np.asarray(qid_values[starts])
-    check_queries_in_one_file(files, run_qids, file, np.asarray(line_values[starts]))
+    run_qids, starts, run_lines = np.concatenate(runs).T
+    check_queries_in_one_file(files, run_qids, np.searchsorted(np.cumsum(source_lines), starts, side="right"),
+                              run_lines)
     if len(np.unique(run_qids)) == len(run_qids):           # one run a query: grouped as the lines are
         offsets, query_ids = np.r_[starts, rows.rows].astype(np.int64), run_qids
     else:
