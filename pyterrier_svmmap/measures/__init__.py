@@ -25,10 +25,8 @@ def rank_within_queries(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 def ranks_within_queries(scores: np.ndarray, offsets: np.ndarray):
     """(order, rank): :func:`rank_within_queries` and each candidate's 0-based rank in its query."""
     order = rank_within_queries(scores, offsets)
-    offsets = np.asarray(offsets, dtype=np.int64)
-    q = query_ids(offsets)[order]
     rank = np.empty(len(order), dtype=np.int64)
-    rank[order] = np.arange(len(order)) - offsets[:-1][q]
+    rank[order] = _ranks(offsets) - 1                  # the order keeps each query's rows in its own range
     return order, rank
 
 
@@ -104,8 +102,7 @@ _SHORT_QUERY = ("zero", "score")
 
 def letor_average_precision(scores, labels, offsets, rel: float = 1) -> np.ndarray:
     """AP per query as Eval-Score-4.0.pl computes it (``label >= rel``); average over all queries for LETOR's MAP."""
-    relevant = np.asarray(labels) >= rel
-    return average_precision(scores, relevant, offsets)
+    return average_precision(scores, np.asarray(labels) >= rel, offsets)
 
 
 def precision_at(scores, labels, offsets, k: int, rel: float = 1) -> np.ndarray:

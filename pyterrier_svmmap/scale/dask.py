@@ -148,9 +148,8 @@ def run_fit(j: int, job: Callable[[int], Any]) -> Any:
 
 def _resolved(source):
     """A source with any Dask futures among its arrays replaced by their values (gathered to the driver)."""
-    if not is_path(source):
-        return tuple(x.result() if hasattr(x, "result") and hasattr(x, "key") else x for x in source)
-    return source
+    return source if is_path(source) else tuple(x.result() if hasattr(x, "result") and hasattr(x, "key") else x
+                                                 for x in source)
 
 
 def _train_sharded(ranker, data: "ShardedData", features):
@@ -160,10 +159,8 @@ def _train_sharded(ranker, data: "ShardedData", features):
     thresholds = data.thresholds(ranker.n_bins, ranker.threshold_depth) if encoder.fits_thresholds else None
     encoder.fit_statistics(data.column_statistics(), thresholds, ranker.base_names_)
     layout = FeatureLayout(encoder, ranker.needs_bias, ranker.base_names_)
-    w0, f = None, None
-    if ranker.uses_prior():
-        f = ranker.tie_function_                                       # the best function on all shards
-        w0 = ranker.prior_weights(layout, f, span=data.score_span(layout, f))
+    f = ranker.tie_function_ if ranker.uses_prior() else None          # the best function on all shards
+    w0 = None if f is None else ranker.prior_weights(layout, f, span=data.score_span(layout, f))
     data.set_layout(layout)
     grid = resolve_c_grid(ranker.C, data.spread() if is_auto_c(ranker.C) else 0.0)
     oracle = ShardOracle(data, [g.loss for g in ranker.slack_groups(1.0)], layout.dim)
