@@ -87,47 +87,33 @@ def pairwise(buf, n):
     return vals[0]
 
 
-@njit(cache=True, nogil=True, boundscheck=False)
-def _rows8(M, x, out):
-    """:func:`rows_dot` with 8 partial sums per row (rows of 8 to 128 terms): the literal width lets the
-    compiler add the partial sums side by side."""
-    n, dim = M.shape
-    m = dim - dim % 8
-    acc = np.empty(8)
-    for i in range(n):
-        for l in range(8):
-            acc[l] = M[i, l] * x[l]
-        for j in range(8, m, 8):
-            for l in range(8):
-                acc[l] += M[i, j + l] * x[j + l]
-        res = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
-        for j in range(m, dim):
-            res += M[i, j] * x[j]
-        out[i] = res
+def _lanes(k):
+    """:func:`rows_dot` with ``k`` partial sums per row (rows of ≥ 8 terms), compiled for that ``k``: the literal
+    width lets the compiler add the partial sums side by side."""
+    @njit(cache=True, nogil=True, boundscheck=False)
+    def rows(M, x, out):
+        n, dim = M.shape
+        m = dim - dim % k
+        acc = np.empty(k)
+        for i in range(n):
+            for l in range(k):
+                acc[l] = M[i, l] * x[l]
+            for j in range(k, m, k):
+                for l in range(k):
+                    acc[l] += M[i, j + l] * x[j + l]
+            width = k
+            while width > 1:
+                width //= 2
+                for l in range(width):
+                    acc[l] = acc[2 * l] + acc[2 * l + 1]
+            res = acc[0]
+            for j in range(m, dim):
+                res += M[i, j] * x[j]
+            out[i] = res
+    return rows
 
 
-@njit(cache=True, nogil=True, boundscheck=False)
-def _rows32(M, x, out):
-    """:func:`rows_dot` with 32 partial sums per row (rows of ≥ 8 terms): the literal width lets the compiler
-    add the partial sums side by side."""
-    n, dim = M.shape
-    m = dim - dim % 32
-    acc = np.empty(32)
-    for i in range(n):
-        for l in range(32):
-            acc[l] = M[i, l] * x[l]
-        for j in range(32, m, 32):
-            for l in range(32):
-                acc[l] += M[i, j + l] * x[j + l]
-        width = 32
-        while width > 1:
-            width //= 2
-            for l in range(width):
-                acc[l] = acc[2 * l] + acc[2 * l + 1]
-        res = acc[0]
-        for j in range(m, dim):
-            res += M[i, j] * x[j]
-        out[i] = res
+_rows8, _rows32 = _lanes(8), _lanes(WIDE)
 
 
 @njit(cache=True, nogil=True)
