@@ -97,12 +97,9 @@ def load_folds(paths: Dict[int, Dict[str, Path]]) -> Dict[int, Fold]:
 def evaluate(scores: np.ndarray, split: Split, rel: float = 1) -> Dict[str, float]:
     """The :data:`MEASURES` of ``scores`` on ``split``, Eval-Score-4.0.pl's (module docstring)."""
     s, y, o = np.asarray(scores, dtype=float), split.labels, split.offsets
-    out = {"MAP": letor_mean_average_precision(s, y, o, rel)}
-    for k in (1, 3, 5, 10):
-        out[f"NDCG@{k}"] = float(letor_ndcg_at(s, y, o, k).mean())
-    for k in (1, 3, 5, 10):
-        out[f"P@{k}"] = float(precision_at(s, y, o, k, rel=rel).mean())
-    return out
+    return {"MAP": letor_mean_average_precision(s, y, o, rel),
+            **{f"NDCG@{k}": float(letor_ndcg_at(s, y, o, k).mean()) for k in (1, 3, 5, 10)},
+            **{f"P@{k}": float(precision_at(s, y, o, k, rel=rel).mean()) for k in (1, 3, 5, 10)}}
 
 
 def check_rel(rel) -> float:

@@ -267,15 +267,10 @@ def base_runs(collection, out: Path, topics: Optional[pd.DataFrame] = None,
     run_dir = out / "runs"
     run_dir.mkdir(parents=True, exist_ok=True)
 
-    runs, todo, keys = {}, [], {}
-    for name in names:
-        keys[name] = run_key(collection, topics, name, num_results)
-        cached = read_keyed(run_dir / f"{name}.pkl", keys[name])
-        run = cached.get("run") if cached else None
-        if isinstance(run, pd.DataFrame) and not run.empty:
-            runs[name] = run
-        else:
-            todo.append(name)
+    keys = {name: run_key(collection, topics, name, num_results) for name in names}
+    runs = {name: (read_keyed(run_dir / f"{name}.pkl", key) or {}).get("run") for name, key in keys.items()}
+    runs = {name: run for name, run in runs.items() if isinstance(run, pd.DataFrame) and not run.empty}
+    todo = [name for name in names if name not in runs]
     timings = {"index_seconds": 0.0, "runs_seconds": 0.0}
     if todo:
         stemmers = [s for s in STEMMERS if any(n.split(".")[1] == s for n in todo)]

@@ -39,8 +39,7 @@ def iter_trec_docs(source: Union[str, Path]) -> Iterator[Dict[str, str]]:
         d = _DOCNO_RE.search(body)
         if d is None:
             raise ValueError(f"<DOC> without <DOCNO> near: {body[:80]!r}")
-        rest = body[:d.start()] + " " + body[d.end():]
-        rest = _TAG_RE.sub(" ", rest)
+        rest = _TAG_RE.sub(" ", body[:d.start()] + " " + body[d.end():])
         yield {"docno": d.group(1).strip(), "text": " ".join(rest.split())}
 
 

@@ -123,22 +123,24 @@ def _plan(options: ExperimentOptions) -> _Plan:
         if not coll.split:
             raise ValueError(f"{coll.name} has no split.train and split.test to evaluate on")
         splits = file_split(qids, coll.split["train"], coll.split["test"], seed=seed)
-        return _Plan(coll, topics, dropped, splits, {"protocol": "split"},
-                     f"{coll.name}: its split ({len(splits[0].train)} train, {len(splits[0].valid)} validation of "
-                     f"the training queries, {len(splits[0].test)} test queries), seed {seed}")
-    if options.folds is not None:
+        protocol = {"protocol": "split"}
+        title = (f"its split ({len(splits[0].train)} train, {len(splits[0].valid)} validation of the training "
+                 f"queries, {len(splits[0].test)} test queries)")
+    elif options.folds is not None:
         folds, repeats = options.folds, options.repeats
         splits = make_folds(qids, folds=folds, repeats=repeats, seed=seed)
         train = sorted({len(s.train) for s in splits})
         train = str(train[0]) if train[0] == train[-1] else f"{train[0]}–{train[-1]}"
-        return _Plan(coll, topics, dropped, splits, {"protocol": "folds", "folds": folds, "repeats": repeats},
-                     f"{coll.name}: {repeats} × {folds}-fold cross-validation ({len(splits)} splits; test one fold, "
-                     f"validate on the next, train on {train} queries; {len(topics)} queries, each tested "
-                     f"{repeats} time{'s' if repeats > 1 else ''}), seed {seed}")
-    splits = make_splits(qids, trials=options.trials, train=options.train, valid=options.valid, seed=seed)
-    return _Plan(coll, topics, dropped, splits, {"protocol": "random"},
-                 f"{coll.name}: {options.trials} trials, {options.train} train / {options.valid} validation "
-                 f"queries, rest test ({len(topics)} queries), seed {seed}")
+        protocol = {"protocol": "folds", "folds": folds, "repeats": repeats}
+        title = (f"{repeats} × {folds}-fold cross-validation ({len(splits)} splits; test one fold, validate on the "
+                 f"next, train on {train} queries; {len(topics)} queries, each tested {repeats} "
+                 f"time{'s' if repeats > 1 else ''})")
+    else:
+        splits = make_splits(qids, trials=options.trials, train=options.train, valid=options.valid, seed=seed)
+        protocol = {"protocol": "random"}
+        title = (f"{options.trials} trials, {options.train} train / {options.valid} validation queries, rest test "
+                 f"({len(topics)} queries)")
+    return _Plan(coll, topics, dropped, splits, protocol, f"{coll.name}: {title}, seed {seed}")
 
 
 def _run_trials(options: ExperimentOptions, plan: _Plan, runs: dict, systems: dict, progress: ExperimentProgress,

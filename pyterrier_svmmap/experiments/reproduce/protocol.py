@@ -53,21 +53,18 @@ def make_splits(qids: Sequence[str], trials: int = 50, train: int = 10, valid: i
         while len(chosen) < m:
             if pos >= len(stream):
                 stream.extend(rng.permutation(n).tolist())
-            q = stream[pos]
-            if q in chosen:
+            if stream[pos] in chosen:
                 pos += 1              # keep it in the stream for a later trial
-                continue
-            chosen.append(stream.pop(pos))
+            else:
+                chosen.append(stream.pop(pos))
         chosen_arr = np.array(chosen)
         # fewest validation roles first, ties at random
         order = np.lexsort((rng.random(m), valid_count[chosen_arr]))
-        va = chosen_arr[order[:valid]]
-        tr = chosen_arr[order[valid:]]
+        va, tr = chosen_arr[order[:valid]], chosen_arr[order[valid:]]
         valid_count[va] += 1
         held = set(chosen)
-        te = [i for i in range(n) if i not in held]
         splits.append(Split(t, tuple(qids[i] for i in sorted(tr)), tuple(qids[i] for i in sorted(va)),
-                            tuple(qids[i] for i in te)))
+                            tuple(qids[i] for i in range(n) if i not in held)))
     return splits
 
 

@@ -24,24 +24,22 @@ def format_table(summary: pd.DataFrame, reference: Optional[str], title: str = "
                   + [summary[summary["kind"] == "base"].sort_values("map", ascending=False, kind="stable")])
     width = max([len("system")] + [len(n) for n in s["name"]])
     kw = max([len("kind")] + [len(k) for k in s["kind"]])
-    lines = [title] if title else []
-    wl_head = f"W/L vs {reference}" if reference else "W/L"
-    lines.append(f"{'system':<{width}}  {'kind':<{kw}}  {'MAP':>6}  {'nDCG@10':>7}  {'RR@10':>6}  {wl_head}")
-    lines.append("-" * len(lines[-1]))
-    for _, r in s.iterrows():
-        lines.append(f"{r['name']:<{width}}  {r['kind']:<{kw}}  {r['map']:6.4f}  {r['ndcg_cut_10']:7.4f}  "
-                     f"{r['recip_rank_10']:6.4f}  {_wl(r, reference)}")
-    lines.append("")
-    lines.append(f"W/L: queries where {reference} has the higher / lower AP (averaged over the trials "
-                 "that tested the query); ** p < 0.05, two-sided Wilcoxon signed-rank."
-                 if reference else "no learned reference system: W/L not computed.")
-    return "\n".join(lines + _notes(s))
+    head = (f"{'system':<{width}}  {'kind':<{kw}}  {'MAP':>6}  {'nDCG@10':>7}  {'RR@10':>6}  "
+            + (f"W/L vs {reference}" if reference else "W/L"))
+    rows = [f"{r['name']:<{width}}  {r['kind']:<{kw}}  {r['map']:6.4f}  {r['ndcg_cut_10']:7.4f}  "
+            f"{r['recip_rank_10']:6.4f}  {_wl(r, reference)}" for _, r in s.iterrows()]
+    note = (f"W/L: queries where {reference} has the higher / lower AP (averaged over the trials that tested the "
+            "query); ** p < 0.05, two-sided Wilcoxon signed-rank." if reference else
+            "no learned reference system: W/L not computed.")
+    return _table(title, head, rows, [note], s)
 
 
-def _notes(s: pd.DataFrame) -> list:
-    """The notes on the chosen base and the fusions, when rows of theirs are in ``s``."""
-    return [note for kind, note in (("chosen", _CHOSEN_NOTE), ("unsupervised", _FUSION_NOTE))
-            if (s["kind"] == kind).any()]
+def _table(title: str, head: str, rows: list, notes: list, s: pd.DataFrame) -> str:
+    """``title``, ``head`` underlined, the ``rows``, a blank line, the ``notes`` and those on the chosen base and
+    the fusions when rows of theirs are in ``s``."""
+    kinds = [note for kind, note in (("chosen", _CHOSEN_NOTE), ("unsupervised", _FUSION_NOTE))
+             if (s["kind"] == kind).any()]
+    return "\n".join(([title] if title else []) + [head, "-" * len(head), *rows, "", *notes, *kinds])
 
 
 _CHOSEN_NOTE = ("base-chosen-on-training: in each trial, the base function with the best MAP on its "
@@ -66,12 +64,11 @@ def format_learner_table(summary: pd.DataFrame, reference: Optional[str], title:
     """Table 9 form: every learned system's MAP and W/L against ``reference``, fit seconds and gains."""
     s = _learned(summary)
     width = max([len("learner")] + [len(n) for n in s["name"]])
-    lines = [title] if title else []
     gains = "gain_vs_chosen" in s.columns and s["gain_vs_chosen"].notna().any()
     firsts = "gain_vs_first" in s.columns and s["gain_vs_first"].notna().any()
-    lines.append(f"{'learner':<{width}}  {'MAP':>6}  W/L vs {reference or '-'}  fit s"
-                 + ("  gain vs chosen base (W/L)" if gains else "") + ("  gain vs first stage (W/L)" if firsts else ""))
-    lines.append("-" * len(lines[-1]))
+    head = (f"{'learner':<{width}}  {'MAP':>6}  W/L vs {reference or '-'}  fit s"
+            + ("  gain vs chosen base (W/L)" if gains else "") + ("  gain vs first stage (W/L)" if firsts else ""))
+    rows = []
     for _, r in s.iterrows():
         fit = r.get("fit_seconds", float("nan"))
         fit = f"{fit:.2f}" if isinstance(fit, float) and math.isfinite(fit) else "-"
@@ -83,18 +80,17 @@ def format_learner_table(summary: pd.DataFrame, reference: Optional[str], title:
                 line += f"  {_gain(g, r['map'], r[versus]):<{GAIN_WIDTH}}"
             elif shown:
                 line += f"  {'-':<{GAIN_WIDTH}}"
-        lines.append(line.rstrip())
-    lines.append("")
-    lines.append(f"W/L: queries where {reference} has the higher / lower AP than the learner (AP averaged "
-                 "over the trials that tested the query); ** p < 0.05, two-sided Wilcoxon signed-rank; "
-                 "fit s: median seconds per fit." if reference else "no reference system: W/L not computed.")
+        rows.append(line.rstrip())
+    notes = [f"W/L: queries where {reference} has the higher / lower AP than the learner (AP averaged over the "
+             "trials that tested the query); ** p < 0.05, two-sided Wilcoxon signed-rank; fit s: median seconds "
+             "per fit." if reference else "no reference system: W/L not computed."]
     if gains:
-        lines.append("gain vs chosen base: the learner's MAP minus base-chosen-on-training's, and the queries "
+        notes.append("gain vs chosen base: the learner's MAP minus base-chosen-on-training's, and the queries "
                      "where the learner has the higher / lower AP than it (** p < 0.05, Wilcoxon).")
     if firsts:
-        lines.append("gain vs first stage: the same against the first stage (--first-stage), the ranking a user "
+        notes.append("gain vs first stage: the same against the first stage (--first-stage), the ranking a user "
                      "would have without learning.")
-    return "\n".join(lines + _notes(s))
+    return _table(title, head, rows, notes, s)
 
 
 #: the width of a "gain vs ..." column of the learners' table (``+0.0123 (+4.1%, 20/10 **)`` and a margin)
@@ -113,15 +109,10 @@ def format_loss_table(summary: pd.DataFrame, title: str = "") -> str:
     cols = [("map", "MAP"), ("ndcg_cut_10", "nDCG@10"), ("recip_rank_10", "RR@10")]
     best = {c: s[c].max() for c, _ in cols} if len(s) else {}
     width = max([len("training loss / learner")] + [len(n) for n in s["name"]])
-    lines = [title] if title else []
-    lines.append(f"{'training loss / learner':<{width}}" + "".join(f"  {h:>8}" for _, h in cols))
-    lines.append("-" * len(lines[-1]))
-    for _, r in s.iterrows():
-        cells = "".join(f"  {(f'{r[c]:.4f}' + ('*' if r[c] == best[c] else ' ')):>8}" for c, _ in cols)
-        lines.append(f"{r['name']:<{width}}{cells}")
-    lines.append("")
-    lines.append("test measures of each learner; * the best of the column.")
-    return "\n".join(lines + _notes(s))
+    rows = [f"{r['name']:<{width}}" + "".join(f"  {(f'{r[c]:.4f}' + ('*' if r[c] == best[c] else ' ')):>8}"
+                                              for c, _ in cols) for _, r in s.iterrows()]
+    return _table(title, f"{'training loss / learner':<{width}}" + "".join(f"  {h:>8}" for _, h in cols), rows,
+                  ["test measures of each learner; * the best of the column."], s)
 
 
 def tables_markdown(summary: pd.DataFrame, reference: Optional[str], title: str = "") -> str:
@@ -155,13 +146,9 @@ def results_dict(summary: pd.DataFrame, *, collection: str, trials: int, train: 
                 d[gain] = g
                 d[versus] = {k: (int(v) if k != "p_value" else float(v)) for k, v in r[versus].items()}
         systems.append(d)
-    out = {"collection": collection, "trials": int(trials), "train": None if train is None else int(train),
-           "valid": None if valid is None else int(valid),
-           "seed": int(seed), "best_base": best_base(summary), "reference": reference,
-           "systems": systems}
-    if extra:
-        out.update(extra)
-    return out
+    return {"collection": collection, "trials": int(trials), "train": None if train is None else int(train),
+            "valid": None if valid is None else int(valid), "seed": int(seed), "best_base": best_base(summary),
+            "reference": reference, "systems": systems, **(extra or {})}
 
 
 def write_results(path: Path, results: dict) -> None:
