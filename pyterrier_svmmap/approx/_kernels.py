@@ -56,42 +56,26 @@ def _factors(s, rel, alpha, E, F):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _row_factored(Fx, E, lo, hi, acc_p, acc_w):
-    """(Σ p, Σ p(1 − p)) over y in [lo, hi) with p = 1 / (1 + F_x E_y), added to (acc_p, acc_w)."""
-    for y in range(lo, hi):
-        p = 1.0 / (1.0 + Fx * E[y])
-        acc_p += p
-        acc_w += p * (1.0 - p)
-    return acc_p, acc_w
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _row_direct(s, x, alpha, lo, hi, acc_p, acc_w):
-    """As :func:`_row_factored` with p = σ(−α(s_x − s_y)) computed pair by pair."""
-    sx = s[x]
-    na = -alpha
-    for y in range(lo, hi):
-        p = _expit((sx - s[y]) * na)
-        acc_p += p
-        acc_w += p * (1.0 - p)
-    return acc_p, acc_w
+def _position_term(s, x, y, alpha, factored, Fx, E):
+    """σ(−α(s_x − s_y)): 1 / (1 + F_x E_y) when ``factored`` (:func:`_factors`), else pair by pair."""
+    return 1.0 / (1.0 + Fx * E[y]) if factored else _expit((s[x] - s[y]) * -alpha)
 
 
 @njit(cache=True, nogil=True)
 def _positions(s, rel, alpha, factored, E, F, pi, wsum):
     """π̂(x) = 1 + Σ_{y≠x} σ(−α(s_x − s_y)) for x in ``rel`` (Eq. (20)) into ``pi``, and
     Σ_{y≠x} W_xy (W = σ(1 − σ)) into ``wsum``."""
-    n = s.shape[0]
     for i in range(rel.shape[0]):
         x = rel[i]
-        if factored:
-            ap, aw = _row_factored(F[i], E, 0, x, 0.0, 0.0)
-            ap, aw = _row_factored(F[i], E, x + 1, n, ap, aw)
-        else:
-            ap, aw = _row_direct(s, x, alpha, 0, x, 0.0, 0.0)
-            ap, aw = _row_direct(s, x, alpha, x + 1, n, ap, aw)
-        pi[i] = 1.0 + ap
-        wsum[i] = aw
+        acc_p = 0.0
+        acc_w = 0.0
+        for y in range(s.shape[0]):
+            if y != x:
+                p = _position_term(s, x, y, alpha, factored, F[i], E)
+                acc_p += p
+                acc_w += p * (1.0 - p)
+        pi[i] = 1.0 + acc_p
+        wsum[i] = acc_w
 
 
 @njit(cache=True, nogil=True)
@@ -99,26 +83,15 @@ def _backward(s, rel, alpha, factored, E, F, g_pi, wsum, grad):
     """∂M/∂s from ∂M/∂π̂ (Eq. (42)): grad_y = α Σ_x g_x W_xy − [y ∈ rel] α g_y Σ_z W_yz."""
     n = s.shape[0]
     m = rel.shape[0]
-    na = -alpha
     for y in range(n):
         grad[y] = 0.0
     for i in range(m):
         g = g_pi[i]
         x = rel[i]
-        if factored:
-            Fx = F[i]
-            for y in range(x):
-                p = 1.0 / (1.0 + Fx * E[y])
+        for y in range(n):
+            if y != x:
+                p = _position_term(s, x, y, alpha, factored, F[i], E)
                 grad[y] += g * (p * (1.0 - p))
-            for y in range(x + 1, n):
-                p = 1.0 / (1.0 + Fx * E[y])
-                grad[y] += g * (p * (1.0 - p))
-        else:
-            sx = s[x]
-            for y in range(n):
-                if y != x:
-                    p = _expit((sx - s[y]) * na)
-                    grad[y] += g * (p * (1.0 - p))
     for i in range(m):
         grad[rel[i]] -= g_pi[i] * wsum[i]
     for y in range(n):
