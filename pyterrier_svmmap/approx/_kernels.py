@@ -19,6 +19,8 @@ import math
 import numpy as np
 from numba import njit
 
+from pyterrier_svmmap.measures._kernels import relevant_ranks
+
 
 #: largest α·(max s − min s) for which the factored form is used: each factor e^{±α(s − c)} stays
 #: below e^{700} (finite); wider queries take the per-pair exponential
@@ -179,21 +181,6 @@ def ndcg_query(s, rel, gains, alpha, idcg, want_grad, grad):
 # exact AP and DCG of the ranking by the scores (model selection), without sorting the candidates
 # ---------------------------------------------------------------------------------------------
 @njit(cache=True, nogil=True)
-def _relevant_ranks(scores, lo, hi, rel, rank):
-    """1-based ranks, within candidates lo..hi−1 sorted by decreasing score with ties by candidate order
-    (:func:`.measures.rank_within_queries`), of the candidates lo + rel[i], into ``rank``."""
-    for i in range(rel.shape[0]):
-        x = lo + rel[i]
-        sx = scores[x]
-        above = 0
-        for y in range(lo, x):
-            above += scores[y] >= sx
-        for y in range(x + 1, hi):
-            above += scores[y] > sx
-        rank[i] = above + 1
-
-
-@njit(cache=True, nogil=True)
 def exact_ap(scores, offsets, rel_flat, rel_offsets, n_relevant, out):
     """AP per query as :func:`.measures.average_precision` computes it, bit for bit: Σ over the relevant
     candidates in rank order of hits/rank, divided by ``n_relevant`` (0 where it is 0). ``rel_flat``:
@@ -202,7 +189,7 @@ def exact_ap(scores, offsets, rel_flat, rel_offsets, n_relevant, out):
         r = rel_flat[rel_offsets[q]:rel_offsets[q + 1]]
         m = r.shape[0]
         rank = np.empty(m, dtype=np.int64)
-        _relevant_ranks(scores, offsets[q], offsets[q + 1], r, rank)
+        relevant_ranks(scores, offsets[q], offsets[q + 1], r, rank)
         rank.sort()
         acc = 0.0
         for i in range(m):
@@ -220,7 +207,7 @@ def exact_dcg(scores, offsets, rel_flat, rel_offsets, rel_gains, disc, out):
         r = rel_flat[lo:rel_offsets[q + 1]]
         m = r.shape[0]
         rank = np.empty(m, dtype=np.int64)
-        _relevant_ranks(scores, offsets[q], offsets[q + 1], r, rank)
+        relevant_ranks(scores, offsets[q], offsets[q + 1], r, rank)
         order = np.argsort(rank)
         acc = 0.0
         for j in range(m):

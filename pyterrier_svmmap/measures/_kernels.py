@@ -24,31 +24,34 @@ def function_ap(raw, rel, offsets, out):
     for q in range(offsets.shape[0] - 1):
         lo = offsets[q]
         hi = offsets[q + 1]
-        where = lo + np.flatnonzero(rel[lo:hi])
+        where = np.flatnonzero(rel[lo:hi])
         n_rel = where.shape[0]
         ranks = np.empty(n_rel, dtype=np.int64)
         for f in range(n_funcs):
             if n_rel > COUNT_RELEVANT_MAX:
                 _sorted_ranks(raw, rel, lo, hi, f, ranks)
             else:
-                for a in range(n_rel):
-                    r = where[a]
-                    sr = raw[r, f]
-                    if sr != sr:
-                        sr = -np.inf
-                    above = 0
-                    for d in range(lo, hi):
-                        sd = raw[d, f]
-                        if sd != sd:
-                            sd = -np.inf
-                        if sd > sr or (sd == sr and d < r):
-                            above += 1
-                    ranks[a] = above + 1
+                relevant_ranks(raw[:, f], lo, hi, where, ranks)
                 ranks.sort()
             s = 0.0
             for a in range(n_rel):
                 s += (a + 1) / ranks[a]
             out[f, q] = s / n_rel if n_rel else 0.0
+
+
+@njit(cache=True, nogil=True)
+def relevant_ranks(scores, lo, hi, rel, rank):
+    """The 1-based ranks, among candidates lo..hi−1 by decreasing score with a NaN score last and ties by
+    position (:func:`.measures.rank_within_queries`), of the candidates lo + rel[i], into ``rank``: 1 + the
+    candidates ranked above each, counted in O(hi − lo) without a sort."""
+    for i in range(rel.shape[0]):
+        x = lo + rel[i]
+        sx = scores[x] if scores[x] == scores[x] else -np.inf
+        above = 0
+        for y in range(lo, hi):
+            sy = scores[y] if scores[y] == scores[y] else -np.inf
+            above += sy > sx or (sy == sx and y < x)
+        rank[i] = above + 1
 
 
 @njit(cache=True, nogil=True)
