@@ -1,21 +1,12 @@
 """The one place that loads the compiled (numba) kernels.
 
-Every kernel module — ``_product_kernels``, ``svm._qp_kernels``, ``features._kernels``, ``approx._kernels``,
-``measures._kernels``, ``measures._order_kernels``, ``svm.losses._map_kernels``, ``svm.losses._rank_kernels``,
-``svm.losses._dorm_kernels``, ``io._svmlight_kernels``, each beside the module it serves — is imported on first
-use (``load(...)`` inside the function that needs it), so that importing the package does not load numba, and a
-fit compiles only the kernels it runs.
-
-The kernels are cached on disk by numba (``cache=True``): in ``__pycache__`` beside the installed package
-when that folder is writable (an editable install: the source tree's), else in numba's per-user cache
-folder, or in ``NUMBA_CACHE_DIR`` when set. A wheel built by ``pip install`` holds them already (``setup.py``
-runs ``svmmap warm-up`` on the built package; numba's index names a source file by its content, so the cache
-stays valid where pip writes the files), and the first fit loads them; they compile on first use where numba
-cannot use those (another CPU or numba version, ``NUMBA_CACHE_DIR``, a read-only ``site-packages``, an
-editable install). A run that compiles says so, once per process, in one WARNING line of the
-``pyterrier_svmmap.compile`` logger (:data:`COMPILE_MESSAGE`), the moment numba starts compiling one of this
-package's kernels — not when it loads them from its cache. With no logging configured, Python prints it on
-stderr as it is; silence it with ``logging.getLogger("pyterrier_svmmap.compile").setLevel(logging.ERROR)``.
+Every kernel module (``_product_kernels``, ``svm._qp_kernels``, ``features._kernels``, …, each beside the module
+it serves) is imported on first use (``load(...)`` inside the function that needs it), so that importing the
+package does not load numba, and a fit compiles only the kernels it runs. numba caches them on disk
+(``cache=True``; a wheel built by ``pip install`` holds them already: docs/performance.md). A run that compiles
+says so, once per process, in one WARNING line of the ``pyterrier_svmmap.compile`` logger
+(:data:`COMPILE_MESSAGE`) the moment numba starts compiling one of this package's kernels, not when it loads
+them from its cache; silence it with ``logging.getLogger("pyterrier_svmmap.compile").setLevel(logging.ERROR)``.
 ``svmmap warm-up`` compiles them ahead.
 """
 from __future__ import annotations

@@ -67,18 +67,6 @@ def query_chunks(raw, offsets: np.ndarray, max_bytes: Optional[int] = None) -> I
             release(part)
 
 
-def first_infinite(raw, offsets: Optional[np.ndarray] = None) -> Optional[Tuple[int, int]]:
-    """(row, column) of the first infinite score in row order, or None."""
-    if offsets is None:
-        offsets = row_offsets(len(raw), raw.shape[1])
-    for chunk in query_chunks(raw, offsets):
-        bad = np.isinf(chunk.values)
-        if bad.any():
-            r, c = np.argwhere(bad)[0]
-            return chunk.start + int(r), int(c)
-    return None
-
-
 def row_offsets(n_rows: int, n_funcs: int) -> np.ndarray:
     """Boundaries of pseudo-queries of one chunk's rows each, for a pass that needs no queries."""
     rows = max(1, CHUNK_BYTES // (8 * max(1, n_funcs)))

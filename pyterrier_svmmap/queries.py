@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Protocol, Sequence, Tuple, runtime_chec
 
 import numpy as np
 
-from pyterrier_svmmap.chunks import first_infinite, score_matrix, select_queries
+from pyterrier_svmmap.chunks import query_chunks, score_matrix, select_queries
 
 
 def query_ids(offsets: np.ndarray) -> np.ndarray:
@@ -26,11 +26,12 @@ def check_ranking_arrays(raw, labels, offsets, what: str = "training") -> Tuple[
         raise ValueError(f"{what} offsets must be non-decreasing integers from 0 to the number of candidates "
                          f"({len(raw)}), one more than the number of queries")
     offsets = offsets.astype(np.int64)
-    bad = first_infinite(raw, offsets)
-    if bad is not None:
-        r, c = bad
-        raise ValueError(f"{what} score of base function {c} is infinite for candidate {r}: scores must be "
-                         "finite (NaN marks a candidate a base function did not retrieve)")
+    for chunk in query_chunks(raw, offsets):
+        bad = np.argwhere(np.isinf(chunk.values))
+        if len(bad):
+            raise ValueError(f"{what} score of base function {bad[0, 1]} is infinite for candidate "
+                             f"{chunk.start + bad[0, 0]}: scores must be finite (NaN marks a candidate a base "
+                             "function did not retrieve)")
     if labels is not None:
         labels = np.asarray(labels, dtype=float)
         if labels.shape != (len(raw),) or not np.isfinite(labels).all():
@@ -40,11 +41,8 @@ def check_ranking_arrays(raw, labels, offsets, what: str = "training") -> Tuple[
 
 def usable_queries(labels: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Per query, whether it has a relevant and a non-relevant candidate (the others form no ranking constraint)."""
-    rel = labels > 0
-    sizes = np.diff(offsets)
-    n_rel = np.add.reduceat(rel, offsets[:-1]) if len(rel) else np.zeros(len(sizes))
-    n_rel = np.where(sizes > 0, n_rel, 0)
-    return (n_rel > 0) & (n_rel < sizes)
+    n_rel = np.bincount(query_ids(offsets), weights=labels > 0, minlength=len(offsets) - 1)
+    return (n_rel > 0) & (n_rel < np.diff(offsets))
 
 
 def subset_queries(raw, labels, offsets, keep: np.ndarray, n_relevant=None):
