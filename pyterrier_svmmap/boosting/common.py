@@ -87,10 +87,9 @@ class Peer(Parametrized):
 
     def fit_queries(self, train: Queries, valid: Optional[Queries] = None):
         args = (None, None, None) if valid is None else (valid.raw, valid.labels, valid.offsets)
-        if self._FIT_TAKES_N_RELEVANT:
-            return self.fit(train.raw, train.labels, train.offsets, *args, n_relevant=train.n_relevant,
-                            n_relevant_valid=None if valid is None else valid.n_relevant)
-        return self.fit(train.raw, train.labels, train.offsets, *args)
+        kw = dict(n_relevant=train.n_relevant, n_relevant_valid=getattr(valid, "n_relevant", None)) \
+            if self._FIT_TAKES_N_RELEVANT else {}
+        return self.fit(train.raw, train.labels, train.offsets, *args, **kw)
 
     def decision_function(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         return self.predict(raw, offsets)

@@ -96,8 +96,7 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
 
     def _fit_converted(self, train: Candidates, valid: Optional[Candidates],
                        feature_names: Optional[Sequence[str]]):
-        if train.labels is None or train.n_relevant is None or (
-                valid is not None and (valid.labels is None or valid.n_relevant is None)):
+        if any(c is not None and (c.labels is None or c.n_relevant is None) for c in (train, valid)):
             raise ValueError("fit_candidates() needs candidates converted with their qrels "
                              "(candidates_from_frame(res, qrels))")
         if valid is not None and valid.raw.shape[1] != train.raw.shape[1]:

@@ -16,15 +16,17 @@ from pyterrier_svmmap.svm.ranker import StructSVMRanker
 
 log = logging.getLogger(__name__)
 
+#: the estimators' attributes in their docstrings: the ranker's, and the ranker itself
+_ATTRIBUTES = dict(attributes=(*ATTRIBUTES, "ranker_"), extra_attributes=dict(
+    ranker_=("StructSVMRanker", "The array-level model, which scores without PyTerrier.")))
+
 
 class StructSVM(RankerEstimator):
     __doc__ = compose("""A linear ranking function trained as a structural SVM for a ranking loss (1-slack cutting planes).
 
     Place it after :class:`~pyterrier_svmmap.RunFeatures`; ``transform`` adds ``score`` and ``rank``. The default
     chooses its model from the judged queries, keeping the first stage unless learning's gain passes a max-gain
-    test (docs/model-selection.md).""",
-                      ESTIMATOR_PARAMS, attributes=(*ATTRIBUTES, "ranker_"), extra_attributes=dict(
-                          ranker_=("StructSVMRanker", "The array-level model, which scores without PyTerrier.")))
+    test (docs/model-selection.md).""", ESTIMATOR_PARAMS, **_ATTRIBUTES)
 
     PARAMS = ESTIMATOR_PARAMS
     RANKER = StructSVMRanker
@@ -123,9 +125,7 @@ class SVMMap(StructSVM):
     __doc__ = compose("""SVM-map (Yue, Finley, Radlinski & Joachims, SIGIR 2007): a :class:`StructSVM` with Δ = 1 − AP.
 
     ``RunFeatures(base) >> SVMMap()``; the paper's configuration (§4.2, §5) is ``SVMMap(C=DEFAULT_C_GRID,
-    features="bins", prior=None, selection="validation")``.""", SVMMAP_PARAMS, attributes=(*ATTRIBUTES, "ranker_"),
-                      extra_attributes=dict(
-                          ranker_=("StructSVMRanker", "The array-level model, which scores without PyTerrier.")))
+    features="bins", prior=None, selection="validation")``.""", SVMMAP_PARAMS, **_ATTRIBUTES)
 
     PARAMS = SVMMAP_PARAMS
     #: SVM-map's loss: 1 − AP (not a parameter)
