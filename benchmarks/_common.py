@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -51,6 +52,18 @@ def rounds(fns: dict, repeat: int) -> dict:
             f()
             out[k].append(time.perf_counter() - t)
     return out
+
+
+def repeat(args, quick=2, full=5) -> int:
+    """``--repeat``, else ``quick`` rounds with ``--quick`` and ``full`` without."""
+    return args.repeat or (quick if args.quick else full)
+
+
+def quiet(f, *a, **k):
+    """``f(*a, **k)`` with its warnings silenced."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return f(*a, **k)
 
 
 def runs(seconds) -> str:
@@ -131,14 +144,16 @@ def write_svmlight(path, n, per_query=1000, n_funcs=16, first_qid=1, block_queri
             f.write(rows.tobytes())
 
 
-def main(doc: str, sections: dict, children: dict = None, options=()):
+def main(doc: str, sections: dict, children: dict = None, options=(), repeat: str = None):
     """The command line of a benchmark: ``--quick``, ``--only`` (names of ``sections``, each a function of the
-    parsed arguments whose docstring's first line is its title), ``options`` ((flags, keywords) of
-    ``add_argument``); every section in turn, then the targets' summary. ``--child NAME ARGS`` (internal) runs
-    ``children[NAME](*ARGS)`` and prints its dict as ``RESULT {…}``."""
+    parsed arguments whose docstring's first line is its title), ``--repeat N`` when ``repeat`` (its help) is
+    given, ``options`` ((flags, keywords) of ``add_argument``); every section in turn, then the targets' summary.
+    ``--child NAME ARGS`` (internal) runs ``children[NAME](*ARGS)`` and prints its dict as ``RESULT {…}``."""
     ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes and few rounds: a smoke run of a few minutes")
     ap.add_argument("--only", default=",".join(sections), help=f"sections to run (default all: {','.join(sections)})")
+    if repeat:
+        ap.add_argument("--repeat", type=int, default=None, help=repeat)
     for flags, kw in options:
         ap.add_argument(*flags, **kw)
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)

@@ -5,21 +5,17 @@ Usage::
 
     python benchmarks/bench_coldstart.py [--quick] [--only fresh,startup] [--repeat N] [--skip-empty-cache]
 
-Sections:
+Sections (setups and results in docs/performance.md):
 
-* ``fresh``: a new user's setup. New virtual environments, each with a non-editable ``pip install`` of this
-  working tree and nothing else (``pip install --no-deps --target``: pip's isolated build, the wheel, its
-  install; the dependencies are the running environment's, named by a ``.pth`` file), then a small script
-  (:data:`SCRIPT`: 20 queries × 50 candidates × 4 functions as a PyTerrier frame, ``SVMMap().fit`` and
-  ``transform``, imports included) in new processes: the first run ÷ the median of ``--repeat`` warm runs in
-  the same environment, interleaved (target ≤ 3×). Two installs: the package's own (numba compiles the kernels
-  into the wheel) and, as the reference, the same install with ``PYTERRIER_SVMMAP_PRECOMPILE=0`` (the wheel
-  without them, as built before: its first run compiles every kernel it runs); the first install's time less
-  the reference's is the cost of compiling ahead (target ≤ 60 s). The notice ``pyterrier-svmmap: compiling
-  kernels, once, …`` must come in a first run that compiles and in no other; and (unless ``--quick`` or
-  ``--skip-empty-cache``) the source tree with an empty ``NUMBA_CACHE_DIR``, whose first run compiles too;
-* ``startup``: ``svmmap learn`` and ``svmmap classify`` on a 40-line file in fresh processes (kernels in numba's
-  cache), their ratio, and numba's own share (its import and one cached kernel's load).
+* ``fresh``: new virtual environments, each with a non-editable ``pip install`` of this working tree (the
+  running environment's dependencies), run :data:`SCRIPT` (``SVMMap().fit`` and ``transform`` of 20 queries,
+  imports included) in new processes: the first run ÷ the median of ``--repeat`` warm runs (target ≤ 3×). The
+  reference is the same install with ``PYTERRIER_SVMMAP_PRECOMPILE=0`` (no kernels in the wheel); the install's
+  time less the reference's is the cost of compiling ahead (target ≤ 60 s). The compile notice must come in a
+  first run that compiles and in no other, also (unless ``--quick`` or ``--skip-empty-cache``) from the source
+  tree with an empty ``NUMBA_CACHE_DIR``;
+* ``startup``: ``svmmap learn`` and ``svmmap classify`` on a 40-line file in fresh processes, their ratio, and
+  numba's own share (its import and one cached kernel's load).
 
 About 5 minutes on 2 cores, most of it compiling (``--quick``: 2 warm runs, no empty-cache tree).
 """
@@ -35,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import CLI, ENV, REPO, main, rounds, runs, target
+from _common import CLI, ENV, REPO, main, repeat, rounds, runs, target
 
 NOTICE = "pyterrier-svmmap: compiling kernels, once"
 SCRIPT = """
@@ -98,7 +94,7 @@ INSTALL, REFERENCE = "pip install", "pip install, no kernels in the wheel"
 
 def fresh(args):
     """a first fit after pip install alone against the same fit warm, and the install's time"""
-    repeat = args.repeat or (2 if args.quick else 5)
+    n_warm = repeat(args)
     with tempfile.TemporaryDirectory(prefix="svmmap-coldstart-") as tmp:
         tmp, cwd = Path(tmp), os.getcwd()
         os.chdir(tmp)                                         # python -c puts the current folder first on sys.path
@@ -122,7 +118,7 @@ def fresh(args):
             compiled = {name: cached(where) - installed.get(name, (0, 0))[1] for name, (_, _, where) in envs.items()}
             warm = {name: [] for name in envs}
             notices = 0
-            for _ in range(repeat):
+            for _ in range(n_warm):
                 for name, (python, env, _) in envs.items():
                     seconds, err = run(python, env)
                     warm[name].append(seconds)
@@ -143,13 +139,13 @@ def fresh(args):
            f"{installed[REFERENCE][0]:.1f} s, +{extra:.1f} s", extra <= 60)
     target("the notice comes with a first run that compiles, and with no other run: "
            f"{', '.join(f'{n}: {compiled[n]} compiled, notice {NOTICE in first[n][1]}' for n in envs)}; "
-           f"warm runs {notices} of {repeat * len(envs)}",
+           f"warm runs {notices} of {n_warm * len(envs)}",
            all((NOTICE in first[n][1]) == (compiled[n] > 0) for n in envs) and notices == 0)
 
 
 def startup(args):
     """svmmap learn and classify on a 40-line file, in fresh processes"""
-    repeat = args.repeat or (2 if args.quick else 5)
+    n_rounds = repeat(args)
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as tmp:
         train, model = Path(tmp) / "train.txt", Path(tmp) / "model"
@@ -157,10 +153,11 @@ def startup(args):
             f"{i + 1}:{rng.random():.4f}" for i in range(5)) + "\n" for q in range(4) for d in range(10)))
         commands = {"learn": ["learn", "-c", "1", "--force", str(train), str(model)],
                     "classify": ["classify", str(train), str(model), str(Path(tmp) / "pred")]}
-        t = rounds({k: lambda argv=argv: run(sys.executable, ENV, CLI, *argv) for k, argv in commands.items()}, repeat)
+        t = rounds({k: lambda argv=argv: run(sys.executable, ENV, CLI, *argv) for k, argv in commands.items()},
+                   n_rounds)
         parts = np.array([[float(x) for x in subprocess.run([sys.executable, "-c", NUMBA_ONLY], env=ENV, check=True,
                                                             capture_output=True, text=True).stdout.split()]
-                          for _ in range(repeat)])
+                          for _ in range(n_rounds)])
     learn, classify = np.median(t["learn"]), np.median(t["classify"])
     print(f"svmmap learn:    {runs(t['learn'])}\nsvmmap classify: {runs(t['classify'])}")
     print(f"learn ÷ classify {learn / classify:.2f}×; of the {learn - classify:.3f} s between them, numba's own: its "
@@ -169,6 +166,6 @@ def startup(args):
 
 
 if __name__ == "__main__":
-    main(__doc__, dict(fresh=fresh, startup=startup), options=[
-        (("--repeat",), dict(type=int, default=None, help="warm runs per environment, or rounds (default 5)")),
-        (("--skip-empty-cache",), dict(action="store_true", help="leave out the source tree with an empty cache"))])
+    main(__doc__, dict(fresh=fresh, startup=startup), repeat="warm runs per environment, or rounds (default 5)",
+         options=[(("--skip-empty-cache",), dict(action="store_true",
+                                                 help="leave out the source tree with an empty cache"))])

@@ -4,28 +4,21 @@ Usage::
 
     python benchmarks/bench_dask.py [--quick] [--only default,overhead,sizes] [--repeat N]
 
-Sections:
+Sections (setups and results in docs/performance.md):
 
-* ``default``: the package's default (``selection="auto"``: C, feature blocks and the fallback chosen by 5-fold
-  cross-validation) on 200 queries × 50 candidates × 16 functions, with cross-validation only and with a
-  validation set, in one process and with ``executor=client`` on a plain ``LocalCluster(n_workers=2,
-  threads_per_worker=1)``: C_, features_ and coef_ (target: relative difference ≤ 1e-8), and the time ratio;
-* ``overhead``: ``StructSVMRanker(C=100, features="bins", queries_per_shard=100)`` on 1,000 queries × 300
-  candidates × 16 functions (10 shards, about 70 iterations, 210 oracle calls), one process (both cores)
-  against 2 single-threaded workers, one cluster alive at a time, in ``--repeat`` interleaved rounds: a plain
-  user LocalCluster (Dask's allocator settings) and ``executor="local"``'s cluster (target ≤ 1.2×); per oracle
-  call, the busiest worker's argmax, the rest (overhead) and an empty call of both workers' shard holders;
-* ``sizes``: 10⁶ and 10⁷ synthetic candidates (1,000 per query, 16 functions; shards of 10⁵ generated where they
-  are used: by the one process, or by a worker inside ``fit_shards``) fitted with
-  ``StructSVMRanker(C=1, features="bins")`` in one process and on LocalClusters of 1 and 2 workers
-  (``executor="local"``'s allocator settings, no memory limit), each configuration in its own process with one
-  BLAS/numba thread, the fastest of ``--repeat``: fit and cutting-plane seconds, iterations, peak RSS of the
-  driver and the workers, bytes per iteration, worker-seconds per task kind, the models' difference; then an
-  estimate on paper for 10⁸ and 10⁹ candidates from the largest size's measurements.
+* ``default``: the package's default (``selection="auto"``) on 200 queries × 50 × 16, with cross-validation
+  only and with a validation set, in one process and on a plain 2-worker ``LocalCluster``: C_, features_ and
+  coef_ (target: relative difference ≤ 1e-8), and the time ratio;
+* ``overhead``: ``StructSVMRanker(C=100, features="bins", queries_per_shard=100)`` on 1,000 queries × 300 × 16,
+  one process against 2 single-threaded workers (a plain user LocalCluster, and ``executor="local"``'s: target
+  ≤ 1.2×), in ``--repeat`` interleaved rounds; per oracle call, the busiest worker's argmax and the overhead;
+* ``sizes``: 10⁶ and 10⁷ synthetic candidates fitted in one process and on 1 and 2 workers, each configuration
+  in its own process with one BLAS/numba thread, the fastest of ``--repeat``: seconds, iterations, peak RSS,
+  bytes per iteration, worker-seconds per task kind, the models' difference; then an estimate on paper for 10⁸
+  and 10⁹ candidates.
 
-About 20 minutes on 2 cores, most of it the 10⁷ configurations (``--quick``: sizes 10⁵ and 10⁶, 2 rounds,
-about 3 minutes). On a machine with as
-many cores as workers, the workers share them with the driver: measure speed-ups on more cores than workers.
+About 20 minutes on 2 cores (``--quick``: sizes 10⁵ and 10⁶, 2 rounds, about 3 minutes). The workers share the
+machine's cores with the driver: measure speed-ups on more cores than workers.
 """
 from __future__ import annotations
 
@@ -37,7 +30,7 @@ import warnings
 
 import numpy as np
 
-from _common import ENV, child, main, peak_rss_gb, synthetic, target, write_svmlight
+from _common import ENV, child, main, peak_rss_gb, quiet, repeat, synthetic, target, write_svmlight
 
 from pyterrier_svmmap.scale.dask import executor_for       # StructSVMRanker's executor for a Dask client
 
@@ -51,10 +44,7 @@ MAKE = ("gen_shard", "shard_piece", "shard_from_arrays", "shard_summary")
 def warm_up():
     """A tiny fit, so that numba's kernels are loaded before anything is timed (run in the workers too)."""
     from pyterrier_svmmap.svm.ranker import StructSVMRanker
-    raw, labels, offsets = synthetic(4000, seed=1)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        StructSVMRanker(**PARAMS).fit(raw, labels, offsets)
+    quiet(StructSVMRanker(**PARAMS).fit, *synthetic(4000, seed=1))
 
 
 def plain_cluster():
@@ -77,22 +67,20 @@ def default(args):
     print(f"StructSVMRanker({', '.join(f'{k}={v!r}' for k, v in params.items())}), 200 queries × 50 × 16")
     client = plain_cluster()
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            for name, (data, valid) in cases.items():
-                t = time.perf_counter()
-                one = StructSVMRanker(**params).fit(*data, valid=valid)
-                t_one, t = time.perf_counter() - t, time.perf_counter()
-                dist = StructSVMRanker(**params, executor=executor_for(client)).fit(*data, valid=valid)
-                t_dist = time.perf_counter() - t
-                rel = max(float(np.max(np.abs(dist.coef_ - one.coef_)) / max(np.max(np.abs(one.coef_)), 1e-300)),
-                          abs(dist.C_ - one.C_) / max(abs(one.C_), 1e-300))
-                print(f"{name}: C_ {one.C_:.6g} / {dist.C_:.6g}, features_ {one.features_} / {dist.features_}, "
-                      f"{'fallback' if one.choice_ and one.choice_['fallback'] else 'learned'}; coef_ "
-                      f"{'bit for bit' if np.array_equal(one.coef_, dist.coef_) else 'not bit for bit'}; time "
-                      f"cluster ÷ one process {t_dist / t_one:.2f}", flush=True)
-                target(f"the default on a cluster, {name}: C_ and coef_ within 1e-8 of one process's, the same "
-                       f"features_: {rel:.1e}", rel <= 1e-8 and one.features_ == dist.features_)
+        for name, (data, valid) in cases.items():
+            t = time.perf_counter()
+            one = quiet(StructSVMRanker(**params).fit, *data, valid=valid)
+            t_one, t = time.perf_counter() - t, time.perf_counter()
+            dist = quiet(StructSVMRanker(**params, executor=executor_for(client)).fit, *data, valid=valid)
+            t_dist = time.perf_counter() - t
+            rel = max(float(np.max(np.abs(dist.coef_ - one.coef_)) / max(np.max(np.abs(one.coef_)), 1e-300)),
+                      abs(dist.C_ - one.C_) / max(abs(one.C_), 1e-300))
+            print(f"{name}: C_ {one.C_:.6g} / {dist.C_:.6g}, features_ {one.features_} / {dist.features_}, "
+                  f"{'fallback' if one.choice_ and one.choice_['fallback'] else 'learned'}; coef_ "
+                  f"{'bit for bit' if np.array_equal(one.coef_, dist.coef_) else 'not bit for bit'}; time "
+                  f"cluster ÷ one process {t_dist / t_one:.2f}", flush=True)
+            target(f"the default on a cluster, {name}: C_ and coef_ within 1e-8 of one process's, the same "
+                   f"features_: {rel:.1e}", rel <= 1e-8 and one.features_ == dist.features_)
     finally:
         close_client(client)
 
@@ -134,7 +122,7 @@ def overhead(args):
             on = executor_for(client)
             StructSVMRanker(**params, executor=on).fit(raw, labels, offsets)
             rows = []
-            for _ in range(args.repeat or (2 if args.quick else 5)):
+            for _ in range(repeat(args)):
                 t = time.perf_counter()
                 alone = StructSVMRanker(**params).fit(raw, labels, offsets)
                 t_one, t = time.perf_counter() - t, time.perf_counter()
@@ -224,16 +212,16 @@ def on_dask(workers, shards, per_shard):
 def sizes(args):
     """one process against 1 and 2 workers as the data grow, and an estimate for 10⁸ and 10⁹ candidates"""
     env = dict(ENV, **ONE_THREAD, PYTHONPATH=f"{ENV['PYTHONPATH']}{os.pathsep}{os.path.dirname(__file__)}")
-    res, repeat = {}, args.repeat or (1 if args.quick else 2)
+    res, n_runs = {}, repeat(args, 1, 2)
     for n in [10 ** 5, 10 ** 6] if args.quick else [10 ** 6, 10 ** 7]:
         shards = max(4, n // SHARD)
         res = {}
         for name, argv in (("one process", ("one_process",)), ("Dask, 1 worker", ("on_dask", 1)),
                            ("Dask, 2 workers", ("on_dask", 2))):
-            got = [r for r in (child(__file__, *argv, shards, n // shards, env=env) for _ in range(repeat)) if r]
+            got = [r for r in (child(__file__, *argv, shards, n // shards, env=env) for _ in range(n_runs)) if r]
             if got:
                 res[name] = min(got, key=lambda r: r["fit"] + (0 if math.isnan(r["read"]) else r["read"]))
-        print(f"\n{n:,} candidates, {shards} shards of {n // shards:,}, the fastest of {repeat} runs")
+        print(f"\n{n:,} candidates, {shards} shards of {n // shards:,}, the fastest of {n_runs} runs")
         print(f"{'configuration':<16} {'read s':>8} {'fit s':>7} {'cut-pl s':>8} {'iters':>5} {'s/iter':>7} "
               f"{'driver':>7} {'workers (peak RSS)':>19} {'bytes/iter':>10}")
         for name, r in res.items():
@@ -296,5 +284,4 @@ def estimate(n, shards, one, d2):
 if __name__ == "__main__":
     main(__doc__, dict(default=default, overhead=overhead, sizes=sizes),
          children=dict(one_process=one_process, on_dask=on_dask),
-         options=[(("--repeat",), dict(type=int, default=None, help="rounds of the overhead case (default 5; "
-                                       "--quick 2), runs per size (default 2; --quick 1)"))])
+         repeat="rounds of the overhead case (default 5; --quick 2), runs per size (default 2; --quick 1)")

@@ -5,25 +5,21 @@ Usage::
 
     python benchmarks/bench_invariance.py [--quick] [--only vaswani,mq2008,learn,default,numerics] [--splits N]
 
-The changes of the features (:data:`CHANGES`): one function × 1e-6, × 1e4 or × 1e6, a constant column (1e20), a
-column constant within each query, a column of pure noise N(0, 1) × 1e5 or × 1e-3. Each is fitted against the
-original features in the same run; targets: |ΔMAP| ≤ 0.0005 at ≤ 1.5× the time, noise: ΔMAP ≥ −0.005 at
-≤ 2× the time.
+Each change of the features (:data:`CHANGES`: rescaled functions, constant columns, noise columns) is fitted
+against the original features in the same run; targets: |ΔMAP| ≤ 0.0005 at ≤ 1.5× the time, noise: ΔMAP ≥
+−0.005 at ≤ 2× the time (setups and results in docs/performance.md).
 
-* ``vaswani``: ``RunFeatures`` of 4 PISA functions (BM25, DPH, PL2, QL; porter2, Terrier's stopwords) >>
-  ``SVMMap()``, ``--splits`` random splits of 10 training / 5 validation queries, the rest test (ir_measures' AP);
-* ``mq2008``: MQ2008 Fold 1, ``StructSVMRanker`` with ``SVMMap()``'s defaults on train with vali, LETOR's MAP;
-* ``learn``: ``svmmap learn`` (default options) then ``classify`` on MQ2008 Fold 1 files written with each change
-  (fresh processes; the learn's seconds);
-* ``default``: the default's quality and fit time: MQ2008's 5 folds (targets: mean test MAP ≥ 0.485, ≤ 15 s of
-  fitting in all), and on Vaswani's 16 PISA functions (the first ``--splits`` splits of ``svmmap reproduce``) the
-  median seconds per fit of ``SVMMap()`` ÷ the scores as they are (``SVMMap(C=SELECTION_C_GRID,
-  features="raw", normalise=None)``), both one thread (target ≤ 1.5×);
-* ``numerics``: over the sections run before it, log lines "the dual QP hit its step cap" and non-finite scores
+* ``vaswani``: ``RunFeatures`` of 4 PISA functions >> ``SVMMap()``, ``--splits`` random splits of 10 training /
+  5 validation queries, the rest test;
+* ``mq2008``: MQ2008 Fold 1, ``StructSVMRanker`` with ``SVMMap()``'s defaults on train with vali;
+* ``learn``: ``svmmap learn`` then ``classify`` on MQ2008 Fold 1 files written with each change;
+* ``default``: MQ2008's 5 folds (targets: mean test MAP ≥ 0.485, ≤ 15 s of fitting in all), and on Vaswani's 16
+  functions the median seconds per fit of ``SVMMap()`` ÷ the scores as they are, one thread (target ≤ 1.5×);
+* ``numerics``: over the sections run before it, the dual QP's step-cap log lines and non-finite scores
   (target: none).
 
-The Vaswani sections build a PISA index and base runs in ``--cache`` (default: a temporary folder) the first
-time. About 5 minutes on 2 cores once the index is built (``--quick``: one split; about 2).
+The Vaswani sections build a PISA index and base runs in ``--cache`` the first time. About 5 minutes on 2 cores
+once the index is built (``--quick``: one split; about 2).
 """
 from __future__ import annotations
 
@@ -32,12 +28,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
 
-from _common import CLI, DATA, ENV, main, mq2008_folds, target
+from _common import CLI, DATA, ENV, main, mq2008_folds, quiet, target
 
 from pyterrier_svmmap.measures import letor_mean_average_precision
 
@@ -76,12 +71,6 @@ def checked(scores):
     SEEN["scores"] += len(scores)
     SEEN["non_finite"] += int((~np.isfinite(scores)).sum())
     return scores
-
-
-def quiet(f, *a, **k):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return f(*a, **k)
 
 
 def report(where: str, rows: dict, unit: str):

@@ -1,21 +1,19 @@
 """Memory and time as the data grow: in memory up to 10⁷ candidates, from a memory map of 10⁸, and an svmlight
-file of 10⁸ lines larger than memory would hold densely. Every size runs in its own process, so that its peak
-resident set (VmHWM) is its own.
+file of 10⁸ lines larger than memory would hold densely, every size in its own process (its own peak RSS).
 
 Usage::
 
     python benchmarks/bench_scale.py [--quick] [--only memory,memmap,svmlight]
 
-Sections (synthetic data: 1,000 candidates per query, 16 base functions, 5 % relevant; SVM-map with 50 bins, C = 1):
+Sections (synthetic data: 1,000 candidates per query, 16 functions, 5 % relevant; 50 bins, C = 1; results in
+docs/performance.md):
 
-* ``memory``: 10⁴ … 10⁷ candidates as float64 in memory: encoding and fit seconds, iterations, peak RSS, the
-  slope of log time against log size (target: 10× the data ≤ 12× the time) and the encoding ÷ the fit at the
-  largest size (target ≤ 1);
-* ``memmap``: ``StructSVMRanker(features="bins", C=1)`` trained from a float32 ``.npy`` memory map of 10⁷ and 10⁸
-  candidates (written in a temporary folder, removed after): seconds preparing (checks, thresholds, bin codes)
-  and in the solver, peak RSS (targets at 10⁸: ≤ 8 GB; total time ≤ 12× the 10⁷ run's);
-* ``svmlight``: ``svmmap learn --bins 50 -c 1`` on a generated svmlight file of 10⁸ lines (about 16 GB of text),
-  as a user runs it: seconds and peak RSS (target ≤ 8 GB).
+* ``memory``: 10⁴ … 10⁷ candidates in memory: encoding and fit seconds, iterations, peak RSS (targets: 10× the
+  data ≤ 12× the time; the encoding ≤ the fit at the largest size);
+* ``memmap``: training from a float32 ``.npy`` memory map of 10⁷ and 10⁸ candidates (targets at 10⁸: peak RSS
+  ≤ 8 GB; total time ≤ 12× the 10⁷ run's);
+* ``svmlight``: ``svmmap learn --bins 50 -c 1`` on a generated svmlight file of 10⁸ lines (about 16 GB of
+  text): seconds and peak RSS (target ≤ 8 GB).
 
 About 20 minutes on 2 cores with 24 GB of memory and 25 GB of free disk (``--quick``: 10⁴–10⁵, 10⁵ and 10⁶
 candidates, 10⁶ lines; about a minute, the targets judged on these sizes).

@@ -27,20 +27,14 @@ from __future__ import annotations
 import sys
 import tempfile
 import time
-import warnings
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 
-from _common import REPO, main, rounds, runs, synthetic, target
+from _common import DATA, main, quiet, repeat, rounds, runs, synthetic, target
 
 DEFAULT = dict(C="auto", features="auto", prior="best", selection="auto", first_stage=None)
-SHARED = REPO.parent / "shared" / "data"
-
-
-def _rounds(args) -> int:
-    return args.repeat or (2 if args.quick else 3)
 
 
 def _fit(raw, labels, offsets, race=True):
@@ -50,9 +44,7 @@ def _fit(raw, labels, offsets, race=True):
     auto = engine.Protocol.auto
     engine.Protocol.auto = classmethod(lambda cls, *a, **k: auto.__func__(cls, *a, **dict(k, race=race)))
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return StructSVMRanker(**DEFAULT).fit(raw, labels, offsets)
+        return quiet(StructSVMRanker(**DEFAULT).fit, raw, labels, offsets)
     finally:
         engine.Protocol.auto = auto
 
@@ -69,7 +61,8 @@ def default(args):
             models[race] = _fit(raw, labels, offsets, race)
         return run
     t = rounds({"SVMMap()": svm(True), "SVMMap() without racing": svm(False),
-                "LGBMRanker()": lambda: lgb.LGBMRanker(verbose=-1).fit(filled, labels, group=sizes)}, _rounds(args))
+                "LGBMRanker()": lambda: lgb.LGBMRanker(verbose=-1).fit(filled, labels, group=sizes)},
+               repeat(args, 2, 3))
     print(f"{len(sizes)} queries × 1,000 × 16 functions, default threads")
     for name, seconds in t.items():
         print(f"{name:<26} {runs(seconds)}")
@@ -124,7 +117,7 @@ def _reproduce(collection: str, args) -> float:
     """The median fit seconds of svm-map in ``svmmap reproduce`` on ``collection`` (fresh fits)."""
     sys.path.insert(0, str(Path(__file__).parent))
     from bench_quality import run_trec, trec_protocols
-    folder = SHARED / collection
+    folder = DATA / collection
     protocol = trec_protocols(folder, 10 if args.quick else 50, 5, 1)[0]
     cache = Path(args.cache) / collection
     with tempfile.TemporaryDirectory() as tmp:
@@ -156,14 +149,14 @@ def scifact(args):
     if not all((runs / f"{n}.pkl").exists() for n in names):
         print(f"(no base runs in {runs}: run bench_quality.py --collections scifact first)")
         return
-    train = set((SHARED / "scifact" / "split.train").read_text().split())
+    train = set((DATA / "scifact" / "split.train").read_text().split())
     frames = []
     for j, name in enumerate(names):
         with open(runs / f"{name}.pkl", "rb") as f:
             run = pickle.load(f)["run"]
         frames.append(run[run["qid"].astype(str).isin(train)][["qid", "docno", "score"]].assign(function=j))
     wide = pd.concat(frames).pivot_table(index=["qid", "docno"], columns="function", values="score").sort_index()
-    qrels = pd.read_csv(SHARED / "scifact" / "qrels", sep=r"\s+", header=None, names=["qid", "it", "docno", "label"],
+    qrels = pd.read_csv(DATA / "scifact" / "qrels", sep=r"\s+", header=None, names=["qid", "it", "docno", "label"],
                         dtype=str)
     relevant = set(zip(qrels["qid"], qrels["docno"])) if len(qrels) else set()
     qids = wide.index.get_level_values(0).astype(str)
@@ -172,12 +165,10 @@ def scifact(args):
     offsets = np.r_[starts, len(qids)].astype(np.int64)
     raw = wide.to_numpy(dtype=float)
     params = dict(DEFAULT, first_stage=0)                                   # BM25, the first stage
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        StructSVMRanker(**params).fit(raw[:offsets[40]], labels[:offsets[40]], offsets[:41])      # kernels loaded
-        t = time.perf_counter()
-        model = StructSVMRanker(**params).fit(raw, labels, offsets)
-        fit = time.perf_counter() - t
+    quiet(StructSVMRanker(**params).fit, raw[:offsets[40]], labels[:offsets[40]], offsets[:41])      # kernels loaded
+    t = time.perf_counter()
+    model = quiet(StructSVMRanker(**params).fit, raw, labels, offsets)
+    fit = time.perf_counter() - t
     print(f"{len(offsets) - 1} training claims × {len(names)} functions, {len(raw):,} candidates: {fit:.2f} s "
           f"(kept {'the first stage' if model.choice_['fallback'] else model.features_})")
     target(f"SciFact's split: SVMMap()'s fit ≤ 6 s: {fit:.2f} s", fit <= 6)
@@ -185,5 +176,5 @@ def scifact(args):
 
 if __name__ == "__main__":
     main(__doc__, dict(default=default, profile=profile, mainjob=mainjob, scifact=scifact),
-         options=[(("--repeat",), dict(type=int, default=0, help="rounds of the timed comparisons")),
-                  (("--cache",), dict(default="runs/quality", help="bench_quality.py's output: indices and runs"))])
+         repeat="rounds of the timed comparisons",
+         options=[(("--cache",), dict(default="runs/quality", help="bench_quality.py's output: indices and runs"))])

@@ -5,31 +5,27 @@ Usage::
 
     python benchmarks/bench_speed.py [--quick] [--only argmax,threads,lightgbm,svmlight,letor,cpath,cli,qp] [--repeat N]
 
-Sections (ratios of medians over ``--repeat`` interleaved rounds, or of one run where a run takes minutes):
+Sections (ratios of medians over ``--repeat`` interleaved rounds, or of one run where a run takes minutes; the
+setups and results are in docs/performance.md):
 
-* ``argmax``: MAP's batch search ÷ ``np.argsort`` of the same scores (100 / 1,000 / 10,000 candidates, 1–50 %
-  relevant; target ≤ 2×), checked against the O(|P||N|) numpy reference (equal H to 1e-12, ties included: the
-  one thing asserted); then every loss's search, batched and one query per ``most_violated`` call, ÷ MAP's
-  (300 queries × 1,000, 5 % relevant; target ≤ 3×);
-* ``threads``: ``StructSVMRanker(C=1, n_jobs=2)`` ÷ ``n_jobs=1`` on 200 queries × 1,000 × 16 functions, 50 bins,
-  without and with the prior (target ≥ 1.5× each; weights of n_jobs = 1, 2, 3 equal bit for bit), beside what the
-  machine's load leaves (a trivially parallel loop on 1 and 2 threads) and the calling thread's CPU time;
-* ``lightgbm``: ``SVMMap(C=1)``'s learner ÷ LightGBM lambdarank (100 trees) on 200 queries × 1,000 × 16
-  (target ≤ 1/3), and XGBoost's ``rank:pairwise`` (100 trees) when installed;
-* ``svmlight``: a 1 M-line file (2,000 queries × 500 × 50 dense features): parse and SVM-map training seconds,
-  test MAP, against svm_map_learn / svm_rank / svm_perf's recorded seconds (target ≤ 2 s training, ≤ 20 s);
-* ``letor``: MQ2008's 5 folds as ``svmmap letor`` runs them (C chosen on vali): SVM-map raw and 50 bins, SVM-roc,
-  LightGBM's LambdaMART and XGBoost gblinear ``rank:map`` / ``rank:pairwise``: MAP, NDCG@10, training seconds
+* ``argmax``: MAP's batch search ÷ ``np.argsort`` of the same scores (target ≤ 2×; equal to the numpy reference
+  to 1e-12, asserted); every loss's search, batched and one query per call, ÷ MAP's (target ≤ 3×);
+* ``threads``: ``StructSVMRanker(C=1, n_jobs=2)`` ÷ ``n_jobs=1``, 50 bins, without and with the prior (target
+  ≥ 1.5× each; the same weights for n_jobs = 1, 2, 3), beside what the machine's load leaves;
+* ``lightgbm``: ``SVMMap(C=1)``'s learner ÷ LightGBM lambdarank, 100 trees (target ≤ 1/3), and XGBoost;
+* ``svmlight``: a 1 M-line file: parse and training seconds, test MAP, against svm_map_learn / svm_rank /
+  svm_perf's recorded seconds (target ≤ 2 s training, ≤ 20 s in all);
+* ``letor``: MQ2008's 5 folds as ``svmmap letor`` runs them, and the peers: MAP, NDCG@10, training seconds
   (targets: raw ≤ 30 s, 50 bins ≤ 60 s);
-* ``cpath``: the 6-value C grid with validation ÷ one fit at C = 1 and at C = 1000 alone, on MQ2008 Fold 1 (raw,
-  50 bins) and 100,000 synthetic candidates (target: 50 bins ≤ 1.3× C = 1000; 50-bin grid ≤ 3× raw grid);
-* ``cli``: ``svmmap learn -c grid --valid`` and ``classify`` on the 5 MQ2008 folds, processes included, ÷
-  svm_rank's per-C workflow as recorded (target ≤ 0.3×, test MAP within 0.005), and where a fold's time goes;
-* ``qp``: every dual QP of MQ2008 Fold 1 fits (SVM-map raw and bins, a combo over the C grid) recorded, a sample
-  replayed through the numpy reference (``tests/oracles``) and the compiled solver: time ratio and objectives.
+* ``cpath``: the 6-value C grid with validation ÷ one fit at C = 1 and at C = 1000, on MQ2008 Fold 1 and
+  synthetic data (target: 50 bins ≤ 1.3× C = 1000; 50-bin grid ≤ 3× raw grid);
+* ``cli``: ``svmmap learn -c grid --valid`` and ``classify`` on the 5 MQ2008 folds ÷ svm_rank's per-C workflow
+  as recorded (target ≤ 0.3×, test MAP within 0.005), and where a fold's time goes;
+* ``qp``: a sample of the dual QPs of MQ2008 Fold 1 fits replayed through the numpy reference
+  (``tests/oracles``) and the compiled solver: time ratio and objectives.
 
-MQ2008 is read from ``../shared/data/letor/MQ2008``. About 8 minutes on an idle 2-core machine (estimated from
-its sections' times; ``--quick``: 3 to 4 minutes).
+MQ2008 is read from ``../shared/data/letor/MQ2008``. About 8 minutes on an idle 2-core machine (``--quick``: 3
+to 4 minutes).
 """
 from __future__ import annotations
 
@@ -38,12 +34,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
 
-from _common import CLI, ENV, MQ2008, load, main, mq2008_folds, rounds, runs, synthetic, target
+from _common import CLI, ENV, MQ2008, load, main, mq2008_folds, quiet, repeat, rounds, runs, synthetic, target
 
 from oracles.losses_reference import map_slots_reference
 from pyterrier_svmmap.measures import average_precision, letor_mean_average_precision
@@ -58,16 +53,6 @@ SVMLIGHT_PEERS = dict(svm_map_learn=397.0, svm_rank_learn=65.0, svm_perf=14.0)
 #: svm_rank's per-C workflow on the 5 MQ2008 folds (svm_rank_learn per C, svm_rank_classify of vali per C and of
 #: test once), measured with svm_rank built from source on this machine's kind: seconds, mean test MAP
 SVM_RANK_WORKFLOW = (21.3, 0.4719)
-
-
-def rounds_of(args) -> int:
-    return args.repeat or (2 if args.quick else 5)
-
-
-def quiet(f, *a, **k):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return f(*a, **k)
 
 
 def random_queries(rng, n_q, n, frac):
@@ -130,7 +115,7 @@ def argmax(args):
         fns[name, "batch"] = lambda b=batch: b.batch_violation(scores, labels, offsets)
         fns[name, "one"] = lambda name=name, kw=kw: [most_violated(scores[offsets[q]:offsets[q + 1]], labels[
             offsets[q]:offsets[q + 1]], loss=name, **kw) for q in range(n_q)]
-    t = {k: np.median(v) / n_q for k, v in rounds(fns, rounds_of(args)).items()}
+    t = {k: np.median(v) / n_q for k, v in rounds(fns, repeat(args)).items()}
     print(f"\n{n_q} queries × {n:,} candidates, 5 % relevant\n{'loss':<10} {'batch µs/query':>15} {'÷ map':>6} "
           f"{'one call µs/query':>18} {'÷ map':>6}")
     for name, _ in LOSSES:
@@ -172,7 +157,7 @@ def threads(args):
                 fits[j] = StructSVMRanker(C=1.0, prior=prior, n_jobs=j).fit(raw, labels, offsets)
                 cpu[j].append(time.thread_time() - t)
             return run
-        t = rounds({1: fit(1), 2: fit(2), "spin1": lambda: spin(1), "spin2": lambda: spin(2)}, rounds_of(args))
+        t = rounds({1: fit(1), 2: fit(2), "spin1": lambda: spin(1), "spin2": lambda: spin(2)}, repeat(args))
         fit(3)()
         same &= all(np.array_equal(fits[1].coef_, fits[j].coef_) and [h["primal"] for h in fits[1].history_] ==
                     [h["primal"] for h in fits[j].history_] for j in (2, 3))
@@ -206,7 +191,7 @@ def lightgbm(args):
             filled, labels, qid=qid)
     except ImportError:
         print("(XGBoost is not installed: its row is left out)")
-    t = rounds(fns, rounds_of(args))
+    t = rounds(fns, repeat(args))
     print(f"{len(sizes)} queries × 1,000 × 16 functions, default threads")
     for name, seconds in t.items():
         print(f"{name:<22} {runs(seconds)}")
@@ -314,7 +299,7 @@ def cpath(args):
             def run():
                 paths[str(C)] = quiet(StructSVMRanker(C=C, features=features, n_bins=50).fit, *tr, valid=va).path_
             return run
-        t = rounds({1.0: fit(1.0), 1000.0: fit(1000.0), "grid": fit(C_GRID)}, max(1, rounds_of(args) // 2))
+        t = rounds({1.0: fit(1.0), 1000.0: fit(1000.0), "grid": fit(C_GRID)}, max(1, repeat(args) // 2))
         m = med[name] = {k: float(np.median(v)) for k, v in t.items()}
         its = " ".join(f"{p['C']:g}:{p['n_iter']}" for p in paths[str(C_GRID)])
         print(f"{name:<24} {m[1.0]:>7.2f} {m[1000.0]:>9.2f} {m['grid']:>7.2f} {m['grid'] / m[1.0]:>6.1f} "
@@ -369,12 +354,12 @@ def cli(args):
             for k in range(1, 6):
                 for argv in commands(k, tmp):
                     subprocess.run([sys.executable, "-c", CLI, *argv], env=ENV, check=True, capture_output=True)
-        t = rounds({"5 folds": workflow}, max(1, rounds_of(args) // 2))["5 folds"]
+        t = rounds({"5 folds": workflow}, max(1, repeat(args) // 2))["5 folds"]
         folds = mq2008_folds(range(1, 6))
         maps = [letor_mean_average_precision(np.loadtxt(Path(tmp) / f"p{k}"), f.test.labels, f.test.offsets)
                 for k, f in folds.items()]
         phases = {}
-        for _ in range(max(1, rounds_of(args) // 2)):
+        for _ in range(max(1, repeat(args) // 2)):
             for argv in commands(1, tmp):
                 t0 = time.perf_counter()
                 p = subprocess.run([sys.executable, "-c", PHASES, *argv], env=ENV, check=True, capture_output=True,
@@ -438,4 +423,4 @@ def qp(args):
 if __name__ == "__main__":
     main(__doc__, dict(argmax=argmax, threads=threads, lightgbm=lightgbm, svmlight=svmlight, letor=letor,
                        cpath=cpath, cli=cli, qp=qp),
-         options=[(("--repeat",), dict(type=int, default=None, help="rounds per measurement (default 5; --quick 2)"))])
+         repeat="rounds per measurement (default 5; --quick 2)")
