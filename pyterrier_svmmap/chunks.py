@@ -3,7 +3,7 @@ whole; per-query results do not depend on the cut, and a memory map's pages are 
 from __future__ import annotations
 
 import mmap
-from typing import Iterator, NamedTuple, Optional, Tuple
+from typing import Iterator, List, NamedTuple, Tuple
 
 import numpy as np
 
@@ -23,10 +23,6 @@ class Chunk(NamedTuple):
     values: np.ndarray
 
     @property
-    def n_queries(self) -> int:
-        return len(self.offsets) - 1
-
-    @property
     def stop(self) -> int:
         return self.start + len(self.values)
 
@@ -39,26 +35,28 @@ def score_matrix(raw):
     return array if array.dtype in KEPT_DTYPES else np.asarray(array, dtype=np.float64)
 
 
-def chunk_bounds(offsets: np.ndarray, n_funcs: int, max_bytes: Optional[int] = None) -> np.ndarray:
-    """Query indices cutting the queries into chunks of at most ``max_bytes`` of float64 scores, a query never cut."""
-    offsets = np.asarray(offsets, dtype=np.int64)
-    n_queries = len(offsets) - 1
-    rows = max(1, int(max_bytes or CHUNK_BYTES) // (8 * max(1, int(n_funcs))))
-    bounds = [0]
-    while bounds[-1] < n_queries:
-        q = bounds[-1]
-        end = int(np.searchsorted(offsets, offsets[q] + rows, side="right")) - 1
-        bounds.append(min(max(end, q + 1), n_queries))
-    return np.asarray(bounds, dtype=np.int64)
+def _chunk_rows(n_funcs: int) -> int:
+    """The rows of :data:`CHUNK_BYTES` of float64 scores (at least one)."""
+    return max(1, CHUNK_BYTES // (8 * max(1, int(n_funcs))))
 
 
-def query_chunks(raw, offsets: np.ndarray, max_bytes: Optional[int] = None) -> Iterator[Chunk]:
+def _chunk_queries(offsets: np.ndarray, n_funcs: int) -> List[Tuple[int, int]]:
+    """(first, end) query of consecutive chunks of at most :func:`_chunk_rows` rows, a query never cut."""
+    rows, n_queries, pairs, q = _chunk_rows(n_funcs), len(offsets) - 1, [], 0
+    while q < n_queries:
+        end = min(max(int(np.searchsorted(offsets, offsets[q] + rows, side="right")) - 1, q + 1), n_queries)
+        pairs.append((q, end))
+        q = end
+    return pairs
+
+
+def query_chunks(raw, offsets: np.ndarray) -> Iterator[Chunk]:
+    """The :class:`Chunk` of ``raw`` (n × F, queries delimited by ``offsets``), in order."""
     if isinstance(raw, QueryRows):
-        yield from raw.chunks(offsets, max_bytes)
+        yield from raw.chunks(offsets)
         return
     offsets = np.asarray(offsets, dtype=np.int64)
-    bounds = chunk_bounds(offsets, raw.shape[1], max_bytes)
-    for q0, q1 in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+    for q0, q1 in _chunk_queries(offsets, raw.shape[1]):
         r0, r1 = int(offsets[q0]), int(offsets[q1])
         part = raw[r0:r1]
         try:
@@ -69,8 +67,7 @@ def query_chunks(raw, offsets: np.ndarray, max_bytes: Optional[int] = None) -> I
 
 def row_offsets(n_rows: int, n_funcs: int) -> np.ndarray:
     """Boundaries of pseudo-queries of one chunk's rows each, for a pass that needs no queries."""
-    rows = max(1, CHUNK_BYTES // (8 * max(1, n_funcs)))
-    return np.r_[np.arange(0, n_rows, rows), n_rows].astype(np.int64)
+    return np.r_[np.arange(0, n_rows, _chunk_rows(n_funcs)), n_rows].astype(np.int64)
 
 
 def select_queries(raw, offsets: np.ndarray, keep: np.ndarray):
@@ -110,12 +107,11 @@ class QueryRows:
     def select(self, keep: np.ndarray) -> "QueryRows":
         return QueryRows(self.base, self.base_offsets, self.queries[np.asarray(keep, dtype=bool)])
 
-    def chunks(self, offsets: np.ndarray, max_bytes: Optional[int] = None) -> Iterator[Chunk]:
+    def chunks(self, offsets: np.ndarray) -> Iterator[Chunk]:
         offsets = np.asarray(offsets, dtype=np.int64)
         if len(offsets) != len(self.offsets) or int(offsets[-1]) != int(self.offsets[-1]):
             raise ValueError("these offsets do not delimit the queries of these rows")
-        bounds = chunk_bounds(offsets, self.shape[1], max_bytes)
-        for q0, q1 in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        for q0, q1 in _chunk_queries(offsets, self.shape[1]):
             sizes = self.offsets[q0 + 1:q1 + 1] - self.offsets[q0:q1]
             r0 = int(self.offsets[q0])
             rows = np.repeat(self.base_offsets[self.queries[q0:q1]] - self.offsets[q0:q1], sizes) \

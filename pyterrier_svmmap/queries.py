@@ -144,9 +144,7 @@ def as_queries(valid) -> Optional["Queries"]:
     if not isinstance(valid, (tuple, list)) or len(valid) not in (3, 4, 5):
         raise ValueError("valid must be Queries, (raw, labels, offsets), (raw, labels, offsets, n_relevant) or "
                          "(raw, labels, offsets, n_relevant, docnos)")
-    raw, labels, offsets, *rest = valid
-    rest = list(rest) + [None] * (2 - len(rest))
-    return Queries(raw, labels, offsets, n_relevant=rest[0], docnos=rest[1])
+    return Queries(*valid[:3], None, *valid[3:])                 # no qids; n_relevant and docnos where given
 
 
 @runtime_checkable
