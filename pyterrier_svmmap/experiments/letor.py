@@ -156,10 +156,8 @@ class LetorResults:
     def mean(self, learner: str) -> Dict[str, float]:
         """The fold average of every measure, and ``seconds``, ``cpu_seconds``: the totals over the folds."""
         res = self.results[learner]
-        out = {m: float(np.mean([r.measures[m] for r in res])) for m in MEASURES}
-        out["seconds"] = float(sum(r.seconds for r in res))
-        out["cpu_seconds"] = float(sum(r.cpu_seconds for r in res))
-        return out
+        return {**{m: float(np.mean([r.measures[m] for r in res])) for m in MEASURES},
+                "seconds": float(sum(r.seconds for r in res)), "cpu_seconds": float(sum(r.cpu_seconds for r in res))}
 
     def to_json(self) -> dict:
         """A JSON-serialisable dict: settings, per learner the means and every fold."""

@@ -190,9 +190,8 @@ def _first_doc_checked(docs_factory):
 
 def _cached_index(path: Path, key: str) -> bool:
     """Whether ``path`` holds a finished index made for ``key`` (old or foreign indices are not)."""
-    f = path / _KEY_FILE
     try:
-        return f.read_text().strip() == key
+        return (path / _KEY_FILE).read_text().strip() == key
     except OSError:
         return False
 

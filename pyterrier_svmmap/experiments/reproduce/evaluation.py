@@ -80,7 +80,8 @@ class Evaluator:
         if keep.any():
             qi, d_code, score = qi[keep], d_code[keep], score[keep]
             # each row's label from the qrels (0 when unjudged)
-            rq = self._qids.get_indexer(wanted)[qi]
+            known = self._qids.get_indexer(wanted)            # -1 (no qrels) picks the appended 0 below
+            rq = known[qi]
             rd = self._docnos.get_indexer(d_strings)[d_code]
             label = np.zeros(len(qi))
             judged = (rq >= 0) & (rd >= 0)
@@ -88,7 +89,6 @@ class Evaluator:
             at = np.minimum(np.searchsorted(self._keys, key), max(len(self._keys) - 1, 0))
             hit = self._keys[at] == key if len(self._keys) else np.zeros(len(key), bool)
             label[np.flatnonzero(judged)[hit]] = self._labels[at[hit]]
-            known = self._qids.get_indexer(wanted)            # -1 (no qrels) picks the appended 0
             n_rel = np.append(self._n_relevant, 0.0)[known]
             idcg = np.append(self._idcg, 0.0)[known]
             doc_rank = d_code                            # codes order docnos as their strings do

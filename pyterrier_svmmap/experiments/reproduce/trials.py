@@ -87,12 +87,10 @@ class TrialStore:
         write_pickle(self.path(key), {"key": key, "per_query": per_query, "fit_seconds": float(seconds),
                                       "model": model})
 
-    def remove_temporaries(self) -> int:
+    def remove_temporaries(self) -> None:
         """Delete the temporary files of writes that never finished (before the trials start)."""
-        stale = list(self.directory.glob(".*.tmp")) if self.directory.is_dir() else []
-        for f in stale:
+        for f in self.directory.glob(".*.tmp") if self.directory.is_dir() else ():
             f.unlink(missing_ok=True)
-        return len(stale)
 
     def finished(self, splits, systems: Dict[str, Callable]) -> int:
         """How many of ``splits`` have a checkpoint for every system of ``systems``."""
@@ -208,10 +206,8 @@ class _Trials:
         rel = getattr(est, "rel", 1.0)
         if ("train", rel) not in converted:
             train = candidates_from_frame(tr, qtr, rel=rel)
-            valid = None
-            if len(split.valid) and len(va):
-                valid = candidates_from_frame(va, qva, n_functions=train.raw.shape[1], rel=rel)
-            converted["train", rel] = (train, valid)
+            converted["train", rel] = train, (candidates_from_frame(va, qva, n_functions=train.raw.shape[1], rel=rel)
+                                              if len(split.valid) and len(va) else None)
         train, valid = converted["train", rel]
         if "test" not in converted:
             cands = candidates_from_frame(te, n_functions=train.raw.shape[1])
@@ -225,9 +221,8 @@ class _Trials:
         est.fit_candidates(train, valid, feature_names=tr.attrs.get("feature_names"))
         seconds = time.perf_counter() - t
         scores = est.score_candidates(cands)
-        keep = np.ones(len(scores), dtype=bool)
-        if self.depth is not None:
-            keep = ranks_within_queries(scores, cands.offsets)[1] < self.depth
+        keep = (ranks_within_queries(scores, cands.offsets)[1] < self.depth if self.depth is not None
+                else np.ones(len(scores), dtype=bool))
         pq = self.evaluator.per_query_codes(q_code[keep], q_strings, d_code[keep], d_strings, scores[keep], test)
         return pq, seconds
 
