@@ -37,9 +37,13 @@ class ParamSpec:
 
     def __init__(self, params: Sequence[Param]):
         self.params: Tuple[Param, ...] = tuple(params)
-        names = [p.name for p in self.params]
-        if len(set(names)) != len(names):
-            raise ValueError(f"duplicate parameters in {names}")
+        self.names: Tuple[str, ...] = tuple(p.name for p in self.params)
+        #: the parameters that change the model (shown by ``repr``, saved in model files)
+        self.model_names: Tuple[str, ...] = tuple(p.name for p in self.params if p.model)
+        #: the parameters of the machine, not of the model (never saved)
+        self.runtime_names: Tuple[str, ...] = tuple(p.name for p in self.params if p.runtime)
+        if len(set(self.names)) != len(self.names):
+            raise ValueError(f"duplicate parameters in {list(self.names)}")
         self._by_name = {p.name: p for p in self.params}
 
     def __iter__(self) -> Iterator[Param]:
@@ -50,20 +54,6 @@ class ParamSpec:
 
     def __contains__(self, name: str) -> bool:
         return name in self._by_name
-
-    @property
-    def names(self) -> Tuple[str, ...]:
-        return tuple(p.name for p in self.params)
-
-    @property
-    def model_names(self) -> Tuple[str, ...]:
-        """The parameters that change the model (shown by ``repr``, saved in model files)."""
-        return tuple(p.name for p in self.params if p.model)
-
-    @property
-    def runtime_names(self) -> Tuple[str, ...]:
-        """The parameters of the machine, not of the model (never saved)."""
-        return tuple(p.name for p in self.params if p.runtime)
 
     @property
     def implied(self) -> Dict[str, Any]:
