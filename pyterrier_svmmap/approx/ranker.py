@@ -16,8 +16,8 @@ from pyterrier_svmmap.measures import average_precision, dcg_at
 from pyterrier_svmmap.selection import select
 from pyterrier_svmmap.params import (Param, ParamSpec, Parametrized, boolean, one_of, optional_int, positive_int,
                                      positive_number)
-from pyterrier_svmmap.boosting.common import json_record, record_from_json
-from pyterrier_svmmap.state import check_state, json_params, state_array
+from pyterrier_svmmap.state import (check_state, float_from_json, int_from_json, json_float, json_params,
+                                    state_array)
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +66,20 @@ def ndcg(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray, k: Optiona
     if idcg is None:
         idcg = ideal_dcg(labels, offsets, k, n_relevant)
     return np.divide(dcg, idcg, out=np.zeros(len(dcg)), where=idcg > 0)
+
+
+def _json_record(record: dict, fields) -> dict:
+    """The ``fields`` ((key, int or float) pairs) of ``record`` as JSON values (a model file's records)."""
+    return {k: int(record[k]) if t is int else json_float(record[k]) for k, t in fields}
+
+
+def _record_from_json(record, fields, what: str) -> dict:
+    """The ``fields`` of a JSON dict read back as :func:`_json_record` wrote them, checked (ValueError naming
+    ``what``)."""
+    lacking = [k for k, _ in fields if not isinstance(record, dict) or k not in record]
+    if lacking:
+        raise ValueError(f"{what} lacks {lacking}")
+    return {k: (int_from_json if t is int else float_from_json)(record[k], f"{what}[{k!r}]") for k, t in fields}
 
 
 MEASURES = ("ap", "ndcg")
@@ -307,8 +321,8 @@ class ApproxRanker(Parametrized):
         w0 = params.pop("w0")
         meta = {"ranker": type(self).__name__,
                 "params": {**json_params(params, type(self).__name__), "w0": None if w0 is None else "array"},
-                **json_record({k: getattr(self, k + "_") for k, _ in self._META_SCALARS}, self._META_SCALARS),
-                "search_results": [json_record(r, self._SEARCH_SCALARS) for r in self.search_results_]}
+                **_json_record({k: getattr(self, k + "_") for k, _ in self._META_SCALARS}, self._META_SCALARS),
+                "search_results": [_json_record(r, self._SEARCH_SCALARS) for r in self.search_results_]}
         arrays = {"coef": np.array(self.coef_, dtype=float),
                   "coef_path": np.array(self.coef_path_, dtype=float)}
         T = len(self.coef_path_)
@@ -350,13 +364,13 @@ class ApproxRanker(Parametrized):
         for c in cls._CURVES:
             setattr(self, c + "_", state_array(arrays, c, (T,), name))
         search = {c: state_array(arrays, "search_" + c, (n_grid, T), name) for c in cls._CURVES}
-        scalars = record_from_json(meta, cls._META_SCALARS, what)
+        scalars = _record_from_json(meta, cls._META_SCALARS, what)
         self.alpha_, self.beta_, self.best_iteration_, self.best_valid_score_ = scalars.values()
         if not 1 <= self.best_iteration_ <= T:
             raise ValueError(f"{what}['best_iteration'] is {self.best_iteration_}, not in 1..n_iter={T}")
         self.search_results_ = []
         for i, r in enumerate(results):
-            sc = record_from_json(r, cls._SEARCH_SCALARS, f"{what}['search_results'][{i}]")
+            sc = _record_from_json(r, cls._SEARCH_SCALARS, f"{what}['search_results'][{i}]")
             seconds = sc.pop("seconds")                                       # the key order fit writes:
             self.search_results_.append({**sc, **{c: search[c][i].copy() for c in cls._CURVES[::-1]},
                                          "seconds": seconds})

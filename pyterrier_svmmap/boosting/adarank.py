@@ -6,11 +6,11 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
-from pyterrier_svmmap.boosting.common import Peer, json_record, query_minmax, record_from_json
+from pyterrier_svmmap.boosting.common import Peer, query_minmax
 from pyterrier_svmmap.measures import average_precision, ndcg_at
 from pyterrier_svmmap.params import Param, ParamSpec, boolean, one_of, positive_int
 from pyterrier_svmmap.queries import check_ranking_arrays
-from pyterrier_svmmap.state import int_from_json, state_array
+from pyterrier_svmmap.state import float_from_json, int_from_json, json_float, state_array
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,8 @@ class AdaRankRanker(Peer):
     def get_state(self) -> Tuple[dict, Dict[str, np.ndarray]]:
         meta = self._meta()
         meta["best_round"] = int(self.best_round_)
-        meta["history"] = [json_record(h, self._HISTORY) for h in self.history_]
+        meta["history"] = [{k: int(h[k]) if t is int else json_float(h[k]) for k, t in self._HISTORY}
+                           for h in self.history_]
         return meta, {"coef": np.array(self.coef_, dtype=float)}
 
     @classmethod
@@ -103,11 +104,16 @@ class AdaRankRanker(Peer):
         history = meta["history"]
         if not isinstance(history, list) or not all(isinstance(h, dict) for h in history):
             raise ValueError(f"{name} state: meta['history'] must be a list of dicts, one per round")
-        self.history_ = [record_from_json(h, cls._HISTORY, f"{name} state: meta['history'][{i}]")
-                         for i, h in enumerate(history)]
-        for i, h in enumerate(self.history_):
-            if not 0 <= h["feature"] < self.n_functions_:
-                raise ValueError(f"{name} state: meta['history'][{i}]: feature {h['feature']} is not one of the "
+        self.history_ = []
+        for i, h in enumerate(history):
+            lacking = [k for k, _ in cls._HISTORY if k not in h]
+            if lacking:
+                raise ValueError(f"{name} state: meta['history'][{i}] lacks {lacking}")
+            what = f"{name} state: meta['history'][{i}]"
+            self.history_.append({k: int_from_json(h[k], f"{what}[{k!r}]") if t is int
+                                  else float_from_json(h[k], f"{what}[{k!r}]") for k, t in cls._HISTORY})
+            if not 0 <= self.history_[-1]["feature"] < self.n_functions_:
+                raise ValueError(f"{what}: feature {self.history_[-1]['feature']} is not one of the "
                                  f"{self.n_functions_} base functions")
         self.best_round_ = int_from_json(meta["best_round"], f"{name} state: meta['best_round']")
         if not 0 <= self.best_round_ <= len(self.history_):

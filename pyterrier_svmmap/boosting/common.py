@@ -8,7 +8,7 @@ import numpy as np
 from pyterrier_svmmap.features.transforms import minmax_normalise, query_min_max
 from pyterrier_svmmap.params import Parametrized
 from pyterrier_svmmap.queries import Queries, check_ranking_arrays, query_ids
-from pyterrier_svmmap.state import check_state, float_from_json, int_from_json, json_float, json_params, state_array
+from pyterrier_svmmap.state import check_state, int_from_json, json_params, state_array
 
 PEERS_HINT = ("this learner needs LightGBM, an optional dependency of pyterrier-svmmap; "
               "install it with: pip install pyterrier-svmmap[peers]")
@@ -46,19 +46,6 @@ def int_labels(labels: np.ndarray) -> np.ndarray:
                          "McRank learn from integer relevance grades: round the qrels' labels, or binarise them "
                          "(label >= 1 is relevant, the rule of the other learners)")
     return np.clip(labels, 0, None).astype(int)
-
-
-def json_record(record: dict, fields) -> dict:
-    """The ``fields`` ((key, int or float) pairs) of ``record`` as JSON values (a model file's list of records)."""
-    return {k: int(record[k]) if t is int else json_float(record[k]) for k, t in fields}
-
-
-def record_from_json(record, fields, what: str) -> dict:
-    """The ``fields`` of a JSON dict read back by :func:`json_record`'s types, checked (ValueError naming ``what``)."""
-    lacking = [k for k, _ in fields if not isinstance(record, dict) or k not in record]
-    if lacking:
-        raise ValueError(f"{what} lacks {lacking}")
-    return {k: (int_from_json if t is int else float_from_json)(record[k], f"{what}[{k!r}]") for k, t in fields}
 
 
 def booster_bytes(booster) -> np.ndarray:
