@@ -48,31 +48,17 @@ def cpu_count() -> int:
 
 def check_n_jobs(n_jobs) -> None:
     """ValueError unless ``n_jobs`` is None or a non-zero integer."""
-    if n_jobs is None:
-        return
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0:
+    if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0):
         raise ValueError(f"n_jobs must be None (all cores), a positive number of threads or a negative one "
                          f"(-1: all cores, -2: all but one), got {n_jobs!r}")
 
 
 def effective_n_jobs(n_jobs) -> int:
-    """The number of threads ``n_jobs`` stands for on this machine (at least 1).
-
-    Parameters
-    ----------
-    n_jobs : int or None
-        None: every core; a positive number: that many threads; a negative one: cores + 1 + n_jobs.
-
-    Returns
-    -------
-    int
-        The thread count, ≥ 1.
-    """
+    """The number of threads (at least 1) ``n_jobs`` stands for on this machine: None every core, a positive number
+    that many threads, a negative one cores + 1 + n_jobs."""
     check_n_jobs(n_jobs)
-    if n_jobs is None:
-        return cpu_count()
-    n_jobs = int(n_jobs)
-    return max(1, n_jobs if n_jobs > 0 else cpu_count() + 1 + n_jobs)
+    n = -1 if n_jobs is None else int(n_jobs)                   # None: every core, as -1
+    return max(1, n if n > 0 else cpu_count() + 1 + n)
 
 
 @contextmanager
@@ -147,12 +133,10 @@ def _executor(workers: int) -> ThreadPoolExecutor:
     """The package's pool with at least ``workers`` threads (made, or enlarged, on first need)."""
     global _pool, _pool_size
     with _pool_lock:
-        if _pool is None or _pool_size < workers:
-            old = _pool
-            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pyterrier_svmmap")
-            _pool_size = workers
-            if old is not None:
-                old.shutdown(wait=False)
+        if _pool_size < workers:                 # none yet (size 0), or too small: a new one, the old one let go
+            if _pool is not None:
+                _pool.shutdown(wait=False)
+            _pool, _pool_size = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pyterrier_svmmap"), workers
         return _pool
 
 
