@@ -104,14 +104,13 @@ def _flat_features(cells: np.ndarray) -> Optional[np.ndarray]:
 
 
 def _numeric(cell) -> bool:
+    """Whether ``cell`` is numbers (text that reads as numbers is not)."""
     a = np.asarray(cell)
-    if a.dtype.kind in "USV":
-        return False
     try:
         a.astype(float)
     except (TypeError, ValueError):
         return False
-    return True
+    return a.dtype.kind not in "USV"
 
 
 def _diagnosed_features(features: pd.Series, qid_str: np.ndarray, docno: pd.Series) -> np.ndarray:
