@@ -26,7 +26,7 @@ class FeatureBlock:
         raise NotImplementedError
 
     def width(self, n_functions: int, n_bins: int) -> int:
-        return 2 * n_functions
+        return int(np.prod(self.weight_shape(n_functions, n_bins)))
 
     def weight_shape(self, n_functions: int, n_bins: int) -> Tuple[int, int]:
         """The shape of the block's weights: (2, F), scores then indicators, for a dense block."""
@@ -82,9 +82,6 @@ class Bins(FeatureBlock):
 
     def values(self, encoder, raw, offsets):
         return encoder.bin_codes(raw, offsets)
-
-    def width(self, n_functions, n_bins):
-        return n_functions * n_bins
 
     def weight_shape(self, n_functions, n_bins):
         return (n_functions, n_bins)
