@@ -49,41 +49,26 @@ def pairwise(buf, n):
     cache cannot reload recursive functions)."""
     if n <= PW_BLOCK:
         return pairwise_block(buf, np.int64(0), n)     # np.int64: compiled once, not per literal
-    los = np.empty(64, np.int64)
-    ns = np.empty(64, np.int64)
-    stage = np.empty(64, np.int64)
-    vals = np.empty(64)
-    top = 0
-    nv = 0
-    los[0] = 0
-    ns[0] = n
-    stage[0] = 0
+    los, ns = np.empty(256, np.int64), np.empty(256, np.int64)    # pending ranges; ns = -1: add the top two sums
+    vals = np.empty(64)                                           # the sums computed, not yet added
+    los[0], ns[0] = 0, n
+    top, nv = 0, 0
     while top >= 0:
-        lo = los[top]
-        m = ns[top]
-        if m <= PW_BLOCK:
-            vals[nv] = pairwise_block(buf, lo, m)
-            nv += 1
-            top -= 1
-            continue
-        half = m // 2
-        half -= half % 8
-        if stage[top] == 0:                       # left half first
-            stage[top] = 1
-            top += 1
-            los[top] = lo
-            ns[top] = half
-            stage[top] = 0
-        elif stage[top] == 1:                     # then the right half
-            stage[top] = 2
-            top += 1
-            los[top] = lo + half
-            ns[top] = m - half
-            stage[top] = 0
-        else:                                     # both done: left + right
+        lo, m = los[top], ns[top]
+        top -= 1
+        if m < 0:                                 # both halves done: left + right
             nv -= 1
             vals[nv - 1] = vals[nv - 1] + vals[nv]
-            top -= 1
+        elif m <= PW_BLOCK:
+            vals[nv] = pairwise_block(buf, lo, m)
+            nv += 1
+        else:                                     # the left half, then the right half, then their sum
+            half = m // 2
+            half -= half % 8
+            ns[top + 1] = -1
+            los[top + 2], ns[top + 2] = lo + half, m - half
+            los[top + 3], ns[top + 3] = lo, half
+            top += 3
     return vals[0]
 
 
