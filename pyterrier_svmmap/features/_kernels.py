@@ -203,17 +203,15 @@ def column_abs_max(raw, out):
 
 
 @njit(cache=True, nogil=True)
-def gather_columns(raw, f0, f1, out, counts):
-    """The retrieved (non-NaN) scores of columns f0 ≤ f < f1 of ``raw``, in row order, into
-    ``out[f − f0, :counts[f − f0]]``."""
-    for j in range(f1 - f0):
-        counts[j] = 0
+def gather_columns(raw, f0, f1, out, filled):
+    """The retrieved (non-NaN) scores of columns f0 ≤ f < f1 of ``raw``, in row order, appended to row f − f0 of
+    ``out`` after its first ``filled[f − f0]`` values (``filled`` counts them)."""
     for d in range(raw.shape[0]):
         for f in range(f0, f1):
             x = raw[d, f]
             if x == x:
-                out[f - f0, counts[f - f0]] = x
-                counts[f - f0] += 1
+                out[f - f0, filled[f - f0]] = x
+                filled[f - f0] += 1
 
 
 @njit(cache=True, nogil=True)

@@ -53,31 +53,23 @@ def sample_thresholds(raw, offsets: np.ndarray, n_bins: int, depth: Optional[int
     group = min(n_funcs, max(1, int(max_bytes or SAMPLE_BYTES) // max(1, per_function)))
     jit = kernels()
     out = []
-    store = gathered = None
+    store = np.empty((group, max(1, per_function // dtype.itemsize)), dtype=dtype)   # one for every group
     for f0 in range(0, n_funcs, group):
         f1 = min(n_funcs, f0 + group)
-        if store is None:                         # one store for every group: its memory is touched once
-            store = np.empty((group, max(1, per_function // dtype.itemsize)), dtype=dtype)
         filled = np.zeros(f1 - f0, dtype=np.int64)
         for chunk in query_chunks(raw, offsets):
             values = chunk.values[:, f0:f1]
             if depth is not None:
                 values = top_of_queries(values, chunk.offsets, int(depth))
             values = np.ascontiguousarray(values)
-            if gathered is None or gathered.shape[1] < len(values):
-                gathered = np.empty((group, len(values)))
-            counts = np.zeros(f1 - f0, dtype=np.int64)
-            # functions, not rows: each column's scores stay in row order
-            threads.run_ranges(lambda j0, j1: jit.gather_columns(values, j0, j1, gathered[j0:j1], counts[j0:j1]),
-                               f1 - f0, values.size)
-            need = int((filled + counts).max())
+            need = int((filled + np.count_nonzero(~np.isnan(values), axis=0)).max())
             if need > store.shape[1]:             # ties at the depth kept more than depth scores
                 grown = np.empty((len(store), max(need, 2 * store.shape[1])), dtype=dtype)
                 grown[:, :store.shape[1]] = store
                 store = grown
-            for j in range(f1 - f0):
-                store[j, filled[j]:filled[j] + counts[j]] = gathered[j, :counts[j]]
-            filled += counts
+            # functions, not rows: each column's scores stay in row order
+            threads.run_ranges(lambda j0, j1: jit.gather_columns(values, j0, j1, store[j0:j1], filled[j0:j1]),
+                               f1 - f0, values.size)
         out.append(_thresholds_of_columns([store[j, :filled[j]] for j in range(f1 - f0)], n_bins, retrieved=True))
     return np.concatenate(out)
 
