@@ -1,13 +1,10 @@
 """Products that add in a fixed order: M·x, cᵀM and x·y for the learners' sums.
 
-A BLAS (numpy's ``@``) adds in an order of its own, which depends on the CPU kernel it picks and on how many
-threads it cuts a product into, so the same fit gave models differing in their last bits with one BLAS thread
-or two (and a Dask worker, which runs one, disagreed with the driver). These products add in one order
-everywhere: compiled (:mod:`._product_kernels`) and spread over the :mod:`~pyterrier_svmmap.threads` of the
-call (rows of M·x, columns of cᵀM: every output's sum is computed whole by one thread), or numpy's
-elementwise products and reductions below, which are the reference and give the same bits. The compiled
-kernels run once numba is loaded (a fit loads it for its loss searches); until then numpy's path runs, so
-that scoring alone (``svmmap classify`` of a raw-feature model) does not pay numba's start-up.
+A BLAS (numpy's ``@``) adds in an order that depends on the CPU kernel it picks and on its threads, so a fit's
+last bits changed with the BLAS threads (and a Dask worker, which runs one, disagreed with the driver). These add
+in one order everywhere: compiled (:mod:`._product_kernels`, each output's sum computed whole by one of the call's
+:mod:`~pyterrier_svmmap.threads`) once numba is loaded (a fit loads it), else numpy's elementwise products and
+reductions below, the reference, with the same bits (so that scoring alone does not pay numba's start-up).
 """
 from __future__ import annotations
 

@@ -157,8 +157,7 @@ def run(task: Callable[[int], T], n_tasks: int) -> List[T]:
     failed: dict = {}
     stop: list = []
     take, finish = itertools.count().__next__, itertools.count(1).__next__    # atomic under the GIL
-    done = threading.Lock()                  # held until the last task ends
-    done.acquire()
+    done = threading.Semaphore(0)            # released when the last task ends
 
     def drain() -> None:
         while not stop:
