@@ -12,7 +12,8 @@ from pyterrier_svmmap.features.layout import EncodedQueries, FeatureLayout
 from pyterrier_svmmap.queries import Queries
 from pyterrier_svmmap.selection.grids import (DEFAULT_ALPHA, DEFAULT_MIN_VALID_QUERIES, Setting, cv_folds,
                                               evidence_source, features_name, resolve_c_grid, setting_levels)
-from pyterrier_svmmap.selection.reference import HeldOutRanking, fallback_model, queries_best_function
+from pyterrier_svmmap.selection.reference import (HeldOutRanking, fallback_model, fold_best_functions,
+                                                  queries_best_function)
 from pyterrier_svmmap.selection.rule import Choice, Selection, choose, column_means
 from pyterrier_svmmap.string_codes import sorted_string_codes
 
@@ -132,7 +133,9 @@ def cross_validate(queries: Queries, settings: Sequence[Setting], grids: Sequenc
     fold = cv_folds(queries.n_queries, cv, random_state, len(settings) * G)
     ap = np.full((queries.n_queries, len(settings) * G), np.nan)
     parts = [(queries.subset(fold != k), queries.subset(fold == k)) for k in range(cv)]
-    ties = [queries_best_function(tr) for tr, _ in parts]             # each fold's tie-break function
+    ties = fold_best_functions(queries, fold, cv)                     # each fold's tie-break function
+    for (tr, _), tie in zip(parts, ties):
+        tr.__dict__["_best_function"] = tie
     raced = list(raced) if go_on is not None and cv > RACE_FOLDS else []
     first = [(k, s) for k in range(cv) for s in range(len(settings)) if s not in raced or k < RACE_FOLDS]
     rest = [(k, s) for k in range(RACE_FOLDS, cv) for s in raced]

@@ -1,7 +1,7 @@
 """The reference function and the held-out per-query AP that every search compares settings by."""
 from __future__ import annotations
 
-from typing import Callable, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 import numpy as np
 
@@ -27,6 +27,16 @@ def queries_best_function(queries: Queries) -> int:
     if cached is None:
         cached = queries.__dict__["_best_function"] = best_function(queries.raw, queries.labels, queries.offsets)
     return cached
+
+
+def fold_best_functions(queries: Queries, fold: np.ndarray, cv: int) -> List[int]:
+    """:func:`queries_best_function` of each fold's training queries (``fold != k``) and, cached, of ``queries``:
+    every function's per-query AP computed once, as a query's AP does not depend on the queries beside it."""
+    if queries.reference is not None:
+        return [int(queries.reference)] * cv
+    aps = function_aps(queries.raw, queries.labels, queries.offsets)
+    queries.__dict__.setdefault("_best_function", best_row(aps))
+    return [best_row(aps[:, fold != k]) for k in range(cv)]
 
 
 def best_row(aps: np.ndarray) -> int:
