@@ -16,8 +16,7 @@ def rank_within_queries(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     offsets = np.asarray(offsets, dtype=np.int64)
     if not np.isnan(scores).any():
         order = np.empty(len(scores), dtype=np.int64)
-        _jit.load("measures._order_kernels").score_order(np.ascontiguousarray(scores), np.ascontiguousarray(offsets),
-                                                        order)
+        _jit.load("measures._kernels").score_order(np.ascontiguousarray(scores), np.ascontiguousarray(offsets), order)
         return order
     return np.lexsort((-scores, query_ids(offsets)))
 

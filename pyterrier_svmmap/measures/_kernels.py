@@ -1,12 +1,25 @@
-"""Compiled kernel (numba) of :func:`pyterrier_svmmap.selection.best_function`: the AP of every base function
-on every query, by counting for a query's few relevant candidates, by a sort for many. Loaded through
-:mod:`._jit`; it gives the bits of :func:`.measures.average_precision` (the same divisions, summed in the same
-order).
+"""Compiled kernels (numba) of the measures, loaded through :mod:`._jit`: the one ordering every measure and loss
+starts from (:func:`score_order`, the permutation of ``np.lexsort((-scores, query_ids(offsets)))``), and the AP
+of every base function on every query for :func:`pyterrier_svmmap.selection.best_function` (:func:`function_ap`,
+by counting for a query's few relevant candidates, by a sort for many), with the bits of
+:func:`.measures.average_precision` (the same divisions, summed in the same order).
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+
+@njit(cache=True, nogil=True)
+def score_order(scores, offsets, order):
+    """Global indices of each query's candidates by decreasing score, ties by position: a stable
+    mergesort per query, so the order of ``np.lexsort((-scores, query_ids(offsets)))``. Scores must
+    not be NaN (the caller checks)."""
+    for q in range(offsets.shape[0] - 1):
+        lo = offsets[q]
+        local = np.argsort(-scores[lo:offsets[q + 1]], kind="mergesort")
+        for i in range(local.shape[0]):
+            order[lo + i] = lo + local[i]
 
 
 #: above this many relevant candidates in a query, :func:`function_ap` sorts the query instead of counting
