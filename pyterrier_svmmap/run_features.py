@@ -102,14 +102,14 @@ class RunFeatures(pt.Transformer):
             yield pd.DataFrame({"qid": run["qid"].astype(str).to_numpy(), "docno": run["docno"].astype(str).to_numpy(),
                                 "score": _scores(run, f"base function {name!r} returned")})
 
-    def _scores_of(self, topics: pd.DataFrame, qid: np.ndarray, docno: np.ndarray) -> np.ndarray:
-        """Every base function's scores of the given candidates, NaN where missed."""
-        key = pd.MultiIndex.from_arrays([qid, docno])
-        raw = np.full((len(key), len(self.base)), np.nan)
-        for f, run in enumerate(self._runs(topics)):
-            hit = pd.Series(run["score"].to_numpy(), index=pd.MultiIndex.from_frame(run[["qid", "docno"]]))
-            raw[:, f] = hit.reindex(key).to_numpy(dtype=float)
-        return raw
+    def _union(self, topics: pd.DataFrame):
+        """(qid, docno) of every candidate of the base runs on ``topics``, and its score per base function (NaN:
+        missed)."""
+        allruns = pd.concat([run.assign(f=f) for f, run in enumerate(self._runs(topics))], ignore_index=True)
+        codes, keys = pd.factorize(pd.MultiIndex.from_frame(allruns[["qid", "docno"]]))
+        raw = np.full((len(keys), len(self.base)), np.nan)
+        raw[codes, allruns["f"].to_numpy()] = allruns["score"].to_numpy()
+        return keys, raw
 
     def _rerank(self, res: pd.DataFrame) -> pd.DataFrame:
         """Features for a first stage's candidates: its own score, then every base function's."""
@@ -117,7 +117,11 @@ class RunFeatures(pt.Transformer):
         score = _scores(res, "the input result frame has")
         qid, docno = res["qid"].astype(str).to_numpy(), res["docno"].astype(str).to_numpy()
         topics = res[pt.model.query_columns(res)].drop_duplicates("qid").assign(qid=lambda t: t["qid"].astype(str))
-        raw = np.hstack([score[:, None], self._scores_of(topics, qid, docno)])
+        keys, scores = self._union(topics)
+        at = keys.get_indexer(pd.MultiIndex.from_arrays([qid, docno]))          # -1: no base run has it
+        raw = np.full((len(res), 1 + len(self.base)), np.nan)
+        raw[:, 0] = score
+        raw[at >= 0, 1:] = scores[at[at >= 0]]
         out = res.drop(columns=[c for c in ("features",) if c in res.columns]).copy()
         out["features"] = list(raw)
         out.attrs["feature_names"] = [INPUT_FEATURE] + list(self.names)
@@ -142,11 +146,7 @@ class RunFeatures(pt.Transformer):
         pt.validate.query_frame(topics, context=self)
         topics = topics.drop(columns=[c for c in ("docno", "score", "rank", "features") if c in topics.columns])
         topics = topics.drop_duplicates("qid").assign(qid=lambda t: t["qid"].astype(str))
-        allruns = pd.concat([run.assign(f=f) for f, run in enumerate(self._runs(topics))], ignore_index=True)
-        keys = pd.MultiIndex.from_frame(allruns[["qid", "docno"]])
-        codes, uniques = pd.factorize(keys)
-        raw = np.full((len(uniques), len(self.base)), np.nan)
-        raw[codes, allruns["f"].to_numpy()] = allruns["score"].to_numpy()
+        uniques, raw = self._union(topics)
         qid_order = {q: i for i, q in enumerate(topics["qid"])}
         cand = pd.DataFrame({"qid": uniques.get_level_values(0), "docno": uniques.get_level_values(1)})
         first = np.where(np.isnan(raw[:, 0]), -np.inf, raw[:, 0])
