@@ -81,6 +81,14 @@ class Peer(Parametrized):
     def decision_function(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         return self.predict(raw, offsets)
 
+    def _lightgbm_model(self, kind: str, objective: str):
+        """LightGBM's ``kind`` (``"LGBMRanker"``, ``"LGBMClassifier"``) for ``objective`` with the learner's tree
+        parameters, then ``params``."""
+        return getattr(load_lightgbm(), kind)(
+            objective=objective, n_estimators=self.n_estimators, learning_rate=self.learning_rate,
+            num_leaves=self.num_leaves, min_child_samples=self.min_child_samples, random_state=self.random_state,
+            verbose=1 if self.verbose else -1, **(self.params or {}))
+
     def _check_fitted(self):
         if not hasattr(self, "n_functions_"):
             raise RuntimeError(f"{type(self).__name__} is not fitted; call fit first")

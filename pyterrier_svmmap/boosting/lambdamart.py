@@ -56,18 +56,13 @@ class LambdaMARTRanker(Peer):
         self.check_params()
         lgb = load_lightgbm()
         raw, offsets = self._training(raw, labels, offsets)
-        model = lgb.LGBMRanker(
-            objective="lambdarank", n_estimators=self.n_estimators, learning_rate=self.learning_rate,
-            num_leaves=self.num_leaves, min_child_samples=self.min_child_samples,
-            random_state=self.random_state, verbose=1 if self.verbose else -1, **(self.params or {}))
+        model = self._lightgbm_model("LGBMRanker", "lambdarank")
         kwargs = {}
         if raw_valid is not None:
             raw_valid, _, offsets_valid = check_ranking_arrays(raw_valid, labels_valid, offsets_valid, "validation")
             Xv, yv = fill_missing(raw_valid, offsets_valid), int_labels(labels_valid)
-            if "eval_X" in inspect.signature(model.fit).parameters:   # LightGBM ≥ 4.6
-                kwargs = dict(eval_X=(Xv,), eval_y=(yv,))
-            else:
-                kwargs = dict(eval_set=[(Xv, yv)])
+            new = "eval_X" in inspect.signature(model.fit).parameters         # LightGBM ≥ 4.6
+            kwargs = dict(eval_X=(Xv,), eval_y=(yv,)) if new else dict(eval_set=[(Xv, yv)])
             kwargs.update(eval_group=[np.diff(offsets_valid)], eval_at=[self.eval_at],
                           eval_metric=self.metric,
                           callbacks=[lgb.early_stopping(self.early_stopping_rounds,

@@ -5,8 +5,7 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
-from pyterrier_svmmap.boosting.common import Peer, booster_bytes, booster_from_bytes, fill_missing, int_labels, \
-    load_lightgbm
+from pyterrier_svmmap.boosting.common import Peer, booster_bytes, booster_from_bytes, fill_missing, int_labels
 from pyterrier_svmmap.params import Param, ParamSpec, boolean, optional_int, positive_int, positive_number
 from pyterrier_svmmap.state import state_array
 
@@ -43,17 +42,13 @@ class McRankRanker(Peer):
             raw_valid: Optional[np.ndarray] = None, labels_valid: Optional[np.ndarray] = None,
             offsets_valid: Optional[np.ndarray] = None) -> "McRankRanker":
         self.check_params()
-        lgb = load_lightgbm()
         raw, offsets = self._training(raw, labels, offsets)
         y = int_labels(labels)
         self.classes_ = np.unique(y)
         if len(self.classes_) < 2:
             raise ValueError("McRank needs at least two relevance grades among the training candidates")
         # two grades: the binary logistic model, the two-class case of the multinomial one
-        model = lgb.LGBMClassifier(
-            objective="multiclass" if len(self.classes_) > 2 else "binary", n_estimators=self.n_estimators,
-            learning_rate=self.learning_rate, num_leaves=self.num_leaves, min_child_samples=self.min_child_samples,
-            random_state=self.random_state, verbose=1 if self.verbose else -1, **(self.params or {}))
+        model = self._lightgbm_model("LGBMClassifier", "multiclass" if len(self.classes_) > 2 else "binary")
         model.fit(fill_missing(raw, offsets), y)
         self.booster_ = model.booster_     # trained on the grades' indices 0..K-1 in classes_
         return self
