@@ -36,19 +36,16 @@ def products_sum(P: np.ndarray) -> np.ndarray:
     partial sums (up to 128 terms, which is numpy's pairwise sum) or 32 (above), over the terms i ≡ l (mod k)
     below the last multiple m of k, each added in order; halved by adding neighbours; then the tail."""
     n, d = P.shape
-    if d < 8:
-        res = np.zeros(n)
-        for j in range(d):
-            res = res + P[:, j]
-        return res
     k = 8 if d <= PW_BLOCK else WIDE
-    m = d - d % k
-    acc = P[:, :k].copy()
-    for j in range(k, m, k):
-        acc += P[:, j:j + k]
-    while acc.shape[1] > 1:
-        acc = acc[:, 0::2] + acc[:, 1::2]
-    res = acc[:, 0]
+    m = d - d % k if d >= 8 else 0                 # the terms in partial sums (none below 8)
+    res = np.zeros(n)
+    if m:
+        acc = P[:, :k].copy()
+        for j in range(k, m, k):
+            acc += P[:, j:j + k]
+        while acc.shape[1] > 1:
+            acc = acc[:, 0::2] + acc[:, 1::2]
+        res = acc[:, 0]
     for j in range(m, d):
         res = res + P[:, j]
     return res

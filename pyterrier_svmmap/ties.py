@@ -59,20 +59,16 @@ FLOAT32_SAFE = 2.0 ** 126
 
 def within_float32_range(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """``scores``, a query above :data:`FLOAT32_SAFE` divided exactly by a power of two; ValueError if not finite."""
-    if not len(scores):
-        return scores
     size = np.abs(scores)
     if not np.isfinite(size).all():
         raise ValueError("the model's scores include NaN or infinite values, which cannot be ranked; the features "
                          "must be finite numbers")
-    if size.max() <= FLOAT32_SAFE:
+    if not len(scores) or size.max() <= FLOAT32_SAFE:
         return scores
-    sizes = np.diff(offsets)
-    top = np.zeros(len(sizes))
-    full = sizes > 0
-    top[full] = np.maximum.reduceat(size, offsets[:-1][full])
+    top = np.zeros(len(offsets) - 1)                                     # each query's largest |score|
+    np.maximum.at(top, query_ids(offsets), size)
     shift = np.where(top > FLOAT32_SAFE, np.frexp(top)[1] - 126, 0)
-    return np.ldexp(scores, -np.repeat(shift, sizes))
+    return np.ldexp(scores, -np.repeat(shift, np.diff(offsets)))
 
 
 @dataclass
