@@ -12,8 +12,12 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True)
-def slots_one(pos, neg, H, slots):
-    """Optimal 0-based slots of the (descending) non-relevant scores ``neg`` against ``pos``."""
+def slot_search(pos, neg, table, inv_idcg, slots):
+    """Optimal 0-based slots (relevant candidates above) of the (descending) non-relevant scores ``neg`` against
+    ``pos``, the first maximisers of slot t's gain, non-decreasing in j (Yue et al. 2007, Theorem 2), found by
+    divide and conquer: for Δ = 1 − AP (``inv_idcg`` = 0, ``table`` the harmonic numbers H) the gain is
+    −(j/(j+t) + H[j+t−1])/|P|, for Δ = 1 − nDCG without cutoff (``table`` the discounts D, see
+    :func:`._rank_kernels.ndcg_solve`) D[t+j−1]/DCG*; both minus 2/(|P||N|)·Σ_{i≥t}(s_i − s_j)."""
     P = pos.shape[0]
     N = neg.shape[0]
     m = 0.0
@@ -32,7 +36,6 @@ def slots_one(pos, neg, H, slots):
         depth += 1
         n >>= 1
     stack = np.empty((2 * depth + 4, 4), dtype=np.int64)
-    sp = 0
     stack[0, 0] = 0
     stack[0, 1] = N
     stack[0, 2] = 0
@@ -54,7 +57,10 @@ def slots_one(pos, neg, H, slots):
         best = -np.inf
         bt = klo
         for t in range(klo, khi + 1):
-            g = -(j / (j + t) + H[j + t - 1]) * inv_p - c * (suf[t] + t * sj)
+            if inv_idcg == 0.0:
+                g = -(j / (j + t) + table[j + t - 1]) * inv_p - c * (suf[t] + t * sj)
+            else:
+                g = table[t + j - 1] * inv_idcg - c * (suf[t] + t * sj)
             if g > best:
                 best = g
                 bt = t
@@ -103,7 +109,7 @@ def violation_sorted(scores, rel, order, lo, hi, H, coef):
             ns[b] = scores[d]
             b += 1
     slots = np.empty(N, dtype=np.int64)
-    slots_one(ps, ns, H, slots)
+    slot_search(ps, ns, H, 0.0, slots)
     cnt = np.zeros(P + 1, dtype=np.int64)
     for i in range(N):
         cnt[slots[i]] += 1

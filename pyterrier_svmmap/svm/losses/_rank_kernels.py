@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from pyterrier_svmmap.svm.losses._map_kernels import slots_one
+from pyterrier_svmmap.svm.losses._map_kernels import slot_search
 
 
 # ---------------------------------------------------------------------------------------------
@@ -216,74 +216,6 @@ def _ndcg_tail(g0, kk, P, N, norm, pref_b, tot_b, pref_g, a_star, suf_opt):
 
 
 @njit(cache=True, nogil=True)
-def ndcg_slots_nc(ps, ns, D, idcg, slots):
-    """Optimal slots (relevant candidates above each non-relevant one) for Δ = 1 − nDCG without cutoff.
-
-    With non-relevant j (1-based) above relevant i (0-based), i drops from rank i + j − 1 to i + j, so
-    Δ = Σ_{j above i} (D(i+j−1) − D(i+j))/DCG*, and slot t costs (telescoping over i ≥ t)
-    gain_j(t) = D(t+j−1)/DCG* − 2/(|P||N|)·Σ_{i≥t}(s_i − s_j) + (terms free of t). D is convex, so
-    gain_j(t) − gain_j(t+1) is non-increasing in j, the condition of Yue et al.'s Theorem 2: the
-    first maximisers are non-decreasing, and the divide and conquer of :mod:`._map_kernels` applies.
-    """
-    P = ps.shape[0]
-    N = ns.shape[0]
-    m = 0.0
-    for i in range(P):
-        m += ps[i]
-    m /= P
-    suf = np.empty(P + 1)
-    suf[P] = 0.0
-    for i in range(P - 1, -1, -1):
-        suf[i] = suf[i + 1] + (ps[i] - m)
-    c = 2.0 / (P * N)
-    inv = 1.0 / idcg
-    depth = 4
-    n = N
-    while n > 0:
-        depth += 1
-        n >>= 1
-    stack = np.empty((2 * depth + 4, 4), dtype=np.int64)
-    stack[0, 0] = 0
-    stack[0, 1] = N
-    stack[0, 2] = 0
-    stack[0, 3] = P
-    sp = 1
-    while sp > 0:
-        sp -= 1
-        jlo = stack[sp, 0]
-        jhi = stack[sp, 1]
-        klo = stack[sp, 2]
-        khi = stack[sp, 3]
-        if klo == khi:
-            for r in range(jlo, jhi):
-                slots[r] = klo
-            continue
-        mid = (jlo + jhi) // 2
-        j = mid + 1
-        sj = ns[mid] - m
-        best = -np.inf
-        bt = klo
-        for t in range(klo, khi + 1):
-            g = D[t + j - 1] * inv - c * (suf[t] + t * sj)
-            if g > best:
-                best = g
-                bt = t
-        slots[mid] = bt
-        if mid + 1 < jhi:
-            stack[sp, 0] = mid + 1
-            stack[sp, 1] = jhi
-            stack[sp, 2] = bt
-            stack[sp, 3] = khi
-            sp += 1
-        if jlo < mid:
-            stack[sp, 0] = jlo
-            stack[sp, 1] = mid
-            stack[sp, 2] = klo
-            stack[sp, 3] = bt
-            sp += 1
-
-
-@njit(cache=True, nogil=True)
 def ndcg_solve(ps, ns, k, D, counts):
     """The argmax of one query for Δ = 1 − nDCG@k (k = −1: no cutoff) from its score-sorted relevant ``ps``
     and non-relevant ``ns`` scores (both non-empty): fills ``counts`` (non-relevant above each relevant
@@ -297,7 +229,7 @@ def ndcg_solve(ps, ns, k, D, counts):
         idcg += D[r]
     if kk == n:                                  # no rank is clipped: the slot search (exact)
         slots = np.empty(N, dtype=np.int64)
-        ndcg_slots_nc(ps, ns, D, idcg, slots)
+        slot_search(ps, ns, D, 1.0 / idcg, slots)
         counts_from_slots(slots, counts)
     else:
         ndcg_counts_k(ps, ns, kk, D, idcg, counts)
@@ -529,14 +461,14 @@ def ranking_classes(scores, rel, order, lo, hi, out):
 @njit(cache=True, nogil=True)
 def map_ranking(scores, rel, order, lo, hi, H, out):
     """The most violated ranking of one query for Δ = 1 − AP (Yue et al. 2007, Algorithm 2: the slots of
-    :func:`._map_kernels.slots_one`), into ``out`` (candidate indices, best first)."""
+    :func:`._map_kernels.slot_search`), into ``out`` (candidate indices, best first)."""
     pi, ps, ni, ns, whole = ranking_classes(scores, rel, order, lo, hi, out)
     if whole:
         return
     P = pi.shape[0]
     N = ni.shape[0]
     slots = np.empty(N, dtype=np.int64)
-    slots_one(ps, ns, H, slots)
+    slot_search(ps, ns, H, 0.0, slots)
     counts = np.empty(P, dtype=np.int64)
     counts_from_slots(slots, counts)
     merge_by_counts(pi, ni, counts, out)

@@ -92,14 +92,14 @@ def harmonic(n: int) -> np.ndarray:
 def map_slots(pos_scores: np.ndarray, neg_scores: np.ndarray) -> np.ndarray:
     """Algorithm 2, lines 5–7, for one query: given its relevant and non-relevant scores sorted descending,
     the optimal slot of each non-relevant document (0-based: the number of relevant documents ranked above
-    it, the first maximiser of δ_j(·, |P|+1)), non-decreasing. Compiled (:func:`._map_kernels.slots_one`)."""
+    it, the first maximiser of δ_j(·, |P|+1)), non-decreasing. Compiled (:func:`._map_kernels.slot_search`)."""
     pos_scores = np.asarray(pos_scores, dtype=float)
     neg_scores = np.asarray(neg_scores, dtype=float)
     if len(pos_scores) == 0 or len(neg_scores) == 0:
         return np.zeros(len(neg_scores), dtype=np.int64)
     slots = np.empty(len(neg_scores), dtype=np.int64)
-    _jit().slots_one(np.ascontiguousarray(pos_scores), np.ascontiguousarray(neg_scores),
-                     harmonic(len(pos_scores) + len(neg_scores) + 1), slots)
+    _jit().slot_search(np.ascontiguousarray(pos_scores), np.ascontiguousarray(neg_scores),
+                       harmonic(len(pos_scores) + len(neg_scores) + 1), 0.0, slots)
     return slots
 
 
