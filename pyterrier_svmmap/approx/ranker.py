@@ -205,12 +205,10 @@ class ApproxRanker(Parametrized):
         """The (α, β) pairs searched (β NaN for ApproxNDCG, whose measure has none)."""
         if self.measure not in MEASURES:
             raise ValueError(f"measure={self.measure!r} is not valid; choose one of {MEASURES}")
-        if self.measure == "ap":
-            alphas = AP_ALPHAS if self.alphas is None else self.alphas
-            betas = AP_BETAS if self.betas is None else self.betas
-            return [(float(a), float(b)) for a, b in product(alphas, betas)]
-        alphas = NDCG_ALPHAS if self.alphas is None else self.alphas
-        return [(float(a), float("nan")) for a in alphas]
+        ap = self.measure == "ap"
+        alphas = (AP_ALPHAS if ap else NDCG_ALPHAS) if self.alphas is None else self.alphas
+        betas = (AP_BETAS if self.betas is None else self.betas) if ap else (np.nan,)
+        return [(float(a), float(b)) for a, b in product(alphas, betas)]
 
     def _query(self, qs: _QuerySet, q: int, s: np.ndarray, alpha: float, beta: float,
                grad: bool) -> Tuple[float, Optional[np.ndarray]]:

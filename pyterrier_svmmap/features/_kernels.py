@@ -272,15 +272,10 @@ def percentiles(raw, offsets, out):
             if cnt == 0:
                 continue
             order = np.argsort(vals[:cnt])
-            i = 0
-            while i < cnt:                           # a run of equal scores: all get its last rank
-                j = i
-                while j + 1 < cnt and vals[order[j + 1]] == vals[order[i]]:
-                    j += 1
-                p = (j + 1) / cnt
-                for t in range(i, j + 1):
-                    out[rows[order[t]], f] = p
-                i = j + 1
+            for t in range(cnt - 1, -1, -1):         # from the top: a run of equal scores gets its last rank
+                if t == cnt - 1 or vals[order[t]] != vals[order[t + 1]]:
+                    p = (t + 1) / cnt
+                out[rows[order[t]], f] = p
 
 
 @njit(cache=True, nogil=True)
