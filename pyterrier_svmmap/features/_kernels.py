@@ -179,16 +179,8 @@ def bin_codes(scaled, thresholds, codes):
                 for t in range(n_thr):
                     c += row[t] < x
                 codes[d, f] = c
-                continue
-            lo = 0
-            hi = n_thr
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if row[mid] < x:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            codes[d, f] = lo
+            else:
+                codes[d, f] = np.searchsorted(row, x)
 
 
 @njit(cache=True, nogil=True)
