@@ -220,21 +220,17 @@ def minmax_normalise(raw, offsets, out):
         hi[:] = -np.inf
         for d in range(a, b):
             for f in range(n_funcs):
-                x = raw[d, f]
-                if x == x:
-                    if x < lo[f]:
-                        lo[f] = x
-                    if x > hi[f]:
-                        hi[f] = x
-        for f in range(n_funcs):
-            if not (-np.inf < lo[f] < np.inf):      # none retrieved, or a −inf score: the reference's NaN
-                hi[f] = np.nan                      # range, so every retrieved score → 1
+                x = raw[d, f]                       # (a NaN compares false)
+                if x < lo[f]:
+                    lo[f] = x
+                if x > hi[f]:
+                    hi[f] = x
         for d in range(a, b):
             for f in range(n_funcs):
                 x = raw[d, f]
                 if x != x:
                     out[d, f] = np.nan
-                elif hi[f] - lo[f] > 0:
+                elif lo[f] > -np.inf and hi[f] - lo[f] > 0:     # a −inf score: the reference's NaN range → 1
                     out[d, f] = (x - lo[f]) / (hi[f] - lo[f])
                 else:
                     out[d, f] = 1.0
@@ -334,9 +330,7 @@ def standardise(raw, offsets, prescale, column_scale, out):
         for d in range(a, b):
             for f in range(n_funcs):
                 x = raw[d, f]
-                if x != x:
-                    out[d, f] = 0.0
-                elif column_scale[f] == 0.0:
+                if x != x or column_scale[f] == 0.0:
                     out[d, f] = 0.0
                 else:
                     p = prescale[f]
