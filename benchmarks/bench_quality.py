@@ -1,20 +1,12 @@
 """Quality across collections: the default against the first stage and every other configuration, one table.
 
-Every collection folder under ``--data`` is evaluated as ``svmmap reproduce`` evaluates it, with BM25 (porter2
-stemming, Terrier's stopwords) as the first stage:
-
-* a TREC-style folder (``docs.trec``, ``topics.trec``, ``qrels``): the paper's 50 random splits of 10 training
-  and 5 validation queries (seed 0) and 5-fold cross-validation (``--repeats`` partitions, seed 0);
-* a folder that also holds ``split.train`` / ``split.test`` (BEIR SciFact): that split;
-* a LETOR folder (``Fold1`` … ``Fold5`` of svmlight files, e.g. ``letor/MQ2008``): its 5 folds, as
-  ``svmmap letor`` runs them (no first stage: the default starts from the best feature on the training queries).
-
-Systems (:data:`SYSTEMS`): the default ``SVMMap()`` (``svm-map``), the paper's configuration
-(``svm-map-paper``: 50 bins, C on the validation queries), the scores as they are (``svm-map-raw``: C on the
-validation queries, svm_map_learn's model), the default's rule on the threshold features alone
-(``svm-map-bins``), the fusions (RRF, CombSUM), base-chosen-on-training and the first stage. Per collection and
-protocol the table gives MAP, nDCG@10, the gain over the first stage with its W/L and two-sided Wilcoxon p, and
-the median fit time; then the targets, each with ✓ or ✗:
+Every collection folder under ``--data`` is evaluated as ``svmmap reproduce`` evaluates it, BM25 (porter2,
+Terrier's stopwords) the first stage: a TREC-style folder with the paper's 50 random splits of 10 training and
+5 validation queries and 5-fold cross-validation (``--repeats`` partitions), or its own ``split.train`` /
+``split.test`` (BEIR SciFact); a LETOR folder (``Fold1`` … ``Fold5``) as ``svmmap letor`` runs it. Systems:
+:data:`SYSTEMS`, the fusions (RRF, CombSUM), base-chosen-on-training and the first stage; per collection and
+protocol MAP, nDCG@10, the gain over the first stage (W/L, two-sided Wilcoxon p) and the median fit time
+(results in docs/model-selection.md). The targets, each with ✓ or ✗:
 
 * the default is not significantly below the first stage (p ≥ 0.05 or a higher MAP) and not below
   base-chosen-on-training;

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 import os
-import resource
 import shutil
 import tempfile
 import time
@@ -56,7 +55,7 @@ def in_memory(n):
     t = time.perf_counter()
     res = train_structural_svm(X, labels, offsets, make_slack_groups("map", 1.0), epsilon=1e-3)
     return dict(n=len(labels), encode=t_enc, fit=time.perf_counter() - t, iters=res.n_iter,
-                rss_gb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 ** 2)
+                rss_gb=peak_rss_gb())
 
 
 def memory(args):

@@ -5,22 +5,20 @@ Usage::
 
     python benchmarks/bench_selection.py [--quick] [--only default,profile,mainjob,scifact] [--repeat N]
 
-Sections:
+Sections (results in docs/performance.md):
 
-* ``default``: ``SVMMap()``'s learner (``StructSVMRanker`` with the estimators' defaults, no first stage) on
-  200 queries × 1,000 candidates × 16 functions ÷ ``LGBMRanker()`` (lambdarank, 100 trees), interleaved
-  rounds (target ≤ 0.5×); the same search without racing (``Protocol.auto(race=False)``): its time, and the
-  same model bit for bit (target);
-* ``profile``: where one default fit spends its time: the cross-validation's (fold, setting) paths by feature
-  block, the held-out scoring, the refit and the rest (φ, the fallback, the test);
-* ``mainjob``: ``svmmap reproduce`` of the main job's ``svm-map`` on Vaswani (50 trials of 10/5 queries, BM25
-  first stage): the median fit (target ≤ 0.6 s);
-* ``scifact``: ``SVMMap()`` on SciFact's split, its 809 training claims × 4 PISA functions (BM25, QLD, DPH,
-  PL2, porter2 and stopwords; BM25 the first stage) from bench_quality's cached runs (target ≤ 6 s).
+* ``default``: ``SVMMap()``'s learner on 200 queries × 1,000 candidates × 16 functions ÷ ``LGBMRanker()``
+  (target ≤ 0.5×); the same search without racing: its time, and the same model bit for bit (target);
+* ``profile``: where one default fit spends its time (cross-validation paths by feature block, held-out
+  scoring, the refit);
+* ``mainjob``: ``svmmap reproduce`` of the main job's ``svm-map`` on Vaswani (50 trials of 10/5 queries): the
+  median fit (target ≤ 0.6 s);
+* ``scifact``: ``SVMMap()`` on SciFact's 809 training claims × 4 PISA functions, BM25 the first stage, from
+  bench_quality's cached runs (target ≤ 6 s).
 
 ``mainjob`` and ``scifact`` reuse the indices and base runs under ``--cache`` (``bench_quality.py``'s output,
-default ``runs/quality``); ``mainjob`` fits in a fresh folder. About 6 minutes on an idle 2-core machine. The
-other cost targets of issue 39 are ``bench_speed.py --only threads`` and ``bench_coldstart.py --only fresh``.
+default ``runs/quality``). About 6 minutes on an idle 2-core machine. The other cost targets of issue 39 are
+``bench_speed.py --only threads`` and ``bench_coldstart.py --only fresh``.
 """
 from __future__ import annotations
 
