@@ -88,10 +88,8 @@ class FeatureEncoder:
         """
         raw = score_matrix(raw)
         offsets = np.asarray(offsets, dtype=np.int64)
-        thresholds = None
-        if self.fits_thresholds:
-            thresholds = sample_thresholds(raw, offsets, self.n_bins, self.threshold_depth)
-        return self.fit_statistics(column_statistics(raw, offsets), thresholds, base_names)
+        fitted = sample_thresholds(raw, offsets, self.n_bins, self.threshold_depth) if self.fits_thresholds else None
+        return self.fit_statistics(column_statistics(raw, offsets), fitted, base_names)
 
     def fit_statistics(self, stats: ColumnStatistics, thresholds: Optional[np.ndarray] = None,
                        base_names: Optional[Sequence[str]] = None) -> "FeatureEncoder":

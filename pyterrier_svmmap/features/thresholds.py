@@ -16,8 +16,7 @@ SAMPLE_BYTES = 1 << 31
 
 def function_thresholds(sample: np.ndarray, n_bins: int) -> np.ndarray:
     """(F, ``n_bins``) thresholds of every column of ``sample`` (NaN = not retrieved)."""
-    sample = np.asarray(sample)
-    return _thresholds_of_columns([sample[:, f] for f in range(sample.shape[1])], n_bins, retrieved=False)
+    return _thresholds_of_columns([col[~np.isnan(col)] for col in np.asarray(sample).T], n_bins)
 
 
 def lower_quantiles(values: np.ndarray, n_bins: int) -> np.ndarray:
@@ -27,16 +26,11 @@ def lower_quantiles(values: np.ndarray, n_bins: int) -> np.ndarray:
     return values[np.floor((len(values) - 1) * levels).astype(np.int64)].astype(float)
 
 
-def _thresholds_of_columns(columns: List[np.ndarray], n_bins: int, retrieved: bool) -> np.ndarray:
-    """:func:`pad_thresholds` of every column's :func:`lower_quantiles`, columns spread over threads."""
+def _thresholds_of_columns(columns: List[np.ndarray], n_bins: int) -> np.ndarray:
+    """:func:`pad_thresholds` of every (retrieved) column's :func:`lower_quantiles`, columns spread over threads."""
     def one(f: int) -> np.ndarray:
-        col = columns[f]
-        if not retrieved:
-            col = col[~np.isnan(col)]
-        columns[f] = None
-        if n_bins == 1 or not len(col):
-            return pad_thresholds(np.zeros(0), n_bins)
-        return pad_thresholds(lower_quantiles(col, n_bins), n_bins)
+        col, columns[f] = columns[f], None
+        return pad_thresholds(lower_quantiles(col, n_bins) if n_bins > 1 and len(col) else np.zeros(0), n_bins)
     return np.stack(threads.run(one, len(columns))) if columns else np.zeros((0, n_bins))
 
 
@@ -70,7 +64,7 @@ def sample_thresholds(raw, offsets: np.ndarray, n_bins: int, depth: Optional[int
             # functions, not rows: each column's scores stay in row order
             threads.run_ranges(lambda j0, j1: jit.gather_columns(values, j0, j1, store[j0:j1], filled[j0:j1]),
                                f1 - f0, values.size)
-        out.append(_thresholds_of_columns([store[j, :filled[j]] for j in range(f1 - f0)], n_bins, retrieved=True))
+        out.append(_thresholds_of_columns([store[j, :filled[j]] for j in range(f1 - f0)], n_bins))
     return np.concatenate(out)
 
 
