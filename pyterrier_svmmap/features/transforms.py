@@ -16,10 +16,10 @@ BINNINGS = ("quantile", "minmax", "percentile")
 Z_LIMIT = 2.0 ** 500
 
 
-def _group_reduce(values: np.ndarray, offsets: np.ndarray, ufunc, fill: float) -> np.ndarray:
-    """ufunc.reduceat over the query segments of a (n, F) array; empty queries get ``fill``."""
+def _group_reduce(values: np.ndarray, offsets: np.ndarray, ufunc) -> np.ndarray:
+    """ufunc.reduceat over the query segments of a (n, F) array; empty queries get NaN."""
     sizes = np.diff(offsets)
-    out = np.full((len(sizes), values.shape[1]), fill)
+    out = np.full((len(sizes), values.shape[1]), np.nan)
     nonempty = sizes > 0
     if nonempty.any():
         out[nonempty] = ufunc.reduceat(values, offsets[:-1][nonempty], axis=0)
@@ -28,11 +28,9 @@ def _group_reduce(values: np.ndarray, offsets: np.ndarray, ufunc, fill: float) -
 
 def query_min_max(raw: np.ndarray, offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     """Per query and function, the min and max of the retrieved scores (NaN if none retrieved)."""
-    lo = _group_reduce(np.where(np.isnan(raw), np.inf, raw), offsets, np.minimum, np.inf)
-    hi = _group_reduce(np.where(np.isnan(raw), -np.inf, raw), offsets, np.maximum, -np.inf)
+    lo, hi = _group_reduce(raw, offsets, np.fmin), _group_reduce(raw, offsets, np.fmax)     # fmin/fmax skip NaN
     none = ~np.isfinite(lo)
-    lo[none] = np.nan
-    hi[none] = np.nan
+    lo[none] = hi[none] = np.nan
     return lo, hi
 
 
