@@ -38,19 +38,12 @@ def _factors(s, rel, alpha, E, F):
     """E_y = e^{α(c − s_y)}, F_x = e^{α(s_x − c)} (c the middle of the scores), so that the position
     term of Eq. (20) is σ(−α(s_x − s_y)) = 1 / (1 + F_x E_y) with one exponential per candidate instead
     of one per pair. False (nothing filled) when α·(max s − min s) > FACTOR_SPAN or a score is not finite."""
-    n = s.shape[0]
-    lo = s[0]
-    hi = s[0]
-    for y in range(n):
-        v = s[y]
-        if v < lo:
-            lo = v
-        if v > hi:
-            hi = v
+    lo = s.min()                                         # NaN if a score is NaN
+    hi = s.max()
     if not (alpha * (hi - lo) <= FACTOR_SPAN):          # also False for NaN / inf
         return False
     c = 0.5 * (lo + hi)
-    for y in range(n):
+    for y in range(s.shape[0]):
         E[y] = math.exp(alpha * (c - s[y]))
     for i in range(rel.shape[0]):
         F[i] = math.exp(alpha * (s[rel[i]] - c))
