@@ -71,13 +71,6 @@ def relevant_ranks(scores, lo, hi, rel, rank):
 def _sorted_ranks(raw, rel, lo, hi, f, ranks):
     """The 1-based ranks (ascending) of the relevant candidates of rows lo..hi by function f, as
     :func:`function_ap` counts them: a stable mergesort of the negated scores, a NaN taken as −∞."""
-    neg = np.empty(hi - lo)
-    for d in range(lo, hi):
-        v = raw[d, f]
-        neg[d - lo] = np.inf if v != v else -v
-    local = np.argsort(neg, kind="mergesort")
-    k = 0
-    for i in range(hi - lo):
-        if rel[lo + local[i]]:
-            ranks[k] = i + 1
-            k += 1
+    neg = -raw[lo:hi, f]
+    neg[np.isnan(neg)] = np.inf
+    ranks[:] = np.flatnonzero(rel[lo:hi][np.argsort(neg, kind="mergesort")]) + 1
