@@ -150,10 +150,8 @@ def top_of_queries(raw, offsets, depth, out):
         m = b - a
         buf = np.empty(m)
         for f in range(n_funcs):
-            kth = _depth_threshold(raw, a, b, f, depth, buf)
-            for d in range(a, b):
-                x = raw[d, f]
-                out[d, f] = x if x >= kth else np.nan
+            col = raw[a:b, f]
+            out[a:b, f] = np.where(col >= _depth_threshold(raw, a, b, f, depth, buf), col, np.nan)
 
 
 #: up to this many thresholds, :func:`bin_codes` counts them all (compares the compiler vectorises), above it
@@ -245,25 +243,17 @@ def percentiles(raw, offsets, out):
     for q in range(offsets.shape[0] - 1):
         a = offsets[q]
         b = offsets[q + 1]
-        vals = np.empty(b - a)
-        rows = np.empty(b - a, dtype=np.int64)
         for f in range(n_funcs):
-            cnt = 0
-            for d in range(a, b):
-                x = raw[d, f]
-                if x == x:
-                    vals[cnt] = x
-                    rows[cnt] = d
-                    cnt += 1
-                else:
-                    out[d, f] = np.nan
-            if cnt == 0:
-                continue
-            order = np.argsort(vals[:cnt])
+            col = raw[a:b, f]
+            kept = np.flatnonzero(col == col)       # the retrieved candidates, in row order
+            vals = col[kept]
+            cnt = kept.shape[0]
+            out[a:b, f] = np.nan
+            order = np.argsort(vals)
             for t in range(cnt - 1, -1, -1):         # from the top: a run of equal scores gets its last rank
                 if t == cnt - 1 or vals[order[t]] != vals[order[t + 1]]:
                     p = (t + 1) / cnt
-                out[rows[order[t]], f] = p
+                out[a + kept[order[t]], f] = p
 
 
 @njit(cache=True, nogil=True)
