@@ -66,6 +66,13 @@ def quiet(f, *a, **k):
         return f(*a, **k)
 
 
+def timed(f, *a, **k):
+    """(``f(*a, **k)``, the seconds it took)."""
+    t = time.perf_counter()
+    out = f(*a, **k)
+    return out, time.perf_counter() - t
+
+
 def runs(seconds) -> str:
     """'median s (runs …)'."""
     return f"{np.median(seconds):.3f} s (runs {' '.join(f'{s:.3f}' for s in seconds)})"

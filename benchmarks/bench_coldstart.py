@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import CLI, ENV, REPO, main, repeat, rounds, runs, target
+from _common import CLI, ENV, REPO, main, repeat, rounds, runs, target, timed
 
 NOTICE = "pyterrier-svmmap: compiling kernels, once"
 SCRIPT = """
@@ -71,11 +71,10 @@ def fresh_venv(folder: Path, **extra_env: str):
 
 def run(python: str, env: dict, code: str = SCRIPT, *args: str):
     """(seconds, stderr) of ``python -c code args`` in ``env``."""
-    t = time.perf_counter()
-    p = subprocess.run([python, "-c", code, *args], env=env, capture_output=True, text=True)
+    p, seconds = timed(subprocess.run, [python, "-c", code, *args], env=env, capture_output=True, text=True)
     if p.returncode:
         raise RuntimeError(p.stderr)
-    return time.perf_counter() - t, p.stderr
+    return seconds, p.stderr
 
 
 def environment(cache_dir: Path = None, **extra) -> dict:

@@ -30,7 +30,7 @@ import warnings
 
 import numpy as np
 
-from _common import ENV, child, main, peak_rss_gb, quiet, repeat, synthetic, target, write_svmlight
+from _common import ENV, child, main, peak_rss_gb, quiet, repeat, synthetic, target, timed, write_svmlight
 
 from pyterrier_svmmap.scale.dask import executor_for       # StructSVMRanker's executor for a Dask client
 
@@ -68,11 +68,9 @@ def default(args):
     client = plain_cluster()
     try:
         for name, (data, valid) in cases.items():
-            t = time.perf_counter()
-            one = quiet(StructSVMRanker(**params).fit, *data, valid=valid)
-            t_one, t = time.perf_counter() - t, time.perf_counter()
-            dist = quiet(StructSVMRanker(**params, executor=executor_for(client)).fit, *data, valid=valid)
-            t_dist = time.perf_counter() - t
+            one, t_one = timed(quiet, StructSVMRanker(**params).fit, *data, valid=valid)
+            dist, t_dist = timed(quiet, StructSVMRanker(**params, executor=executor_for(client)).fit, *data,
+                                 valid=valid)
             rel = max(float(np.max(np.abs(dist.coef_ - one.coef_)) / max(np.max(np.abs(one.coef_)), 1e-300)),
                       abs(dist.C_ - one.C_) / max(abs(one.C_), 1e-300))
             print(f"{name}: C_ {one.C_:.6g} / {dist.C_:.6g}, features_ {one.features_} / {dist.features_}, "
@@ -123,12 +121,10 @@ def overhead(args):
             StructSVMRanker(**params, executor=on).fit(raw, labels, offsets)
             rows = []
             for _ in range(repeat(args)):
-                t = time.perf_counter()
-                alone = StructSVMRanker(**params).fit(raw, labels, offsets)
-                t_one, t = time.perf_counter() - t, time.perf_counter()
-                dist = StructSVMRanker(**params, executor=on).fit(raw, labels, offsets)
+                alone, t_one = timed(StructSVMRanker(**params).fit, raw, labels, offsets)
+                dist, t_dist = timed(StructSVMRanker(**params, executor=on).fit, raw, labels, offsets)
                 tr = dist.training_summary_["traffic"]["bins"]
-                rows.append(dict(ratio=(time.perf_counter() - t) / t_one, one=t_one,
+                rows.append(dict(ratio=t_dist / t_one, one=t_one,
                                  call_one=alone.path_[0]["seconds"] / tr["iterations"],
                                  call=tr["oracle_seconds"] / tr["iterations"],
                                  busiest=tr["busiest_worker_seconds"] / tr["iterations"], calls=tr["iterations"],
@@ -166,9 +162,9 @@ def one_process(shards, per_shard):
     raw, labels = np.vstack([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
     offsets = np.concatenate([[0], np.cumsum(np.concatenate([np.diff(p[2]) for p in parts]))])
     del parts
-    t_read, t = time.perf_counter() - t, time.perf_counter()
-    r = StructSVMRanker(**PARAMS).fit(raw, labels, offsets)
-    return dict(read=t_read, fit=time.perf_counter() - t, cp=r.path_[0]["seconds"], iters=int(r.n_iter_),
+    t_read = time.perf_counter() - t
+    r, t_fit = timed(StructSVMRanker(**PARAMS).fit, raw, labels, offsets)
+    return dict(read=t_read, fit=t_fit, cp=r.path_[0]["seconds"], iters=int(r.n_iter_),
                 coef=r.coef_.tolist(), driver_rss=peak_rss_gb(), workers_rss=[])
 
 
@@ -252,9 +248,7 @@ def estimate(n, shards, one, d2):
     from pyterrier_svmmap.scale.shards import shard_from_svmlight
     with TemporaryDirectory() as tmp:
         write_svmlight(os.path.join(tmp, "probe.txt"), SHARD)
-        t = time.perf_counter()
-        shard_from_svmlight(os.path.join(tmp, "probe.txt"))
-        parse = (time.perf_counter() - t) / SHARD
+        parse = timed(shard_from_svmlight, os.path.join(tmp, "probe.txt"))[1] / SHARD
     w = d2["work"]
     argmax = w["argmax"] / (d2["calls"] * n)
     per_call = max(d2["cp"] / d2["calls"] - w["argmax"] / d2["calls"] / 2, 0.0) / 2

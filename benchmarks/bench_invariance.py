@@ -27,12 +27,11 @@ import logging
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
-from _common import CLI, DATA, ENV, main, mq2008_folds, quiet, target
+from _common import CLI, DATA, ENV, main, mq2008_folds, quiet, target, timed
 
 from pyterrier_svmmap.measures import letor_mean_average_precision
 
@@ -127,9 +126,8 @@ def vaswani(args):
         for s in range(args.splits or (1 if args.quick else 3)):
             order = np.random.default_rng(s).permutation(len(qids))
             tr, va, te = (frame[frame["qid"].isin(qids[order[a:b]])] for a, b in ((0, 10), (10, 15), (15, None)))
-            t = time.perf_counter()
-            model = quiet(SVMMap().fit, tr, qrels, va, qrels)
-            seconds += time.perf_counter() - t
+            model, s = timed(quiet, SVMMap().fit, tr, qrels, va, qrels)
+            seconds += s
             maps.append(test_map(model, te, qrels))
         rows[name] = (float(np.mean(maps)), seconds)
     report("Vaswani", rows, "fit s")
@@ -140,10 +138,8 @@ def fit_default(train, vali, raw_tr, raw_va, **extra):
     from pyterrier_svmmap import SVMMap
     from pyterrier_svmmap.svm.ranker import StructSVMRanker
     params = {k: v for k, v in SVMMap().get_params().items() if k in StructSVMRanker.MODEL_PARAMS}
-    t = time.perf_counter()
-    model = quiet(StructSVMRanker(**{**params, **extra}).fit, raw_tr, train.labels, train.offsets,
-                  valid=(raw_va, vali.labels, vali.offsets))
-    return model, time.perf_counter() - t
+    return timed(quiet, StructSVMRanker(**{**params, **extra}).fit, raw_tr, train.labels, train.offsets,
+                 valid=(raw_va, vali.labels, vali.offsets))
 
 
 def mq2008(args):
@@ -177,10 +173,8 @@ def learn(args):
         for name in ["original"] + list(CHANGES):
             write_svmlight(tmp / "train.txt", fold.train, changed(name, fold.train, 0))
             write_svmlight(tmp / "test.txt", fold.test, changed(name, fold.test, 1))
-            t = time.perf_counter()
-            subprocess.run([sys.executable, "-c", CLI, "learn", "--force", str(tmp / "train.txt"), str(tmp / "model")],
-                           env=ENV, check=True, capture_output=True)
-            seconds = time.perf_counter() - t
+            seconds = timed(subprocess.run, [sys.executable, "-c", CLI, "learn", "--force", str(tmp / "train.txt"),
+                                             str(tmp / "model")], env=ENV, check=True, capture_output=True)[1]
             subprocess.run([sys.executable, "-c", CLI, "classify", str(tmp / "test.txt"), str(tmp / "model"),
                             str(tmp / "pred.txt")], env=ENV, check=True, capture_output=True)
             scores = checked(np.loadtxt(tmp / "pred.txt"))
@@ -213,9 +207,7 @@ def default(args):
         for name, params in configs.items():
             if i == 0:
                 quiet(SVMMap(**params, n_jobs=1).fit, tr, qrels, va, qrels)
-            t = time.perf_counter()
-            quiet(SVMMap(**params, n_jobs=1).fit, tr, qrels, va, qrels)
-            times[name].append(time.perf_counter() - t)
+            times[name].append(timed(quiet, SVMMap(**params, n_jobs=1).fit, tr, qrels, va, qrels)[1])
     now, before = (float(np.median(v)) for v in times.values())
     print(f"Vaswani, 16 functions, {splits} splits, one thread: median seconds per fit SVMMap() {now:.2f}, "
           f"the scores as they are {before:.2f}")

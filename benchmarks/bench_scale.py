@@ -24,11 +24,10 @@ import logging
 import os
 import shutil
 import tempfile
-import time
 
 import numpy as np
 
-from _common import child, main, peak_rss_gb, synthetic, target, write_svmlight
+from _common import child, main, peak_rss_gb, synthetic, target, timed, write_svmlight
 
 PEAK_GB = 8.0
 TIME_RATIO = 12.0
@@ -48,14 +47,10 @@ def in_memory(n):
     from pyterrier_svmmap.svm.slack import make_slack_groups
     raw, labels, offsets = synthetic(int(n))
     warm_kernels()
-    t = time.perf_counter()
-    X = FeatureEncoder("bins", 50).fit(raw, offsets).transform(raw, offsets)
-    t_enc = time.perf_counter() - t
+    X, t_enc = timed(lambda r: FeatureEncoder("bins", 50).fit(r, offsets).transform(r, offsets), raw)
     del raw
-    t = time.perf_counter()
-    res = train_structural_svm(X, labels, offsets, make_slack_groups("map", 1.0), epsilon=1e-3)
-    return dict(n=len(labels), encode=t_enc, fit=time.perf_counter() - t, iters=res.n_iter,
-                rss_gb=peak_rss_gb())
+    res, t_fit = timed(train_structural_svm, X, labels, offsets, make_slack_groups("map", 1.0), epsilon=1e-3)
+    return dict(n=len(labels), encode=t_enc, fit=t_fit, iters=res.n_iter, rss_gb=peak_rss_gb())
 
 
 def memory(args):
@@ -96,9 +91,8 @@ def from_memmap(path):
     from pyterrier_svmmap.svm.ranker import StructSVMRanker
     raw, labels = np.load(path, mmap_mode="r"), np.load(path + ".labels.npy", mmap_mode="r")
     warm_kernels()
-    t = time.perf_counter()
-    ranker = StructSVMRanker(features="bins", C=1.0).fit(raw, labels, np.arange(0, len(raw) + 1, 1000))
-    total, solver = time.perf_counter() - t, float(ranker.path_[0]["seconds"])
+    ranker, total = timed(StructSVMRanker(features="bins", C=1.0).fit, raw, labels, np.arange(0, len(raw) + 1, 1000))
+    solver = float(ranker.path_[0]["seconds"])
     return dict(n=len(raw), prepare=total - solver, solver=solver, total=total, iters=int(ranker.n_iter_),
                 rss_gb=peak_rss_gb(), file_gb=os.path.getsize(path) / 1024 ** 3)
 
@@ -132,9 +126,8 @@ def learn(path, model):
     """Child: ``svmmap learn --bins 50 -c 1`` on ``path``, as a user runs it."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     from pyterrier_svmmap.cli import main as svmmap
-    t = time.perf_counter()
-    rc = svmmap(["learn", "--bins", "50", "-c", "1", "-e", "1e-3", path, model])
-    return dict(rc=rc, seconds=time.perf_counter() - t, rss_gb=peak_rss_gb())
+    rc, seconds = timed(svmmap, ["learn", "--bins", "50", "-c", "1", "-e", "1e-3", path, model])
+    return dict(rc=rc, seconds=seconds, rss_gb=peak_rss_gb())
 
 
 def svmlight(args):
@@ -142,9 +135,8 @@ def svmlight(args):
     n = 10 ** 6 if args.quick else 10 ** 8
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "train.txt")
-        t = time.perf_counter()
-        write_svmlight(path, n)
-        print(f"{n:,} lines, {os.path.getsize(path) / 1024 ** 3:.2f} GB written in {time.perf_counter() - t:.0f} s; "
+        seconds = timed(write_svmlight, path, n)[1]
+        print(f"{n:,} lines, {os.path.getsize(path) / 1024 ** 3:.2f} GB written in {seconds:.0f} s; "
               f"as dense float64 {8 * n * 16 / 1024 ** 3:.1f} GB; disk free "
               f"{shutil.disk_usage(tmp).free / 1024 ** 3:.0f} GB", flush=True)
         r = child(__file__, "learn", path, os.path.join(tmp, "model"), echo=True)

@@ -24,13 +24,12 @@ from __future__ import annotations
 
 import sys
 import tempfile
-import time
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 
-from _common import DATA, main, quiet, repeat, rounds, runs, synthetic, target
+from _common import DATA, main, quiet, repeat, rounds, runs, synthetic, target, timed
 
 DEFAULT = dict(C="auto", features="auto", prior="best", selection="auto", first_stage=None)
 
@@ -85,23 +84,19 @@ def profile(args):
     train_path, scoring = StructSVMRanker.train_path, engine.HeldOutRanking.ap
 
     def timed_path(self, queries, grid, setting, fold=None, shards=None, encoded=None):
-        t = time.perf_counter()
-        out = train_path(self, queries, grid, setting, fold, shards, encoded)
+        out, seconds = timed(train_path, self, queries, grid, setting, fold, shards, encoded)
         key = "refit" if fold is None else f"cv paths, {features_name(setting[0])}"
-        spent[key] += time.perf_counter() - t
+        spent[key] += seconds
         spent[key + " (C values)"] += len(grid)
         return out
 
     def timed_scoring(self, scores):
-        t = time.perf_counter()
-        out = scoring(self, scores)
-        spent["held-out scoring"] += time.perf_counter() - t
+        out, seconds = timed(scoring, self, scores)
+        spent["held-out scoring"] += seconds
         return out
     StructSVMRanker.train_path, engine.HeldOutRanking.ap = timed_path, timed_scoring
     try:
-        t = time.perf_counter()
-        _fit(raw, labels, offsets)
-        total = time.perf_counter() - t
+        total = timed(_fit, raw, labels, offsets)[1]
     finally:
         StructSVMRanker.train_path, engine.HeldOutRanking.ap = train_path, scoring
     print(f"one default fit: {total:.2f} s wall; seconds summed over threads (the cross-validation's paths run two "
@@ -164,9 +159,7 @@ def scifact(args):
     raw = wide.to_numpy(dtype=float)
     params = dict(DEFAULT, first_stage=0)                                   # BM25, the first stage
     quiet(StructSVMRanker(**params).fit, raw[:offsets[40]], labels[:offsets[40]], offsets[:41])      # kernels loaded
-    t = time.perf_counter()
-    model = quiet(StructSVMRanker(**params).fit, raw, labels, offsets)
-    fit = time.perf_counter() - t
+    model, fit = timed(quiet, StructSVMRanker(**params).fit, raw, labels, offsets)
     print(f"{len(offsets) - 1} training claims × {len(names)} functions, {len(raw):,} candidates: {fit:.2f} s "
           f"(kept {'the first stage' if model.choice_['fallback'] else model.features_})")
     target(f"SciFact's split: SVMMap()'s fit ≤ 6 s: {fit:.2f} s", fit <= 6)

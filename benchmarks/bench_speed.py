@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import CLI, ENV, MQ2008, load, main, mq2008_folds, quiet, repeat, rounds, runs, synthetic, target
+from _common import CLI, ENV, MQ2008, load, main, mq2008_folds, quiet, repeat, rounds, runs, synthetic, target, timed
 
 from oracles.losses_reference import map_slots_reference
 from pyterrier_svmmap.measures import average_precision, letor_mean_average_precision
@@ -213,15 +213,11 @@ def svmlight(args):
         path = Path(tmp) / "train.svmlight"
         dump_svmlight_file(X, y, str(path), query_id=np.repeat(np.arange(1, n_q + 1), per_q), zero_based=False)
         mb = path.stat().st_size / 1e6
-        t = time.perf_counter()
-        data = read_svmlight(str(path))
-        t_parse = time.perf_counter() - t
+        data, t_parse = timed(read_svmlight, str(path))
     Xd, ys, off = data.features[data.order], data.labels[data.order], data.offsets
     cut, k = off[int(0.8 * n_q)], int(0.8 * n_q)
     quiet(StructSVMRanker(C=1.0, features="raw").fit, Xd[:off[10]], ys[:off[10]], off[:11])       # warm-up
-    t = time.perf_counter()
-    model = quiet(StructSVMRanker(C=1.0, features="raw").fit, Xd[:cut], ys[:cut], off[:k + 1])
-    t_train = time.perf_counter() - t
+    model, t_train = timed(quiet, StructSVMRanker(C=1.0, features="raw").fit, Xd[:cut], ys[:cut], off[:k + 1])
     te = off[k:] - cut
     test_map = float(average_precision(model.decision_function(Xd[cut:], te), ys[cut:], te).mean())
     oracle = float(average_precision(Xd[cut:] @ w_true, ys[cut:], te).mean())
@@ -361,11 +357,9 @@ def cli(args):
         phases = {}
         for _ in range(max(1, repeat(args) // 2)):
             for argv in commands(1, tmp):
-                t0 = time.perf_counter()
-                p = subprocess.run([sys.executable, "-c", PHASES, *argv], env=ENV, check=True, capture_output=True,
-                                   text=True)
-                phases.setdefault(argv[0], []).append(dict(json.loads(p.stdout.splitlines()[-1]),
-                                                           process=time.perf_counter() - t0))
+                p, seconds = timed(subprocess.run, [sys.executable, "-c", PHASES, *argv], env=ENV, check=True,
+                                   capture_output=True, text=True)
+                phases.setdefault(argv[0], []).append(dict(json.loads(p.stdout.splitlines()[-1]), process=seconds))
     print(f"svmmap, 5 folds: {runs(t)}, mean test MAP {np.mean(maps):.4f}")
     for name, rows in phases.items():
         m = {k: float(np.median([r[k] for r in rows])) for k in rows[0]}
@@ -407,12 +401,10 @@ def qp(args):
             solver.solve_dual = compiled.solve_dual
         t_ref, t_fast, worst = 0.0, 0.0, 0.0
         for a, kw in calls:
-            t = time.perf_counter()
-            a_ref, _ = solve_dual_reference(*a, **kw)
-            t_ref += time.perf_counter() - t
-            t = time.perf_counter()
-            a_fast, _ = compiled.solve_dual(*a, **kw)
-            t_fast += time.perf_counter() - t
+            (a_ref, _), seconds = timed(solve_dual_reference, *a, **kw)
+            t_ref += seconds
+            (a_fast, _), seconds = timed(compiled.solve_dual, *a, **kw)
+            t_fast += seconds
             G, b = a[:2]
             f_ref, f_fast = (b @ x - 0.5 * x @ G @ x for x in (a_ref, a_fast))
             worst = max(worst, abs(f_fast - f_ref) / max(abs(f_ref), 1e-300))
