@@ -7,9 +7,8 @@ settings are left as the caller set them). The numeric core asks :func:`current`
 Φᵀc, queries of a loss's argmax, each piece computed by the same serial (``nogil``) kernel in the same
 order. The model is therefore the same bit for bit for every ``n_jobs``.
 
-``n_jobs`` follows scikit-learn and LightGBM: ``None`` uses every core this process may run on, a positive
-number that many threads, a negative one counts back from all cores (−1 all, −2 all but one). Outside any
-:func:`using` block the core runs on one thread.
+``n_jobs`` follows scikit-learn and LightGBM (:func:`effective_n_jobs`: None or −1 every core this process may
+run on, −2 all but one). Outside any :func:`using` block the core runs on one thread.
 """
 from __future__ import annotations
 
