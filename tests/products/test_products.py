@@ -5,7 +5,6 @@ import warnings
 import numpy as np
 import pytest
 
-import pyterrier_svmmap._jit as _jit
 import pyterrier_svmmap.products as products
 import pyterrier_svmmap.threads as threads
 from pyterrier_svmmap.features.matrices import DenseBlock
