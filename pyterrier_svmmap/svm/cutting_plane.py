@@ -94,20 +94,14 @@ class TrainingResult:
         search, one to three with it."""
         return int(self.history[-1]["oracle_calls"]) if self.history else 0
 
-    @property
-    def duality_gap(self) -> float:
-        """Primal − dual at termination; ≤ Σ_k C_k ε when converged (MLJ 2009, Thm. 3 / OP 4)."""
-        return self.history[-1]["gap"] if self.history else float("nan")
+    def _last(key: str, doc: str) -> property:                       # noqa: N805 - a property factory
+        return property(lambda self: self.history[-1][key] if self.history else float("nan"), doc=doc)
 
-    @property
-    def primal(self) -> float:
-        """The 1-slack objective ½‖w − w₀‖² + Σ_k C_k ξ_k(w) at the returned w (exact ξ, from the oracle)."""
-        return self.history[-1]["primal"] if self.history else float("nan")
-
-    @property
-    def dual(self) -> float:
-        """The dual value of the final working set: a lower bound of the optimal objective."""
-        return self.history[-1]["dual"] if self.history else float("nan")
+    duality_gap = _last("gap", "Primal − dual at termination; ≤ Σ_k C_k ε when converged (MLJ 2009, Thm. 3 / OP 4).")
+    primal = _last("primal", "The 1-slack objective ½‖w − w₀‖² + Σ_k C_k ξ_k(w) at the returned w (exact ξ, from the "
+                   "oracle).")
+    dual = _last("dual", "The dual value of the final working set: a lower bound of the optimal objective.")
+    del _last
 
 
 # ---------------------------------------------------------------------------------------------
@@ -166,15 +160,8 @@ def reduce_shard_sums(parts: Sequence[List[Tuple[np.ndarray, float]]], n_queries
     """Per group (a, b) = (Σ_shards Σ Ψ, Σ_shards Σ Δ) / n, summed in shard order (0, 1, 2, ...): the same
     floating-point sums however the shards were computed, so that one process and a cluster take the
     same cutting-plane path (the line search's decisions and the argmax's ties depend on the last bit)."""
-    out = []
-    for k in range(len(parts[0])):
-        a = parts[0][k][0].copy()
-        b = parts[0][k][1]
-        for p in parts[1:]:
-            a += p[k][0]
-            b += p[k][1]
-        out.append((a / n_queries, b / n_queries))
-    return out
+    return [(sum((p[k][0] for p in parts[1:]), parts[0][k][0]) / n_queries,
+             sum((p[k][1] for p in parts[1:]), parts[0][k][1]) / n_queries) for k in range(len(parts[0]))]
 
 
 class DataOracle:
@@ -488,33 +475,30 @@ def _gap_bound(C: np.ndarray, epsilon: float, primal: float) -> float:
     return float(C.sum() * epsilon) * (1 + 1e-6) + 1e-9 * abs(primal)
 
 
-def _check_options(epsilon: float, max_iter: int, drop_after: Optional[int]) -> None:
+def _setup(X, labels, offsets, groups: Sequence[SlackGroup], oracle: Optional[Oracle], prior: Optional[np.ndarray],
+           epsilon: float, max_iter: int, drop_after: Optional[int]) -> Tuple[Oracle, np.ndarray]:
+    """The options checked, then the given oracle (X, labels, offsets being None) or a :class:`DataOracle` of
+    the arrays, and the prior w₀ (zeros by default)."""
     if not epsilon > 0:
         raise ValueError(f"epsilon must be positive, got {epsilon}")
     if int(max_iter) < 1:
         raise ValueError(f"max_iter must be at least 1, got {max_iter}")
     if drop_after is not None and int(drop_after) < 0:
         raise ValueError(f"drop_after must be None, 0 (keep every constraint) or positive, got {drop_after}")
-
-
-def _make_oracle(X, labels, offsets, groups: Sequence[SlackGroup], oracle: Optional[Oracle]) -> Oracle:
-    """The given oracle (then X, labels, offsets must be None) or a :class:`DataOracle` of the arrays."""
     if oracle is not None:
         if X is not None or labels is not None or offsets is not None:
             raise ValueError("give either the data (X, labels, offsets) or an oracle, not both")
         if oracle.n_groups != len(groups):
             raise ValueError(f"the oracle has {oracle.n_groups} slack groups but {len(groups)} groups were given")
-        return oracle
-    if X is None or labels is None or offsets is None:
+    elif X is None or labels is None or offsets is None:
         raise ValueError("give the data (X, labels, offsets) or oracle=...")
-    return DataOracle(X, labels, offsets, [g.loss for g in groups])
-
-
-def _prior(prior: Optional[np.ndarray], dim: int) -> np.ndarray:
-    w0 = np.zeros(dim) if prior is None else np.asarray(prior, dtype=float)
-    if w0.shape != (dim,):
-        raise ValueError(f"prior must be a weight vector of length {dim} (φ's dimension), got shape {w0.shape}")
-    return w0
+    else:
+        oracle = DataOracle(X, labels, offsets, [g.loss for g in groups])
+    w0 = np.zeros(oracle.dim) if prior is None else np.asarray(prior, dtype=float)
+    if w0.shape != (oracle.dim,):
+        raise ValueError(f"prior must be a weight vector of length {oracle.dim} (φ's dimension), got shape "
+                         f"{w0.shape}")
+    return oracle, w0
 
 
 def train_structural_svm(X: Optional[FeatureMatrix], labels: Optional[np.ndarray],
@@ -538,18 +522,12 @@ def train_structural_svm(X: Optional[FeatureMatrix], labels: Optional[np.ndarray
     never) removes constraints idle that many QP solves; ``qp_max_steps`` caps the QP's SMO steps. The loop
     (:func:`_cutting_planes_ls`, Algorithm 4 with a line search) returns a w whose duality gap is ≤ Σ_k C_k ε.
     """
-    _check_options(epsilon, max_iter, drop_after)
     C = np.array([g.C for g in groups], dtype=float)
     if len(C) == 0 or not (np.isfinite(C) & (C > 0)).all():
         raise ValueError(f"C must be positive, got {C.tolist()}")
-    orc = _make_oracle(X, labels, offsets, groups, oracle)
-    w0 = _prior(prior, orc.dim)
-    start = time.perf_counter()
-    ws = _WorkingSet(orc.dim, w0)
-    w, converged, history, _, (stop, n_capped) = _cutting_planes_ls(orc, ws, C, epsilon, int(max_iter), drop_after,
-                                                                    qp_max_steps)
-    result = TrainingResult(w=w, converged=converged, history=history, C=float(C[0]), group_C=C,
-                            seconds=time.perf_counter() - start, stop=stop, qp_capped_solves=n_capped)
+    result, = train_path(X, labels, offsets, groups, [1.0], epsilon, max_iter, prior, oracle=oracle,
+                         drop_after=drop_after, qp_max_steps=qp_max_steps, warn=False)      # a path of one C
+    result.C = float(C[0])
     _warn_not_converged(result, epsilon, max_iter)
     return result
 
@@ -573,7 +551,6 @@ def train_path(X: Optional[FeatureMatrix], labels: Optional[np.ndarray], offsets
     ``warn=False`` (a caller that reports such results itself, once). Other arguments as in
     :func:`train_structural_svm`.
     """
-    _check_options(epsilon, max_iter, drop_after)
     grid = np.asarray(C_grid, dtype=float).ravel()
     if len(grid) == 0 or not (np.isfinite(grid) & (grid > 0)).all():
         raise ValueError(f"C_grid must be positive numbers, got {list(np.asarray(C_grid).ravel())}")
@@ -582,8 +559,8 @@ def train_path(X: Optional[FeatureMatrix], labels: Optional[np.ndarray], offsets
     base = np.array([g.C for g in groups], dtype=float)
     if len(base) == 0 or not (np.isfinite(base) & (base > 0)).all():
         raise ValueError(f"the groups' constants (relative weights at C = 1) must be positive, got {base.tolist()}")
-    orc = _make_oracle(X, labels, offsets, groups, oracle)
-    ws = _WorkingSet(orc.dim, _prior(prior, orc.dim))
+    orc, w0 = _setup(X, labels, offsets, groups, oracle, prior, epsilon, max_iter, drop_after)
+    ws = _WorkingSet(orc.dim, w0)
     results: List[Optional[TrainingResult]] = [None] * len(grid)
     best: Optional[_Point] = None
     for pos in np.argsort(grid):
