@@ -11,6 +11,7 @@ from scipy.optimize import linear_sum_assignment
 
 from pyterrier_svmmap.queries import query_ids
 from pyterrier_svmmap.svm.losses import ClassificationLoss, ComboLoss, DORMLoss, MAPLoss, MRRLoss, NDCGLoss, ROCLoss
+from pyterrier_svmmap.svm.losses.combo import most_violated_member
 from pyterrier_svmmap.svm.losses.base import sort_by_score, split_by_relevance
 from pyterrier_svmmap.svm.losses.map import harmonic, interleave
 from pyterrier_svmmap.svm.losses.ndcg import discounts
@@ -472,7 +473,10 @@ def argmax_reference(loss, scores: np.ndarray, labels: np.ndarray) -> np.ndarray
     """The reference argmax of ``loss`` for one query (a combo: that of its most violated member, by the
     members' per-query violations)."""
     if isinstance(loss, ComboLoss):
-        return argmax_reference(loss._best(scores, labels)[3], scores, labels)
+        s = np.asarray(scores, dtype=float)
+        found = [member.violation(s, labels) for member in loss.losses]
+        best = int(most_violated_member(np.array([[d - float(c @ s)] for d, c in found]))[0])
+        return argmax_reference(loss.losses[best], scores, labels)
     for kind, argmax in ((MAPLoss, map_argmax), (ROCLoss, roc_argmax), (MRRLoss, mrr_argmax), (NDCGLoss, ndcg_argmax),
                          (DORMLoss, dorm_argmax)):
         if isinstance(loss, kind):

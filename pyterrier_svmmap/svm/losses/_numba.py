@@ -3,13 +3,12 @@
 :func:`kernels` returns :mod:`._rank_kernels` (the compiled batch violations and single-query argmaxes of
 NDCG, NDCG-NC, MRR, ROC, DORM and MAP, and the classification baselines' batch), imported on first use.
 
-:func:`run_sorted` is the one way the losses call a kernel: it checks the batch, sorts every query's
+:func:`run_shared` is the one way the losses call a batch kernel: it checks the batch, sorts every query's
 candidates by decreasing score once (:func:`.map.query_score_order`, ties in any order: the kernels
 restore the stable order themselves), and hands the kernel the arrays it fills.
 """
 from __future__ import annotations
 
-import logging
 from types import ModuleType
 from typing import Callable, Optional, Tuple
 
@@ -17,9 +16,6 @@ import numpy as np
 
 import pyterrier_svmmap._jit as _jit
 import pyterrier_svmmap.threads as threads
-
-log = logging.getLogger(__name__)
-
 
 
 def kernels(module: str = "_rank_kernels") -> ModuleType:
@@ -58,25 +54,19 @@ def score_order(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(query_score_order(scores, offsets), dtype=np.int64)
 
 
-def run_sorted(call: KernelCall, scores: np.ndarray, labels: np.ndarray,
-               offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """(Δ per query, coefficients per candidate) from a kernel call (``kernel(scores, rel, order,
-    offsets, *params, deltas, coef)``), ``order`` being :func:`score_order`."""
-    return run_shared([call], scores, labels, offsets)[0]
-
-
-def run_shared(calls, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
-               order: Optional[np.ndarray] = None) -> list:
-    """[(Δ per query, coefficients per candidate)] of several kernel calls on one batch, the score
-    order computed once for all (what :class:`.combo.ComboLoss` uses), or ``order`` when given. Blocks of
-    whole queries run on :func:`~pyterrier_svmmap.threads.current` threads; every query is computed by the
-    same kernel whichever block it is in, so the results do not depend on the number of threads."""
+def run_shared(calls, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> list:
+    """[(Δ per query, coefficients per candidate)] of kernel calls (``kernel(scores, rel, order, offsets, *params,
+    deltas, coef)``) on one batch, ``order`` (:func:`score_order`) computed once for all (what
+    :class:`.combo.ComboLoss` uses). Blocks of whole queries run on :func:`~pyterrier_svmmap.threads.current`
+    threads; every query is computed by the same kernel whichever block it is in, so the results do not depend on
+    the number of threads."""
     scores, rel, offsets = check_batch(scores, labels, offsets)
     n_q = len(offsets) - 1
     out = [(np.zeros(n_q), np.zeros(len(scores))) for _ in calls]
     if n_q == 0 or len(scores) == 0:
         return out
-    order = score_order(scores, offsets) if order is None else order
+    order = score_order(scores, offsets)
+
     def block(lo: int, hi: int) -> None:
         for (kernel, params), (deltas, coef) in zip(calls, out):
             kernel(scores, rel, order, offsets[lo:hi + 1], *params, deltas[lo:hi], coef)
@@ -84,31 +74,10 @@ def run_shared(calls, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarra
     return out
 
 
-def run_ranking(call: KernelCall, scores: np.ndarray, labels: np.ndarray,
-                order: Optional[np.ndarray] = None) -> np.ndarray:
-    """The most violated ranking of one query (candidate indices, best first) from a ranking kernel call
-    (``kernel(scores, rel, order, lo, hi, *params, out)``), ``order`` being :func:`score_order` unless
-    given."""
-    scores, rel, offsets = check_batch(scores, labels, np.array([0, len(np.asarray(scores))]))
-    out = np.empty(len(scores), dtype=np.int64)
-    if len(scores):
-        kernel, params = call
-        kernel(scores, rel, score_order(scores, offsets) if order is None else order, 0, len(scores), *params, out)
-    return out
-
-
 def kernel_call(loss, n_max: int) -> Optional[KernelCall]:
-    """How to compute ``loss.batch_violation`` from a shared score order on queries of at most
-    ``n_max`` candidates, or None for a loss without a kernel (the classification baselines, a custom loss).
-
-    Losses with a kernel define ``kernel_call(n_max)``; MAP's kernel lives in :mod:`._map_kernels` and is
-    adapted here (its serial batch takes the same arguments, with the harmonic table as parameter).
-    A subclass that overrides ``batch_violation`` must override ``kernel_call`` too.
-    """
-    from pyterrier_svmmap.svm.losses.map import MAPLoss, _jit, harmonic
-
-    if type(loss).batch_violation is MAPLoss.batch_violation:
-        return _jit().batch_violation_serial, (harmonic(n_max + 2),)
+    """How to compute ``loss.batch_violation`` from a shared score order on queries of at most ``n_max``
+    candidates (the loss's ``kernel_call(n_max)``), or None for a loss without a kernel (the classification
+    baselines, a custom loss). A subclass that overrides ``batch_violation`` must override ``kernel_call`` too."""
     make = getattr(loss, "kernel_call", None)
     return make(n_max) if make is not None else None
 
@@ -125,14 +94,36 @@ def as_int(value: Optional[int]) -> int:
 
 
 class CompiledBatch:
-    """Mixin of the losses with compiled kernels: ``batch_violation`` runs the loss's batch kernel
-    (``kernel_call(n_max)``) over all queries after one score sort; ``argmax`` runs its ranking kernel
-    (``ranking_call(n)``, the solver of its batch kernel)."""
+    """Mixin of the losses with compiled kernels ``<name>_batch`` and ``<name>_ranking`` in :attr:`kernel_module`,
+    both taking the parameters ``kernel_params(n)`` for queries of at most n candidates: ``batch_violation``
+    runs the batch kernel over all queries after one score sort; ``argmax`` runs the ranking kernel (the solver
+    of the batch kernel) on one query."""
+
+    name: str
+    #: the module of :func:`kernels` that holds the loss's kernels
+    kernel_module = "_rank_kernels"
+
+    def kernel_params(self, n: int) -> tuple:
+        """The kernels' parameters after the data (cutoffs, tables) for queries of at most ``n`` candidates."""
+        return ()
+
+    def kernel_call(self, n_max: int) -> KernelCall:
+        """The compiled batch violation and its parameters for queries of at most ``n_max`` candidates."""
+        return getattr(kernels(self.kernel_module), f"{self.name}_batch"), self.kernel_params(n_max)
+
+    def ranking_call(self, n: int) -> KernelCall:
+        """The compiled single-query argmax and its parameters for a query of ``n`` candidates."""
+        return getattr(kernels(self.kernel_module), f"{self.name}_ranking"), self.kernel_params(n)
 
     def argmax(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        """The most violated ranking of one query, from the loss's compiled ranking kernel."""
-        return run_ranking(self.ranking_call(len(scores)), scores, labels)
+        """The most violated ranking of one query (candidate indices, best first), from the ranking kernel."""
+        scores, rel, offsets = check_batch(scores, labels, np.array([0, len(np.asarray(scores))]))
+        out = np.empty(len(scores), dtype=np.int64)
+        if len(scores):
+            kernel, params = self.ranking_call(len(scores))
+            kernel(scores, rel, score_order(scores, offsets), 0, len(scores), *params, out)
+        return out
 
     def batch_violation(self, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray):
         """(Δ per query, coefficients per candidate), from the loss's compiled batch kernel."""
-        return run_sorted(self.kernel_call(longest(offsets)), scores, labels, offsets)
+        return run_shared([self.kernel_call(longest(offsets))], scores, labels, offsets)[0]

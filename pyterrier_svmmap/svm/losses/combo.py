@@ -57,37 +57,17 @@ class ComboLoss(Loss):
         return np.array([l.delta(ranking, labels) - (l.ideal_psi_coef(labels) - l.psi_coef(ranking, labels)) @ s
                          for l in self.losses])
 
-    def _best(self, scores: np.ndarray, labels: np.ndarray):
-        s = np.asarray(scores, dtype=float)
-        found = [(l, *l.violation(s, labels)) for l in self.losses]
-        l, d, c = found[int(most_violated_member(np.array([[d - float(c @ s)] for _, d, c in found]))[0])]
-        return d - float(c @ s), d, c, l
-
     def argmax(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        """The most violated member's ranking (the members' kernels on one shared score sort pick the member)."""
-        s = np.ascontiguousarray(scores, dtype=float)
+        """The ranking of the member whose constraint is the most violated (:func:`combine_members`' choice)."""
+        s = np.asarray(scores, dtype=float)
         offsets = np.array([0, len(s)], dtype=np.int64)
-        calls = [_numba.kernel_call(l, len(s)) for l in self.losses]
-        rankings = [getattr(l, "ranking_call", lambda n: None)(len(s)) for l in self.losses]
-        if len(s) and all(c is not None for c in calls + rankings):       # one check and one score sort
-            s, rel, offsets = _numba.check_batch(s, labels, offsets)
-            order = _numba.score_order(s, offsets)
-            values = np.empty((len(calls), 1))
-            for m, (kernel, params) in enumerate(calls):
-                delta, coef = np.zeros(1), np.zeros(len(s))
-                kernel(s, rel, order, offsets, *params, delta, coef)
-                values[m, 0] = delta[0] - float(coef @ s)
-            kernel, params = rankings[int(most_violated_member(values)[0])]
-            out = np.empty(len(s), dtype=np.int64)
-            kernel(s, rel, order, 0, len(s), *params, out)
-            return out
-        results = self.member_batches(s, labels, offsets)
-        values = np.stack([d - segment_sums(c * s, offsets) for d, c in results])
+        values = np.stack([d - segment_sums(c * s, offsets) for d, c in self.member_batches(s, labels, offsets)])
         return self.losses[int(most_violated_member(values)[0])].argmax(s, labels)
 
     def violation(self, scores: np.ndarray, labels: np.ndarray) -> Tuple[float, np.ndarray]:
-        _, d, c, _ = self._best(scores, labels)
-        return d, c
+        s = np.asarray(scores, dtype=float)
+        found = [l.violation(s, labels) for l in self.losses]
+        return found[int(most_violated_member(np.array([[d - float(c @ s)] for d, c in found]))[0])]
 
     def batch_violation(self, scores: np.ndarray, labels: np.ndarray,
                         offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:

@@ -7,19 +7,18 @@ from typing import Optional
 import numpy as np
 
 import pyterrier_svmmap.svm.losses._numba as _numba
-from pyterrier_svmmap.svm.losses.base import Loss, positions
+from pyterrier_svmmap.svm.losses.base import CutoffLoss, positions
 from pyterrier_svmmap.svm.losses.ndcg import discount_table, ndcg_of_ranking
 
 
-class DORMLoss(_numba.CompiledBatch, Loss):
+class DORMLoss(_numba.CompiledBatch, CutoffLoss):
     """Δ = 1 − nDCG@k, Ψ = φ_dorm with A(r) = 1/sqrt(1 + r) truncated at ``window``; assignment argmax."""
 
     name = "dorm"
+    kernel_module = "_dorm_kernels"
 
     def __init__(self, k: Optional[int] = 10, window: Optional[int] = 100):
-        if k is not None and int(k) < 1:
-            raise ValueError(f"k must be a positive integer or None, got {k!r}")
-        self.k = None if k is None else int(k)
+        super().__init__(k)
         if window is not None:
             window = int(window)
             if self.k is None:
@@ -57,11 +56,5 @@ class DORMLoss(_numba.CompiledBatch, Loss):
             coef[~rel] = a[n_pos:].mean()
         return coef
 
-    def ranking_call(self, n: int) -> _numba.KernelCall:
-        return _numba.kernels("_dorm_kernels").dorm_ranking, (_numba.as_int(self.k), _numba.as_int(self.window),
-                                                              discount_table(n + 1), self.decay(n + 1))
-
-    def kernel_call(self, n_max: int) -> _numba.KernelCall:
-        n = n_max + 1
-        return _numba.kernels("_dorm_kernels").dorm_batch, (_numba.as_int(self.k), _numba.as_int(self.window),
-                                                            discount_table(n), self.decay(n))
+    def kernel_params(self, n: int) -> tuple:
+        return _numba.as_int(self.k), _numba.as_int(self.window), discount_table(n + 1), self.decay(n + 1)

@@ -31,6 +31,7 @@ from typing import Callable, Optional, Tuple
 import numpy as np
 
 import pyterrier_svmmap._jit as _loader
+import pyterrier_svmmap.svm.losses._numba as _numba
 import pyterrier_svmmap.threads as threads
 from pyterrier_svmmap.measures import rank_within_queries
 from pyterrier_svmmap.svm.losses.base import Loss, sort_by_score  # noqa: F401  (sort_by_score re-exported)
@@ -103,7 +104,7 @@ def map_slots(pos_scores: np.ndarray, neg_scores: np.ndarray) -> np.ndarray:
     return slots
 
 
-class MAPLoss(Loss):
+class MAPLoss(_numba.CompiledBatch, Loss):
     """Δ = 1 − AP(y) over the query's candidates; SVM-map's loss (Yue et al. 2007, §2 and §3.2)."""
 
     name = "map"
@@ -116,26 +117,14 @@ class MAPLoss(Loss):
     def psi_coef(self, ranking: np.ndarray, labels: np.ndarray) -> np.ndarray:
         return pairwise_psi_coef(ranking, labels)
 
-    def argmax(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        """Algorithm 2 for one query, compiled (:func:`._rank_kernels.map_ranking`, the slot search of the
-        batch kernel)."""
-        call = self.ranking_call(len(scores))
-        scores = np.ascontiguousarray(scores, dtype=np.float64)
-        labels = np.asarray(labels)
-        if scores.ndim != 1 or labels.shape != scores.shape:
-            raise ValueError(f"scores and labels must be 1-d arrays of one length, got shapes {scores.shape} and "
-                             f"{labels.shape}")
-        n = len(scores)
-        out = np.empty(n, dtype=np.int64)
-        if n:
-            order = np.ascontiguousarray(query_score_order(scores, np.array([0, n])), dtype=np.int64)
-            call[0](scores, np.ascontiguousarray(labels > 0), order, 0, n, *call[1], out)
-        return out
+    def kernel_params(self, n: int) -> tuple:
+        """The harmonic table of the slot search (:func:`harmonic`) for queries of at most ``n`` candidates: the
+        parameter of the single-query argmax (:func:`._rank_kernels.map_ranking`, Algorithm 2) and of the batch."""
+        return harmonic(n + 2),
 
-    def ranking_call(self, n: int) -> Tuple[Callable, tuple]:
-        """The compiled single-query argmax (:func:`._rank_kernels.map_ranking`) for a query of ``n``
-        candidates and its parameters."""
-        return _loader.load("svm.losses._rank_kernels").map_ranking, (harmonic(n + 2),)
+    def kernel_call(self, n_max: int) -> _numba.KernelCall:
+        """The serial batch violation of :mod:`._map_kernels` (what :meth:`batch_violation` runs per block)."""
+        return _jit().batch_violation_serial, self.kernel_params(n_max)
 
     def violation(self, scores: np.ndarray, labels: np.ndarray) -> Tuple[float, np.ndarray]:
         """Δ(ŷ) and c(y*) − c(ŷ) straight from the slots: 2a_i/(|P||N|) for relevant document i

@@ -65,8 +65,5 @@ class MRRLoss(_numba.CompiledBatch, CutoffLoss):
         coef[pos[-1]] = float(r)
         return float(self._delta_by_r(len(neg))[r]), coef
 
-    def ranking_call(self, n: int) -> _numba.KernelCall:
-        return _numba.kernels().mrr_ranking, (_numba.as_int(self.k),)
-
-    def kernel_call(self, n_max: int) -> _numba.KernelCall:
-        return _numba.kernels().mrr_batch, (_numba.as_int(self.k),)
+    def kernel_params(self, n: int) -> tuple:
+        return _numba.as_int(self.k),

@@ -55,8 +55,5 @@ class NDCGLoss(_numba.CompiledBatch, CutoffLoss):
     def psi_coef(self, ranking: np.ndarray, labels: np.ndarray) -> np.ndarray:
         return pairwise_psi_coef(ranking, labels)
 
-    def ranking_call(self, n: int) -> _numba.KernelCall:
-        return _numba.kernels().ndcg_ranking, (_numba.as_int(self.k), kernel_discounts(n + 1))
-
-    def kernel_call(self, n_max: int) -> _numba.KernelCall:
-        return _numba.kernels().ndcg_batch, (_numba.as_int(self.k), kernel_discounts(n_max + 1))
+    def kernel_params(self, n: int) -> tuple:
+        return _numba.as_int(self.k), kernel_discounts(n + 1)

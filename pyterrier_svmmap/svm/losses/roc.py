@@ -47,9 +47,3 @@ class ROCLoss(_numba.CompiledBatch, Loss):
         norm = 2.0 / (n_pos * n_neg)
         coef[y_hat] = np.where(rel, norm * neg_above, -norm * pos_below)
         return float(neg_above[rel].sum()) / (n_pos * n_neg), coef
-
-    def ranking_call(self, n: int) -> _numba.KernelCall:
-        return _numba.kernels().roc_ranking, ()
-
-    def kernel_call(self, n_max: int) -> _numba.KernelCall:
-        return _numba.kernels().roc_batch, ()
