@@ -39,7 +39,7 @@ def _folds(text: str) -> List[int]:
 
 
 def _grids() -> str:
-    from pyterrier_svmmap.experiments.letor_learners import LEARNERS
+    from pyterrier_svmmap.experiments.letor import LEARNERS
 
     def show(g: dict) -> str:
         return ",".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in g.items())
@@ -73,18 +73,14 @@ def interrupted(args: argparse.Namespace) -> str:
 def run(args: argparse.Namespace) -> int:
     from pyterrier_svmmap.cli import UsageError
     import pyterrier_svmmap.experiments.letor as letor
-    import pyterrier_svmmap.experiments.letor_learners as learners
     from pyterrier_svmmap.io.atomic import check_creatable
     from pyterrier_svmmap.io.svmlight import FeatureIndexTooLarge
 
-    try:                                            # every argument checked before any data is read
-        rel = letor.check_rel(args.rel)
-        names = learners.learner_names(args.learners)
-        if args.threads < 1:
-            raise ValueError(f"--threads must be at least 1, got {args.threads}")
-        letor.discover_folds(args.directory, args.folds)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
+    rel = letor.check_rel(args.rel)                 # every argument checked before any data is read
+    names = letor.learner_names(args.learners)
+    if args.threads < 1:
+        raise UsageError(f"--threads must be at least 1, got {args.threads}")
+    letor.discover_folds(args.directory, args.folds)
     if args.out:
         parent = Path(args.out).resolve().parent
         if not parent.is_dir():

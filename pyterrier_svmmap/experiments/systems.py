@@ -1,6 +1,6 @@
 """The named systems of the experiments: :data:`CONFIGS`, the learners' configurations that both commands know
 (a name means one configuration in every command: ``svmmap letor`` builds its array-level fits from it,
-:data:`pyterrier_svmmap.experiments.letor_learners.LEARNERS`, and tests/experiments/test_names.py checks that both
+:data:`pyterrier_svmmap.experiments.letor.LEARNERS`, and tests/experiments/test_names.py checks that both
 build the same parameters), and :data:`SYSTEMS`, the factories of fresh, unfitted PyTerrier estimators that
 ``svmmap reproduce --systems`` compares.
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import pyterrier_svmmap.experiments.letor as letor
-import pyterrier_svmmap.experiments.letor_learners as learners
+
 from pyterrier_svmmap.cli import main
 from pyterrier_svmmap.measures import letor_mean_average_precision
 from pyterrier_svmmap.ties import break_ties
@@ -89,10 +89,10 @@ def test_missing_parts_are_named(letor_dir, tmp_path, damage, expected):
 
 def test_bad_arguments():
     with pytest.raises(ValueError, match="unknown learner 'svm-mop'; choose from svm-map,"):
-        learners.learner_names("svm-map,svm-mop")
+        letor.learner_names("svm-map,svm-mop")
     with pytest.raises(ValueError, match="listed twice"):
-        learners.learner_names(["adarank-grid", "adarank-grid"])
-    assert learners.learner_names(None) == list(learners.LEARNERS) == learners.learner_names("all")
+        letor.learner_names(["adarank-grid", "adarank-grid"])
+    assert letor.learner_names(None) == list(letor.LEARNERS) == letor.learner_names("all")
     for bad in (0, -1, "x", float("nan")):
         with pytest.raises(ValueError, match="rel must be a positive number"):
             letor.check_rel(bad)
@@ -125,9 +125,9 @@ def by_hand_map(scores, split, rel):
 def test_svm_map_raw_chooses_C_on_vali(letor_dir, rel):
     from pyterrier_svmmap.svm.ranker import StructSVMRanker
     fold = letor.load_folds(letor.discover_folds(letor_dir, [1]))[1]
-    fitted = learners.fit_learner("svm-map-raw", fold.train, fold.vali, rel)
+    fitted = letor.fit_learner("svm-map-raw", fold.train, fold.vali, rel)
     # by hand: the same path of C on label >= rel, each C's vali MAP with the package's tie policy
-    r = StructSVMRanker(C=list(learners.SVM_C_GRID), loss="map", features="raw", epsilon=learners.SVM_EPSILON,
+    r = StructSVMRanker(C=list(letor.SVM_C_GRID), loss="map", features="raw", epsilon=letor.SVM_EPSILON,
                         normalise=None)
     with pytest.warns(UserWarning, match="skipping"):
         r.fit(fold.train.raw, (fold.train.labels >= rel).astype(float), fold.train.offsets)
@@ -138,7 +138,7 @@ def test_svm_map_raw_chooses_C_on_vali(letor_dir, rel):
         hand.append(by_hand_map(s, fold.vali, rel))
     assert len(set(np.round(hand, 12))) > 1                       # the choice is not a foregone conclusion
     assert [s["validation"] for s in fitted.selection] == pytest.approx(hand, abs=1e-12)
-    assert fitted.chosen["C"] == learners.SVM_C_GRID[int(np.argmax(hand))]
+    assert fitted.chosen["C"] == letor.SVM_C_GRID[int(np.argmax(hand))]
     assert fitted.chosen["validation"] == pytest.approx(max(hand), abs=1e-12)
 
 
@@ -147,14 +147,14 @@ def test_grid_learner_chooses_on_vali_map(letor_dir):
     scores are the chosen model's."""
     from pyterrier_svmmap.boosting.adarank import AdaRankRanker
     fold = letor.load_folds(letor.discover_folds(letor_dir, [2]))[2]
-    fitted = learners.fit_learner("adarank-grid", fold.train, fold.vali, 1)
+    fitted = letor.fit_learner("adarank-grid", fold.train, fold.vali, 1)
     models = [AdaRankRanker(**g).fit(fold.train.raw, fold.train.binary(1), fold.train.offsets,
                                      fold.vali.raw, fold.vali.binary(1), fold.vali.offsets)
-              for g in learners.LEARNERS["adarank-grid"].grid]
+              for g in letor.LEARNERS["adarank-grid"].grid]
     hand = [by_hand_map(m.predict(fold.vali.raw, fold.vali.offsets), fold.vali, 1) for m in models]
     assert [s["validation"] for s in fitted.selection] == pytest.approx(hand, abs=1e-12)
     best = int(np.argmax(hand))
-    assert fitted.chosen["measure"] == learners.LEARNERS["adarank-grid"].grid[best]["measure"]
+    assert fitted.chosen["measure"] == letor.LEARNERS["adarank-grid"].grid[best]["measure"]
     np.testing.assert_array_equal(fitted.scores(fold.test), models[best].predict(fold.test.raw, fold.test.offsets))
 
 
@@ -169,7 +169,7 @@ def test_queries_without_relevant_count_empty_and_unjudged_queries():
 def test_grid_search_keeps_first_best():
     split = letor.Split(np.zeros((2, 1)), np.array([1.0, 0.0]), np.array([0, 2]), docnos=np.array(["a", "b"]))
     scores = {0: [0.0, 1.0], 1: [1.0, 0.0], 2: [2.0, 0.0]}             # MAP 0.5, 1, 1
-    fitted = learners.grid_search([{"g": 0}, {"g": 1}, {"g": 2}], lambda s: s["g"],
+    fitted = letor.grid_search([{"g": 0}, {"g": 1}, {"g": 2}], lambda s: s["g"],
                                lambda m, sp: np.array(scores[m]), split, 1)
     assert fitted.chosen == {"g": 1, "validation": 1.0}
     assert fitted.scores(split).tolist() == [1.0, 0.0]
@@ -207,7 +207,7 @@ def ir_measures_eval(scores, split, measures):
 @pytest.mark.parametrize("rel", [1, 2])
 def test_evaluation_equals_ir_measures(svm_results, letor_dir, rel):
     fold = letor.load_folds(letor.discover_folds(letor_dir, [1]))[1]
-    scores = learners.fit_learner("svm-map", fold.train, fold.vali).scores(fold.test)
+    scores = letor.fit_learner("svm-map", fold.train, fold.vali).scores(fold.test)
     for q in range(fold.test.n_queries):                                     # the package's ties: none left
         part = scores[fold.test.offsets[q]:fold.test.offsets[q + 1]]
         assert len(np.unique(part.astype(np.float32))) == len(part)
@@ -255,7 +255,7 @@ def test_results_per_fold_and_mean(svm_results, letor_dir):
         assert mean["seconds"] == pytest.approx(folds[0].seconds + folds[1].seconds)
     # a fold's test MAP is the chosen model's, evaluated on that fold's test file
     fold = letor.load_folds(letor.discover_folds(letor_dir, [2]))[2]
-    scores = learners.fit_learner("svm-map", fold.train, fold.vali).scores(fold.test)
+    scores = letor.fit_learner("svm-map", fold.train, fold.vali).scores(fold.test)
     assert res.results["svm-map"][1].measures == letor.evaluate(scores, fold.test)
 
 
@@ -272,8 +272,8 @@ def test_every_learner_trains_and_scores(letor_dir):
     pytest.importorskip("lightgbm")
     fold = letor.load_folds(letor.discover_folds(letor_dir, [1]))[1]
     file_order = letor_mean_average_precision(-np.arange(len(fold.test.labels), dtype=float), fold.test.labels, fold.test.offsets)
-    for name, learner in learners.LEARNERS.items():
-        fitted = learners.fit_learner(name, fold.train, fold.vali, 1, learner.grid[:1])
+    for name, learner in letor.LEARNERS.items():
+        fitted = letor.fit_learner(name, fold.train, fold.vali, 1, learner.grid[:1])
         scores = fitted.scores(fold.test)
         assert scores.shape == fold.test.labels.shape and np.isfinite(scores).all(), name
         if name != "svm-map":                     # the default searches its own settings
@@ -304,7 +304,7 @@ def test_training_labels(letor_dir, monkeypatch, name, graded):
         monkeypatch.setattr(cls, "fit", record)
     fold = letor.load_folds(letor.discover_folds(letor_dir, [1]))[1]
     with pytest.raises(_Stop):
-        learners.fit_learner(name, fold.train, fold.vali, rel=2)
+        letor.fit_learner(name, fold.train, fold.vali, rel=2)
     expected = fold.train.labels if graded else (fold.train.labels >= 2).astype(float)
     np.testing.assert_array_equal(seen[0], expected)
 
@@ -335,7 +335,7 @@ def test_command_table_and_json(letor_dir, tmp_path, capsys):
 
 def test_interrupted_run_keeps_finished_folds(letor_dir, tmp_path, monkeypatch, capsys):
     out = tmp_path / "r.json"
-    real = learners.fit_learner
+    real = letor.fit_learner
 
     def fail_on_fold2(name, train, vali, *args, **kwargs):
         if "Fold2" in train.source:

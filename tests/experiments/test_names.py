@@ -1,11 +1,11 @@
 """One name per configuration across ``svmmap reproduce`` and ``svmmap letor``
 (:data:`~pyterrier_svmmap.experiments.systems.CONFIGS`), and the documentation's lists of them are the
 registries' (:data:`~pyterrier_svmmap.experiments.systems.SYSTEMS`,
-:data:`~pyterrier_svmmap.experiments.letor_learners.LEARNERS`)."""
+:data:`~pyterrier_svmmap.experiments.letor.LEARNERS`)."""
 import re
 from pathlib import Path
 
-from pyterrier_svmmap.experiments.letor_learners import LEARNERS
+from pyterrier_svmmap.experiments.letor import LEARNERS
 from pyterrier_svmmap.experiments.systems import PAPER_SYSTEMS, SYSTEMS
 
 CLI_DOC = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
@@ -76,14 +76,14 @@ def test_a_name_in_both_registries_is_the_same_configuration():
 def test_every_configuration_builds_the_same_in_both_commands():
     """Every name of CONFIGS, whichever command runs it today, builds the same parameters in reproduce's builder
     and letor's; and a command that runs a name of CONFIGS runs that configuration."""
-    from pyterrier_svmmap.experiments import letor_learners, systems
+    from pyterrier_svmmap.experiments import letor, systems
     from pyterrier_svmmap.experiments.systems import CONFIGS
     for name in CONFIGS:
-        assert _differences(_configuration(systems.build(name), letor_learners.from_config(name))) == {}, name
+        assert _differences(_configuration(systems.build(name), letor.from_config(name))) == {}, name
     for name in set(SYSTEMS) & set(CONFIGS):
         assert repr(SYSTEMS[name]()) == repr(systems.build(name)), name
     for name in set(LEARNERS) & set(CONFIGS):
-        ref = letor_learners.from_config(name)
+        ref = letor.from_config(name)
         assert LEARNERS[name].grid == ref.grid, name
         assert _differences(_configuration(systems.build(name), LEARNERS[name])) == {}, name
 
