@@ -141,29 +141,6 @@ def _pair_step_into(G, b, group, C, x, i, m):
 
 
 @njit(cache=True, nogil=True)
-def _start(b, group, C, alpha):
-    """The active set's feasible start: α clipped at 0, each group scaled into its budget, the unused
-    budgets appended."""
-    m, ng = b.shape[0], C.shape[0]
-    x = np.zeros(m + ng)
-    for i in range(m):
-        x[i] = max(alpha[i], 0.0)
-    for k in range(ng):
-        used = 0.0
-        for i in range(m):
-            if group[i] == k:
-                used += x[i]
-        if used > C[k]:
-            f = C[k] / used
-            for i in range(m):
-                if group[i] == k:
-                    x[i] *= f
-            used = C[k]
-        x[m + k] = C[k] - used
-    return x
-
-
-@njit(cache=True, nogil=True)
 def _face_step(G, x, idx, nr, gid, c_full, ng):
     """(step, λ, has_λ) of one round: the equilibrated KKT system of the support ``idx`` (its ``nr``
     real variables first), or a direction of zero curvature and ascent if that face is singular and the
@@ -380,7 +357,10 @@ def active_set(G, b, group, C, alpha, max_rounds, rtol, factor):
     gid[:m] = group
     for k in range(ng):
         gid[m + k] = k
-    x = _start(b, group, C, alpha)
+    x = np.zeros(n)                         # the feasible start: α clipped at 0, each group scaled into its budget
+    for i in range(m):
+        x[i] = max(alpha[i], 0.0)
+    _fix_budgets(x, group, C, m)
     c_full = np.zeros(n)
     c_full[:m] = b
     scale = gradient_scale(G, b, x[:m])
@@ -395,10 +375,7 @@ def active_set(G, b, group, C, alpha, max_rounds, rtol, factor):
     r, use_factor, retries = np.int64(0), factor, 0
     for _ in range(max_rounds):
         idx = np.flatnonzero(P)
-        nr = np.int64(0)
-        for a in range(idx.shape[0]):
-            if idx[a] < m:
-                nr += 1
+        nr = np.int64(np.searchsorted(idx, m))                  # the real variables come first
         solved = False
         if use_factor:
             r = _sync_factor(L, order, where, r, P, G, m)
@@ -418,16 +395,8 @@ def active_set(G, b, group, C, alpha, max_rounds, rtol, factor):
             out = np.flatnonzero(~P)
             if out.shape[0] == 0:
                 return x[:m].copy(), True
-            n_pos = 0
-            for a in range(nr):
-                if z[a] > 0:
-                    n_pos += 1
-            pos = np.empty(n_pos, dtype=np.int64)
-            n_pos = 0
-            for a in range(nr):
-                if z[a] > 0:
-                    pos[n_pos] = idx[a]
-                    n_pos += 1
+            pos = idx[:nr][z[:nr] > 0]
+            n_pos = pos.shape[0]
             if n_pos > 0:
                 scale = max(scale, gradient_scale(G, b, x[:m]))
             best_j, best_ex = -1, -np.inf
