@@ -91,8 +91,7 @@ def report(where: str, rows: dict, unit: str):
 def vaswani_candidates(cache: Path, names=None):
     """(frame of RunFeatures, judged topics, qrels) of Vaswani's base runs ``names`` (default: all 16)."""
     from pyterrier_svmmap import RunFeatures
-    from pyterrier_svmmap.experiments.reproduce.base_runs import base_names, base_runs
-    from pyterrier_svmmap.experiments.reproduce.collection import load_directory
+    from pyterrier_svmmap.experiments.reproduce.base_runs import base_names, base_runs, load_directory
     collection = load_directory(DATA / "vaswani")
     topics, names = collection.judged_topics(), names or base_names()
     runs, _ = base_runs(collection, cache, topics, names=names)
@@ -185,7 +184,7 @@ def learn(args):
 def default(args):
     """the default's quality and fit time: MQ2008's 5 folds, and Vaswani's 16 functions against raw scores"""
     from pyterrier_svmmap import SVMMap
-    from pyterrier_svmmap.experiments.reproduce.protocol import make_splits
+    from pyterrier_svmmap.experiments.reproduce.experiment import make_splits
     from pyterrier_svmmap.selection import SELECTION_C_GRID
     maps, seconds = [], 0.0
     for k, fold in mq2008_folds(range(1, 6)).items():

@@ -8,7 +8,7 @@ svm-map (the paper's Table 9 form), test measures per training loss (Chakrabarti
 Figure 9 form) and all systems with the base functions (Table 6 form), printed and in OUT/tables.md.
 
 ``--folds K [--repeats R]`` replaces the random splits by R repeats of K-fold cross-validation over
-all judged queries (``protocol.make_folds``: fold k tests, the next fold validates, the rest trains),
+all judged queries (``experiment.make_folds``: fold k tests, the next fold validates, the rest trains),
 so that every query is tested exactly R times. With either protocol, the base function with the best
 MAP on each split's training and validation queries is one more row, ``base-chosen-on-training``:
 the comparison a user without a learner can make, beside the best base function in hindsight.
@@ -152,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
     """The options checked, the reproduction run (``args.progress`` learns its checkpoint store, for
     :func:`interrupted`), its tables printed."""
     from pyterrier_svmmap.experiments.reproduce.experiment import ExperimentOptions, ExperimentProgress, run_experiment
-    from pyterrier_svmmap.experiments.reproduce.report import format_learner_table, format_loss_table, format_table
+    from pyterrier_svmmap.experiments.reproduce.evaluation import format_learner_table, format_loss_table, format_table
     args.progress = ExperimentProgress()
     check_arguments(args)
     options = ExperimentOptions(**{f.name: getattr(args, f.name) for f in dataclasses.fields(ExperimentOptions)

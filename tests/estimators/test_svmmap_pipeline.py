@@ -72,7 +72,7 @@ def test_transform_before_fit_is_a_clear_error():
 
 def test_pisa_pipeline_on_vaswani_subset_with_experiment(tmp_path, vaswani_dir):
     from pyterrier_pisa import PisaIndex
-    from pyterrier_svmmap.experiments.reproduce.collection import iter_trec_docs, read_trec_qrels, read_trec_topics
+    from pyterrier_svmmap.experiments.reproduce.base_runs import iter_trec_docs, read_trec_qrels, read_trec_topics
     docs = [d for _, d in zip(range(3000), iter_trec_docs(vaswani_dir / "docs.trec"))]
     qrels = read_trec_qrels(vaswani_dir / "qrels")
     qrels = qrels[qrels.docno.isin({d["docno"] for d in docs})]

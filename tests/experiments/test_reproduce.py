@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pyterrier_svmmap.experiments.reproduce.collection import (clean_query, iter_trec_docs, read_trec_qrels,
+from pyterrier_svmmap.experiments.reproduce.base_runs import (clean_query, iter_trec_docs, read_trec_qrels,
                                                    read_trec_topics)
 from pyterrier_svmmap.experiments.reproduce.evaluation import aggregate, compare, per_query_means
-from pyterrier_svmmap.experiments.reproduce.protocol import make_splits, role_counts
+from pyterrier_svmmap.experiments.reproduce.experiment import make_splits, role_counts
 
 
 # ------------------------------------------------------------------------------------------

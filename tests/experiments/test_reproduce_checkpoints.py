@@ -20,7 +20,7 @@ from pyterrier_svmmap.cli import main  # noqa: E402
 from pyterrier_svmmap.experiments.reproduce import base_runs as br  # noqa: E402
 from pyterrier_svmmap.experiments.reproduce.trials import TrialStore, _Trials, estimator_signature  # noqa: E402
 from pyterrier_svmmap.experiments.reproduce.evaluation import Evaluator, MEASURES
-from pyterrier_svmmap.experiments.reproduce.collection import load_directory  # noqa: E402
+from pyterrier_svmmap.experiments.reproduce.base_runs import load_directory  # noqa: E402
 from tests.helpers import _docs_text, _write_collection  # noqa: E402
 
 NAMES = ["bm25.none.none", "dph.porter2.terrier"]      # two base runs: one per index
@@ -44,7 +44,7 @@ def test_replacing_docs_in_the_same_folder_recomputes_indices_and_runs(tmp_path)
 def test_irds_content_key_follows_topics_and_qrels(monkeypatch):
     pytest.importorskip("ir_datasets")
     import pyterrier as pt
-    from pyterrier_svmmap.experiments.reproduce.collection import load_irds
+    from pyterrier_svmmap.experiments.reproduce.base_runs import load_irds
 
     class FakeDataset:
         def __init__(self, label):
@@ -329,7 +329,7 @@ def test_estimator_signature_sees_parameters_repr_hides_and_no_addresses():
 def test_trial_key_depends_on_split_system_context_and_version(tmp_path, monkeypatch):
     import pyterrier_svmmap._version
     from pyterrier_svmmap import SVMMap
-    from pyterrier_svmmap.experiments.reproduce.protocol import make_splits
+    from pyterrier_svmmap.experiments.reproduce.experiment import make_splits
     s0, s1 = make_splits([str(i) for i in range(10)], trials=2, train=3, valid=2, seed=0)
     store = TrialStore(tmp_path, "ctx")
     key = store.key(s0, "svm-map", SVMMap(C=[1.0]))

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from pyterrier_svmmap.experiments.reproduce.evaluation import aggregate
-from pyterrier_svmmap.experiments.reproduce.protocol import file_split
+from pyterrier_svmmap.experiments.reproduce.experiment import file_split
 
 
 def test_file_split_tests_the_test_queries_and_validates_a_seeded_fifth_of_the_training_ones():

@@ -9,7 +9,7 @@ import pytest
 
 from pyterrier_svmmap.experiments.reproduce.evaluation import aggregate
 from pyterrier_svmmap.experiments.reproduce.trials import CHOSEN_BASE, choose_bases, run_trials
-from pyterrier_svmmap.experiments.reproduce.protocol import Split, make_folds, role_counts
+from pyterrier_svmmap.experiments.reproduce.experiment import Split, make_folds, role_counts
 
 
 # ------------------------------------------------------------------------------------------

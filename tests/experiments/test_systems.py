@@ -10,8 +10,8 @@ from pyterrier_svmmap import StructSVM, SVMMap  # noqa: E402
 import pyterrier_svmmap.experiments.systems as sysreg  # noqa: E402
 from pyterrier_svmmap.experiments.reproduce.evaluation import aggregate  # noqa: E402
 from pyterrier_svmmap.experiments.reproduce.trials import run_trials
-from pyterrier_svmmap.experiments.reproduce.protocol import make_splits  # noqa: E402
-from pyterrier_svmmap.experiments.reproduce.report import (format_learner_table, format_loss_table,  # noqa: E402
+from pyterrier_svmmap.experiments.reproduce.experiment import make_splits  # noqa: E402
+from pyterrier_svmmap.experiments.reproduce.evaluation import (format_learner_table, format_loss_table,  # noqa: E402
                                                results_dict, tables_markdown)
 
 EXPECTED = ["svm-map", "svm-map-paper", "svm-roc", "svm-ndcg@10", "svm-ndcg-nc", "svm-mrr@10", "svm-combo", "dorm",

@@ -22,7 +22,7 @@ from pyterrier_svmmap import AdaRank, RunFeatures, SVMMap
 from pyterrier_svmmap.frames import Candidates, candidates_from_frame, check_qrels
 from pyterrier_svmmap.experiments.reproduce.evaluation import MEASURES, Evaluator, cut_depth
 from pyterrier_svmmap.experiments.reproduce.trials import _Trials
-from pyterrier_svmmap.experiments.reproduce.protocol import Split
+from pyterrier_svmmap.experiments.reproduce.experiment import Split
 from pyterrier_svmmap.ties import break_ties
 
 
@@ -333,7 +333,7 @@ def test_evaluator_equals_ir_measures_with_ties_grades_and_missing_queries(seed)
 def test_evaluator_equals_ir_measures_on_vaswani_pisa_runs(tmp_path, vaswani_dir):
     pytest.importorskip("pyterrier_pisa", reason="pyterrier-pisa is needed for the base runs")
     from pyterrier_pisa import PisaIndex
-    from pyterrier_svmmap.experiments.reproduce.collection import iter_trec_docs, read_trec_qrels, read_trec_topics
+    from pyterrier_svmmap.experiments.reproduce.base_runs import iter_trec_docs, read_trec_qrels, read_trec_topics
     docs = [d for _, d in zip(range(4000), iter_trec_docs(vaswani_dir / "docs.trec"))]
     qrels = read_trec_qrels(vaswani_dir / "qrels")
     topics = read_trec_topics(vaswani_dir / "topics.trec")
