@@ -1,10 +1,10 @@
-"""Unsupervised fusion (pyterrier_svmmap.experiments.fusion): RRF and CombSUM against their formulas written out."""
+"""Unsupervised fusion (pyterrier_svmmap.experiments.reproduce.trials): RRF and CombSUM against their formulas written out."""
 from __future__ import annotations
 
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from pyterrier_svmmap.experiments.fusion import comb_sum, competition_ranks, reciprocal_rank_fusion
+from pyterrier_svmmap.experiments.reproduce.trials import comb_sum, competition_ranks, reciprocal_rank_fusion
 
 
 def _queries(seed, n_q=4, F=3):
