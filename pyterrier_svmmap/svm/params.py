@@ -1,10 +1,7 @@
 """The structural SVM learners' constructor parameters, declared once (:mod:`pyterrier_svmmap.params`)."""
 from __future__ import annotations
 
-import math
 from typing import Optional
-
-import numpy as np
 
 from pyterrier_svmmap.features.blocks import BLOCK_KINDS
 from pyterrier_svmmap.features.encoder import parse_blocks
@@ -49,21 +46,17 @@ def _folds(v) -> Optional[str]:
 
 
 def _alpha(v) -> Optional[str]:
-    ok = v is None or (not isinstance(v, (bool, np.bool_)) and isinstance(v, (int, float, np.integer, np.floating))
-                       and 0 < v <= 1)
+    ok = v is None or (positive_number(v) is None and v <= 1)
     return None if ok else "(the level of the test that keeps the base function) must be in (0, 1] or None"
 
 
 def _first_stage(v) -> Optional[str]:
-    ok = v is None or isinstance(v, str) or (not isinstance(v, (bool, np.bool_)) and isinstance(v, (int, np.integer))
-                                             and v >= 0)
+    ok = isinstance(v, str) or (optional_int(v) is None and (v is None or v >= 0))
     return None if ok else "must be None, 'auto', a base function's name or its column (an integer >= 0)"
 
 
 def _rel(v) -> Optional[str]:
-    ok = not isinstance(v, (bool, np.bool_)) and isinstance(v, (int, float, np.integer, np.floating)) \
-        and math.isfinite(v) and v > 0
-    return None if ok else "(the relevance threshold: label >= rel is relevant) must be a positive number"
+    return None if positive_number(v) is None else "(the relevance threshold: label >= rel is relevant) must be a positive number"
 
 
 def _n_jobs(v) -> Optional[str]:

@@ -4,7 +4,7 @@
 NDCG, NDCG-NC, MRR, ROC, DORM and MAP, and the classification baselines' batch), imported on first use.
 
 :func:`run_shared` is the one way the losses call a batch kernel: it checks the batch, sorts every query's
-candidates by decreasing score once (:func:`.map.query_score_order`, ties in any order: the kernels
+candidates by decreasing score once (:func:`query_score_order`, ties in any order: the kernels
 restore the stable order themselves), and hands the kernel the arrays it fills.
 """
 from __future__ import annotations
@@ -16,6 +16,7 @@ import numpy as np
 
 import pyterrier_svmmap._jit as _jit
 import pyterrier_svmmap.threads as threads
+from pyterrier_svmmap.measures import rank_within_queries
 
 
 def kernels(module: str = "_rank_kernels") -> ModuleType:
@@ -47,10 +48,54 @@ def check_batch(scores: np.ndarray, labels: np.ndarray,
 KernelCall = Tuple[Callable, tuple]
 
 
+def query_score_order(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Candidates (global indices) by query, then by decreasing score (ties in any fixed order).
+
+    Queries are padded into one (queries × longest) matrix sorted row-wise by numpy's SIMD quicksort
+    when padding at most doubles the work; otherwise :func:`~pyterrier_svmmap.measures.rank_within_queries`
+    (stable, ties by position). The rows are sorted in blocks of queries on
+    :func:`~pyterrier_svmmap.threads.current` threads; a row's order does not depend on its block.
+    """
+    order, sort = score_sorter(scores, offsets)
+    if sort is not None:
+        threads.run_query_blocks(sort, offsets)
+    return order
+
+
+def score_sorter(scores: np.ndarray, offsets: np.ndarray
+                 ) -> Tuple[np.ndarray, Optional[Callable[[int, int], None]]]:
+    """(order, sort) for :func:`query_score_order` and MAP's batch (which sorts block by block): ``sort(lo, hi)``
+    fills ``order`` for the queries lo..hi − 1 (each row padded to the longest query of all, so that its order does
+    not depend on the block); sort is None when the order is already complete (queries too uneven to pad,
+    :func:`rank_within_queries`)."""
+    sizes = np.diff(offsets)
+    n_q, n = len(sizes), len(scores)
+    longest = int(sizes.max())
+    if n_q * longest > 2 * n + 4096:
+        return rank_within_queries(scores, offsets), None      # stable, compiled
+    out = np.empty(n, dtype=np.intp)
+
+    def sort(lo: int, hi: int) -> None:
+        a, b = int(offsets[lo]), int(offsets[hi])
+        if a == b:
+            return
+        if (hi - lo) * longest == b - a:
+            local = np.argsort(-scores[a:b].reshape(hi - lo, longest), axis=1)
+            local += offsets[lo:hi, None]
+            out[a:b] = local.ravel()
+            return
+        pad = np.full((hi - lo, longest), np.inf)
+        cell = np.arange(b - a) + np.repeat(np.arange(hi - lo) * longest - (offsets[lo:hi] - a), sizes[lo:hi])
+        pad.ravel()[cell] = -scores[a:b]
+        local = np.argsort(pad, axis=1)
+        keep = local < sizes[lo:hi, None]
+        local += offsets[lo:hi, None]
+        out[a:b] = local[keep]
+    return out, sort
+
+
 def score_order(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Every query's candidates (global indices, int64) by decreasing score, ties in any order."""
-    from pyterrier_svmmap.svm.losses.map import query_score_order     # map imports nothing from here: no cycle
-
     return np.ascontiguousarray(query_score_order(scores, offsets), dtype=np.int64)
 
 

@@ -26,14 +26,14 @@ vectorised across queries).
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Callable, Optional, Tuple
+from typing import Tuple
 
 import numpy as np
 
 import pyterrier_svmmap._jit as _loader
 import pyterrier_svmmap.svm.losses._numba as _numba
+from pyterrier_svmmap.svm.losses._numba import query_score_order  # noqa: F401  (re-exported)
 import pyterrier_svmmap.threads as threads
-from pyterrier_svmmap.measures import rank_within_queries
 from pyterrier_svmmap.svm.losses.base import Loss, sort_by_score  # noqa: F401  (sort_by_score re-exported)
 
 def average_precision_of_ranking(ranking: np.ndarray, labels: np.ndarray) -> float:
@@ -137,7 +137,7 @@ class MAPLoss(_numba.CompiledBatch, Loss):
                         offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         """:meth:`violation` for all queries at once, compiled (:func:`._map_kernels.batch_violation_serial`):
         blocks of queries on :func:`~pyterrier_svmmap.threads.current` threads, each block's relevance, score
-        order (:func:`query_score_order`) and slot search in one task; the same numbers for any number."""
+        order (:func:`~._numba.query_score_order`) and slot search in one task; the same numbers for any number."""
         jit = _jit()
         scores = np.ascontiguousarray(scores, dtype=float)
         offsets = np.ascontiguousarray(offsets, dtype=np.int64)
@@ -149,7 +149,7 @@ class MAPLoss(_numba.CompiledBatch, Loss):
         coef = np.empty(len(scores))                 # every query's candidates written by the search
         coef[:offsets[0]], coef[offsets[-1]:] = 0.0, 0.0
         rel = np.empty(len(scores), dtype=np.bool_)
-        order, sort = _score_order(scores, offsets)
+        order, sort = _numba.score_sorter(scores, offsets)
         H = harmonic(int(np.diff(offsets).max()) + 2)
 
         def block(lo: int, hi: int) -> None:
@@ -160,50 +160,6 @@ class MAPLoss(_numba.CompiledBatch, Loss):
             jit.batch_violation_serial(scores, rel, order, offsets[lo:hi + 1], H, deltas[lo:hi], coef)
         threads.run_query_blocks(block, offsets)
         return deltas, coef
-
-
-def query_score_order(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Candidates (global indices) by query, then by decreasing score (ties in any fixed order).
-
-    Queries are padded into one (queries × longest) matrix sorted row-wise by numpy's SIMD quicksort
-    when padding at most doubles the work; otherwise :func:`~pyterrier_svmmap.measures.rank_within_queries`
-    (stable, ties by position). The rows are sorted in blocks of queries on
-    :func:`~pyterrier_svmmap.threads.current` threads; a row's order does not depend on its block.
-    """
-    order, sort = _score_order(scores, offsets)
-    if sort is not None:
-        threads.run_query_blocks(sort, offsets)
-    return order
-
-
-def _score_order(scores: np.ndarray, offsets: np.ndarray) -> Tuple[np.ndarray, Optional[Callable[[int, int], None]]]:
-    """(order, sort) for :func:`query_score_order`: ``sort(lo, hi)`` fills ``order`` for the queries lo..hi − 1
-    (each row padded to the longest query of all, so that its order does not depend on the block); sort is None
-    when the order is already complete (queries too uneven to pad, :func:`rank_within_queries`)."""
-    sizes = np.diff(offsets)
-    n_q, n = len(sizes), len(scores)
-    longest = int(sizes.max())
-    if n_q * longest > 2 * n + 4096:
-        return rank_within_queries(scores, offsets), None      # stable, compiled
-    out = np.empty(n, dtype=np.intp)
-
-    def sort(lo: int, hi: int) -> None:
-        a, b = int(offsets[lo]), int(offsets[hi])
-        if a == b:
-            return
-        if (hi - lo) * longest == b - a:
-            local = np.argsort(-scores[a:b].reshape(hi - lo, longest), axis=1)
-            local += offsets[lo:hi, None]
-            out[a:b] = local.ravel()
-            return
-        pad = np.full((hi - lo, longest), np.inf)
-        cell = np.arange(b - a) + np.repeat(np.arange(hi - lo) * longest - (offsets[lo:hi] - a), sizes[lo:hi])
-        pad.ravel()[cell] = -scores[a:b]
-        local = np.argsort(pad, axis=1)
-        keep = local < sizes[lo:hi, None]
-        local += offsets[lo:hi, None]
-        out[a:b] = local[keep]
-    return out, sort
 
 
 def _jit() -> ModuleType:
