@@ -157,11 +157,8 @@ def ranker_params(args: argparse.Namespace) -> dict:
                   n_bins=n_bins, epsilon=args.epsilon, max_iter=args.max_iter, cv=args.cv,
                   rel=1.0 if args.rel is None else args.rel, n_jobs=args.n_jobs,
                   prior=None if args.prior == "none" else args.prior, selection=args.selection)
-    if args.fallback_alpha is not None:
-        params["fallback_alpha"] = args.fallback_alpha
-    if args.min_valid_queries is not None:
-        params["min_valid_queries"] = args.min_valid_queries
-    return params
+    return dict(params, **{k: getattr(args, k) for k in ("fallback_alpha", "min_valid_queries")
+                           if getattr(args, k) is not None})
 
 
 def interrupted(args: argparse.Namespace) -> str:
@@ -186,12 +183,9 @@ def run(args: argparse.Namespace) -> int:
                if getattr(args, f"ignored_{o}") is not None]
     if ignored:
         log.warning("ignored svm_struct options: %s", "; ".join(ignored))
-    try:                                   # every parameter checked before any data is read
-        ranker = StructSVMRanker(**ranker_params(args))
-        ranker.check_params()
-        check_writable(args.model, force=args.force, remedy="--force")
-    except (ValueError, FileExistsError) as e:
-        raise UsageError(str(e)) from None
+    ranker = StructSVMRanker(**ranker_params(args))      # every parameter checked before any data is read
+    ranker.check_params()
+    check_writable(args.model, force=args.force, remedy="--force")
     check_creatable(args.model, "MODEL")       # a path that cannot be written fails now, not after training
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers must be at least 1, got {args.workers}")

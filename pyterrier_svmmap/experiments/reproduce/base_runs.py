@@ -196,14 +196,6 @@ def _first_doc_checked(docs_factory):
     return itertools.chain([first], it)
 
 
-def _cached_index(path: Path, key: str) -> bool:
-    """Whether ``path`` holds a finished index made for ``key`` (old or foreign indices are not)."""
-    try:
-        return (path / _KEY_FILE).read_text().strip() == key
-    except OSError:
-        return False
-
-
 def build_indices(collection, out: Path, stemmers=STEMMERS, threads: int = 1) -> Dict[str, object]:
     """One PISA index per stemmer under ``out/indices``, reused while its key (:func:`index_key`) matches, else
     built in a temporary folder renamed into place when complete."""
@@ -212,7 +204,10 @@ def build_indices(collection, out: Path, stemmers=STEMMERS, threads: int = 1) ->
     for stemmer in stemmers:
         path = Path(out) / "indices" / stemmer
         key = index_key(collection, stemmer)
-        if _cached_index(path, key):
+        cached = False                              # a finished index made for key (not an old or foreign one)
+        with contextlib.suppress(OSError):
+            cached = (path / _KEY_FILE).read_text().strip() == key
+        if cached:
             logger.info("reusing PISA index %s", path)
         else:
             if path.exists():
