@@ -212,16 +212,14 @@ class _WorkingSet:
         self.n_dropped = 0
 
     def _grow(self) -> None:
-        cap = 2 * len(self.b)
-        m = self.m
-        A, G = np.zeros((cap, self.dim)), np.zeros((cap, cap))
-        A[:m], G[:m, :m] = self.A[:m], self.G[:m, :m]
-        self.A, self.G = A, G
-        for name in ("b", "grp", "alpha", "idle"):
+        cap, m = 2 * len(self.b), self.m
+        G = np.zeros((cap, cap))
+        G[:m, :m] = self.G[:m, :m]
+        self.G = G
+        for name in ("A", "b", "grp", "alpha", "idle"):
             old = getattr(self, name)
-            new = np.zeros(cap, dtype=old.dtype)
-            new[:m] = old[:m]
-            setattr(self, name, new)
+            setattr(self, name, np.zeros((cap,) + old.shape[1:], dtype=old.dtype))
+            getattr(self, name)[:m] = old[:m]
 
     def add(self, a: np.ndarray, b: float, k: int) -> None:
         """Append constraint aᵀw ≥ b − ξ_k with α = 0: one new row/column of G, O(m·dim)."""

@@ -1,18 +1,12 @@
-"""Where a structural SVM trains on shards: a shard executor's ``fit_shards`` (and ``fit_map`` for the search)."""
+"""Where a structural SVM trains on shards: a shard executor, an object whose ``fit_shards(ranker, sources, valid,
+base_names)`` trains the ranker on data in shards and sets its learned attributes (and whose ``fit_map`` runs the
+independent fits of a search)."""
 from __future__ import annotations
 
-from typing import Any, Optional, Protocol, Sequence
+from typing import Any
 
 
-class ShardExecutor(Protocol):
-    """Trains a StructSVMRanker on data in shards and sets its learned attributes."""
-
-    def fit_shards(self, ranker: Any, sources: Sequence, valid: Optional[tuple],
-                   base_names: Optional[Sequence[str]]) -> Any:
-        ...
-
-
-def resolve(executor: Any) -> ShardExecutor:
+def resolve(executor: Any) -> Any:
     """``executor`` when it is a shard executor; ValueError naming the function that makes one otherwise."""
     if callable(getattr(executor, "fit_shards", None)):
         return executor

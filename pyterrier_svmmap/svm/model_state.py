@@ -44,12 +44,9 @@ def check_layout(layout, arrays: Dict[str, np.ndarray], params: dict, fallback: 
     if features_name(blocks) not in allowed:
         raise StateError("layout.features", f"is {features_name(blocks)!r} but params.features is "
                                             f"{params['features']!r}, whose blocks are {' or '.join(allowed)}")
-    for key in ("n_bins", "binning", "threshold_depth"):
-        if layout.get(key) != params[key]:
-            raise StateError(f"layout.{key}", f"is {layout.get(key)!r} but params.{key} is {params[key]!r}")
-    if layout.get("normalise") != params.get("normalise"):          # both absent in models that scaled nothing
-        raise StateError("layout.normalise", f"is {layout.get('normalise')!r} but params.normalise is "
-                                             f"{params.get('normalise')!r}")
+    for key in ("n_bins", "binning", "threshold_depth", "normalise"):   # normalise: absent in old models, both
+        if layout.get(key) != params.get(key):
+            raise StateError(f"layout.{key}", f"is {layout.get(key)!r} but params.{key} is {params.get(key)!r}")
     F = layout["n_functions"]
     if not _integer(F) or F < 1:
         raise StateError("layout.n_functions", f"must be a positive integer, got {F!r}")
@@ -146,7 +143,7 @@ def restore(ranker, meta: dict, arrays: Dict[str, np.ndarray]):
         arrays, ranker.layout_.dim, f"features={ranker.layout_.blocks} on {ranker.layout_.n_functions} base functions"
                                   f"{', bias' if ranker.layout_.bias else ''}")
     check_fitted(meta, ranker.get_params(), ranker.layout_.n_functions, ranker.layout_.base_names,
-                             ranker.layout_.blocks)
+                 ranker.layout_.blocks)
     ranker.coef_, ranker.coefs_ = coef, coefs
     ranker.features_ = meta.get("features", features_name(ranker.layout_.blocks))
     ranker.tie_function_ = int(meta.get("tie_function", 0))
@@ -155,8 +152,8 @@ def restore(ranker, meta: dict, arrays: Dict[str, np.ndarray]):
     ranker.base_names_ = list(ranker.layout_.base_names)
     ranker.feature_names_ = ranker.layout_.names()
     ranker.path_ = [dict(p, validation=_nan_if_none(p.get("validation")),
-                       **({"cv_scores": [_nan_if_none(x) for x in p["cv_scores"]]} if "cv_scores" in p else {}))
-                  for p in meta["path"]]
+                         **({"cv_scores": [_nan_if_none(x) for x in p["cv_scores"]]} if "cv_scores" in p else {}))
+                    for p in meta["path"]]
     learned = (meta.get("choice") or {}).get("best_learned") or {"features": ranker.features_}
     ranker.validation_ = block_validation(ranker.path_, learned)
     ranker.history_ = list(meta.get("history") or [])

@@ -334,41 +334,39 @@ def mrr_batch(scores, rel, order, offsets, k, deltas, coef):
 # ROC (Joachims 2005; Chakrabarti et al. 2008 Eq. 8)
 # ---------------------------------------------------------------------------------------------
 @njit(cache=True, nogil=True)
-def roc_keys(pi, ps, ni, ns):
-    """The keys s − ¼ (relevant) and s + ¼ (non-relevant) of one query's classes, each class re-ordered by
-    decreasing key, equal keys by candidate index (distinct scores may share a key)."""
+def roc_counts(scores, rel, order, lo, hi):
+    """(relevant indices, non-relevant indices, non-relevant above each relevant) of one query's most violated
+    ranking for the ROC-area loss: the classes merged by the keys s − ¼ (relevant) and s + ¼ (non-relevant), each
+    class re-ordered by decreasing key, equal keys by candidate index (the stable sort of
+    :meth:`.roc.ROCLoss.argmax`; distinct scores may share a key)."""
+    pi, ps, ni, ns = split_query(scores, rel, order, lo, hi)
     pk = ps - 0.25
     nk = ns + 0.25
     stable_runs(pi, pk)
     stable_runs(ni, nk)
-    return pk, nk
+    N = ni.shape[0]
+    counts = np.empty(pi.shape[0], dtype=np.int64)
+    b = 0
+    for a in range(pi.shape[0]):
+        while b < N and not (pk[a] > nk[b] or (pk[a] == nk[b] and pi[a] < ni[b])):
+            b += 1
+        counts[a] = b
+    return pi, ni, counts
 
 
 @njit(cache=True, nogil=True)
 def roc_query(scores, rel, order, lo, hi, coef):
-    """Δ(ŷ) of one query for the ROC-area loss: merge the classes by the keys s − ¼ (relevant) and
-    s + ¼ (non-relevant), equal keys by candidate index (the stable sort of :meth:`.roc.ROCLoss.argmax`)."""
-    pi, ps, ni, ns = split_query(scores, rel, order, lo, hi)
+    """Δ(ŷ) of one query for the ROC-area loss (ŷ from :func:`roc_counts`); writes c(y*) − c(ŷ) into ``coef``."""
+    pi, ni, counts = roc_counts(scores, rel, order, lo, hi)
     P = pi.shape[0]
     N = ni.shape[0]
     if P == 0 or N == 0:
         zero_query(order, lo, hi, coef)
         return 0.0
-    pk, nk = roc_keys(pi, ps, ni, ns)
-    norm = 2.0 / (P * N)
-    a = 0
-    b = 0
-    neg_above = 0
+    pairwise_coef(pi, ni, counts, coef)
     misordered = 0
-    while a < P or b < N:
-        if b >= N or (a < P and (pk[a] > nk[b] or (pk[a] == nk[b] and pi[a] < ni[b]))):
-            coef[pi[a]] = norm * neg_above
-            misordered += neg_above
-            a += 1
-        else:
-            coef[ni[b]] = -norm * (P - a)
-            neg_above += 1
-            b += 1
+    for a in range(P):
+        misordered += counts[a]
     return misordered / (P * N)
 
 
@@ -504,19 +502,6 @@ def mrr_ranking(scores, rel, order, lo, hi, k, out):
 
 @njit(cache=True, nogil=True)
 def roc_ranking(scores, rel, order, lo, hi, out):
-    """The most violated ranking of one query for the ROC-area loss: the merge of :func:`roc_query`."""
-    pi, ps, ni, ns = split_query(scores, rel, order, lo, hi)
-    pk, nk = roc_keys(pi, ps, ni, ns)
-    P = pi.shape[0]
-    N = ni.shape[0]
-    a = 0
-    b = 0
-    r = 0
-    while a < P or b < N:                        # the merge of roc_query
-        if b >= N or (a < P and (pk[a] > nk[b] or (pk[a] == nk[b] and pi[a] < ni[b]))):
-            out[r] = pi[a]
-            a += 1
-        else:
-            out[r] = ni[b]
-            b += 1
-        r += 1
+    """The most violated ranking of one query for the ROC-area loss: the merge of :func:`roc_counts`."""
+    pi, ni, counts = roc_counts(scores, rel, order, lo, hi)
+    merge_by_counts(pi, ni, counts, out)

@@ -41,12 +41,9 @@ class ComboLoss(Loss):
         """Δ = max_l Δ_l (the aggregate loss of shared slacks)."""
         return max(l.delta(ranking, labels) for l in self.losses)
 
-    def _shared_psi(self) -> bool:
-        return all(type(l).psi_coef is type(self.losses[0]).psi_coef for l in self.losses)
-
     def psi_coef(self, ranking: np.ndarray, labels: np.ndarray) -> np.ndarray:
         """Ψ of the members, defined only when they all share one feature map."""
-        if not self._shared_psi():
+        if any(type(l).psi_coef is not type(self.losses[0]).psi_coef for l in self.losses):
             raise ValueError("the combined losses use different feature maps; Ψ is per member "
                              "(use member_values / violation)")
         return self.losses[0].psi_coef(ranking, labels)
