@@ -25,6 +25,11 @@ from typing import List, Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from pyterrier_svmmap.experiments.reproduce import base_runs as br
+from pyterrier_svmmap.experiments.reproduce.evaluation import aggregate, results_dict, tables_markdown
+from pyterrier_svmmap.experiments.reproduce.trials import TrialStore, run_trials
+from pyterrier_svmmap.experiments.systems import parse_names, resolve
+
 logger = logging.getLogger(__name__)
 
 
@@ -98,9 +103,6 @@ def run_experiment(options: ExperimentOptions, progress: Optional[ExperimentProg
     systems. From its first write on, the folder is locked against a second run into it
     (:func:`~pyterrier_svmmap.experiments.reproduce.base_runs.folder_lock`); finished trials are kept, so that
     the same options resume an interrupted run."""
-    import pyterrier_svmmap.experiments.reproduce.base_runs as br
-    from pyterrier_svmmap.experiments.reproduce.evaluation import aggregate
-    from pyterrier_svmmap.experiments.systems import parse_names, resolve
     progress = progress if progress is not None else ExperimentProgress()
     t_start = time.perf_counter()
     systems = resolve(parse_names(options.systems))
@@ -122,8 +124,7 @@ def run_experiment(options: ExperimentOptions, progress: Optional[ExperimentProg
 
 def _plan(options: ExperimentOptions) -> _Plan:
     """The collection of ``options``, its judged topics and the splits of its protocol."""
-    from pyterrier_svmmap.experiments.reproduce.base_runs import load_directory, load_irds
-    coll = load_directory(options.collection) if options.collection else load_irds(options.dataset)
+    coll = br.load_directory(options.collection) if options.collection else br.load_irds(options.dataset)
     topics = coll.judged_topics()
     dropped = len(coll.topics) - len(topics)
     if dropped:
@@ -158,9 +159,7 @@ def _run_trials(options: ExperimentOptions, plan: _Plan, runs: dict, systems: di
                 timings: dict):
     """(per_trial, fit_seconds, {trial: chosen base}, the first split's models) of ``systems`` on the candidates
     of ``runs``, checkpointed under ``options.out/trials``."""
-    import pyterrier_svmmap.experiments.reproduce.base_runs as br
     from pyterrier_svmmap.run_features import RunFeatures
-    from pyterrier_svmmap.experiments.reproduce.trials import TrialStore, run_trials
     from pyterrier_svmmap.scale.client import close_client, dask_client
     coll, topics, splits, out = plan.collection, plan.topics, plan.splits, Path(options.out)
     if options.first_stage is not None and options.first_stage not in runs:
@@ -199,8 +198,6 @@ def _run_trials(options: ExperimentOptions, plan: _Plan, runs: dict, systems: di
 def _write(out: Path, options: ExperimentOptions, plan: _Plan, summary: pd.DataFrame, per_trial: pd.DataFrame,
            reference: Optional[str], chosen: dict, timings: dict) -> None:
     """results.json, per_trial.csv, splits.json and tables.md, each written whole."""
-    from pyterrier_svmmap.experiments.reproduce.base_runs import atomic_write_bytes
-    from pyterrier_svmmap.experiments.reproduce.evaluation import results_dict, tables_markdown
     random = options.folds is None
     counts = collections.Counter(chosen.values())
     results = results_dict(summary, collection=plan.collection.name, trials=len(plan.splits),
@@ -211,14 +208,14 @@ def _write(out: Path, options: ExperimentOptions, plan: _Plan, summary: pd.DataF
                                   "depth": options.depth,
                                   "chosen_bases": dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
                                   "timings": timings})
-    atomic_write_bytes(out / "results.json", (json.dumps(results, indent=2) + "\n").encode())
-    atomic_write_bytes(out / "per_trial.csv", per_trial.to_csv(index=False).encode())
+    br.atomic_write_bytes(out / "results.json", (json.dumps(results, indent=2) + "\n").encode())
+    br.atomic_write_bytes(out / "per_trial.csv", per_trial.to_csv(index=False).encode())
     splits = [{"trial": s.trial, **({"repeat": s.repeat, "fold": s.fold} if s.fold is not None else {}),
                "train": s.train, "valid": s.valid, "chosen_base": chosen.get(s.trial)} for s in plan.splits]
-    atomic_write_bytes(out / "splits.json", (json.dumps(
+    br.atomic_write_bytes(out / "splits.json", (json.dumps(
         {"splits": splits, "role_counts": role_counts(plan.splits, list(plan.topics["qid"]))}, indent=1)
         + "\n").encode())
-    atomic_write_bytes(out / "tables.md", tables_markdown(summary, reference, plan.title).encode())
+    br.atomic_write_bytes(out / "tables.md", tables_markdown(summary, reference, plan.title).encode())
 
 
 def _save_pictures(out: Path, first_models: dict) -> None:

@@ -32,6 +32,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import pandas as pd
 
+from pyterrier_svmmap.experiments.reproduce.base_runs import digest, read_keyed, write_pickle
 from pyterrier_svmmap.experiments.reproduce.evaluation import MEASURES, Evaluator, cut_depth
 from pyterrier_svmmap.features.transforms import minmax_normalise
 from pyterrier_svmmap.queries import query_ids
@@ -63,8 +64,7 @@ class TrialStore:
         self.directory, self.context = Path(directory), context
 
     def key(self, split, name: str, est: object) -> str:
-        from pyterrier_svmmap._version import __version__
-        from pyterrier_svmmap.experiments.reproduce.base_runs import digest
+        from pyterrier_svmmap._version import __version__     # read when called (a test changes it)
         return digest("trial", self.context, split.trial, list(split.train), list(split.valid),
                       list(split.test), name, estimator_signature(est), __version__, sorted(MEASURES))
 
@@ -73,7 +73,6 @@ class TrialStore:
 
     def load(self, key: str) -> Optional[dict]:
         """The checkpoint of ``key``, or None when absent, unreadable (warned) or malformed."""
-        from pyterrier_svmmap.experiments.reproduce.base_runs import read_keyed
         obj = read_keyed(self.path(key), key)
         if obj is None:
             return None
@@ -85,7 +84,6 @@ class TrialStore:
 
     def save(self, key: str, per_query: pd.DataFrame, seconds: float, model: object = None) -> None:
         """Write one result atomically; the model only if it can be pickled (else it is left out)."""
-        from pyterrier_svmmap.experiments.reproduce.base_runs import write_pickle
         if model is not None:
             try:
                 pickle.dumps(model)
@@ -196,10 +194,7 @@ class _Trials:
                 and len(tr) and len(te):
             return self._fit_and_test_candidates(est, split, tr, qtr, va, qva, te, test, converted)
         t = time.perf_counter()
-        if len(split.valid):
-            est.fit(tr, qtr, va, qva)
-        else:
-            est.fit(tr, qtr)
+        est.fit(tr, qtr, *((va, qva) if len(split.valid) else ()))
         seconds = time.perf_counter() - t
         return self.evaluator.per_query(cut_depth(est.transform(te), self.depth), test), seconds
 
@@ -216,14 +211,11 @@ class _Trials:
             converted["train", rel] = train, (candidates_from_frame(va, qva, n_functions=train.raw.shape[1], rel=rel)
                                               if len(split.valid) and len(va) else None)
         train, valid = converted["train", rel]
-        if "test" not in converted:
+        if "test" not in converted:         # with the evaluator's codes of its rows' qid and docno
             cands = candidates_from_frame(te, n_functions=train.raw.shape[1])
-            converted["test"] = cands
-            # the evaluator's codes of the test rows' qid and docno, shared by the split's estimators
-            converted["test codes"] = (sorted_string_codes(cands.qids[query_ids(cands.offsets)]),
-                                       sorted_string_codes(cands.frame["docno"]))
-        cands = converted["test"]
-        (q_code, q_strings), (d_code, d_strings) = converted["test codes"]
+            converted["test"] = cands, (sorted_string_codes(cands.qids[query_ids(cands.offsets)]),
+                                        sorted_string_codes(cands.frame["docno"]))
+        cands, ((q_code, q_strings), (d_code, d_strings)) = converted["test"]
         t = time.perf_counter()
         est.fit_candidates(train, valid, feature_names=tr.attrs.get("feature_names"))
         seconds = time.perf_counter() - t
@@ -363,11 +355,6 @@ def _thread_limit(threads: int):
             yield
 
 
-def _ignore_sigint() -> None:
-    """Worker initialiser: only the parent handles Ctrl-C (it stops the workers)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 def _stop_pool(pool) -> None:
     """Cancel the pending trials of ``pool`` and end its workers now (finished results are checkpointed)."""
     processes = list((getattr(pool, "_processes", None) or {}).values())   # shutdown() forgets them
@@ -505,7 +492,7 @@ def _execute(trials: _Trials, splits, keep: List[bool], jobs: int, bar: dict) ->
     _WORKER_THREADS = max(1, (os.cpu_count() or 1) // jobs)
     try:
         pool = ProcessPoolExecutor(min(jobs, len(splits)), mp_context=multiprocessing.get_context("fork"),
-                                   initializer=_ignore_sigint)
+                                   initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN))
         try:
             warm = [pool.submit(_warm_up, part, splits[0]) for part in range(min(jobs, 2))]
             results = list(pt.tqdm(pool.map(_run_in_worker, splits, keep), **bar))
