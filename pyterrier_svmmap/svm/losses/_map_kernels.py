@@ -1,6 +1,7 @@
-"""Compiled kernels of the MAP argmax (numba): the exact slot search described in :mod:`.map`, written as
-loops — divide and conquer over non-relevant documents with an explicit stack — serial and ``nogil``: callers
-run blocks of queries on threads (:func:`pyterrier_svmmap.threads.run_query_blocks`).
+"""Compiled slot search of the MAP argmax (numba), described in :mod:`.map`, written as loops — divide and conquer
+over non-relevant documents with an explicit stack — serial and ``nogil``; the MAP batch that calls it is
+:func:`._rank_kernels.map_batch`, whose callers run blocks of queries on threads
+(:func:`pyterrier_svmmap.threads.run_query_blocks`).
 
 Imported lazily by :mod:`.map`. The kernels are cached on disk (``cache=True``), so only the first use pays
 compilation. The tests compare them with numpy reference implementations (``tests/oracles/losses_reference.py``).
@@ -77,55 +78,3 @@ def slot_search(pos, neg, table, inv_idcg, slots):
             stack[sp, 2] = klo
             stack[sp, 3] = bt
             sp += 1
-
-
-@njit(cache=True, nogil=True)
-def violation_sorted(scores, rel, order, lo, hi, H, coef):
-    """Δ(ŷ) of the query of candidates lo..hi−1, given ``order[lo:hi]``: its candidates (global
-    indices) by decreasing score. Writes c(y*) − c(ŷ) into ``coef``."""
-    P = 0
-    for r in range(lo, hi):
-        if rel[order[r]]:
-            P += 1
-    N = hi - lo - P
-    if P == 0 or N == 0:
-        for r in range(lo, hi):
-            coef[order[r]] = 0.0
-        return 0.0
-    ps = np.empty(P)
-    ns = np.empty(N)
-    pi = np.empty(P, dtype=np.int64)
-    ni = np.empty(N, dtype=np.int64)
-    a = 0
-    b = 0
-    for r in range(lo, hi):
-        d = order[r]
-        if rel[d]:
-            pi[a] = d
-            ps[a] = scores[d]
-            a += 1
-        else:
-            ni[b] = d
-            ns[b] = scores[d]
-            b += 1
-    slots = np.empty(N, dtype=np.int64)
-    slot_search(ps, ns, H, 0.0, slots)
-    cnt = np.zeros(P + 1, dtype=np.int64)
-    for i in range(N):
-        cnt[slots[i]] += 1
-    norm = 2.0 / (P * N)
-    above = 0
-    ap = 0.0
-    for i in range(P):
-        above += cnt[i]                       # non-relevant with slot ≤ i are above the i-th relevant
-        ap += (i + 1.0) / (i + 1.0 + above)
-        coef[pi[i]] = norm * above
-    for i in range(N):
-        coef[ni[i]] = -norm * (P - slots[i])
-    return 1.0 - ap / P
-
-
-@njit(cache=True, nogil=True)
-def batch_violation_serial(scores, rel, order, offsets, H, deltas, coef):
-    for q in range(offsets.shape[0] - 1):
-        deltas[q] = violation_sorted(scores, rel, order, offsets[q], offsets[q + 1], H, coef)

@@ -1,4 +1,4 @@
-"""Compiled batch violations of the structural losses (numba): NDCG@k, NDCG-NC, MRR@k, ROC
+"""Compiled batch violations of the structural losses (numba): MAP, NDCG@k, NDCG-NC, MRR@k, ROC
 and the classification baselines (:func:`classification_batch`, which needs no score order); DORM's are
 in :mod:`._dorm_kernels`.
 
@@ -60,6 +60,16 @@ def stable_runs(idx, key):
 def split_query(scores, rel, order, lo, hi):
     """(relevant indices, their scores, non-relevant indices, their scores) of the query lo..hi−1,
     each by decreasing score, equal scores by index (Yue et al. 2007, Observation 1)."""
+    pi, ps, ni, ns = split_classes(scores, rel, order, lo, hi)
+    stable_runs(pi, ps)
+    stable_runs(ni, ns)
+    return pi, ps, ni, ns
+
+
+@njit(cache=True, nogil=True)
+def split_classes(scores, rel, order, lo, hi):
+    """:func:`split_query` with equal scores in the order of ``order`` (MAP's, whose Δ and coefficients do not
+    depend on it)."""
     P = 0
     for r in range(lo, hi):
         if rel[order[r]]:
@@ -81,8 +91,6 @@ def split_query(scores, rel, order, lo, hi):
             ni[b] = d
             ns[b] = scores[d]
             b += 1
-    stable_runs(pi, ps)
-    stable_runs(ni, ns)
     return pi, ps, ni, ns
 
 
@@ -108,6 +116,41 @@ def pairwise_coef(pi, ni, counts, coef):
         while g < P and counts[g] <= j:          # relevant g is above non-relevant j
             g += 1
         coef[ni[j]] = -norm * (P - g)
+
+
+# ---------------------------------------------------------------------------------------------
+# MAP (Yue et al. 2007, Algorithm 2)
+# ---------------------------------------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def map_query(scores, rel, order, lo, hi, H, coef):
+    """Δ(ŷ) of one query for Δ = 1 − AP (the slots of :func:`._map_kernels.slot_search`, ``H`` the harmonic
+    numbers); writes c(y*) − c(ŷ) into ``coef``."""
+    pi, ps, ni, ns = split_classes(scores, rel, order, lo, hi)
+    P = pi.shape[0]
+    N = ni.shape[0]
+    if P == 0 or N == 0:
+        zero_query(order, lo, hi, coef)
+        return 0.0
+    slots = np.empty(N, dtype=np.int64)
+    slot_search(ps, ns, H, 0.0, slots)
+    norm = 2.0 / (P * N)
+    above = 0
+    ap = 0.0
+    for g in range(P):                           # the pairwise coefficients (:func:`pairwise_coef`) from the slots
+        while above < N and slots[above] <= g:   # non-relevant with slot ≤ g are above relevant g
+            above += 1
+        ap += (g + 1.0) / (g + 1.0 + above)
+        coef[pi[g]] = norm * above
+    for j in range(N):
+        coef[ni[j]] = -norm * (P - slots[j])
+    return 1.0 - ap / P
+
+
+@njit(cache=True, nogil=True)
+def map_batch(scores, rel, order, offsets, H, deltas, coef):
+    """MAP batch violation, query after query."""
+    for q in range(offsets.shape[0] - 1):
+        deltas[q] = map_query(scores, rel, order, offsets[q], offsets[q + 1], H, coef)
 
 
 # ---------------------------------------------------------------------------------------------

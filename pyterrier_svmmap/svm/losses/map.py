@@ -25,12 +25,10 @@ vectorised across queries).
 
 from __future__ import annotations
 
-from types import ModuleType
 from typing import Tuple
 
 import numpy as np
 
-import pyterrier_svmmap._jit as _loader
 import pyterrier_svmmap.svm.losses._numba as _numba
 from pyterrier_svmmap.svm.losses._numba import query_score_order  # noqa: F401  (re-exported)
 import pyterrier_svmmap.threads as threads
@@ -99,8 +97,8 @@ def map_slots(pos_scores: np.ndarray, neg_scores: np.ndarray) -> np.ndarray:
     if len(pos_scores) == 0 or len(neg_scores) == 0:
         return np.zeros(len(neg_scores), dtype=np.int64)
     slots = np.empty(len(neg_scores), dtype=np.int64)
-    _jit().slot_search(np.ascontiguousarray(pos_scores), np.ascontiguousarray(neg_scores),
-                       harmonic(len(pos_scores) + len(neg_scores) + 1), 0.0, slots)
+    _numba.kernels("_map_kernels").slot_search(np.ascontiguousarray(pos_scores), np.ascontiguousarray(neg_scores),
+                                               harmonic(len(pos_scores) + len(neg_scores) + 1), 0.0, slots)
     return slots
 
 
@@ -122,10 +120,6 @@ class MAPLoss(_numba.CompiledBatch, Loss):
         parameter of the single-query argmax (:func:`._rank_kernels.map_ranking`, Algorithm 2) and of the batch."""
         return harmonic(n + 2),
 
-    def kernel_call(self, n_max: int) -> _numba.KernelCall:
-        """The serial batch violation of :mod:`._map_kernels` (what :meth:`batch_violation` runs per block)."""
-        return _jit().batch_violation_serial, self.kernel_params(n_max)
-
     def violation(self, scores: np.ndarray, labels: np.ndarray) -> Tuple[float, np.ndarray]:
         """Δ(ŷ) and c(y*) − c(ŷ) straight from the slots: 2a_i/(|P||N|) for relevant document i
         (a_i non-relevant above it), −2·(relevant below j)/(|P||N|) for non-relevant document j."""
@@ -135,10 +129,10 @@ class MAPLoss(_numba.CompiledBatch, Loss):
 
     def batch_violation(self, scores: np.ndarray, labels: np.ndarray,
                         offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-        """:meth:`violation` for all queries at once, compiled (:func:`._map_kernels.batch_violation_serial`):
+        """:meth:`violation` for all queries at once, compiled (:func:`._rank_kernels.map_batch`):
         blocks of queries on :func:`~pyterrier_svmmap.threads.current` threads, each block's relevance, score
         order (:func:`~._numba.query_score_order`) and slot search in one task; the same numbers for any number."""
-        jit = _jit()
+        jit = _numba.kernels()
         scores = np.ascontiguousarray(scores, dtype=float)
         offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         labels = np.asarray(labels)
@@ -157,11 +151,6 @@ class MAPLoss(_numba.CompiledBatch, Loss):
             np.greater(labels[a:b], 0, out=rel[a:b])
             if sort is not None:
                 sort(lo, hi)
-            jit.batch_violation_serial(scores, rel, order, offsets[lo:hi + 1], H, deltas[lo:hi], coef)
+            jit.map_batch(scores, rel, order, offsets[lo:hi + 1], H, deltas[lo:hi], coef)
         threads.run_query_blocks(block, offsets)
         return deltas, coef
-
-
-def _jit() -> ModuleType:
-    """The compiled MAP kernels (:mod:`._map_kernels`)."""
-    return _loader.load("svm.losses._map_kernels")
