@@ -23,6 +23,7 @@ import re
 import time
 import warnings
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -105,44 +106,41 @@ def grid_search(settings: Sequence[dict], fit_one: Callable[[dict], object],
     return Fitted(lambda split: score(model, split), dict(selection[best]), selection)
 
 
-def _svm_ranker(params: dict) -> Callable[[Sequence[dict]], object]:
-    """``make(grid)``: the StructSVMRanker of ``params`` (a configuration's, all but C) over the grid's C."""
-    def make(grid: Sequence[dict]):
-        from pyterrier_svmmap.svm.ranker import StructSVMRanker
-        return StructSVMRanker(C=[g["C"] for g in grid], epsilon=SVM_EPSILON, **params)
-    return make
+def _svm_ranker(params: dict, grid: Sequence[dict]):
+    """The StructSVMRanker of ``params`` (a configuration's, all but C) over the grid's C."""
+    from pyterrier_svmmap.svm.ranker import StructSVMRanker
+    return StructSVMRanker(C=[g["C"] for g in grid], epsilon=SVM_EPSILON, **params)
 
 
-def _letor_svm(make: Callable[[Sequence[dict]], object], features: Optional[str]) -> Callable[..., Fitted]:
+def _letor_svm(make: Callable[[Sequence[dict]], object], features: Optional[str], train: Split, vali: Split,
+               rel: float, grid: Sequence[dict]) -> Fitted:
     """The StructSVMRanker of ``make(grid)`` fitted on ``label >= rel`` of ``train`` with ``vali`` as its validation
     data, test scores by ``ranking_scores`` (the package's tie policy): a configuration's (its ``features``) with C
     (and for ``auto`` the features) chosen by validation MAP inside the ranker, or (``features`` None) the
     package's default ``SVMMap()``, which searches its own settings (``grid`` is not used), ``vali`` evidence
     like the training queries (:mod:`pyterrier_svmmap.selection`)."""
-    def fit(train: Split, vali: Split, rel: float, grid: Sequence[dict]) -> Fitted:
-        from pyterrier_svmmap.features.layout import default_base_names
-        r = make(grid)
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="skipping .* training queries")   # LETOR: many such queries
-            r.fit(train.raw, train.binary(rel), train.offsets,
-                  valid=(vali.raw, vali.binary(rel), vali.offsets, None, vali.docnos),
-                  base_names=default_base_names(train.raw.shape[1], start=1))
-        if features is None:
-            selection = [dict(C=p["C"], validation=p["validation"], features=p["features"],
-                              **({"fallback": True} if p.get("fallback") else {})) for p in r.path_]
-            chosen = dict(C=r.C_, features=r.features_)
-            choice = getattr(r, "choice_", None)             # None: a single C, trained as given
-            if choice is not None:
-                chosen.update(validation=choice["chosen"]["validation"], fallback=choice["fallback"],
-                              p_value=choice["p_value"])
-        else:
-            auto = features == "auto"
-            selection = [dict(C=p["C"], validation=p["validation"], n_iter=p["n_iter"], converged=p["converged"],
-                              **({"features": p["features"]} if auto else {})) for p in r.path_]
-            chosen = dict(C=r.C_, **({"features": r.features_} if auto else {}),
-                          validation=max(p["validation"] for p in selection))
-        return Fitted(lambda s: r.ranking_scores(s.raw, s.offsets, s.docnos), chosen, selection)
-    return fit
+    from pyterrier_svmmap.features.layout import default_base_names
+    r = make(grid)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="skipping .* training queries")   # LETOR: many such queries
+        r.fit(train.raw, train.binary(rel), train.offsets,
+              valid=(vali.raw, vali.binary(rel), vali.offsets, None, vali.docnos),
+              base_names=default_base_names(train.raw.shape[1], start=1))
+    if features is None:
+        selection = [dict(C=p["C"], validation=p["validation"], features=p["features"],
+                          **({"fallback": True} if p.get("fallback") else {})) for p in r.path_]
+        chosen = dict(C=r.C_, features=r.features_)
+        choice = getattr(r, "choice_", None)             # None: a single C, trained as given
+        if choice is not None:
+            chosen.update(validation=choice["chosen"]["validation"], fallback=choice["fallback"],
+                          p_value=choice["p_value"])
+    else:
+        auto = features == "auto"
+        selection = [dict(C=p["C"], validation=p["validation"], n_iter=p["n_iter"], converged=p["converged"],
+                          **({"features": p["features"]} if auto else {})) for p in r.path_]
+        chosen = dict(C=r.C_, **({"features": r.features_} if auto else {}),
+                      validation=max(p["validation"] for p in selection))
+    return Fitted(lambda s: r.ranking_scores(s.raw, s.offsets, s.docnos), chosen, selection)
 
 
 def _default_ranker(grid: Sequence[dict] = ()):
@@ -153,32 +151,28 @@ def _default_ranker(grid: Sequence[dict] = ()):
     return StructSVMRanker(**dict(params, rel=1.0))
 
 
-def _approx_models(measure: str, n_iter: int) -> Callable[[Sequence[dict]], object]:
-    """``make(grid)``: the feature layout (``"minmax"``) and one ApproxRanker per grid point (α, β for "ap")."""
-    def make(grid: Sequence[dict]):
-        from pyterrier_svmmap.approx.ranker import ApproxRanker
-        return "minmax", [ApproxRanker(measure=measure, alphas=[g["alpha"]],
-                                       betas=[g["beta"]] if "beta" in g else None, n_iter=n_iter,
-                                       track_error=False) for g in grid]
-    return make
+def _approx_models(measure: str, n_iter: int, grid: Sequence[dict]):
+    """The feature layout (``"minmax"``) and one ApproxRanker per grid point (α, β for "ap")."""
+    from pyterrier_svmmap.approx.ranker import ApproxRanker
+    return "minmax", [ApproxRanker(measure=measure, alphas=[g["alpha"]], betas=[g["beta"]] if "beta" in g else None,
+                                   n_iter=n_iter, track_error=False) for g in grid]
 
 
-def _letor_approx(make: Callable[[Sequence[dict]], object], measure: str) -> Callable[..., Fitted]:
+def _letor_approx(make: Callable[[Sequence[dict]], object], measure: str, train: Split, vali: Split, rel: float,
+                  grid: Sequence[dict]) -> Fitted:
     """ApproxRanker (``measure`` "ap" on ``label >= rel`` or "ndcg" on the grades), one fit per grid point of
     ``make(grid)``: the iteration chosen by its own validation measure, the grid point by validation MAP."""
-    def fit(train: Split, vali: Split, rel: float, grid: Sequence[dict]) -> Fitted:
-        from pyterrier_svmmap.features.layout import FeatureLayout
-        kind, _ = make(())
-        layout = FeatureLayout.fit(train.raw, train.offsets, kind)
-        y = train.binary(rel) if measure == "ap" else train.labels
-        yv = vali.binary(rel) if measure == "ap" else vali.labels
-        Xt, Xv = layout.transform(train.raw, train.offsets), layout.transform(vali.raw, vali.offsets)
+    from pyterrier_svmmap.features.layout import FeatureLayout
+    kind, _ = make(())
+    layout = FeatureLayout.fit(train.raw, train.offsets, kind)
+    y = train.binary(rel) if measure == "ap" else train.labels
+    yv = vali.binary(rel) if measure == "ap" else vali.labels
+    Xt, Xv = layout.transform(train.raw, train.offsets), layout.transform(vali.raw, vali.offsets)
 
-        def fit_one(g):
-            return make([g])[1][0].fit(Xt, y, train.offsets, X_valid=Xv, labels_valid=yv, offsets_valid=vali.offsets)
-        return grid_search(grid, fit_one, lambda m, s: m.decision_function(layout.transform(s.raw, s.offsets)),
-                           vali, rel, notes=lambda m: dict(iteration=int(m.best_iteration_)))
-    return fit
+    def fit_one(g):
+        return make([g])[1][0].fit(Xt, y, train.offsets, X_valid=Xv, labels_valid=yv, offsets_valid=vali.offsets)
+    return grid_search(grid, fit_one, lambda m, s: m.decision_function(layout.transform(s.raw, s.offsets)),
+                       vali, rel, notes=lambda m: dict(iteration=int(m.best_iteration_)))
 
 
 def _boosted(name: str, description: str, grid: Tuple[dict, ...], ranker: str, graded: bool = True,
@@ -208,17 +202,18 @@ def from_config(name: str) -> Learner:
     cfg = CONFIGS[name]
     p = cfg.params
     if cfg.learner == "svm-map-default":
-        return Learner(name, cfg.description, ({"C": "auto", "features": "auto"},), _letor_svm(_default_ranker, None),
-                       ties="package", make=_default_ranker)
+        return Learner(name, cfg.description, ({"C": "auto", "features": "auto"},),
+                       partial(_letor_svm, _default_ranker, None), ties="package", make=_default_ranker)
     if cfg.learner == "struct":
-        make = _svm_ranker(dict(p))
+        make = partial(_svm_ranker, dict(p))
         return Learner(name, cfg.description, tuple({"C": c} for c in cfg.c_grid()),
-                       _letor_svm(make, p["features"]), ties="package", make=make)
+                       partial(_letor_svm, make, p["features"]), ties="package", make=make)
     measure = {"approx-ap": "ap", "approx-ndcg": "ndcg"}[cfg.learner]
     grid = tuple({"alpha": a, "beta": b} for a in p["alphas"] for b in p["betas"]) if measure == "ap" else tuple(
         {"alpha": a} for a in p["alphas"])
-    make = _approx_models(measure, p["n_iter"])
-    return Learner(name, cfg.description, grid, _letor_approx(make, measure), graded=measure == "ndcg", make=make)
+    make = partial(_approx_models, measure, p["n_iter"])
+    return Learner(name, cfg.description, grid, partial(_letor_approx, make, measure), graded=measure == "ndcg",
+                   make=make)
 
 
 #: every learner of the protocol by name, with its grid (the settings compared by validation MAP)
