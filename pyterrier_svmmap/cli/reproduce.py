@@ -161,10 +161,7 @@ def run(args: argparse.Namespace) -> int:
     report = run_experiment(options, args.progress)
     summary, reference, title = report.summary, report.reference, report.title
     if (summary["kind"] == "learned").any():
-        print(format_learner_table(summary, reference, title))
-        print()
-        print(format_loss_table(summary))
-        print()
+        print(format_learner_table(summary, reference, title), format_loss_table(summary), sep="\n\n", end="\n\n")
     print(format_table(summary, reference, title))
     logger.info("wrote %s (index %.1fs, runs %.1fs, trials %.1fs)", report.out / "results.json",
                 report.timings["index_seconds"], report.timings["runs_seconds"], report.timings["trials_seconds"])
