@@ -3,6 +3,7 @@ learner's settings through its callbacks, score them on held-out queries and kee
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -253,7 +254,7 @@ def search(train: Queries, valid: Optional[Queries], settings: Sequence[Setting]
         scored = [paths[s] for s in range(S)]
         if protocol.fallback:                       # scored beside the settings: one tie order of the queries
             layout, w, _ = fallback_model(train, raw_layout, prior_scale)
-            scored.append((layout, [_Weights(w)], None))
+            scored.append((layout, [SimpleNamespace(w=w)], None))   # a result of weights alone
         E = validation_evidence(scored, valid, queries_best_function(train))
         if protocol.fallback:
             E, F = E[:, :-1], E[:, -1]
@@ -270,10 +271,7 @@ def search(train: Queries, valid: Optional[Queries], settings: Sequence[Setting]
     else:
         E = np.zeros((0, S * G))
     fold_scores = None if held is None else held.fold_means()
-    if held is not None and protocol.fold_means:
-        evidence = fold_scores[:, :S * G]
-    else:
-        evidence = E
+    evidence = fold_scores[:, :S * G] if held is not None and protocol.fold_means else E
     choice = choose(evidence, F, protocol.alpha, levels=levels) if len(E) else None
     means = column_means(evidence) if len(E) else np.full(S * G, np.nan)
     scores = [float(x) for x in means] + ([] if F is None else [float(F.mean())])
@@ -306,12 +304,6 @@ def from_paths(paths: Sequence[Path], settings: Sequence[Setting], grids: Sequen
     means = column_means(E)
     selection = Selection(source, [float(x) for x in means], None, 0 if choice is None else choice.index)
     return _model(selection, choice, settings, grids, None, paths, None, None, None, PAPER, 1.0, None, None, tie)
-
-
-@dataclass
-class _Weights:
-    """A model given by its weights alone, where a training result is expected."""
-    w: np.ndarray
 
 
 def pooled(train: Queries, valid: Queries) -> Queries:

@@ -362,7 +362,7 @@ def _line_search(oracle: Oracle, w0: np.ndarray, best: _Point, p1: _Point, C: np
 
 def _cutting_planes_ls(oracle: Oracle, ws: _WorkingSet, C: np.ndarray, epsilon: float, max_iter: int,
                        drop_after: Optional[int], qp_max_steps: int, start: Optional[_Point] = None
-                       ) -> Tuple[np.ndarray, bool, List[dict], _Point]:
+                       ) -> Tuple[TrainingResult, _Point]:
     """Cutting planes with a line search (OCAS; Franc & Sonnenburg, JMLR 2009) at constants C.
 
     The plain loop (MLJ 2009 Alg. 4, svm_struct's; ``tests/oracles/plain_cutting_planes.py``) asks the oracle at
@@ -375,7 +375,7 @@ def _cutting_planes_ls(oracle: Oracle, ws: _WorkingSet, C: np.ndarray, epsilon: 
     lower bound of the optimum; for one group this *is* the plain test "violation ≤ ε"), and returns v_c
     — never v_b, which may be the trivial start w = w₀ while still within Σ_k C_k ε of the optimum (at
     small C it is, and with w = 0 every score ties). ``start`` is the best point of a previous C (its
-    constraints and ξ do not depend on C). Returns (w, converged, history, the point to start the next C
+    constraints and ξ do not depend on C). Returns (the result, its C unset, the point to start the next C
     from); a history entry's ``violation`` is the gap per unit of C, (F − D) / Σ_k C_k, ≤ ε once converged.
     """
     t0 = time.perf_counter()
@@ -439,8 +439,9 @@ def _cutting_planes_ls(oracle: Oracle, ws: _WorkingSet, C: np.ndarray, epsilon: 
             break
         if drop_after:
             ws.drop_idle(drop_after)
-    nxt = current if current.objective(C) <= best.objective(C) else best
-    return ws.w0 + current.v, converged, history, nxt, (stop, n_capped)
+    result = TrainingResult(w=ws.w0 + current.v, converged=converged, history=history, group_C=C,
+                            seconds=time.perf_counter() - t0, stop=stop, qp_capped_solves=n_capped)
+    return result, current if current.objective(C) <= best.objective(C) else best
 
 
 def not_converged_reason(result: "TrainingResult", epsilon: float, max_iter: int) -> str:
@@ -562,12 +563,9 @@ def train_path(X: Optional[FeatureMatrix], labels: Optional[np.ndarray], offsets
     results: List[Optional[TrainingResult]] = [None] * len(grid)
     best: Optional[_Point] = None
     for pos in np.argsort(grid):
-        c = float(grid[pos])
-        start = time.perf_counter()
-        w, converged, history, best, (stop, n_capped) = _cutting_planes_ls(
-            orc, ws, c * base, epsilon, int(max_iter), drop_after, qp_max_steps, start=best)
-        results[pos] = TrainingResult(w=w, converged=converged, history=history, C=c, group_C=c * base,
-                                      seconds=time.perf_counter() - start, stop=stop, qp_capped_solves=n_capped)
+        results[pos], best = _cutting_planes_ls(orc, ws, grid[pos] * base, epsilon, int(max_iter), drop_after,
+                                                qp_max_steps, start=best)
+        results[pos].C = float(grid[pos])
         if warn:
             _warn_not_converged(results[pos], epsilon, max_iter)
         if on_result is not None:

@@ -76,7 +76,8 @@ def plain_cutting_planes(oracle, ws, C: np.ndarray, epsilon: float, max_iter: in
             ws.drop_idle(drop_after)
         v = ws.v()
         dual = ws.dual(v)
-    return ws.w0 + v, converged, history, None, (stop, n_capped)
+    return cutting_plane.TrainingResult(w=ws.w0 + v, converged=converged, history=history, group_C=C,
+                                        seconds=time.perf_counter() - t0, stop=stop, qp_capped_solves=n_capped), None
 
 
 @contextmanager
