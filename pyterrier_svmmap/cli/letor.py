@@ -18,7 +18,6 @@ grades. The grids (every setting is trained; the best validation MAP is kept) ar
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import sys
 import warnings
@@ -88,13 +87,18 @@ def run(args: argparse.Namespace) -> int:
         if Path(args.out).is_dir():
             raise UsageError(f"--out {args.out} is a directory; give a file name")
         check_creatable(args.out, "--out")
+    caught: list = []
     try:
-        with _warnings_as_log():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             results = letor.run_letor(args.directory, names, rel=rel, folds=args.folds, warm_up=args.warm_up,
                                       threads=args.threads, progress=None if not args.out else
                                       lambda _, so_far: letor.write_json(so_far, args.out))
     except FeatureIndexTooLarge as e:
         raise UsageError(e.message(None)) from None
+    finally:                          # the warnings, logged once each (one line, no source line)
+        for text in dict.fromkeys(str(w.message) for w in caught):
+            log.warning("%s", text)
     print(results.table())
     sys.stdout.flush()
     if args.out:
@@ -102,15 +106,3 @@ def run(args: argparse.Namespace) -> int:
         log.info("results written to %s", args.out)
     return 0
 
-
-@contextlib.contextmanager
-def _warnings_as_log():
-    """Warnings raised in the block, logged once each after it (one line, no source line)."""
-    caught: list = []
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            yield
-    finally:
-        for text in dict.fromkeys(str(w.message) for w in caught):
-            log.warning("%s", text)
