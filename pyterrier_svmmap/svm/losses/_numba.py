@@ -119,14 +119,6 @@ def run_shared(calls, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarra
     return out
 
 
-def kernel_call(loss, n_max: int) -> Optional[KernelCall]:
-    """How to compute ``loss.batch_violation`` from a shared score order on queries of at most ``n_max``
-    candidates (the loss's ``kernel_call(n_max)``), or None for a loss without a kernel (the classification
-    baselines, a custom loss). A subclass that overrides ``batch_violation`` must override ``kernel_call`` too."""
-    make = getattr(loss, "kernel_call", None)
-    return make(n_max) if make is not None else None
-
-
 def longest(offsets: np.ndarray) -> int:
     """The largest query size of a batch (0 when empty): the length the kernels' tables need."""
     sizes = np.diff(np.asarray(offsets))
@@ -142,7 +134,8 @@ class CompiledBatch:
     """Mixin of the losses with compiled kernels ``<name>_batch`` and ``<name>_ranking`` in :attr:`kernel_module`,
     both taking the parameters ``kernel_params(n)`` for queries of at most n candidates: ``batch_violation``
     runs the batch kernel over all queries after one score sort; ``argmax`` runs the ranking kernel (the solver
-    of the batch kernel) on one query."""
+    of the batch kernel) on one query. A subclass that overrides ``batch_violation`` must override ``kernel_call``
+    too (:class:`.combo.ComboLoss` runs its members' kernel calls on one shared score sort)."""
 
     name: str
     #: the module of :func:`kernels` that holds the loss's kernels

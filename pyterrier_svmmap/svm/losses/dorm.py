@@ -8,7 +8,7 @@ import numpy as np
 
 import pyterrier_svmmap.svm.losses._numba as _numba
 from pyterrier_svmmap.svm.losses.base import CutoffLoss, positions
-from pyterrier_svmmap.svm.losses.ndcg import discount_table, ndcg_of_ranking
+from pyterrier_svmmap.svm.losses.ndcg import discounts, ndcg_of_ranking
 
 
 class DORMLoss(_numba.CompiledBatch, CutoffLoss):
@@ -57,4 +57,4 @@ class DORMLoss(_numba.CompiledBatch, CutoffLoss):
         return coef
 
     def kernel_params(self, n: int) -> tuple:
-        return _numba.as_int(self.k), _numba.as_int(self.window), discount_table(n + 1), self.decay(n + 1)
+        return _numba.as_int(self.k), _numba.as_int(self.window), discounts(n + 1, None), self.decay(n + 1)

@@ -11,22 +11,17 @@ from pyterrier_svmmap.svm.losses.base import CutoffLoss
 from pyterrier_svmmap.svm.losses.map import pairwise_psi_coef
 
 
-def discount_table(n: int) -> np.ndarray:
-    """D(r) = 1/log2(r + 2) for 0-based ranks r < n, without cutoff (the kernels' table)."""
-    return 1.0 / np.log2(np.arange(n) + 2.0)
-
-
 @functools.lru_cache(maxsize=64)
-def kernel_discounts(n: int) -> np.ndarray:
-    """:func:`discount_table` of length ``n``, read-only and cached for the kernels."""
-    d = discount_table(n)
+def discount_table(n: int) -> np.ndarray:
+    """D(r) = 1/log2(r + 2) for 0-based ranks r < n, without cutoff: the kernels' table (read-only, cached)."""
+    d = 1.0 / np.log2(np.arange(n) + 2.0)
     d.setflags(write=False)
     return d
 
 
 def discounts(n: int, k: Optional[int]) -> np.ndarray:
     """D(r) for 0-based ranks r < n: 1/log2(r + 2), zero from rank k on."""
-    d = discount_table(n)
+    d = discount_table(n).copy()
     if k is not None:
         d[k:] = 0.0
     return d
@@ -56,4 +51,4 @@ class NDCGLoss(_numba.CompiledBatch, CutoffLoss):
         return pairwise_psi_coef(ranking, labels)
 
     def kernel_params(self, n: int) -> tuple:
-        return _numba.as_int(self.k), kernel_discounts(n + 1)
+        return _numba.as_int(self.k), discount_table(n + 1)
