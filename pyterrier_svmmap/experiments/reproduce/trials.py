@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import logging
+import multiprocessing
 import os
 import pickle
 import re
@@ -31,10 +32,13 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
+import pyterrier as pt
 
 from pyterrier_svmmap.experiments.reproduce.base_runs import digest, read_keyed, write_pickle
 from pyterrier_svmmap.experiments.reproduce.evaluation import MEASURES, Evaluator, cut_depth
 from pyterrier_svmmap.features.transforms import minmax_normalise
+from pyterrier_svmmap.frames import candidates_from_frame
+from pyterrier_svmmap.measures import ranks_within_queries
 from pyterrier_svmmap.queries import query_ids
 from pyterrier_svmmap.string_codes import sorted_string_codes
 from pyterrier_svmmap.threads import limit as threads_limit
@@ -203,8 +207,6 @@ class _Trials:
         """:meth:`_fit_and_test` through ``fit_candidates`` and ``score_candidates``, the split's frames converted
         once per ``rel`` and shared in ``converted``: the same measures as ``fit`` and ``transform`` (a query's
         scores are distinct, so the cut at ``depth`` is :func:`cut_depth`'s)."""
-        from pyterrier_svmmap.frames import candidates_from_frame
-        from pyterrier_svmmap.measures import ranks_within_queries
         rel = getattr(est, "rel", 1.0)
         if ("train", rel) not in converted:
             train = candidates_from_frame(tr, qtr, rel=rel)
@@ -296,7 +298,6 @@ FUSIONS: Dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {"fusion-rr
 def _fusion_rows(candidates: pd.DataFrame, splits, evaluator: "Evaluator") -> List[pd.DataFrame]:
     """Per split, the test rows of every fusion of :data:`FUSIONS` (one run
     over all queries)."""
-    from pyterrier_svmmap.frames import candidates_from_frame
     if candidates is None or not len(candidates):
         return []
     cands = candidates_from_frame(candidates)
@@ -460,7 +461,6 @@ def run_trials(candidates: pd.DataFrame, qrels: pd.DataFrame, splits, systems: D
     if systems:
         keep = [first_models is not None and i == 0 for i in range(len(splits))]
         bar = dict(desc="trials", unit="trial", total=len(splits), disable=not progress)
-        import multiprocessing
         if client is None and jobs > 1 and "fork" not in multiprocessing.get_all_start_methods():
             logger.warning("jobs=%d needs the 'fork' start method, which this platform lacks: running the "
                            "trials one after another", jobs)
@@ -482,8 +482,6 @@ def _execute(trials: _Trials, splits, keep: List[bool], jobs: int, bar: dict) ->
     """``trials.run`` of every split, in split order: here, or in ``jobs`` forked processes that ignore SIGINT
     and are stopped when the parent is interrupted or a trial fails."""
     global _WORKER_TRIALS, _WORKER_THREADS
-    import multiprocessing
-    import pyterrier as pt
     if jobs <= 1 or len(splits) <= 1:
         with _thread_limit(os.cpu_count() or 1):          # BLAS on one thread, as in the workers
             return [trials.run(s, k) for s, k in pt.tqdm(list(zip(splits, keep)), **bar)]
@@ -510,7 +508,6 @@ def _execute_dask(trials: _Trials, splits, keep: List[bool], client, bar: dict) 
     """``trials.run`` of every split, in split order, as Dask tasks: one task per split with systems left
     (``trials`` scattered to every worker once), checkpointed here as each finishes; interrupted or failed,
     the pending tasks are cancelled."""
-    import pyterrier as pt
     from dask.distributed import as_completed
     found, todo = [], {}
     for i, split in enumerate(splits):
