@@ -16,6 +16,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from pyterrier_svmmap.io.model_files import jsonable
 from pyterrier_svmmap.string_codes import sorted_string_codes
 
 #: results.json key -> ir_measures measure name
@@ -290,20 +291,16 @@ def results_dict(summary: pd.DataFrame, *, collection: str, trials: int, train: 
                  valid: Optional[int], seed: int, reference: Optional[str], extra: Optional[dict] = None) -> dict:
     """The summary as results.json's dict: the run's settings (``trials``: the number of splits; ``train`` and
     ``valid`` None for k-fold splits), ``best_base`` (the best base function in hindsight), one entry per system
-    and ``extra``."""
+    and ``extra``, as strict-JSON values (:func:`~pyterrier_svmmap.io.model_files.jsonable`)."""
     systems = []
     for _, r in summary.iterrows():
-        d = {"name": str(r["name"]), "kind": str(r["kind"]), "map": float(r["map"]),
-             "ndcg_cut_10": float(r["ndcg_cut_10"]), "recip_rank_10": float(r["recip_rank_10"]),
-             "wins": int(r["wins"]), "losses": int(r["losses"]), "p_value": float(r["p_value"])}
+        d = {k: r[k] for k in ("name", "kind", *MEASURES, "wins", "losses", "p_value")}
         if r["kind"] == "learned":
-            d["fit_seconds"] = float(r["fit_seconds"]) if math.isfinite(r["fit_seconds"]) else None
+            d["fit_seconds"] = r["fit_seconds"]
         for gain, versus in (("gain_vs_chosen", "vs_chosen"), ("gain_vs_first", "vs_first")):
             g = r.get(gain, float("nan"))
             if isinstance(g, float) and math.isfinite(g):
-                d[gain] = g
-                d[versus] = {k: (int(v) if k != "p_value" else float(v)) for k, v in r[versus].items()}
+                d[gain], d[versus] = g, r[versus]
         systems.append(d)
-    return {"collection": collection, "trials": int(trials), "train": None if train is None else int(train),
-            "valid": None if valid is None else int(valid), "seed": int(seed), "best_base": best_base(summary),
-            "reference": reference, "systems": systems, **(extra or {})}
+    return jsonable({"collection": collection, "trials": trials, "train": train, "valid": valid, "seed": seed,
+                     "best_base": best_base(summary), "reference": reference, "systems": systems, **(extra or {})})
