@@ -200,13 +200,9 @@ MAX_REFACTOR = 2
 def _chol_add(L, order, where, r, G, j):
     """Append variable j to the factor L Lᵀ = G[order, order] (O(r²): one forward substitution);
     returns the new size, or −1 if j's pivot δ² is at most SINGULAR × G_jj (then nothing changes)."""
-    l = np.empty(r)
+    l = _forward(L, r, G[order[:r], j])
     d2 = G[j, j]
     for a in range(r):
-        acc = G[order[a], j]
-        for c in range(a):
-            acc -= L[a, c] * l[c]
-        l[a] = acc / L[a, a]
         d2 -= l[a] * l[a]
     if not d2 > SINGULAR * G[j, j]:
         return -1
@@ -247,14 +243,21 @@ def _chol_remove(L, order, where, r, q):
 
 
 @njit(cache=True, nogil=True)
-def _chol_solve(L, r, v):
-    """H⁻¹ v for H = L Lᵀ (forward then back substitution, O(r²))."""
+def _forward(L, r, v):
+    """L⁻¹ v by forward substitution over the factor's first r rows (O(r²))."""
     w = np.empty(r)
     for a in range(r):
         acc = v[a]
         for c in range(a):
             acc -= L[a, c] * w[c]
         w[a] = acc / L[a, a]
+    return w
+
+
+@njit(cache=True, nogil=True)
+def _chol_solve(L, r, v):
+    """H⁻¹ v for H = L Lᵀ (forward then back substitution, O(r²))."""
+    w = _forward(L, r, v)
     for a in range(r - 1, -1, -1):
         acc = w[a]
         for c in range(a + 1, r):

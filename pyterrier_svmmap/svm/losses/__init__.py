@@ -6,6 +6,7 @@ from typing import Callable, Dict, Union
 
 import numpy as np
 
+from pyterrier_svmmap.svm.losses._numba import check_batch
 from pyterrier_svmmap.svm.losses.base import Loss, ideal_ranking, positions
 from pyterrier_svmmap.svm.losses.classification import BalancedClassificationLoss, ClassificationLoss, add_bias
 from pyterrier_svmmap.svm.losses.combo import ComboLoss
@@ -90,11 +91,7 @@ def most_violated(scores, labels, loss: LossSpec = "map", **params) -> np.ndarra
     ndarray
         The ranking (candidate indices, best first); for ``"acc"``/``"acc2"`` a boolean labelling.
     """
-    scores = np.asarray(scores, dtype=float)
-    labels = np.asarray(labels)
-    if scores.ndim != 1 or labels.shape != scores.shape:
-        raise ValueError(f"scores and labels must be 1-d arrays of one length, got shapes "
-                         f"{scores.shape} and {labels.shape}")
+    scores, labels = check_batch(scores, labels, np.array([0, np.size(scores)]))[0], np.asarray(labels)
     if not np.isfinite(scores).all():
         raise ValueError("scores must be finite (no NaN or inf)")
     return get_loss(loss, **params).argmax(scores, labels)

@@ -45,16 +45,13 @@ def dorm_query(scores, rel, order, lo, hi, k, window, D, A, coef):
                 coef[ni[r]] -= A[r]
         return 0.0
     took_rel, g_best, idcg = dorm_dp(ps, ns, m, k, D, A)
+    top = np.empty(m, dtype=np.int64)
+    dorm_top(pi, ni, m, took_rel, g_best, top)
     dcg = 0.0
-    g = g_best
-    for j in range(m - 1, -1, -1):               # walk back, rank m − 1 first
-        if took_rel[j, g]:
-            g -= 1
-            coef[pi[g]] -= A[j]
-            if k < 0 or j < k:
-                dcg += D[j]
-        else:
-            coef[ni[j - g]] -= A[j]
+    for j in range(m - 1, -1, -1):               # rank m − 1 first, as the DP's walk back
+        coef[top[j]] -= A[j]
+        if rel[top[j]] and (k < 0 or j < k):
+            dcg += D[j]
     return 1.0 - dcg / idcg
 
 
@@ -96,6 +93,18 @@ def dorm_dp(ps, ns, m, k, D, A):
 
 
 @njit(cache=True, nogil=True)
+def dorm_top(pi, ni, m, took_rel, g_best, out):
+    """The candidates of the m weighted ranks on :func:`dorm_dp`'s best path into ``out[:m]`` (walked back)."""
+    g = g_best
+    for j in range(m - 1, -1, -1):
+        if took_rel[j, g]:
+            g -= 1
+            out[j] = pi[g]
+        else:
+            out[j] = ni[j - g]
+
+
+@njit(cache=True, nogil=True)
 def dorm_batch(scores, rel, order, offsets, k, window, D, A, deltas, coef):
     """DORM batch violation, query after query."""
     for q in range(offsets.shape[0] - 1):
@@ -114,11 +123,5 @@ def dorm_ranking(scores, rel, order, lo, hi, k, window, D, A, out):
     n = P + N
     m = n if (window < 0 or window > n) else window
     took_rel, g_best, _ = dorm_dp(ps, ns, m, k, D, A)
-    g = g_best
-    for j in range(m - 1, -1, -1):
-        if took_rel[j, g]:
-            g -= 1
-            out[j] = pi[g]
-        else:
-            out[j] = ni[j - g]
+    dorm_top(pi, ni, m, took_rel, g_best, out)
     merge_by_score(pi, ps, g_best, ni, ns, m - g_best, True, out, m)

@@ -194,6 +194,7 @@ def ndcg_counts_k(ps, ns, kk, D, idcg, counts):
     back = np.empty((rows, kk), dtype=np.int64)
     run = np.empty(kk)
     arg = np.empty(kk, dtype=np.int64)
+    last = np.empty(rows, dtype=np.int64)       # each row's best column (ties to the later), for the traceback
     for g in range(rows):
         width = min(N, kk - 1 - g) + 1
         for a in range(width):
@@ -211,6 +212,7 @@ def ndcg_counts_k(ps, ns, kk, D, idcg, counts):
                 at = a
             run[a] = best
             arg[a] = at
+        last[g] = at
         cand = run[width - 1]
         if g + 1 < P:
             cand = cand + _ndcg_tail(g + 1, kk, P, N, norm, pref_b, tot_b, pref_g, a_star, suf_opt)
@@ -221,14 +223,7 @@ def ndcg_counts_k(ps, ns, kk, D, idcg, counts):
     for g in range(best_g0, P):
         counts[g] = max(a_star[g], floor)
     if best_g0 > 0:
-        g = best_g0 - 1
-        width = min(N, kk - 1 - g) + 1
-        best = -np.inf
-        col = 0
-        for a in range(width):
-            if T[g, a] >= best:
-                best = T[g, a]
-                col = a
+        col = last[best_g0 - 1]
         for g in range(best_g0 - 1, -1, -1):
             counts[g] = col
             if g > 0:
