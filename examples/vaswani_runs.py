@@ -14,8 +14,7 @@ from typing import Dict, List, Tuple
 import pandas as pd
 from pyterrier_pisa import PisaIndex
 
-from pyterrier_svmmap.experiments.reproduce.base_runs import redirect_native_output
-from pyterrier_svmmap.experiments.reproduce.collection import load_directory
+from pyterrier_svmmap.experiments.reproduce.base_runs import load_directory, redirect_native_output
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "vaswani"
 

@@ -58,14 +58,14 @@ def _require_pisa():
 
 
 @contextlib.contextmanager
-def redirect_native_output(out: Path):
-    """Send what native code writes on fds 1 and 2 (PISA's progress bars) to ``OUT/pisa.log`` (with debug logging:
-    to the terminal): pyterrier-pisa 0.4.9 offers no way to quieten PISA."""
-    if logger.isEnabledFor(logging.DEBUG):
+def redirect_native_output(log_file: Optional[Path]):
+    """Send what native code writes on fds 1 and 2 (PISA's progress bars) to ``log_file`` (None: nothing is
+    redirected): pyterrier-pisa 0.4.9 offers no way to quieten PISA."""
+    if log_file is None:
         yield
         return
     saved = {fd: os.dup(fd) for fd in (1, 2)}
-    with open(Path(out) / "pisa.log", "ab") as f:
+    with open(log_file, "ab") as f:
         try:
             for stream in (sys.stdout, sys.stderr):
                 stream.flush()
@@ -220,7 +220,7 @@ def build_indices(collection, out: Path, stemmers=STEMMERS, threads: int = 1) ->
             try:
                 shutil.rmtree(tmp)       # PISA wants to create the folder itself
                 building = pisa.PisaIndex(str(tmp), text_field="text", stemmer=stemmer, threads=threads)
-                with redirect_native_output(out):
+                with redirect_native_output(_native_log(out)):
                     building.index(_first_doc_checked(collection.docs))
                 (tmp / _KEY_FILE).write_text(key + "\n")
                 if path.exists():
@@ -234,10 +234,15 @@ def build_indices(collection, out: Path, stemmers=STEMMERS, threads: int = 1) ->
     return indices
 
 
+def _native_log(out: Path) -> Optional[Path]:
+    """Where PISA's own output goes: ``OUT/pisa.log``, or the terminal with debug logging."""
+    return None if logger.isEnabledFor(logging.DEBUG) else Path(out) / "pisa.log"
+
+
 def _retrieve(index, name: str, topics: pd.DataFrame, num_results: int, threads: int, out: Path) -> pd.DataFrame:
     """The run of base function ``name`` on ``topics``; an error if it retrieved nothing at all."""
     function, _, stopwords = name.split(".")
-    with redirect_native_output(out):
+    with redirect_native_output(_native_log(out)):
         run = _require_pisa().PisaRetrieve(index, scorer=function, num_results=num_results, threads=threads,
                                            stops=stopwords, **PARAMS[function])(topics)
     if run.empty:
