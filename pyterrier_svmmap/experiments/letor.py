@@ -2,10 +2,8 @@
 learner (:data:`LEARNERS`) trains on ``train.txt``, chooses its hyper-parameters by validation MAP on ``vali.txt``
 and scores ``test.txt``; the test measures are averaged over the folds.
 
-The learners are array-level fits, each with a small grid chosen by validation MAP. The structural SVMs and the
-Approx learners are built from :data:`pyterrier_svmmap.experiments.systems.CONFIGS`, as ``svmmap reproduce``'s
-estimators are; the boosted peers search a grid here (``lambdamart-grid``, ``mcrank-grid``, ``adarank-grid``)
-where reproduce runs the estimators' defaults.
+The learners are array-level fits, each with a small grid chosen by validation MAP, built from
+:data:`pyterrier_svmmap.experiments.systems.CONFIGS` but for the boosted peers' grids (see there).
 
 Evaluation is Eval-Score-4.0.pl's (:mod:`pyterrier_svmmap.measures`): MAP and P@k with ``label >= rel``
 relevant, NDCG@k with gain 2^label − 1 and 0 for a query of fewer than k documents, a query without a relevant

@@ -104,9 +104,8 @@ class TrialStore:
 
     def finished(self, splits, systems: Dict[str, Callable]) -> int:
         """How many of ``splits`` have a checkpoint for every system of ``systems``."""
-        if not systems:
-            return 0
-        return sum(all(self.path(self.key(s, n, f())).exists() for n, f in systems.items()) for s in splits)
+        return 0 if not systems else sum(all(self.path(self.key(s, n, f())).exists() for n, f in systems.items())
+                                         for s in splits)
 
 
 def _subset(frame: pd.DataFrame, groups: Dict[str, np.ndarray], qids: Sequence[str]) -> pd.DataFrame:
