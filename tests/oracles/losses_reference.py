@@ -263,12 +263,22 @@ def roc_batch_violation(loss: ROCLoss, scores: np.ndarray, labels: np.ndarray,
 
 
 # -- MRR -------------------------------------------------------------------------------------------
+def mrr_best_r(loss: MRRLoss, neg_scores: np.ndarray, s_gmin: float) -> int:
+    """r̂ = argmax_r H(r), H(r) = Δ(r) + Σ_{l<r} s_{b_l} − r·s_{g_min} for r = 0..|N| (Fact 3.5), the first maximum."""
+    r = np.arange(len(neg_scores) + 1)
+    delta = 1.0 - 1.0 / (1.0 + r)
+    if loss.k is not None:
+        delta[r >= loss.k] = 1.0
+    h = delta + np.concatenate([[0.0], np.cumsum(neg_scores)]) - r * s_gmin
+    return int(np.argmax(h))
+
+
 def mrr_argmax(loss: MRRLoss, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """The exact argmax in numpy: the reference of ``MRRLoss.argmax``."""
     scores, pos, neg = split_by_relevance(scores, labels)
     if len(pos) == 0 or len(neg) == 0:
         return np.concatenate([pos, neg])
-    r = loss._best_r(scores[neg], scores[pos[-1]])
+    r = mrr_best_r(loss, scores[neg], scores[pos[-1]])
     # top r bad, then g_min, then the rest in score order (immaterial to Δ and Ψ)
     rest = np.concatenate([pos[:-1], neg[r:]])
     rest = rest[np.argsort(-scores[rest], kind="stable")]
@@ -281,7 +291,7 @@ def mrr_batch_violation(loss: MRRLoss, scores: np.ndarray, labels: np.ndarray,
 
     One lexsort puts each query's bad candidates first, by decreasing score; bad candidate number t
     (0-based) then stands for r = t + 1, with H(r) = Δ(r) + Σ_{l ≤ t} s_{b_l} − (t + 1)·s_{g_min};
-    r = 0 (H = 0) wins unless some H(r) is strictly larger, as in ``MRRLoss._best_r``.
+    r = 0 (H = 0) wins unless some H(r) is strictly larger, as in :func:`mrr_best_r`.
     """
     scores = np.asarray(scores, dtype=float)
     rel_all = np.asarray(labels) > 0

@@ -162,6 +162,11 @@ class CompiledBatch:
             kernel(scores, rel, score_order(scores, offsets), 0, len(scores), *params, out)
         return out
 
+    def violation(self, scores: np.ndarray, labels: np.ndarray) -> Tuple[float, np.ndarray]:
+        """(Δ(ŷ), c(y*) − c(ŷ)) of one query: :meth:`batch_violation` of a batch of one, the same numbers."""
+        deltas, coef = self.batch_violation(scores, labels, np.array([0, np.size(scores)]))
+        return float(deltas[0]), coef
+
     def batch_violation(self, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray):
         """(Δ per query, coefficients per candidate), from the loss's compiled batch kernel."""
         return run_shared([self.kernel_call(longest(offsets))], scores, labels, offsets)[0]

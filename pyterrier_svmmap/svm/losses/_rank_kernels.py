@@ -327,7 +327,7 @@ def mrr_delta(r, k):
 @njit(cache=True, nogil=True)
 def mrr_best_r(ps, ns, k):
     """r̂ = argmax_r H(r), H(r) = Δ(r) + Σ_{l<r} s_{b_l} − r·s_{g_min} for r = 0..|N| (Fact 3.5), the first
-    maximum (r = 0, H = 0, unless some H(r) is strictly larger), as :meth:`.mrr.MRRLoss._best_r`."""
+    maximum (r = 0, H = 0, unless some H(r) is strictly larger), as the tests' reference ``mrr_best_r``."""
     N = ns.shape[0]
     s_min = ps[ps.shape[0] - 1]                  # g_min: the last relevant in stable score order
     best = 0.0

@@ -120,13 +120,6 @@ class MAPLoss(_numba.CompiledBatch, Loss):
         parameter of the single-query argmax (:func:`._rank_kernels.map_ranking`, Algorithm 2) and of the batch."""
         return harmonic(n + 2),
 
-    def violation(self, scores: np.ndarray, labels: np.ndarray) -> Tuple[float, np.ndarray]:
-        """Δ(ŷ) and c(y*) − c(ŷ) straight from the slots: 2a_i/(|P||N|) for relevant document i
-        (a_i non-relevant above it), −2·(relevant below j)/(|P||N|) for non-relevant document j."""
-        scores = np.asarray(scores, dtype=float)
-        deltas, coef = self.batch_violation(scores, labels, np.array([0, len(scores)]))
-        return float(deltas[0]), coef
-
     def batch_violation(self, scores: np.ndarray, labels: np.ndarray,
                         offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         """:meth:`violation` for all queries at once, compiled (:func:`._rank_kernels.map_batch`):

@@ -1,12 +1,12 @@
 """SVM-MRR (Chakrabarti et al. 2008, §3.1.2 and §3.6): Δ = 1 − RR@k with φ_mrr (docs/losses.md)."""
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import Optional
 
 import numpy as np
 
 import pyterrier_svmmap.svm.losses._numba as _numba
-from pyterrier_svmmap.svm.losses.base import CutoffLoss, split_by_relevance
+from pyterrier_svmmap.svm.losses.base import CutoffLoss
 
 
 def reciprocal_rank(ranking: np.ndarray, labels: np.ndarray, k: Optional[int] = None) -> float:
@@ -41,29 +41,6 @@ class MRRLoss(_numba.CompiledBatch, CutoffLoss):
 
     def ideal_psi_coef(self, labels: np.ndarray) -> np.ndarray:
         return np.zeros(len(labels))
-
-    def _delta_by_r(self, n_neg: int) -> np.ndarray:
-        r = np.arange(n_neg + 1)
-        d = 1.0 - 1.0 / (1.0 + r)
-        if self.k is not None:
-            d[r >= self.k] = 1.0
-        return d
-
-    def _best_r(self, neg_scores: np.ndarray, s_gmin: float) -> int:
-        pref = np.concatenate([[0.0], np.cumsum(neg_scores)])
-        h = self._delta_by_r(len(neg_scores)) + pref - np.arange(len(pref)) * s_gmin
-        return int(np.argmax(h))
-
-    def violation(self, scores: np.ndarray, labels: np.ndarray) -> Tuple[float, np.ndarray]:
-        """Δ(r̂) and c(y*) − c(ŷ) = −c(ŷ): −1 for the r̂ bad candidates on top, +r̂ for g_min."""
-        scores, pos, neg = split_by_relevance(scores, labels)
-        coef = np.zeros(len(scores))
-        if len(pos) == 0 or len(neg) == 0:
-            return 0.0, coef
-        r = self._best_r(scores[neg], scores[pos[-1]])
-        coef[neg[:r]] = -1.0
-        coef[pos[-1]] = float(r)
-        return float(self._delta_by_r(len(neg))[r]), coef
 
     def kernel_params(self, n: int) -> tuple:
         return _numba.as_int(self.k),

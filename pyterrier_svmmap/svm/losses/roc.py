@@ -1,8 +1,6 @@
 """SVM-roc (Joachims 2005): Δ = the fraction of misordered pairs, with the pairwise Ψ (docs/losses.md)."""
 from __future__ import annotations
 
-from typing import Tuple
-
 import numpy as np
 
 import pyterrier_svmmap.svm.losses._numba as _numba
@@ -31,19 +29,3 @@ class ROCLoss(_numba.CompiledBatch, Loss):
 
     def psi_coef(self, ranking: np.ndarray, labels: np.ndarray) -> np.ndarray:
         return pairwise_psi_coef(ranking, labels)
-
-    def violation(self, scores: np.ndarray, labels: np.ndarray) -> Tuple[float, np.ndarray]:
-        """Δ(ŷ) and c(y*) − c(ŷ) = 2/(|P||N|)·(a_i for relevant i, −(relevant below j) for non-relevant j)."""
-        labels = np.asarray(labels)
-        y_hat = self.argmax(scores, labels)
-        rel = labels[y_hat] > 0
-        n_pos = int(rel.sum())
-        n_neg = len(rel) - n_pos
-        coef = np.zeros(len(y_hat))
-        if n_pos == 0 or n_neg == 0:
-            return 0.0, coef
-        neg_above = np.cumsum(~rel) - (~rel)
-        pos_below = n_pos - (np.cumsum(rel) - rel)
-        norm = 2.0 / (n_pos * n_neg)
-        coef[y_hat] = np.where(rel, norm * neg_above, -norm * pos_below)
-        return float(neg_above[rel].sum()) / (n_pos * n_neg), coef
