@@ -8,7 +8,7 @@ import numpy as np
 
 import pyterrier_svmmap.svm.losses._numba as _numba
 from pyterrier_svmmap.svm.losses.base import CutoffLoss, positions
-from pyterrier_svmmap.svm.losses.ndcg import discounts, ndcg_of_ranking
+from pyterrier_svmmap.svm.losses.ndcg import NDCGLoss, discounts
 
 
 class DORMLoss(_numba.CompiledBatch, CutoffLoss):
@@ -16,6 +16,7 @@ class DORMLoss(_numba.CompiledBatch, CutoffLoss):
 
     name = "dorm"
     kernel_module = "_dorm_kernels"
+    delta = NDCGLoss.delta                      # Δ = 1 − nDCG@k
 
     def __init__(self, k: Optional[int] = 10, window: Optional[int] = 100):
         super().__init__(k)
@@ -36,11 +37,6 @@ class DORMLoss(_numba.CompiledBatch, CutoffLoss):
         if self.window is not None:
             a[self.window:] = 0.0
         return a
-
-    def delta(self, ranking: np.ndarray, labels: np.ndarray) -> float:
-        if not (np.asarray(labels) > 0).any():
-            return 0.0
-        return 1.0 - ndcg_of_ranking(ranking, labels, self.k)
 
     def psi_coef(self, ranking: np.ndarray, labels: np.ndarray) -> np.ndarray:
         return self.decay(len(ranking))[positions(np.asarray(ranking))]
