@@ -12,7 +12,7 @@ from scipy.optimize import linear_sum_assignment
 from pyterrier_svmmap.queries import query_ids
 from pyterrier_svmmap.svm.losses import ClassificationLoss, ComboLoss, DORMLoss, MAPLoss, MRRLoss, NDCGLoss, ROCLoss
 from pyterrier_svmmap.svm.losses.combo import most_violated_member
-from pyterrier_svmmap.svm.losses.base import sort_by_score, split_by_relevance
+from pyterrier_svmmap.svm.losses.base import sort_by_score
 from pyterrier_svmmap.svm.losses.map import harmonic, interleave
 from pyterrier_svmmap.svm.losses.ndcg import discounts
 
@@ -26,6 +26,18 @@ def segment_exclusive_cumsum(x: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     exc = inc - x
     start = np.concatenate([[0], inc])[offsets[:-1]]           # sum before each segment
     return exc - np.repeat(start, np.diff(offsets))
+
+
+def split_by_relevance(scores, labels) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(scores as floats, relevant indices, non-relevant indices), each list by decreasing score.
+
+    Yue et al. (2007) Observation 1: within each class the most violated ranking follows the scores, so
+    the argmax searches only how the two sorted lists interleave.
+    """
+    scores = np.asarray(scores, dtype=float)
+    rel = np.asarray(labels) > 0
+    idx = np.arange(len(scores))
+    return scores, sort_by_score(idx[rel], scores), sort_by_score(idx[~rel], scores)
 
 
 # -- MAP ------------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ the loss's parameters, and fills ``deltas`` (Δ(ŷ) per query) and ``coef`` (c(y
 numpy reference implementations of ``tests/oracles/losses_reference.py``.
 
 Within a relevance class the kernels restore the *stable* order (equal scores by candidate index), the
-order :func:`.base.split_by_relevance` gives, so that the kernels and the references break ties alike.
+order the references' ``split_by_relevance`` gives, so that the kernels and the references break ties alike.
 
 Cutoffs and windows are passed as integers, −1 meaning None. Tables: ``D[r] = 1/log2(r + 2)`` (the nDCG
 discount without cutoff, :func:`.ndcg.discounts`), ``A[r]`` (DORM's decay, zero from its window on),

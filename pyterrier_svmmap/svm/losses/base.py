@@ -41,18 +41,6 @@ def sort_by_score(indices: np.ndarray, scores: np.ndarray) -> np.ndarray:
     return indices[np.argsort(-scores[indices], kind="stable")]
 
 
-def split_by_relevance(scores, labels) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(scores as floats, relevant indices, non-relevant indices), each list by decreasing score.
-
-    Yue et al. (2007) Observation 1: within each class the most violated ranking follows the scores, so
-    the argmax searches only how the two sorted lists interleave.
-    """
-    scores = np.asarray(scores, dtype=float)
-    rel = np.asarray(labels) > 0
-    idx = np.arange(len(scores))
-    return scores, sort_by_score(idx[rel], scores), sort_by_score(idx[~rel], scores)
-
-
 class Loss(ABC):
     """A structural-SVM loss: Δ, the joint feature map's coefficients, and the exact argmax of H."""
 
