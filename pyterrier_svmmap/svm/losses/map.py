@@ -106,14 +106,13 @@ class MAPLoss(_numba.CompiledBatch, Loss):
     """Δ = 1 − AP(y) over the query's candidates; SVM-map's loss (Yue et al. 2007, §2 and §3.2)."""
 
     name = "map"
+    psi_coef = staticmethod(pairwise_psi_coef)     # the normalised pairwise Ψ
 
     def delta(self, ranking: np.ndarray, labels: np.ndarray) -> float:
         if not (np.asarray(labels) > 0).any():
             return 0.0
         return 1.0 - average_precision_of_ranking(ranking, labels)
 
-    def psi_coef(self, ranking: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        return pairwise_psi_coef(ranking, labels)
 
     def kernel_params(self, n: int) -> tuple:
         """The harmonic table of the slot search (:func:`harmonic`) for queries of at most ``n`` candidates: the

@@ -41,14 +41,13 @@ class NDCGLoss(_numba.CompiledBatch, CutoffLoss):
     """Δ = 1 − nDCG@k (binary gains; ``k=None``: no cutoff, SVM-NDCG-NC), pairwise Ψ, exact DP argmax."""
 
     name = "ndcg"
+    psi_coef = staticmethod(pairwise_psi_coef)     # the normalised pairwise Ψ
 
     def delta(self, ranking: np.ndarray, labels: np.ndarray) -> float:
         if not (np.asarray(labels) > 0).any():
             return 0.0
         return 1.0 - ndcg_of_ranking(ranking, labels, self.k)
 
-    def psi_coef(self, ranking: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        return pairwise_psi_coef(ranking, labels)
 
     def kernel_params(self, n: int) -> tuple:
         return _numba.as_int(self.k), discount_table(n + 1)

@@ -23,9 +23,8 @@ class ROCLoss(_numba.CompiledBatch, Loss):
     """Δ = 1 − ROC area (pairwise misorderings), pairwise Ψ; exact O(n log n) argmax."""
 
     name = "roc"
+    psi_coef = staticmethod(pairwise_psi_coef)     # the normalised pairwise Ψ
 
     def delta(self, ranking: np.ndarray, labels: np.ndarray) -> float:
         return misordered_fraction(ranking, labels)
 
-    def psi_coef(self, ranking: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        return pairwise_psi_coef(ranking, labels)
