@@ -449,8 +449,7 @@ def not_converged_reason(result: "TrainingResult", epsilon: float, max_iter: int
     it converged)."""
     if result.converged:
         return ""
-    last = result.history[-1] if result.history else {}
-    gap, bound = last.get("gap", float("nan")), float(np.sum(result.group_C) * epsilon)
+    gap, bound = result.duality_gap, float(np.sum(result.group_C) * epsilon)
     if result.stop == "max_iter":
         why = f"max_iter={max_iter} iterations were not enough (raise max_iter or epsilon)"
     else:

@@ -22,8 +22,7 @@ def solve_dual(G: np.ndarray, b: np.ndarray, group: np.ndarray, C: np.ndarray,
                max_steps: int = QP_MAX_STEPS) -> Tuple[np.ndarray, int]:
     """Maximise bᵀα − ½αᵀGα s.t. α ≥ 0 and the group budgets ``C``; (α, steps ≥ ``max_steps`` at SMO's cap)."""
     jit = compiled()
-    m = len(b)
-    start = np.zeros(m) if alpha is None else np.array(alpha, dtype=np.float64)   # a copy: overwritten
+    start = np.zeros(len(b)) if alpha is None else np.array(alpha, dtype=np.float64)   # a copy: overwritten
     return jit.solve_dual(np.ascontiguousarray(G, dtype=np.float64), np.ascontiguousarray(b, dtype=np.float64),
                           np.ascontiguousarray(group, dtype=np.int64), np.ascontiguousarray(C, dtype=np.float64),
                           start, float(tol), int(max_steps), True)

@@ -385,8 +385,7 @@ class StructSVMRanker(Parametrized):
         ``rel``). Otherwise every setting scores MAP 0 and a choice would be arbitrary: a warning says so and
         the caller chooses by cross-validation instead."""
         valid = as_queries(valid)
-        labels = None if valid.labels is None else np.asarray(valid.labels, dtype=float)
-        if labels is None or (labels >= self.rel).any():
+        if valid.labels is None or self.relevant(valid.labels).any():
             return True
         warn(f"no validation candidate is relevant (label >= {self.rel:g}) in {len(valid.offsets) - 1} "
              "validation queries, so validation MAP cannot choose among the settings; they are chosen by "

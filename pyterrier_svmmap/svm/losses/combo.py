@@ -98,12 +98,6 @@ def segment_sums(x: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 def select_members(results: list, winner: np.ndarray,
                    offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     """(Δ, coefficients) taking member ``winner[q]``'s for query q."""
-    n_q = len(offsets) - 1
-    deltas = np.stack([d for d, _ in results])[winner, np.arange(n_q)]
-    coef = results[0][1].copy()
-    sizes = np.diff(offsets)
-    for m in range(1, len(results)):
-        take = winner == m
-        if take.any():
-            np.copyto(coef, results[m][1], where=np.repeat(take, sizes))
+    deltas = np.stack([d for d, _ in results])[winner, np.arange(len(offsets) - 1)]
+    coef = np.stack([c for _, c in results])[np.repeat(winner, np.diff(offsets)), np.arange(offsets[-1])]
     return deltas, coef
