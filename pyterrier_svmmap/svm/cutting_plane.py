@@ -97,9 +97,10 @@ class TrainingResult:
     def _last(key: str, doc: str) -> property:                       # noqa: N805 - a property factory
         return property(lambda self: self.history[-1][key] if self.history else float("nan"), doc=doc)
 
-    duality_gap = _last("gap", "Primal − dual at termination; ≤ Σ_k C_k ε when converged (MLJ 2009, Thm. 3 / OP 4).")
-    primal = _last("primal", "The 1-slack objective ½‖w − w₀‖² + Σ_k C_k ξ_k(w) at the returned w (exact ξ, from the "
-                   "oracle).")
+    duality_gap = _last("gap", "Primal − dual at termination; ≤ Σ_k C_k ε when converged (MLJ 2009, Thm. 3 / "
+                               "OP 4).")
+    primal = _last("primal", "The 1-slack objective ½‖w − w₀‖² + Σ_k C_k ξ_k(w) at the returned w (exact ξ, from "
+                             "the oracle).")
     dual = _last("dual", "The dual value of the final working set: a lower bound of the optimal objective.")
     del _last
 

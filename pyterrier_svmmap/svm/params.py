@@ -56,7 +56,8 @@ def _first_stage(v) -> Optional[str]:
 
 
 def _rel(v) -> Optional[str]:
-    return None if positive_number(v) is None else "(the relevance threshold: label >= rel is relevant) must be a positive number"
+    ok = positive_number(v) is None
+    return None if ok else "(the relevance threshold: label >= rel is relevant) must be a positive number"
 
 
 def _n_jobs(v) -> Optional[str]:

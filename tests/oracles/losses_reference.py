@@ -276,7 +276,8 @@ def roc_batch_violation(loss: ROCLoss, scores: np.ndarray, labels: np.ndarray,
 
 # -- MRR -------------------------------------------------------------------------------------------
 def mrr_best_r(loss: MRRLoss, neg_scores: np.ndarray, s_gmin: float) -> int:
-    """r̂ = argmax_r H(r), H(r) = Δ(r) + Σ_{l<r} s_{b_l} − r·s_{g_min} for r = 0..|N| (Fact 3.5), the first maximum."""
+    """r̂ = argmax_r H(r), H(r) = Δ(r) + Σ_{l<r} s_{b_l} − r·s_{g_min} for r = 0..|N| (Fact 3.5), the first
+    maximum."""
     r = np.arange(len(neg_scores) + 1)
     delta = 1.0 - 1.0 / (1.0 + r)
     if loss.k is not None:
