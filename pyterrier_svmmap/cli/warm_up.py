@@ -8,7 +8,7 @@ install whose cache numba cannot use (another CPU, another numba, ``NUMBA_CACHE_
 ``site-packages``). ``svmmap warm-up`` runs tiny fits of every loss and feature block, their predictions,
 every loss's single-query argmax, the ApproxAP/ApproxNDCG learners and the svmlight parser, which compiles
 (or, when already cached, just loads) every kernel they use; the dual QP, about a third of the compiling,
-compiles meanwhile in a second process (:func:`warm_up_qp`), as numba compiles one kernel at a time.
+compiles meanwhile in a second process (:func:`pyterrier_svmmap.svm.qp.warm_up`), as numba compiles one kernel at a time.
 """
 from __future__ import annotations
 
@@ -92,16 +92,6 @@ def warm_up(n_jobs: int = 1, qp_process: bool = True, every_learner: bool = True
     return time.perf_counter() - t0
 
 
-def warm_up_qp() -> None:
-    """Compile (or load) the dual QP and the working set's compaction, which every SVM fit runs: about a third
-    of the package's compiling."""
-    import numpy as np
-    from pyterrier_svmmap.svm.qp import compiled, solve_dual
-    solve_dual(np.array([[2.0, 0.5], [0.5, 1.0]]), np.array([1.0, 0.5]), np.zeros(2, dtype=np.int64),
-               np.array([1.0]), np.zeros(2))
-    compiled().compact_working_set(np.eye(2), np.eye(2), np.array([1], dtype=np.int64))
-
-
 def _apart(raw, labels, offsets) -> None:
     """The fits :data:`SECOND_PROCESS` runs after the QP: ApproxAP's and ApproxNDCG's (Qin et al.) on their
     feature blocks, and an SVM fit of every loss."""
@@ -121,7 +111,7 @@ def _apart(raw, labels, offsets) -> None:
 #: :func:`warm_up`'s second process: the QP, a line on stdout once it is cached, then (argument ``apart``)
 #: :func:`_apart`; its compile notice silenced (the first process says it)
 SECOND_PROCESS = ("import logging, sys; logging.getLogger('pyterrier_svmmap').setLevel(logging.ERROR); "
-                  "import pyterrier_svmmap.cli.warm_up as w; w.warm_up_qp(); print('qp', flush=True); "
+                  "import pyterrier_svmmap.svm.qp as q; q.warm_up(); print('qp', flush=True); "
                   "sys.argv[1:] == ['apart'] and w._apart(*w.tiny_data()[:3])")
 
 

@@ -403,16 +403,14 @@ def _warm_up(part: int, split) -> float:
     the trials load it (without this, every worker compiled them all in its first trial: ~70 s).
     Kernels already cached just load; nothing here is kept or checkpointed, and a failure only logs (the
     trial that needs the system reports it). Returns the seconds it took."""
-    from pyterrier_svmmap.svm.qp import compiled, solve_dual
+    import pyterrier_svmmap.svm.qp as qp
     t = time.perf_counter()
     package_log = logging.getLogger("pyterrier_svmmap")
     level = package_log.level
     try:
         with _thread_limit(_WORKER_THREADS):
             if part == 0:                                                # the QP and the working set's compaction
-                solve_dual(np.array([[2.0, 0.5], [0.5, 1.0]]), np.array([1.0, 0.5]), np.zeros(2, dtype=np.int64),
-                           np.array([1.0]), np.zeros(2))
-                compiled().compact_working_set(np.eye(2), np.eye(2), np.array([1]))
+                qp.warm_up()
             elif part == 1:
                 train, valid, test = _WARM_UP_QUERIES
                 tiny = dataclasses.replace(split, train=tuple(split.train)[:train],
