@@ -14,7 +14,7 @@ from pyterrier_svmmap.queries import Queries
 from pyterrier_svmmap.selection.grids import (DEFAULT_ALPHA, DEFAULT_MIN_VALID_QUERIES, Setting, cv_folds,
                                               evidence_source, features_name, resolve_c_grid, setting_levels)
 from pyterrier_svmmap.selection.reference import (HeldOutRanking, fallback_model, fold_best_functions,
-                                                  queries_best_function)
+                                                  known_best_function, queries_best_function)
 from pyterrier_svmmap.selection.rule import Choice, Selection, choose, column_means
 from pyterrier_svmmap.string_codes import sorted_string_codes
 
@@ -95,7 +95,7 @@ class FoldFits:
         k, s = self.pairs[j]
         held = self.fold == k
         tr, te = self.queries.subset(~held), self.queries.subset(held)
-        tr.__dict__["_best_function"] = self.ties[k]                  # queries_best_function(tr), known
+        known_best_function(tr, self.ties[k])
         _, results, _ = self.train_path(tr, self.grids[s], self.settings[s], k, None, self.encodings[s].subset(~held))
         X_te, ranking = self.encodings[s].subset(held).X, HeldOutRanking(te, self.ties[k])
         return [r.w for r in results], np.stack([ranking.ap(X_te.dot(r.w)) for r in results], axis=1)
@@ -135,8 +135,7 @@ def cross_validate(queries: Queries, settings: Sequence[Setting], grids: Sequenc
     ap = np.full((queries.n_queries, len(settings) * G), np.nan)
     parts = [(queries.subset(fold != k), queries.subset(fold == k)) for k in range(cv)]
     ties = fold_best_functions(queries, fold, cv)                     # each fold's tie-break function
-    for (tr, _), tie in zip(parts, ties):
-        tr.__dict__["_best_function"] = tie
+    parts = [(known_best_function(tr, tie), te) for (tr, te), tie in zip(parts, ties)]
     raced = list(raced) if go_on is not None and cv > RACE_FOLDS else []
     first = [(k, s) for k in range(cv) for s in range(len(settings)) if s not in raced or k < RACE_FOLDS]
     rest = [(k, s) for k in range(RACE_FOLDS, cv) for s in raced]

@@ -14,6 +14,10 @@ from pyterrier_svmmap.queries import Queries
 from pyterrier_svmmap.ties import tie_base_order
 
 
+#: where :func:`queries_best_function` keeps a set of queries' best function
+_CACHE = "_best_function"
+
+
 def best_function(raw: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> int:
     """The column of the base function with the highest MAP (``labels`` > 0 relevant; a missing score ranks last)."""
     return best_row(function_aps(raw, labels, offsets))
@@ -23,10 +27,17 @@ def queries_best_function(queries: Queries) -> int:
     """The reference function of ``queries``: their first stage when known, else :func:`best_function` (cached)."""
     if queries.reference is not None:
         return int(queries.reference)
-    cached = queries.__dict__.get("_best_function")
+    cached = queries.__dict__.get(_CACHE)
     if cached is None:
-        cached = queries.__dict__["_best_function"] = best_function(queries.raw, queries.labels, queries.offsets)
+        cached = queries.__dict__[_CACHE] = best_function(queries.raw, queries.labels, queries.offsets)
     return cached
+
+
+def known_best_function(queries: Queries, f: int) -> Queries:
+    """``queries`` with ``f`` recorded as their :func:`best_function`, known from elsewhere (e.g.
+    :func:`fold_best_functions`), so that :func:`queries_best_function` does not compute it again."""
+    queries.__dict__[_CACHE] = f
+    return queries
 
 
 def fold_best_functions(queries: Queries, fold: np.ndarray, cv: int) -> List[int]:
@@ -35,7 +46,7 @@ def fold_best_functions(queries: Queries, fold: np.ndarray, cv: int) -> List[int
     if queries.reference is not None:
         return [int(queries.reference)] * cv
     aps = function_aps(queries.raw, queries.labels, queries.offsets)
-    queries.__dict__.setdefault("_best_function", best_row(aps))
+    queries.__dict__.setdefault(_CACHE, best_row(aps))
     return [best_row(aps[:, fold != k]) for k in range(cv)]
 
 

@@ -68,8 +68,8 @@ def split_query(scores, rel, order, lo, hi):
 
 @njit(cache=True, nogil=True)
 def split_classes(scores, rel, order, lo, hi):
-    """:func:`split_query` with equal scores in the order of ``order`` (MAP's, whose Δ and coefficients do not
-    depend on it)."""
+    """:func:`split_query` with equal scores in the order of ``order`` (MAP's: either order of equal scores gives a
+    most violated ranking with the same Δ, though tied candidates' coefficients may trade places)."""
     P = 0
     for r in range(lo, hi):
         if rel[order[r]]:
