@@ -113,7 +113,6 @@ class MAPLoss(_numba.CompiledBatch, Loss):
             return 0.0
         return 1.0 - average_precision_of_ranking(ranking, labels)
 
-
     def kernel_params(self, n: int) -> tuple:
         """The harmonic table of the slot search (:func:`harmonic`) for queries of at most ``n`` candidates: the
         parameter of the single-query argmax (:func:`._rank_kernels.map_ranking`, Algorithm 2) and of the batch."""

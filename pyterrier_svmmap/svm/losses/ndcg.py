@@ -48,6 +48,5 @@ class NDCGLoss(_numba.CompiledBatch, CutoffLoss):
             return 0.0
         return 1.0 - ndcg_of_ranking(ranking, labels, self.k)
 
-
     def kernel_params(self, n: int) -> tuple:
         return _numba.as_int(self.k), discount_table(n + 1)
