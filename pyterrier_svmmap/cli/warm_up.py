@@ -111,8 +111,8 @@ def _apart(raw, labels, offsets) -> None:
 #: :func:`warm_up`'s second process: the QP, a line on stdout once it is cached, then (argument ``apart``)
 #: :func:`_apart`; its compile notice silenced (the first process says it)
 SECOND_PROCESS = ("import logging, sys; logging.getLogger('pyterrier_svmmap').setLevel(logging.ERROR); "
-                  "import pyterrier_svmmap.svm.qp as q; q.warm_up(); print('qp', flush=True); "
-                  "sys.argv[1:] == ['apart'] and w._apart(*w.tiny_data()[:3])")
+                  "import pyterrier_svmmap.svm.qp as q, pyterrier_svmmap.cli.warm_up as w; q.warm_up(); "
+                  "print('qp', flush=True); sys.argv[1:] == ['apart'] and w._apart(*w.tiny_data()[:3])")
 
 
 def _fits(n_jobs: int, side=None, every_learner: bool = True) -> None:

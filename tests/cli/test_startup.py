@@ -122,6 +122,18 @@ def test_warm_up_command_runs(caplog, monkeypatch):
     assert f"kernels ready in {seconds:.1f} s" in caplog.text
 
 
+@pytest.mark.parametrize("apart", [False, True])
+def test_warm_up_second_process_runs_clean(apart):
+    """The warm-up's second process compiles the QP, says so on stdout, then (``apart``) fits the other
+    learners: it exits 0 with nothing on stderr (a failure there would print a traceback at the user)."""
+    import subprocess
+    import sys
+    from pyterrier_svmmap.cli.warm_up import SECOND_PROCESS
+    done = subprocess.run([sys.executable, "-c", SECOND_PROCESS] + (["apart"] if apart else []),
+                          capture_output=True, text=True, timeout=600)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "qp\n", "")
+
+
 def test_classify_jobs_option_gives_the_same_scores(tmp_path):
     write_file(tmp_path / "train.txt")
     assert cli.main(["learn", "-c", "1", "--bins", "5", str(tmp_path / "train.txt"), str(tmp_path / "m")]) == 0
