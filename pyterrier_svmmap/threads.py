@@ -196,8 +196,12 @@ def run_query_blocks(task: Callable[[int, int], object], offsets: np.ndarray) ->
 def run_ranges(task: Callable[[int, int], object], n: int, size: int) -> None:
     """``task(lo, hi)`` for consecutive ranges covering ``range(n)``: :func:`pieces` of work of ``size`` units,
     at most ``n``. The tasks must write disjoint outputs."""
-    bounds = even_bounds(n, min(n, pieces(size)) if n else 1)
-    run(lambda i: task(int(bounds[i]), int(bounds[i + 1])), len(bounds) - 1)
+    k = min(n, pieces(size))
+    if k <= 1:                                   # one range: no hand-off (most calls of a small fit)
+        task(0, n)
+        return
+    bounds = even_bounds(n, k)
+    run(lambda i: task(int(bounds[i]), int(bounds[i + 1])), k)
 
 
 def run_concurrently(task: Callable[[int], T], n_tasks: int) -> List[T]:
