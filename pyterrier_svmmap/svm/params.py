@@ -1,7 +1,7 @@
 """The structural SVM learners' constructor parameters, declared once (:mod:`pyterrier_svmmap.params`)."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Callable, Optional
 
 from pyterrier_svmmap.features.blocks import BLOCK_KINDS
 from pyterrier_svmmap.features.encoder import parse_blocks
@@ -14,58 +14,41 @@ from pyterrier_svmmap.selection import (DEFAULT_ALPHA, DEFAULT_C, DEFAULT_C_GRID
 import pyterrier_svmmap.threads as threads
 
 
-def _c_values(v) -> Optional[str]:
-    try:
-        c_grid(v)
-    except ValueError as e:
-        return f"{e} (or 'auto')"
-    return None
+def _unless(ok: Callable[[Any], bool], message: str) -> Callable[[Any], Optional[str]]:
+    """A check: None when ``ok(value)``, else ``message``."""
+    return lambda v: None if ok(v) else message
 
 
-def _loss_name(v) -> Optional[str]:
+def _accepted_by(parse: Callable[[Any], Any], message: Callable[[Exception], str],
+                 errors=(ValueError,)) -> Callable[[Any], Optional[str]]:
+    """A check: None when ``parse(value)`` raises none of ``errors``, else ``message`` of the error."""
+    def check(v) -> Optional[str]:
+        try:
+            parse(v)
+        except errors as e:
+            return message(e)
+        return None
+    return check
+
+
+def _is_loss(v) -> bool:
     from pyterrier_svmmap.svm.losses.base import Loss
-    return None if isinstance(v, (str, Loss)) else "must be a loss name or a Loss"
+    return isinstance(v, (str, Loss))
 
 
-def _loss_params(v) -> Optional[str]:
-    return None if v is None or isinstance(v, dict) else "must be a dict or None"
-
-
-def _features(v) -> Optional[str]:
-    try:
-        for option in feature_options(v):
-            parse_blocks(option)
-    except (ValueError, TypeError, AttributeError):
-        return (f"must be 'auto' or one or more of {', '.join(map(repr, BLOCK_KINDS))} joined by '+' (e.g. "
-                "'bins+raw'), each at most once")
-    return None
-
-
-def _folds(v) -> Optional[str]:
-    return None if positive_int(v) is None and v >= 2 else "must be an integer number of folds >= 2"
-
-
-def _alpha(v) -> Optional[str]:
-    ok = v is None or (positive_number(v) is None and v <= 1)
-    return None if ok else "(the level of the test that keeps the base function) must be in (0, 1] or None"
-
-
-def _first_stage(v) -> Optional[str]:
-    ok = isinstance(v, str) or (optional_int(v) is None and (v is None or v >= 0))
-    return None if ok else "must be None, 'auto', a base function's name or its column (an integer >= 0)"
-
-
-def _rel(v) -> Optional[str]:
-    ok = positive_number(v) is None
-    return None if ok else "(the relevance threshold: label >= rel is relevant) must be a positive number"
-
-
-def _n_jobs(v) -> Optional[str]:
-    try:
-        threads.check_n_jobs(v)
-    except ValueError:
-        return "must be None (all cores), a positive number of threads or a negative one (-1: all cores)"
-    return None
+_c_values = _accepted_by(c_grid, lambda e: f"{e} (or 'auto')")
+_features = _accepted_by(lambda v: [parse_blocks(option) for option in feature_options(v)],
+                         lambda e: f"must be 'auto' or one or more of {', '.join(map(repr, BLOCK_KINDS))} joined by "
+                                   "'+' (e.g. 'bins+raw'), each at most once", (ValueError, TypeError, AttributeError))
+_n_jobs = _accepted_by(threads.check_n_jobs, lambda e: "must be None (all cores), a positive number of threads or a "
+                                                       "negative one (-1: all cores)")
+_folds = _unless(lambda v: positive_int(v) is None and v >= 2, "must be an integer number of folds >= 2")
+_alpha = _unless(lambda v: v is None or (positive_number(v) is None and v <= 1),
+                 "(the level of the test that keeps the base function) must be in (0, 1] or None")
+_first_stage = _unless(lambda v: isinstance(v, str) or (optional_int(v) is None and (v is None or v >= 0)),
+                       "must be None, 'auto', a base function's name or its column (an integer >= 0)")
+_rel = _unless(lambda v: positive_number(v) is None,
+               "(the relevance threshold: label >= rel is relevant) must be a positive number")
 
 
 #: :class:`~pyterrier_svmmap.svm.ranker.StructSVMRanker`'s parameters, with the paper's defaults
@@ -79,9 +62,10 @@ STRUCT_SVM_PARAMS = ParamSpec([
           'The structural loss Δ: ``"map"`` (SVM-map), any name of '
           ':data:`pyterrier_svmmap.svm.losses.LOSSES` (cutoffs as ``"ndcg@10"``), ``"combo"``, or '
           'a :class:`~pyterrier_svmmap.svm.losses.base.Loss` instance (which cannot be saved).',
-          check=_loss_name, cli="--loss"),
+          check=_unless(_is_loss, "must be a loss name or a Loss"), cli="--loss"),
     Param("loss_params", None, 'dict or None', 'The loss\'s parameters, e.g. ``{"k": 10}``; for ``"combo"``: '
-          '``losses``, ``slack`` and ``C_weights``.', check=_loss_params),
+          '``losses``, ``slack`` and ``C_weights``.',
+          check=_unless(lambda v: v is None or isinstance(v, dict), "must be a dict or None")),
     Param("features", "bins", 'str or sequence of str',
           'The blocks of φ (:mod:`pyterrier_svmmap.features.blocks`): '
           + ", ".join(f'``"{name}"`` ({kind.description})' for name, kind in BLOCK_KINDS.items())
