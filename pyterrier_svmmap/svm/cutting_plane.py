@@ -474,30 +474,12 @@ def _gap_bound(C: np.ndarray, epsilon: float, primal: float) -> float:
     return float(C.sum() * epsilon) * (1 + 1e-6) + 1e-9 * abs(primal)
 
 
-def _setup(X, labels, offsets, groups: Sequence[SlackGroup], oracle: Optional[Oracle], prior: Optional[np.ndarray],
-           epsilon: float, max_iter: int, drop_after: Optional[int]) -> Tuple[Oracle, np.ndarray]:
-    """The options checked, then the given oracle (X, labels, offsets being None) or a :class:`DataOracle` of
-    the arrays, and the prior w₀ (zeros by default)."""
-    if not epsilon > 0:
-        raise ValueError(f"epsilon must be positive, got {epsilon}")
-    if int(max_iter) < 1:
-        raise ValueError(f"max_iter must be at least 1, got {max_iter}")
-    if drop_after is not None and int(drop_after) < 0:
-        raise ValueError(f"drop_after must be None, 0 (keep every constraint) or positive, got {drop_after}")
-    if oracle is not None:
-        if X is not None or labels is not None or offsets is not None:
-            raise ValueError("give either the data (X, labels, offsets) or an oracle, not both")
-        if oracle.n_groups != len(groups):
-            raise ValueError(f"the oracle has {oracle.n_groups} slack groups but {len(groups)} groups were given")
-    elif X is None or labels is None or offsets is None:
-        raise ValueError("give the data (X, labels, offsets) or oracle=...")
-    else:
-        oracle = DataOracle(X, labels, offsets, [g.loss for g in groups])
-    w0 = np.zeros(oracle.dim) if prior is None else np.asarray(prior, dtype=float)
-    if w0.shape != (oracle.dim,):
-        raise ValueError(f"prior must be a weight vector of length {oracle.dim} (φ's dimension), got shape "
-                         f"{w0.shape}")
-    return oracle, w0
+def _positive(values, what: str) -> np.ndarray:
+    """``values`` as a vector of floats; ValueError unless there are some and all are finite and positive."""
+    a = np.asarray(values, dtype=float).ravel()
+    if len(a) == 0 or not (np.isfinite(a) & (a > 0)).all():
+        raise ValueError(f"{what} must be positive numbers, got {a.tolist()}")
+    return a
 
 
 def train_structural_svm(X: Optional[FeatureMatrix], labels: Optional[np.ndarray],
@@ -521,9 +503,7 @@ def train_structural_svm(X: Optional[FeatureMatrix], labels: Optional[np.ndarray
     never) removes constraints idle that many QP solves; ``qp_max_steps`` caps the QP's SMO steps. The loop
     (:func:`_cutting_planes_ls`, Algorithm 4 with a line search) returns a w whose duality gap is ≤ Σ_k C_k ε.
     """
-    C = np.array([g.C for g in groups], dtype=float)
-    if len(C) == 0 or not (np.isfinite(C) & (C > 0)).all():
-        raise ValueError(f"C must be positive, got {C.tolist()}")
+    C = _positive([g.C for g in groups], "the groups' C")
     result, = train_path(X, labels, offsets, groups, [1.0], epsilon, max_iter, prior, oracle=oracle,
                          drop_after=drop_after, qp_max_steps=qp_max_steps, warn=False)      # a path of one C
     result.C = float(C[0])
@@ -550,20 +530,34 @@ def train_path(X: Optional[FeatureMatrix], labels: Optional[np.ndarray], offsets
     ``warn=False`` (a caller that reports such results itself, once). Other arguments as in
     :func:`train_structural_svm`.
     """
-    grid = np.asarray(C_grid, dtype=float).ravel()
-    if len(grid) == 0 or not (np.isfinite(grid) & (grid > 0)).all():
-        raise ValueError(f"C_grid must be positive numbers, got {list(np.asarray(C_grid).ravel())}")
+    grid = _positive(C_grid, "C_grid")
     if len(np.unique(grid)) != len(grid):
         raise ValueError(f"C_grid has duplicates: {sorted(grid.tolist())}; give every C once")
-    base = np.array([g.C for g in groups], dtype=float)
-    if len(base) == 0 or not (np.isfinite(base) & (base > 0)).all():
-        raise ValueError(f"the groups' constants (relative weights at C = 1) must be positive, got {base.tolist()}")
-    orc, w0 = _setup(X, labels, offsets, groups, oracle, prior, epsilon, max_iter, drop_after)
-    ws = _WorkingSet(orc.dim, w0)
+    base = _positive([g.C for g in groups], "the groups' constants (relative weights at C = 1)")
+    if not epsilon > 0:
+        raise ValueError(f"epsilon must be positive, got {epsilon}")
+    if int(max_iter) < 1:
+        raise ValueError(f"max_iter must be at least 1, got {max_iter}")
+    if drop_after is not None and int(drop_after) < 0:
+        raise ValueError(f"drop_after must be None, 0 (keep every constraint) or positive, got {drop_after}")
+    if oracle is not None:
+        if X is not None or labels is not None or offsets is not None:
+            raise ValueError("give either the data (X, labels, offsets) or an oracle, not both")
+        if oracle.n_groups != len(groups):
+            raise ValueError(f"the oracle has {oracle.n_groups} slack groups but {len(groups)} groups were given")
+    elif X is None or labels is None or offsets is None:
+        raise ValueError("give the data (X, labels, offsets) or oracle=...")
+    else:
+        oracle = DataOracle(X, labels, offsets, [g.loss for g in groups])
+    w0 = np.zeros(oracle.dim) if prior is None else np.asarray(prior, dtype=float)
+    if w0.shape != (oracle.dim,):
+        raise ValueError(f"prior must be a weight vector of length {oracle.dim} (φ's dimension), got shape "
+                         f"{w0.shape}")
+    ws = _WorkingSet(oracle.dim, w0)
     results: List[Optional[TrainingResult]] = [None] * len(grid)
     best: Optional[_Point] = None
     for pos in np.argsort(grid):
-        results[pos], best = _cutting_planes_ls(orc, ws, grid[pos] * base, epsilon, int(max_iter), drop_after,
+        results[pos], best = _cutting_planes_ls(oracle, ws, grid[pos] * base, epsilon, int(max_iter), drop_after,
                                                 qp_max_steps, start=best)
         results[pos].C = float(grid[pos])
         if warn:
