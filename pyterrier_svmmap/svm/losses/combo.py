@@ -58,8 +58,7 @@ class ComboLoss(Loss):
         """The ranking of the member whose constraint is the most violated (:func:`combine_members`' choice)."""
         s = np.asarray(scores, dtype=float)
         offsets = np.array([0, len(s)], dtype=np.int64)
-        values = np.stack([d - segment_sums(c * s, offsets) for d, c in self.member_batches(s, labels, offsets)])
-        return self.losses[int(most_violated_member(values)[0])].argmax(s, labels)
+        return self.losses[int(_winners(self.member_batches(s, labels, offsets), s, offsets)[0])].argmax(s, labels)
 
     def violation(self, scores: np.ndarray, labels: np.ndarray) -> Tuple[float, np.ndarray]:
         s = np.asarray(scores, dtype=float)
@@ -81,9 +80,16 @@ class ComboLoss(Loss):
 
 
 def combine_members(results: list, scores: np.ndarray, offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """Shared slacks over the members' batch results: per query, :func:`most_violated_member`'s."""
-    values = np.stack([d - segment_sums(c * scores, offsets) for d, c in results])
-    return select_members(results, most_violated_member(values), offsets)
+    """Shared slacks over the members' batch results: per query q, (Δ, coefficients) of member ``_winners``[q]."""
+    winner = _winners(results, scores, offsets)
+    deltas = np.stack([d for d, _ in results])[winner, np.arange(len(offsets) - 1)]
+    coef = np.stack([c for _, c in results])[np.repeat(winner, np.diff(offsets)), np.arange(offsets[-1])]
+    return deltas, coef
+
+
+def _winners(results: list, scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Per query, the member whose constraint is the most violated (:func:`most_violated_member`)."""
+    return most_violated_member(np.stack([d - segment_sums(c * scores, offsets) for d, c in results]))
 
 
 def segment_sums(x: np.ndarray, offsets: np.ndarray) -> np.ndarray:
@@ -93,11 +99,3 @@ def segment_sums(x: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     if nonempty.any():
         out[nonempty] = np.add.reduceat(x, offsets[:-1][nonempty])
     return out
-
-
-def select_members(results: list, winner: np.ndarray,
-                   offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """(Δ, coefficients) taking member ``winner[q]``'s for query q."""
-    deltas = np.stack([d for d, _ in results])[winner, np.arange(len(offsets) - 1)]
-    coef = np.stack([c for _, c in results])[np.repeat(winner, np.diff(offsets)), np.arange(offsets[-1])]
-    return deltas, coef
