@@ -154,12 +154,9 @@ class StructSVMRanker(Parametrized):
 
         Parameters
         ----------
-        raw : array-like
-            (n, F) base-function scores, NaN where a function did not retrieve the candidate.
-        labels : array-like
-            (n,) relevance (≥ ``rel`` relevant).
-        offsets : array-like
-            (Q + 1,) query boundaries.
+        raw, labels, offsets : array-like
+            (n, F) base-function scores (NaN where a function did not retrieve the candidate), their (n,) relevance
+            (≥ ``rel`` relevant) and the (Q + 1,) query boundaries.
         n_relevant : array-like, optional
             (Q,) relevant documents per query in the qrels (default: among the candidates); used by
             validation and held-out MAP only.
@@ -484,15 +481,14 @@ class StructSVMRanker(Parametrized):
 
     # -- prediction -------------------------------------------------------------------------------
     def decision_function(self, raw, offsets) -> np.ndarray:
-        """Scores wᵀφ(x, d) of candidates (``raw``: n × F, NaN = not retrieved; ``offsets``: query
-        boundaries). For the classification losses the bias is included, so ``> 0`` predicts relevance.
+        """Scores wᵀφ(x, d) of candidates. For the classification losses the bias is included, so ``> 0`` predicts
+        relevance.
 
         Parameters
         ----------
-        raw : ndarray of shape (n, F)
-            Base-function scores, NaN where a function did not retrieve the candidate.
-        offsets : ndarray of shape (Q + 1,)
-            Query boundaries: query q holds rows ``offsets[q]:offsets[q + 1]``.
+        raw, offsets : ndarray
+            Candidates ((n, F) base-function scores, NaN where a function did not retrieve the candidate) and their
+            (Q + 1,) query boundaries: query q holds rows ``offsets[q]:offsets[q + 1]``.
 
         Returns
         -------
@@ -515,10 +511,9 @@ class StructSVMRanker(Parametrized):
 
         Parameters
         ----------
-        raw : ndarray of shape (n, F)
-            Base-function scores, NaN where a function did not retrieve the candidate.
-        offsets : ndarray of shape (Q + 1,)
-            Query boundaries: query q holds rows ``offsets[q]:offsets[q + 1]``.
+        raw, offsets : ndarray
+            Candidates ((n, F) base-function scores, NaN where a function did not retrieve the candidate) and their
+            (Q + 1,) query boundaries: query q holds rows ``offsets[q]:offsets[q + 1]``.
         docnos : ndarray of shape (n,), optional
             The candidates' document ids (the tie policy's last key).
 
