@@ -24,14 +24,8 @@ def dorm_query(scores, rel, order, lo, hi, k, window, D, A, coef):
     n = P + N
     m = n if (window < 0 or window > n) else window
     # c(y*): the mean of A over the ranks of the class (average over all correct rankings)
-    sum_p = 0.0
-    for r in range(P):
-        sum_p += A[r]
-    sum_n = 0.0
-    for r in range(P, n):
-        sum_n += A[r]
-    ideal_p = sum_p / P if P > 0 else 0.0
-    ideal_n = sum_n / N if N > 0 else 0.0
+    ideal_p = A[:P].sum() / P if P > 0 else 0.0
+    ideal_n = A[P:n].sum() / N if N > 0 else 0.0
     for g in range(P):
         coef[pi[g]] = ideal_p
     for j in range(N):

@@ -21,10 +21,7 @@ def slot_search(pos, neg, table, inv_idcg, slots):
     :func:`._rank_kernels.ndcg_solve`) D[t+j−1]/DCG*; both minus 2/(|P||N|)·Σ_{i≥t}(s_i − s_j)."""
     P = pos.shape[0]
     N = neg.shape[0]
-    m = 0.0
-    for i in range(P):
-        m += pos[i]
-    m /= P
+    m = pos.sum() / P
     suf = np.empty(P + 1)
     suf[P] = 0.0
     for i in range(P - 1, -1, -1):

@@ -188,7 +188,7 @@ def ndcg_counts_k(ps, ns, kk, D, idcg, counts):
         acc += norm * (2.0 * pref_b[a] - tot_b + (N - 2.0 * a) * ps[g])
         suf_opt[g] = acc
     rows = min(P, kk)
-    best_val = _ndcg_tail(np.int64(0), kk, P, N, norm, pref_b, tot_b, pref_g, a_star, suf_opt)
+    best_val = _ndcg_tail(np.int64(0), kk, N, norm, pref_b, tot_b, pref_g, a_star, suf_opt)
     best_g0 = 0
     T = np.empty((rows, kk))
     back = np.empty((rows, kk), dtype=np.int64)
@@ -215,7 +215,7 @@ def ndcg_counts_k(ps, ns, kk, D, idcg, counts):
         last[g] = at
         cand = run[width - 1]
         if g + 1 < P:
-            cand = cand + _ndcg_tail(g + 1, kk, P, N, norm, pref_b, tot_b, pref_g, a_star, suf_opt)
+            cand = cand + _ndcg_tail(g + 1, kk, N, norm, pref_b, tot_b, pref_g, a_star, suf_opt)
         if cand > best_val:
             best_val = cand
             best_g0 = g + 1
@@ -232,22 +232,14 @@ def ndcg_counts_k(ps, ns, kk, D, idcg, counts):
 
 
 @njit(cache=True, nogil=True)
-def _ndcg_tail(g0, kk, P, N, norm, pref_b, tot_b, pref_g, a_star, suf_opt):
+def _ndcg_tail(g0, kk, N, norm, pref_b, tot_b, pref_g, a_star, suf_opt):
     """Σ_{h ≥ g0} CellScore(h, max(a*_h, kk − g0)); −inf if kk − g0 > |N| (see :mod:`.ndcg`)."""
     m = kk - g0
     if m > N:
         return -np.inf
     if m < 0:
         m = 0
-    lo = g0                                      # first h ≥ g0 with a*_h ≥ m (binary search)
-    hi = P
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if a_star[mid] < m:
-            lo = mid + 1
-        else:
-            hi = mid
-    cut = lo
+    cut = g0 + np.searchsorted(a_star[g0:], m)   # first h ≥ g0 with a*_h ≥ m
     cnt = cut - g0
     low = norm * (cnt * (2.0 * pref_b[m] - tot_b) + (N - 2.0 * m) * (pref_g[cut] - pref_g[g0]))
     return low + suf_opt[cut]
