@@ -19,7 +19,7 @@ at once, concatenated, with ``offsets`` (length Q + 1) delimiting the queries
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Callable, Optional, Tuple
+from typing import Optional, Tuple
 
 import numpy as np
 
@@ -41,21 +41,6 @@ def sort_by_score(indices: np.ndarray, scores: np.ndarray) -> np.ndarray:
     return indices[np.argsort(-scores[indices], kind="stable")]
 
 
-#: the numpydoc entries of the arguments of a loss's methods on one query (:func:`_doc`)
-_ARGS = {"ranking": "ranking : ndarray of int\n    A ranking of one query's candidates (their indices, best first).",
-         "scores": "scores : ndarray of shape (n,)\n    The model's scores of the query's candidates.",
-         "labels": "labels : ndarray of shape (n,)\n    The query's relevance labels (> 0 relevant)."}
-
-
-def _doc(summary: str, args: str, returns: str) -> Callable[[Callable], Callable]:
-    """A method's numpydoc docstring: ``summary``, the Parameters of :data:`_ARGS` named in ``args``, ``returns``."""
-    def document(method: Callable) -> Callable:
-        method.__doc__ = (f"{summary}\n\nParameters\n----------\n" + "\n".join(_ARGS[a] for a in args.split())
-                          + f"\n\nReturns\n-------\n{returns}\n")
-        return method
-    return document
-
-
 class Loss(ABC):
     """A structural-SVM loss: Δ, the joint feature map's coefficients, and the exact argmax of H."""
 
@@ -75,42 +60,119 @@ class Loss(ABC):
 
     # -- the three parts of a loss -------------------------------------------------------------
     @abstractmethod
-    @_doc("Δ(y*, y) of a ranking of one query.", "ranking labels", "float")
     def delta(self, ranking: np.ndarray, labels: np.ndarray) -> float:
-        ...
+        """Δ(y*, y) of a ranking of one query.
+
+        Parameters
+        ----------
+        ranking : ndarray of int
+            A ranking of one query's candidates (their indices, best first).
+        labels : ndarray of shape (n,)
+            The query's relevance labels (> 0 relevant).
+
+        Returns
+        -------
+        float
+        """
 
     @abstractmethod
-    @_doc("Per-candidate coefficients c(y) with Ψ(x, y) = Σ_d c_d(y) φ(x, d).", "ranking labels",
-          "ndarray of shape (n,)")
     def psi_coef(self, ranking: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        ...
+        """Per-candidate coefficients c(y) with Ψ(x, y) = Σ_d c_d(y) φ(x, d).
+
+        Parameters
+        ----------
+        ranking : ndarray of int
+            A ranking of one query's candidates (their indices, best first).
+        labels : ndarray of shape (n,)
+            The query's relevance labels (> 0 relevant).
+
+        Returns
+        -------
+        ndarray of shape (n,)
+        """
 
     @abstractmethod
-    @_doc("The ranking maximising H(y) = Δ(y) + c(y)·scores, exactly.", "scores labels",
-          "ndarray of int\n    The ranking (candidate indices, best first).")
     def argmax(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        ...
+        """The ranking maximising H(y) = Δ(y) + c(y)·scores, exactly.
+
+        Parameters
+        ----------
+        scores : ndarray of shape (n,)
+            The model's scores of the query's candidates.
+        labels : ndarray of shape (n,)
+            The query's relevance labels (> 0 relevant).
+
+        Returns
+        -------
+        ndarray of int
+            The ranking (candidate indices, best first).
+        """
 
     # -- derived, shared by all losses ----------------------------------------------------------
-    @_doc("The correct ranking y* of the training example (Δ(y*, y*) = 0).", "labels", "ndarray of int")
     def ideal(self, labels: np.ndarray) -> np.ndarray:
+        """The correct ranking y* of the training example (Δ(y*, y*) = 0).
+
+        Parameters
+        ----------
+        labels : ndarray of shape (n,)
+            The query's relevance labels (> 0 relevant).
+
+        Returns
+        -------
+        ndarray of int
+        """
         return ideal_ranking(labels)
 
-    @_doc("c(y*), the coefficients of Ψ(x, y*) used in every constraint of the query.\n\nBy default those of "
-          ":meth:`ideal`; losses whose Ψ(x, y*) depends on how ties among equally\nrelevant candidates are broken "
-          "may use a tie-independent choice instead (e.g. DORM).", "labels", "ndarray of shape (n,)")
     def ideal_psi_coef(self, labels: np.ndarray) -> np.ndarray:
+        """c(y*), the coefficients of Ψ(x, y*) used in every constraint of the query.
+
+        By default those of :meth:`ideal`; losses whose Ψ(x, y*) depends on how ties among equally
+        relevant candidates are broken may use a tie-independent choice instead (e.g. DORM).
+
+        Parameters
+        ----------
+        labels : ndarray of shape (n,)
+            The query's relevance labels (> 0 relevant).
+
+        Returns
+        -------
+        ndarray of shape (n,)
+        """
         return self.psi_coef(self.ideal(labels), labels)
 
-    @_doc("H(y) = Δ(y) + wᵀΨ(x, y), with wᵀΨ(x, y) = c(y)·scores. Used by brute-force tests.",
-          "ranking scores labels", "float")
     def objective(self, ranking: np.ndarray, scores: np.ndarray, labels: np.ndarray) -> float:
+        """H(y) = Δ(y) + wᵀΨ(x, y), with wᵀΨ(x, y) = c(y)·scores. Used by brute-force tests.
+
+        Parameters
+        ----------
+        ranking : ndarray of int
+            A ranking of one query's candidates (their indices, best first).
+        scores : ndarray of shape (n,)
+            The model's scores of the query's candidates.
+        labels : ndarray of shape (n,)
+            The query's relevance labels (> 0 relevant).
+
+        Returns
+        -------
+        float
+        """
         return float(self.delta(ranking, labels) + self.psi_coef(ranking, labels) @ np.asarray(scores, float))
 
-    @_doc("Most violated constraint of one query.", "scores labels",
-          "(float, ndarray of shape (n,))\n    ``(Δ(ŷ), c(y*) − c(ŷ))``: the constraint of OP 1 reads "
-          "wᵀΦᵀ(c(y*) − c(ŷ)) ≥ Δ(ŷ) − ξ.")
     def violation(self, scores: np.ndarray, labels: np.ndarray) -> Tuple[float, np.ndarray]:
+        """Most violated constraint of one query.
+
+        Parameters
+        ----------
+        scores : ndarray of shape (n,)
+            The model's scores of the query's candidates.
+        labels : ndarray of shape (n,)
+            The query's relevance labels (> 0 relevant).
+
+        Returns
+        -------
+        (float, ndarray of shape (n,))
+            ``(Δ(ŷ), c(y*) − c(ŷ))``: the constraint of OP 1 reads wᵀΦᵀ(c(y*) − c(ŷ)) ≥ Δ(ŷ) − ξ.
+        """
         labels = np.asarray(labels)
         y_hat = self.argmax(scores, labels)
         return self.delta(y_hat, labels), self.ideal_psi_coef(labels) - self.psi_coef(y_hat, labels)
