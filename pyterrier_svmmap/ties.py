@@ -57,20 +57,6 @@ def tie_order(scores: np.ndarray, offsets: np.ndarray, secondary: Optional[np.nd
 FLOAT32_SAFE = 2.0 ** 126
 
 
-def within_float32_range(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """``scores``, a query above :data:`FLOAT32_SAFE` divided exactly by a power of two; ValueError if not finite."""
-    size = np.abs(scores)
-    if not np.isfinite(size).all():
-        raise ValueError("the model's scores include NaN or infinite values, which cannot be ranked; the features "
-                         "must be finite numbers")
-    if not len(scores) or size.max() <= FLOAT32_SAFE:
-        return scores
-    top = np.zeros(len(offsets) - 1)                                     # each query's largest |score|
-    np.maximum.at(top, query_ids(offsets), size)
-    shift = np.where(top > FLOAT32_SAFE, np.frexp(top)[1] - 126, 0)
-    return np.ldexp(scores, -np.repeat(shift, np.diff(offsets)))
-
-
 @dataclass
 class TieReport:
     """Candidates that shared their score within their query (in all, and in the top ``k``), and scores moved."""
@@ -86,11 +72,18 @@ def break_ties(scores: np.ndarray, offsets: np.ndarray, secondary: Optional[np.n
                base_order: Optional[np.ndarray] = None):
     """(scores that rank every query in :func:`tie_order` even as float32, :class:`TieReport`); a score already
     below its predecessor as a float32 is kept exactly."""
-    offsets = np.asarray(offsets, dtype=np.int64)
-    scores = within_float32_range(np.asarray(scores, dtype=float), offsets)
-    n = len(scores)
+    offsets, scores = np.asarray(offsets, dtype=np.int64), np.asarray(scores, dtype=float)
+    size, n = np.abs(scores), len(scores)
+    if not np.isfinite(size).all():
+        raise ValueError("the model's scores include NaN or infinite values, which cannot be ranked; the features "
+                         "must be finite numbers")
     if n == 0:
         return scores.copy(), TieReport(0, 0, 0, 0, k)
+    if size.max() > FLOAT32_SAFE:                # a query above it divided exactly by a power of two
+        top = np.zeros(len(offsets) - 1)                                 # each query's largest |score|
+        np.maximum.at(top, query_ids(offsets), size)
+        shift = np.where(top > FLOAT32_SAFE, np.frexp(top)[1] - 126, 0)
+        scores = np.ldexp(scores, -np.repeat(shift, np.diff(offsets)))
     order = tie_order(scores, offsets, secondary, docnos, docno_codes, base_order)
     s = scores[order]
     q = query_ids(offsets)[order]

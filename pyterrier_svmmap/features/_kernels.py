@@ -12,6 +12,7 @@ from numba import njit
 
 from pyterrier_svmmap.products import PW_BLOCK as _PW_BLOCK
 from pyterrier_svmmap._product_kernels import pairwise as _pairwise
+from pyterrier_svmmap.features.transforms import Z_LIMIT
 
 
 @njit(cache=True, nogil=True)
@@ -292,11 +293,6 @@ def query_spread(raw, offsets, prescale, sumsq, counts, varies):
                         dev = x * p - mean
                         acc += dev * dev
             sumsq[q, f] = acc
-
-
-#: the bound of :func:`standardise`'s z: a score this many spreads above its query's lowest is beyond any meaning,
-#: and a bound keeps every weighted sum of a few thousand such values finite (``transforms.Z_LIMIT``, the same)
-Z_LIMIT = 2.0 ** 500
 
 
 @njit(cache=True, nogil=True)

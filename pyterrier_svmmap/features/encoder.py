@@ -12,7 +12,7 @@ from pyterrier_svmmap.features import kernels
 from pyterrier_svmmap.features.blocks import BLOCK_KINDS
 from pyterrier_svmmap.features.matrices import BinnedBlock, DenseBlock, FeatureMatrix, code_dtype
 from pyterrier_svmmap.features.scales import ColumnStatistics, check_unnormalised_range, column_statistics
-from pyterrier_svmmap.features.thresholds import even_thresholds, sample_thresholds
+from pyterrier_svmmap.features.thresholds import sample_thresholds
 from pyterrier_svmmap.features.transforms import BINNINGS, scale_for_binning
 
 #: how the ``raw`` block puts scores on a scale: within-query standardisation, or none
@@ -120,7 +120,7 @@ class FeatureEncoder:
         self.thresholds_ = None
         if any(BLOCK_KINDS[kind].thresholds for kind in self.blocks):
             self.thresholds_ = np.array(thresholds, dtype=float) if self.binning == "quantile" else \
-                np.tile(even_thresholds(self.n_bins), (self.n_functions_, 1))
+                np.tile(np.arange(self.n_bins) / self.n_bins, (self.n_functions_, 1))      # even on [0, 1)
             self.thresholds_[~stats.score_varies, 1:] = np.inf         # no score dimension: codes 0 or 1
             self.thresholds_[~stats.score_varies & ~stats.retrieval_varies, 0] = np.inf     # nor an indicator
         return self

@@ -19,18 +19,16 @@ def function_thresholds(sample: np.ndarray, n_bins: int) -> np.ndarray:
     return _thresholds_of_columns([col[~np.isnan(col)] for col in np.asarray(sample).T], n_bins)
 
 
-def lower_quantiles(values: np.ndarray, n_bins: int) -> np.ndarray:
-    """``np.quantile(values, k / n_bins, method="lower")`` for k = 1 … n_bins − 1; sorts ``values`` in place."""
-    values.sort()
-    levels = np.arange(1, n_bins) / n_bins
-    return values[np.floor((len(values) - 1) * levels).astype(np.int64)].astype(float)
-
-
 def _thresholds_of_columns(columns: List[np.ndarray], n_bins: int) -> np.ndarray:
-    """:func:`pad_thresholds` of every (retrieved) column's :func:`lower_quantiles`, columns spread over threads."""
+    """:func:`pad_thresholds` of every (retrieved) column's ``np.quantile(col, k / n_bins, method="lower")``,
+    k = 1 … n_bins − 1 (each column sorted in place), columns spread over threads."""
     def one(f: int) -> np.ndarray:
         col, columns[f] = columns[f], None
-        return pad_thresholds(lower_quantiles(col, n_bins) if n_bins > 1 and len(col) else np.zeros(0), n_bins)
+        if n_bins <= 1 or not len(col):
+            return pad_thresholds(np.zeros(0), n_bins)
+        col.sort()
+        return pad_thresholds(col[np.floor((len(col) - 1) * (np.arange(1, n_bins) / n_bins)).astype(np.int64)]
+                              .astype(float), n_bins)
     return np.stack(threads.run(one, len(columns))) if columns else np.zeros((0, n_bins))
 
 
@@ -89,8 +87,3 @@ def top_of_queries(raw: np.ndarray, offsets: np.ndarray, depth: int) -> np.ndarr
     out = np.empty_like(raw)
     threads.run_query_blocks(lambda lo, hi: jit.top_of_queries(raw, offsets[lo:hi + 1], int(depth), out), offsets)
     return out
-
-
-def even_thresholds(n_bins: int) -> np.ndarray:
-    """``n_bins`` thresholds evenly spaced in [0, 1) for scores on a [0, 1] scale."""
-    return np.arange(n_bins) / n_bins

@@ -12,7 +12,8 @@ from pyterrier_svmmap.queries import query_ids
 
 #: how scores are put on a scale before thresholds apply (:func:`scale_for_binning`)
 BINNINGS = ("quantile", "minmax", "percentile")
-#: the bound of a standardised score (:func:`standardise_scores`), as the compiled kernel's
+#: the bound of a standardised score (:func:`standardise_scores` and its kernel): a score this many spreads above its
+#: query's lowest is beyond any meaning, and the bound keeps every weighted sum of a few thousand such values finite
 Z_LIMIT = 2.0 ** 500
 
 

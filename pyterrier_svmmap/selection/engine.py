@@ -14,7 +14,7 @@ from pyterrier_svmmap.queries import Queries
 from pyterrier_svmmap.selection.grids import (DEFAULT_ALPHA, DEFAULT_MIN_VALID_QUERIES, Setting, cv_folds,
                                               evidence_source, features_name, resolve_c_grid, setting_levels)
 from pyterrier_svmmap.selection.reference import (HeldOutRanking, fallback_model, fold_best_functions,
-                                                  known_best_function, queries_best_function)
+                                                  known_best_function, per_query_ap, queries_best_function)
 from pyterrier_svmmap.selection.rule import Choice, Selection, choose, column_means
 from pyterrier_svmmap.string_codes import sorted_string_codes
 
@@ -115,13 +115,6 @@ class SettingFits:
         return self.train_path(self.queries, self.grids[s], self.settings[s], None, self.shards, self.encodings[s])
 
 
-def run_here(job: Callable[[int], Any], n: int, n_candidates: int) -> list:
-    """The fits of a search in this process, side by side on small data (the same results either way)."""
-    if n_candidates < CONCURRENT_FOLDS_MAX_CANDIDATES:
-        return threads.run_concurrently(job, n)
-    return [job(j) for j in range(n)]
-
-
 def cross_validate(queries: Queries, settings: Sequence[Setting], grids: Sequence[Sequence[float]],
                    train_path: TrainPath, encodings: Sequence[EncodedQueries], cv: int, random_state: Optional[int],
                    fallback: Optional[Callable[[Queries], Tuple[FeatureLayout, np.ndarray, int]]] = None,
@@ -141,10 +134,13 @@ def cross_validate(queries: Queries, settings: Sequence[Setting], grids: Sequenc
     rest = [(k, s) for k in range(RACE_FOLDS, cv) for s in raced]
     weights: List[List[Optional[np.ndarray]]] = [[None] * cv for _ in settings]
     held = HeldOut(fold, ap, None, weights)
+    if fit_map is None:                     # in this process: side by side on small data (the same results)
+        fit_map = threads.run_concurrently if len(queries.raw) < CONCURRENT_FOLDS_MAX_CANDIDATES else \
+            lambda job, n: [job(j) for j in range(n)]
 
     def run(pairs: List[Tuple[int, int]]) -> None:
         job = FoldFits(queries, fold, settings, [list(g) for g in grids], train_path, list(encodings), ties, pairs)
-        paths = fit_map(job, len(pairs)) if fit_map is not None else run_here(job, len(pairs), len(queries.raw))
+        paths = fit_map(job, len(pairs))
         for (k, s), (w, held_ap) in zip(pairs, paths):
             ap[fold == k, s * G:(s + 1) * G] = held_ap
             weights[s][k] = np.stack(w)
@@ -153,7 +149,7 @@ def cross_validate(queries: Queries, settings: Sequence[Setting], grids: Sequenc
         held.fallback_ap = np.empty(queries.n_queries)
         for k, (tr, te) in enumerate(parts):
             layout, w, f = fallback(tr)
-            held.fallback_ap[fold == k] = HeldOutRanking(te, f).ap(layout.transform(te.raw, te.offsets).dot(w))
+            held.fallback_ap[fold == k] = per_query_ap(layout, w, te, f)
     if rest and go_on(held):
         run(rest)
     return held
