@@ -50,8 +50,7 @@ def ideal_dcg(labels: np.ndarray, offsets: np.ndarray, k: Optional[int] = None,
         gq = np.sort(g[offsets[q]:offsets[q + 1]])[::-1]
         gq = gq[gq > 0]
         if n_relevant is not None and n_relevant[q] > len(gq):
-            gq = np.concatenate([gq, np.ones(int(n_relevant[q]) - len(gq))])
-            gq = np.sort(gq)[::-1]
+            gq = np.sort(np.concatenate([gq, np.ones(int(n_relevant[q]) - len(gq))]))[::-1]
         if k is not None:
             gq = gq[:k]
         out[q] = np.sum(gq / np.log2(np.arange(2, len(gq) + 2)))
@@ -225,11 +224,6 @@ class ApproxRanker(Parametrized):
             value = jit().ndcg_query(s, rel, qs.rel_gains[q], float(alpha), norm, grad, out)
         return float(value), (out if grad else None)
 
-    def _approx_all(self, qs: _QuerySet, scores, alpha, beta) -> np.ndarray:
-        o = qs.offsets
-        return np.array([self._query(qs, q, scores[o[q]:o[q + 1]], alpha, beta, False)[0]
-                         for q in range(qs.n_queries)])
-
     def fit(self, X: FeatureMatrix, labels: np.ndarray, offsets: np.ndarray,
             n_relevant: Optional[np.ndarray] = None, X_valid: Optional[FeatureMatrix] = None,
             labels_valid: Optional[np.ndarray] = None, offsets_valid: Optional[np.ndarray] = None,
@@ -292,7 +286,9 @@ class ApproxRanker(Parametrized):
                 exact = train.exact(self.measure, s)
                 train_score[t] = exact.mean()
                 if self.track_error:
-                    rho[t] = np.mean(np.abs(self._approx_all(train, s, alpha, beta) - exact))
+                    o = train.offsets
+                    approx = [self._query(train, q, s[o[q]:o[q + 1]], alpha, beta, False)[0] for q in range(len(o) - 1)]
+                    rho[t] = np.mean(np.abs(np.array(approx) - exact))
             valid_score[t] = train_score[t] if valid is train else \
                 valid.exact(self.measure, valid.X.dot(w)).mean()
         best_t = int(np.argmax(valid_score))                   # first of equal maxima

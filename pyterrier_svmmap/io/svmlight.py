@@ -32,10 +32,13 @@ class FeatureIndexTooLarge(SvmlightError):
 
     def message(self, remedy: Optional[str]) -> str:
         """The error as one line, ending with ``remedy`` (how to raise the bound, if any)."""
-        shown = int(self.index) if float(self.index) < 2 ** 53 else f"{float(self.index):.6g}"
-        return (f"{self.where}: feature index {shown} is above the limit of {self.limit:,} features (the learners "
-                "need a dense lines × features matrix with a column for every index up to the largest); renumber "
-                f"the features consecutively from 1{', or ' + remedy if remedy else ''}")
+        return (f"{self.where}: feature index {_shown(self.index)} is above the limit of {self.limit:,} features "
+                "(the learners need a dense lines × features matrix with a column for every index up to the largest); "
+                f"renumber the features consecutively from 1{', or ' + remedy if remedy else ''}")
+
+
+def _shown(index) -> str:
+    return str(int(index)) if float(index) < 2 ** 53 else f"{float(index):.6g}"
 
 
 #: the default largest feature index: about 140 times the widest LETOR collection's
@@ -51,8 +54,7 @@ class Width:
     def error(self, where: str, index) -> SvmlightError:
         if not self.model:
             return FeatureIndexTooLarge(where, index, self.limit)
-        shown = int(index) if float(index) < 2 ** 53 else f"{float(index):.6g}"
-        return SvmlightError(f"{where}: uses feature index {shown} but the model has {self.limit} features "
+        return SvmlightError(f"{where}: uses feature index {_shown(index)} but the model has {self.limit} features "
                              "(trained on data of another width?)")
 
 
@@ -88,13 +90,7 @@ class RankingData:
         """How many grouped queries each source holds, when every query is in one source; else None."""
         if self.source_lines is None or len(self.source_lines) < 2 or len(self.offsets) < 2:
             return None
-        if self.order is None:          # the lines are grouped: a query's first and last line tell its sources
-            ends = np.cumsum(self.source_lines)
-            first = np.searchsorted(ends, self.offsets[:-1], side="right")
-            if (first != np.searchsorted(ends, self.offsets[1:] - 1, side="right")).any():
-                return None
-            return np.bincount(first, minlength=len(self.source_lines))
-        source = np.repeat(np.arange(len(self.source_lines)), self.source_lines)[self.order]
+        source = self.grouped(np.repeat(np.arange(len(self.source_lines)), self.source_lines))
         first = np.minimum.reduceat(source, self.offsets[:-1])
         if (first != np.maximum.reduceat(source, self.offsets[:-1])).any():
             return None
@@ -143,21 +139,23 @@ def _is_data_line(text: str) -> bool:
         return any(_DATA_TOKEN.match(t) for t in tok[1:])
 
 
+def _listed(text: bytes, n_lines: Optional[int] = None) -> List[str]:
+    """The first ``n_lines`` lines of ``text`` stripped, less blank and comment lines."""
+    lines = [ln.strip() for ln in text.removeprefix(BOM).decode("utf-8", "replace").splitlines()[:n_lines]]
+    return [ln for ln in lines if ln and not ln.startswith("#")]
+
+
 def index_file_members(path: Path) -> Optional[List[Path]]:
     """The data files an index file lists, or None when ``path`` is a data file itself."""
     with open(path, "rb") as f:
         head = f.read(4096)
     if b"\0" in head:
         raise SvmlightError(f"{path}: a binary file, not svmlight text")
-    lines = [ln.strip() for ln in head.removeprefix(BOM).decode("utf-8", "replace").splitlines()[:20]]
-    lines = [ln for ln in lines if ln and not ln.startswith("#")]
+    lines = _listed(head, 20)
     if not lines or _is_data_line(lines[0]):
         return None
     members = []
-    for ln in Path(path).read_bytes().removeprefix(BOM).decode("utf-8", "replace").splitlines():
-        ln = ln.strip()
-        if not ln or ln.startswith("#"):
-            continue
+    for ln in _listed(Path(path).read_bytes()):
         p = Path(ln) if Path(ln).is_absolute() else Path(path).parent / ln
         if not p.is_file():
             raise SvmlightError(f"{path}: neither svmlight data (line starts with {ln.split()[0]!r}, "
