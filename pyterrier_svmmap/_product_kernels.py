@@ -44,9 +44,7 @@ def pairwise_block(buf, lo, n):
 
 @njit(cache=True, nogil=True)
 def pairwise(buf, n):
-    """numpy's ``pairwise_sum`` of ``buf[:n]``: blocks of ≤ 128 summed by :func:`pairwise_block`, halved
-    (at a multiple of 8) above, the halves added left + right. An explicit stack, not recursion (numba's
-    cache cannot reload recursive functions)."""
+    """numpy's ``pairwise_sum`` of ``buf[:n]``, with an explicit stack (numba's cache cannot reload recursion)."""
     if n <= PW_BLOCK:
         return pairwise_block(buf, np.int64(0), n)     # np.int64: compiled once, not per literal
     los, ns = np.empty(256, np.int64), np.empty(256, np.int64)    # pending ranges; ns = -1: add the top two sums
@@ -73,8 +71,7 @@ def pairwise(buf, n):
 
 
 def _lanes(k):
-    """:func:`rows_dot` with ``k`` partial sums per row (rows of ≥ 8 terms), compiled for that ``k``: the literal
-    width lets the compiler add the partial sums side by side."""
+    """:func:`rows_dot` with ``k`` partial sums per row, compiled for that literal ``k`` (added side by side)."""
     @njit(cache=True, nogil=True, boundscheck=False)
     def rows(M, x, out):
         n, dim = M.shape
@@ -120,9 +117,7 @@ def rows_dot(M, x, out):
 
 @njit(cache=True, nogil=True)
 def weighted_rows(c, M, j0, j1, out):
-    """``out[j] = Σ_i c[i]·M[i, j]`` for the columns j0 ≤ j < j1, the rows added in order from the first
-    (four rows a pass, still added one after the other); a column's sum is the same whichever range it is
-    computed in, so ranges may run on different threads."""
+    """``out[j] = Σ_i c[i]·M[i, j]`` for j0 ≤ j < j1, the rows added in order (four a pass, one after the other)."""
     n = M.shape[0]
     if n == 0:
         for j in range(j0, j1):

@@ -29,10 +29,8 @@ def cumulative_table(w, n_funcs, n_thresholds):
 
 @njit(cache=True, nogil=True)
 def binned_dot(codes, cum, out):
-    """``out[d] = Σ_f cum[f, codes[d, f]]``, summed as numpy sums a contiguous row.
-
-    The table is read flat at unsigned offsets (f·(T+1) + code): numba then skips the negative-index
-    wrap-around, which made this loop 1.7× faster at F = 46."""
+    """``out[d] = Σ_f cum[f, codes[d, f]]``, summed as numpy sums a contiguous row; the table is read flat at
+    unsigned offsets, so that numba skips the negative-index wrap-around (1.7× faster at F = 46)."""
     n, n_funcs = codes.shape
     t1 = np.uint64(cum.shape[1])
     flat = cum.ravel()
@@ -88,10 +86,8 @@ def binned_dot(codes, cum, out):
 
 @njit(cache=True, nogil=True)
 def binned_rdot(codes, c, n_thresholds, f0, f1, out):
-    """``out[f·T + t] = Σ_{d: codes[d, f] > t} c[d]`` for the functions f0 ≤ f < f1: a per-function histogram
-    of the codes weighted by c (rows in order, as ``np.bincount``), then Σ over the codes above each threshold
-    (from the top). Each function's sums are the same whichever range it is computed in, so ranges may be
-    computed by different threads."""
+    """``out[f·T + t] = Σ_{d: codes[d, f] > t} c[d]`` for f0 ≤ f < f1: a weighted histogram of f's codes (rows in
+    order, as ``np.bincount``) summed from the top; a function's sums do not depend on the range it is in."""
     n = codes.shape[0]
     hist = np.zeros((f1 - f0, n_thresholds + 1))
     for d in range(n):
@@ -109,8 +105,7 @@ def binned_rdot(codes, c, n_thresholds, f0, f1, out):
 
 @njit(cache=True, nogil=True)
 def _depth_threshold(raw, a, b, f, depth, buf):
-    """The ``depth``-th highest score of function ``f`` among rows ``a:b`` (a query), NaN counting as −inf; −inf
-    when the query has fewer than ``depth`` candidates (every retrieved score is kept). ``buf``: b − a floats."""
+    """The ``depth``-th highest score of ``f`` in rows ``a:b`` (NaN as −inf; −inf for fewer rows), ``buf`` b − a."""
     m = b - a
     if m < depth:
         return -np.inf
@@ -142,8 +137,7 @@ def _depth_threshold(raw, a, b, f, depth, buf):
 @njit(cache=True, nogil=True)
 def top_of_queries(raw, offsets, depth, out):
     """:func:`pyterrier_svmmap.features.thresholds.top_of_queries` for the queries of ``offsets`` (absolute row
-    indices) into ``out``: per query and function, the scores at least the ``depth``-th highest (NaN counting
-    as −inf; a query of fewer than ``depth`` candidates keeps every retrieved score), NaN elsewhere."""
+    indices) into ``out``."""
     n_funcs = raw.shape[1]
     for q in range(offsets.shape[0] - 1):
         a = offsets[q]
@@ -162,9 +156,8 @@ LINEAR_CODES_MAX = 64
 
 @njit(cache=True, nogil=True)
 def bin_codes(scaled, thresholds, codes):
-    """``codes[d, f]`` = how many of ``thresholds[f]`` (ascending) lie strictly below ``scaled[d, f]``;
-    NaN scores (not retrieved) keep the code already there (0). Up to :data:`LINEAR_CODES_MAX` thresholds
-    every one is compared, above a binary search (NaN thresholds, sorted last, are never below)."""
+    """``codes[d, f]`` = how many of ``thresholds[f]`` (ascending) lie strictly below ``scaled[d, f]``; a NaN score
+    keeps the code already there (0)."""
     n, n_funcs = scaled.shape
     n_thr = thresholds.shape[1]
     for d in range(n):
@@ -195,8 +188,7 @@ def column_abs_max(raw, out):
 
 @njit(cache=True, nogil=True)
 def gather_columns(raw, f0, f1, out, filled):
-    """The retrieved (non-NaN) scores of columns f0 ≤ f < f1 of ``raw``, in row order, appended to row f − f0 of
-    ``out`` after its first ``filled[f − f0]`` values (``filled`` counts them)."""
+    """The non-NaN scores of columns f0 ≤ f < f1 of ``raw`` appended in row order to row f − f0 of ``out``."""
     for d in range(raw.shape[0]):
         for f in range(f0, f1):
             x = raw[d, f]
@@ -237,9 +229,8 @@ def minmax_normalise(raw, offsets, out):
 
 @njit(cache=True, nogil=True)
 def percentiles(raw, offsets, out):
-    """:func:`pyterrier_svmmap.features.transforms.percentiles` into ``out``: per query and function, the number of
-    retrieved candidates scoring ≤ this one over the number retrieved (ties share the larger value, NaN
-    stays NaN) — the same integers divided as the reference divides them, so the same bits."""
+    """:func:`pyterrier_svmmap.features.transforms.percentiles` into ``out``, the reference's integers divided as
+    it divides them (the same bits)."""
     n_funcs = raw.shape[1]
     for q in range(offsets.shape[0] - 1):
         a = offsets[q]
@@ -259,11 +250,8 @@ def percentiles(raw, offsets, out):
 
 @njit(cache=True, nogil=True)
 def query_spread(raw, offsets, prescale, sumsq, counts, varies):
-    """Per query q of ``offsets`` (absolute row indices; row q of ``sumsq``, ``counts`` and ``varies``) and
-    function f: the retrieved (non-NaN) scores y = raw·prescale[f] counted in ``counts[q, f]``, whether they
-    differ (``varies[q, f]``), and their squared deviations from the query's mean summed in ``sumsq[q, f]`` —
-    exactly 0 when they are all equal (the mean of equal doubles need not round back to them). ``prescale``
-    holds powers of two, so y is exact."""
+    """Per query q of ``offsets`` and function f, of the retrieved scores y = raw·prescale[f] (exact: powers of two):
+    their count, whether they differ and Σ (y − mean)², exactly 0 when all are equal (their mean need not be)."""
     n_funcs = raw.shape[1]
     for q in range(offsets.shape[0] - 1):
         a = offsets[q]
@@ -297,11 +285,8 @@ def query_spread(raw, offsets, prescale, sumsq, counts, varies):
 
 @njit(cache=True, nogil=True)
 def standardise(raw, offsets, prescale, column_scale, out):
-    """Per query of ``offsets`` (absolute row indices) and function f: z = (x·p − lo·p)·k with p =
-    ``prescale[f]`` (a power of two), lo the query's lowest retrieved score and k = ``column_scale[f]``;
-    a missing score (NaN) → 0, the query's lowest. Both products by p are exact, so a score equal to the
-    lowest gives exactly 0 and k = 0 (a function constant within every training query) a column of zeros;
-    z ≥ 0, bounded by :data:`Z_LIMIT`."""
+    """:func:`pyterrier_svmmap.features.transforms.standardise_scores` into ``out``, the same bits (the products by
+    the power of two p are exact: the query's lowest score gives exactly 0)."""
     n_funcs = raw.shape[1]
     lo = np.empty(n_funcs)
     for q in range(offsets.shape[0] - 1):
@@ -328,9 +313,8 @@ def standardise(raw, offsets, prescale, column_scale, out):
 
 @njit(cache=True, nogil=True)
 def binned_spread(codes, offsets, n_thresholds, out):
-    """Per query q of ``offsets``: ``out[q]`` = Σ_d ‖φ(d) − φ̄_q‖² of the bin-code block, φ's indicators
-    1[code > t] summed over functions and thresholds: a threshold that k of the query's n candidates exceed
-    adds k(n − k)/n."""
+    """``out[q]`` = Σ_d ‖φ(d) − φ̄_q‖² of the bin codes' indicators: a threshold that k of n candidates exceed adds
+    k(n − k)/n."""
     n_funcs = codes.shape[1]
     hist = np.zeros(n_thresholds + 1)
     for q in range(offsets.shape[0] - 1):

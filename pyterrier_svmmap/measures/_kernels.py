@@ -12,9 +12,7 @@ from numba import njit
 
 @njit(cache=True, nogil=True)
 def score_order(scores, offsets, order):
-    """Global indices of each query's candidates by decreasing score, ties by position: a stable
-    mergesort per query, so the order of ``np.lexsort((-scores, query_ids(offsets)))``. Scores must
-    not be NaN (the caller checks)."""
+    """``np.lexsort((-scores, query_ids(offsets)))`` by a stable mergesort per query (no NaN: the caller checks)."""
     for q in range(offsets.shape[0] - 1):
         lo = offsets[q]
         local = np.argsort(-scores[lo:offsets[q + 1]], kind="mergesort")
@@ -28,11 +26,8 @@ COUNT_RELEVANT_MAX = 256
 
 @njit(cache=True, nogil=True)
 def function_ap(raw, rel, offsets, out):
-    """``out[f, q]`` = AP of query q ranked by function f: scores descending, a NaN score last, ties by
-    position (the order of :func:`.measures.rank_within_queries`), normalised by the query's relevant
-    candidates (0 without any). A relevant candidate's rank is 1 + the candidates ranked above it, counted
-    in O(|query|) — O(|query|·|relevant|) per query and function, no sort — or, above
-    :data:`COUNT_RELEVANT_MAX` relevant candidates, read off a stable sort of the query (:func:`_sorted_ranks`)."""
+    """``out[f, q]`` = AP of query q ranked by function f (a NaN score last, ties by position), the relevant
+    candidates' ranks counted without a sort, or above :data:`COUNT_RELEVANT_MAX` of them read off one."""
     n_funcs = raw.shape[1]
     for q in range(offsets.shape[0] - 1):
         lo = offsets[q]
@@ -54,9 +49,8 @@ def function_ap(raw, rel, offsets, out):
 
 @njit(cache=True, nogil=True)
 def relevant_ranks(scores, lo, hi, rel, rank):
-    """The 1-based ranks, among candidates lo..hi−1 by decreasing score with a NaN score last and ties by
-    position (:func:`.measures.rank_within_queries`), of the candidates lo + rel[i], into ``rank``: 1 + the
-    candidates ranked above each, counted in O(hi − lo) without a sort."""
+    """The 1-based ranks among rows lo..hi−1 (as :func:`function_ap` ranks) of the rows lo + rel[i], each counted
+    in O(hi − lo) without a sort."""
     for i in range(rel.shape[0]):
         x = lo + rel[i]
         sx = scores[x] if scores[x] == scores[x] else -np.inf
@@ -69,8 +63,7 @@ def relevant_ranks(scores, lo, hi, rel, rank):
 
 @njit(cache=True, nogil=True)
 def _sorted_ranks(raw, rel, lo, hi, f, ranks):
-    """The 1-based ranks (ascending) of the relevant candidates of rows lo..hi by function f, as
-    :func:`function_ap` counts them: a stable mergesort of the negated scores, a NaN taken as −∞."""
+    """The ranks of :func:`relevant_ranks`, ascending, from a stable sort of rows lo..hi (a NaN taken as −∞)."""
     neg = -raw[lo:hi, f]
     neg[np.isnan(neg)] = np.inf
     ranks[:] = np.flatnonzero(rel[lo:hi][np.argsort(neg, kind="mergesort")]) + 1
