@@ -51,7 +51,7 @@ def c_grid(C) -> List[float]:
     try:
         grid = [float(c) for c in np.atleast_1d(np.asarray(C, dtype=float))]
     except (TypeError, ValueError):
-        raise ValueError(f"C must be a positive number or a list of them, got {C!r}") from None
+        grid = []
     if not grid or any(not math.isfinite(c) or c <= 0 for c in grid):
         raise ValueError(f"C must be a positive number or a list of them, got {C!r}")
     if len(set(grid)) != len(grid):
@@ -63,9 +63,8 @@ def resolve_c_grid(C, spread: float) -> List[float]:
     """``C``, or for ``"auto"`` :data:`AUTO_C_GRID` / ``spread`` (φ's R²: OP 1 depends on C only through C·R²)."""
     if not is_auto_c(C):
         return c_grid(C)
-    if not spread > 0 or not math.isfinite(spread):
-        return list(AUTO_C_GRID)
-    return [float(c / spread) for c in AUTO_C_GRID]
+    finite = spread > 0 and math.isfinite(spread)
+    return [float(c / spread) for c in AUTO_C_GRID] if finite else list(AUTO_C_GRID)
 
 
 def feature_options(features: Union[str, Sequence[str]]) -> List[Union[str, Sequence[str]]]:

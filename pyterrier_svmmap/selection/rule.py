@@ -124,10 +124,9 @@ def choose(evidence: np.ndarray, fallback: Optional[np.ndarray] = None, alpha: O
             decided = step
         if accepted:
             index, current = top, np.nan_to_num(E[:, top], nan=0.0)
-    if decided is None:
-        return Choice(index, best, float(means[best]), None, None, None, None, alpha, len(E), steps)
-    return Choice(index, best, float(means[best]), float(np.mean(fallback)) if fallback is not None and len(E)
-                  else None, decided["gain"], decided["t"], decided["p_value"], alpha, len(E), steps)
+    d = decided or {}                                         # no level: no test decided
+    return Choice(index, best, float(means[best]), float(np.mean(fallback)) if d and fallback is not None and len(E)
+                  else None, d.get("gain"), d.get("t"), d.get("p_value"), alpha, len(E), steps)
 
 
 @dataclass
