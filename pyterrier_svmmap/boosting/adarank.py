@@ -90,10 +90,8 @@ class AdaRankRanker(Peer):
     _HISTORY = (("round", int), ("feature", int), ("alpha", float), ("train", float), ("select", float))
 
     def get_state(self) -> Tuple[dict, Dict[str, np.ndarray]]:
-        meta = self._meta()
-        meta["best_round"] = int(self.best_round_)
-        meta["history"] = [{k: int(h[k]) if t is int else json_float(h[k]) for k, t in self._HISTORY}
-                           for h in self.history_]
+        meta = dict(self._meta(), best_round=int(self.best_round_), history=[
+            {k: int(h[k]) if t is int else json_float(h[k]) for k, t in self._HISTORY} for h in self.history_])
         return meta, {"coef": np.array(self.coef_, dtype=float)}
 
     @classmethod

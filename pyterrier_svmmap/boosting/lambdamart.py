@@ -79,9 +79,7 @@ class LambdaMARTRanker(Peer):
         return self.booster_.predict(fill_missing(raw, offsets), num_iteration=self.best_iteration_)
 
     def get_state(self) -> Tuple[dict, Dict[str, np.ndarray]]:
-        meta = self._meta()
-        meta["best_iteration"] = int(self.best_iteration_)
-        return meta, {"booster": booster_bytes(self.booster_)}
+        return dict(self._meta(), best_iteration=int(self.best_iteration_)), {"booster": booster_bytes(self.booster_)}
 
     @classmethod
     def from_state(cls, meta: dict, arrays: Dict[str, np.ndarray]) -> "LambdaMARTRanker":

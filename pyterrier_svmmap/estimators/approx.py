@@ -48,10 +48,9 @@ class _Approx(RankerEstimator):
         self.layout_ = FeatureLayout.fit(train.raw, train.offsets, self.features, self.n_bins, self.binning,
                                          base_names=self.base_names_, normalise=self.normalise)
         self.encoder_ = self.layout_.encoder
-        kw = {}
-        if valid is not None:
-            kw = dict(X_valid=self.layout_.transform(valid.raw, valid.offsets), labels_valid=self._labels(valid.labels),
-                      offsets_valid=valid.offsets, n_relevant_valid=valid.n_relevant)
+        kw = {} if valid is None else dict(X_valid=self.layout_.transform(valid.raw, valid.offsets),
+                                           labels_valid=self._labels(valid.labels), offsets_valid=valid.offsets,
+                                           n_relevant_valid=valid.n_relevant)
         taken = [name for name in approx.ApproxRanker.PARAMS.names if name not in ("measure", "betas", "w0")]
         self.ranker_ = approx.ApproxRanker(measure=self.measure, betas=self.betas if self.measure == "ap" else None,
                                            **{name: getattr(self, name) for name in taken})

@@ -88,14 +88,9 @@ def _number(a, i, n, pow10):
 
 @njit(cache=True, nogil=True)
 def parse_lines(a, limit, pow10):
-    """Parse the whole lines in the uint8 buffer ``a``.
-
-    Returns ``(status, labels, qids, n_pairs, idx, val, hash_pos, line_end, line_no)``, the arrays cut to
-    the data lines (lines with a token) and their pairs: status 0 when every line is of the strict grammar,
-    1 otherwise (then the arrays are empty). ``hash_pos`` is the position of a data line's first ``#``
-    (−1 without one), ``line_end`` the position of its newline (or the buffer's length), ``line_no`` its
-    0-based line number in the buffer.
-    """
+    """``(status, labels, qids, n_pairs, idx, val, hash_pos, line_end, line_no)`` of the data lines in the uint8
+    buffer ``a``: status 1 (arrays empty) unless every line is of the strict grammar; per line the position of its
+    first ``#`` (−1 without), of its newline (or the buffer's end) and its 0-based line number."""
     n = len(a)
     n_lines = 1
     n_colons = 0

@@ -414,11 +414,9 @@ def read_svmlight(paths: Union[str, Path, Sequence[Union[str, Path]]],
     width_rule = check_width_arguments(n_features, max_features)
     files = data_files(paths)
     compiled = parser == "compiled" or parser == "auto" and use_compiled_parser(sum(f.stat().st_size for f in files))
-    chunks, source_lines = [], []
-    for f in files:                     # no index above width_rule.limit past here
-        parsed = list(parsed_chunks(f, width_rule, compiled=compiled))
-        chunks += parsed
-        source_lines.append(sum(len(c[0]) for c in parsed))
+    per_file = [list(parsed_chunks(f, width_rule, compiled=compiled)) for f in files]   # no index above the limit
+    chunks = [c for parsed in per_file for c in parsed]
+    source_lines = [sum(len(c[0]) for c in parsed) for parsed in per_file]
     if not chunks:
         raise SvmlightError(f"{', '.join(map(str, files))}: no data lines (empty file?)")
     labels, qids, n_pairs, idx, val, comments, lines = (np.concatenate([c[i] for c in chunks]) for i in range(7))

@@ -197,15 +197,10 @@ SEARCH_PIVOTS = 31
 
 def select_order_statistics(count_le, ranks: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                             pivots: int = SEARCH_PIVOTS) -> np.ndarray:
-    """The value of 0-based rank ``ranks[f, t]`` among all shards' values of function f.
-
-    ``count_le(p)`` returns, for an (F, T, k) array of pivots, how many values (over all shards) are ≤ each
-    pivot; ``lo``/``hi`` (F,) are the smallest and largest value per function. A search over the float64
-    total order (:func:`float_to_ordered`) with ``pivots`` evenly spaced pivots per target and round: the
-    answer is the smallest x with count(≤ x) > rank, which is a data value. An interval of 2⁶⁴ points is
-    narrowed ``pivots``-fold a round, so 31 pivots need at most 13 calls of ``count_le`` (bisection: 64),
-    each a round trip to every worker.
-    """
+    """The value of 0-based rank ``ranks[f, t]`` among all shards' values of function f (``lo``/``hi``: extremes),
+    ``count_le(p)`` counting the values ≤ each pivot of (F, T, k) ``p``: the smallest x with count(≤ x) > rank, found
+    over the float64 total order (:func:`float_to_ordered`) narrowing 2⁶⁴ points ``pivots``-fold a round (31 pivots:
+    at most 13 round trips to the workers, bisection 64)."""
     ranks = np.asarray(ranks, dtype=np.int64)
     shape = ranks.shape
     a = np.broadcast_to(float_to_ordered(lo)[:, None], shape).copy() - 1     # count(≤ a) ≤ rank
