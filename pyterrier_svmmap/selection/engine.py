@@ -66,8 +66,7 @@ PAPER = Protocol()
 
 @dataclass
 class HeldOut:
-    """What :func:`cross_validate` measured: ``fold``, ``ap`` (queries × columns), ``fallback_ap``,
-    ``fold_weights``."""
+    """What :func:`cross_validate` measured: ``fold``, ``ap`` (queries × columns), ``fallback_ap``, ``fold_weights``."""
     fold: np.ndarray
     ap: np.ndarray
     fallback_ap: Optional[np.ndarray]
@@ -125,15 +124,11 @@ def cross_validate(queries: Queries, settings: Sequence[Setting], grids: Sequenc
     settings = list(settings)
     G = len(grids[0])
     fold = cv_folds(queries.n_queries, cv, random_state, len(settings) * G)
-    ap = np.full((queries.n_queries, len(settings) * G), np.nan)
-    parts = [(queries.subset(fold != k), queries.subset(fold == k)) for k in range(cv)]
     ties = fold_best_functions(queries, fold, cv)                     # each fold's tie-break function
-    parts = [(known_best_function(tr, tie), te) for (tr, te), tie in zip(parts, ties)]
     raced = list(raced) if go_on is not None and cv > RACE_FOLDS else []
     first = [(k, s) for k in range(cv) for s in range(len(settings)) if s not in raced or k < RACE_FOLDS]
     rest = [(k, s) for k in range(RACE_FOLDS, cv) for s in raced]
-    weights: List[List[Optional[np.ndarray]]] = [[None] * cv for _ in settings]
-    held = HeldOut(fold, ap, None, weights)
+    held = HeldOut(fold, np.full((queries.n_queries, len(settings) * G), np.nan), None, [[None] * cv for _ in settings])
     if fit_map is None:                     # in this process: side by side on small data (the same results)
         fit_map = threads.run_concurrently if len(queries.raw) < CONCURRENT_FOLDS_MAX_CANDIDATES else \
             lambda job, n: [job(j) for j in range(n)]
@@ -142,14 +137,14 @@ def cross_validate(queries: Queries, settings: Sequence[Setting], grids: Sequenc
         job = FoldFits(queries, fold, settings, [list(g) for g in grids], train_path, list(encodings), ties, pairs)
         paths = fit_map(job, len(pairs))
         for (k, s), (w, held_ap) in zip(pairs, paths):
-            ap[fold == k, s * G:(s + 1) * G] = held_ap
-            weights[s][k] = np.stack(w)
+            held.ap[fold == k, s * G:(s + 1) * G] = held_ap
+            held.fold_weights[s][k] = np.stack(w)
     run(first)
     if fallback is not None:
         held.fallback_ap = np.empty(queries.n_queries)
-        for k, (tr, te) in enumerate(parts):
-            layout, w, f = fallback(tr)
-            held.fallback_ap[fold == k] = per_query_ap(layout, w, te, f)
+        for k in range(cv):
+            layout, w, f = fallback(known_best_function(queries.subset(fold != k), ties[k]))
+            held.fallback_ap[fold == k] = per_query_ap(layout, w, queries.subset(fold == k), f)
     if rest and go_on(held):
         run(rest)
     return held
