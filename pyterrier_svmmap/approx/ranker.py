@@ -243,13 +243,9 @@ class ApproxRanker(Parametrized):
         # queries whose gradient is always 0 (no relevant candidate) are skipped
         active = np.flatnonzero([len(r) > 0 for r in train.rel])
 
-        runs = []
-        self.search_results_: List[Dict] = []
         with _single_blas_thread():
-            for alpha, beta in grid:
-                res = self._run(train, valid, active, w0, alpha, beta)
-                self.search_results_.append({k: v for k, v in res.items() if k != "coef_path"})
-                runs.append(res)
+            runs = [self._run(train, valid, active, w0, alpha, beta) for alpha, beta in grid]
+        self.search_results_: List[Dict] = [{k: v for k, v in r.items() if k != "coef_path"} for r in runs]
         res = runs[select([r["best_valid"] for r in runs], "validation").chosen]
         for key in ("alpha", "beta", "best_iteration", "coef_path", *self._CURVES):
             setattr(self, key + "_", res[key])

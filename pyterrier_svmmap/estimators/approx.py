@@ -47,7 +47,6 @@ class _Approx(RankerEstimator):
     def _fit_arrays(self, train: Candidates, valid: Optional[Candidates]) -> None:
         self.layout_ = FeatureLayout.fit(train.raw, train.offsets, self.features, self.n_bins, self.binning,
                                          base_names=self.base_names_, normalise=self.normalise)
-        self.encoder_ = self.layout_.encoder
         kw = {} if valid is None else dict(X_valid=self.layout_.transform(valid.raw, valid.offsets),
                                            labels_valid=self._labels(valid.labels), offsets_valid=valid.offsets,
                                            n_relevant_valid=valid.n_relevant)
@@ -65,6 +64,7 @@ class _Approx(RankerEstimator):
     def _adopt(self) -> None:
         for name in ("coef_", "alpha_", "beta_", "best_iteration_", "approx_error_", "search_results_"):
             setattr(self, name, getattr(self.ranker_, name))
+        self.encoder_ = self.layout_.encoder
         self.feature_names_ = self.layout_.names()
 
     def _score(self, raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
@@ -78,7 +78,6 @@ class _Approx(RankerEstimator):
 
     def _set_state(self, meta: dict, arrays: dict) -> None:
         self.layout_ = FeatureLayout.from_state(meta["layout"], unprefixed("layout", arrays))
-        self.encoder_ = self.layout_.encoder
         self.ranker_ = approx.ApproxRanker.from_state(meta["ranker"], unprefixed("ranker", arrays))
         self.n_functions_ = self.layout_.n_functions
         self.base_names_ = list(self.layout_.base_names)
