@@ -377,14 +377,14 @@ def available_memory() -> Optional[int]:
 
 
 def _check_memory(files: List[Path], source_lines: List[int], lines: np.ndarray, n_pairs: np.ndarray,
-                  idx: np.ndarray, n_features: Optional[int]) -> None:
-    """Refuse a dense (n, F) matrix larger than the memory available, naming the first line using F."""
+                  idx: np.ndarray, n_features: Optional[int]) -> int:
+    """F, the dense matrix's width; refused when larger than the memory available, naming the first line using F."""
     width = int(idx.max()) if len(idx) else 0
     F, n = width if n_features is None else max(width, n_features), len(lines)
     need = 8 * n * F
     avail = available_memory()
     if avail is None or need <= avail:
-        return
+        return F
     if F == width and width > 0:
         row = int(np.searchsorted(np.cumsum(n_pairs), np.flatnonzero(idx == width)[0], side="right"))
         file = int(np.searchsorted(np.cumsum(source_lines), row, side="right"))
@@ -422,9 +422,8 @@ def read_svmlight(paths: Union[str, Path, Sequence[Union[str, Path]]],
     labels, qids, n_pairs, idx, val, comments, lines = (np.concatenate([c[i] for c in chunks]) for i in range(7))
     starts, file = query_runs(qids, source_lines)
     check_queries_in_one_file(files, qids[starts], file, lines[starts])
-    _check_memory(files, source_lines, lines, n_pairs, idx, n_features)
     n = len(labels)
-    features = np.zeros((n, int(idx.max()) if len(idx) else 0) if n_features is None else (n, n_features))
+    features = np.zeros((n, _check_memory(files, source_lines, lines, n_pairs, idx, n_features)))
     features[np.repeat(np.arange(n), n_pairs), idx - 1] = val
     docids = np.array([_docid(c, i) for i, c in enumerate(comments, 1)], dtype=object)
     order, offsets, query_ids = group_by_query(qids)
