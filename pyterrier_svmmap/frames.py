@@ -46,8 +46,7 @@ def align_feature_names(raw: np.ndarray, names: Optional[Sequence[str]], trained
     if names == trained:
         return raw
     if sorted(names) == sorted(trained) and len(set(names)) == len(names):
-        position = {n: i for i, n in enumerate(names)}
-        return raw[:, [position[n] for n in trained]]
+        return raw[:, [names.index(n) for n in trained]]
     raise ValueError(f"the input's features are {names} but the model was trained on {trained}; use the same "
                      "base functions (same RunFeatures names) as in training — features are matched by name")
 

@@ -4,18 +4,15 @@ from __future__ import annotations
 import numpy as np
 
 
-def _as_strings(values) -> np.ndarray:
-    a = np.asarray(values)
-    return a if a.dtype.kind == "U" else np.asarray(a, dtype=object).astype(str)
-
-
 def factorised_string_codes(raw_codes: np.ndarray, raw_uniques) -> tuple:
     """(codes, strings) of a factorised column as ``column.astype(str)`` gives them, codes ordered as strings."""
-    strings, rank = np.unique(_as_strings(raw_uniques), return_inverse=True)
-    return rank.astype(np.int64).ravel()[np.asarray(raw_codes)], strings.astype(object)
+    rank, strings = sorted_string_codes(raw_uniques)
+    return rank[np.asarray(raw_codes)], strings
 
 
 def sorted_string_codes(column) -> tuple:
     """(codes, strings) of ``column``'s ``str`` values: codes ordered as the strings, the distinct strings sorted."""
-    strings, codes = np.unique(_as_strings(column), return_inverse=True)
+    a = np.asarray(column)
+    a = a if a.dtype.kind == "U" else np.asarray(a, dtype=object).astype(str)
+    strings, codes = np.unique(a, return_inverse=True)
     return codes.astype(np.int64).ravel(), strings.astype(object)

@@ -10,7 +10,7 @@ from pyterrier_svmmap.features.blocks import BLOCK_KINDS
 from pyterrier_svmmap.features.encoder import FeatureEncoder, parse_blocks
 from pyterrier_svmmap.features.matrices import DenseBlock, FeatureMatrix
 from pyterrier_svmmap.features.scales import check_unnormalised_range, column_top
-from pyterrier_svmmap.queries import shard_rows
+from pyterrier_svmmap.queries import shard_rows, subset_queries
 
 
 @dataclass
@@ -237,13 +237,11 @@ class EncodedQueries:
         return cls(layout, layout.transform(raw, offsets), offsets)
 
     def subset(self, keep: np.ndarray) -> "EncodedQueries":
-        sizes = np.diff(self.offsets)
         keep = np.asarray(keep, dtype=bool)
         if keep.all():
             return self
-        rows = np.flatnonzero(np.repeat(keep, sizes))
-        return EncodedQueries(self.layout, self.X.take(rows),
-                              np.concatenate([[0], np.cumsum(sizes[keep])]).astype(np.int64))
+        rows = np.flatnonzero(np.repeat(keep, np.diff(self.offsets)))
+        return EncodedQueries(self.layout, self.X.take(rows), subset_queries(None, None, self.offsets, keep)[2])
 
     def shards(self, queries_per_shard: np.ndarray) -> list:
         """φ cut into consecutive shards of ``queries_per_shard[i]`` whole queries: (φ, offsets) pairs."""

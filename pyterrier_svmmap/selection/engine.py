@@ -224,8 +224,7 @@ def search(train: Queries, valid: Optional[Queries], settings: Sequence[Setting]
     fitted once on the final model's queries and its C resolved against that φ."""
     settings = list(settings)
     S = len(settings)
-    source = "validation" if valid is not None and evidence_source(valid.n_queries, protocol.min_valid_queries) == \
-        "validation" else "cv"
+    source = evidence_source(valid.n_queries, protocol.min_valid_queries) if valid is not None else "cv"
     fit = train
     if source == "cv" and valid is not None and protocol.pool:
         fit, shards = pooled(train, valid), None
