@@ -95,13 +95,9 @@ class Bins(FeatureBlock):
         return head
 
     def curves(self, encoder, weights, base_names, x_range):
-        out = []
-        for f, name in enumerate(base_names):
-            th = encoder.thresholds_[f]
-            keep = np.isfinite(th)
-            base = float(weights[f][0]) if not np.isfinite(th[0]) else 0.0
-            out.append((name, self.name, th[keep], np.cumsum(weights[f])[keep], base))
-        return out
+        return [(name, self.name, th[np.isfinite(th)], np.cumsum(w)[np.isfinite(th)],
+                 0.0 if np.isfinite(th[0]) else float(w[0]))       # the first, −∞ threshold: the "retrieved" base
+                for name, th, w in zip(base_names, encoder.thresholds_, weights)]
 
 
 @register_block

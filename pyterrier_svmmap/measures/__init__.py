@@ -85,10 +85,9 @@ def ndcg_at(scores, labels, offsets, k: Optional[int] = None,
 def reciprocal_rank_at(scores, labels, offsets, k: Optional[int] = None) -> np.ndarray:
     """RR@k per query: 1/rank of the first relevant candidate if within k, else 0."""
     rel, rank, qid = _ranked_relevance(rank_within_queries(scores, offsets), labels, offsets)
-    n_q = len(offsets) - 1
     cut = np.inf if k is None else k
     rr = np.where((rel > 0) & (rank <= cut), 1.0 / rank, 0.0)
-    out = np.zeros(n_q)
+    out = np.zeros(len(offsets) - 1)
     np.maximum.at(out, qid, rr)
     return out
 

@@ -234,7 +234,7 @@ def search(train: Queries, valid: Optional[Queries], settings: Sequence[Setting]
     levels = setting_levels(settings, G)
     if source == "cv" and (S * G == 1 or (protocol.fallback and fit.n_queries < cv)):
         source = "none"
-    raw_layout = lambda q: make_layout(q, "raw")                            # noqa: E731 - the fallback's
+    fallback = lambda q: fallback_model(q, lambda r: make_layout(r, "raw"), prior_scale)       # noqa: E731
     paths: Dict[int, Path] = {}
     F, held = None, None
     if source == "validation":
@@ -242,7 +242,7 @@ def search(train: Queries, valid: Optional[Queries], settings: Sequence[Setting]
         paths = dict(enumerate(fit_map(job, S) if fit_map is not None else [job(s) for s in range(S)]))
         scored = [paths[s] for s in range(S)]
         if protocol.fallback:                       # scored beside the settings: one tie order of the queries
-            layout, w, _ = fallback_model(train, raw_layout, prior_scale)
+            layout, w, _ = fallback(train)
             scored.append((layout, [SimpleNamespace(w=w)], None))   # a result of weights alone
         E = validation_evidence(scored, valid, queries_best_function(train))
         if protocol.fallback:
@@ -251,8 +251,7 @@ def search(train: Queries, valid: Optional[Queries], settings: Sequence[Setting]
         raced = [] if not (protocol.race and protocol.fallback) else \
             sorted({c // G for level in levels[1:] for c in level})
         held = cross_validate(fit, settings, grids, train_path, encodings, cv, random_state, fit_map=fit_map,
-                              fallback=(lambda tr: fallback_model(tr, raw_layout, prior_scale))
-                              if protocol.fallback else None,
+                              fallback=fallback if protocol.fallback else None,
                               raced=raced, go_on=lambda h: race_richer(h, levels, protocol.alpha))
         E, F = held.ap, held.fallback_ap
         if any(w is None for s in raced for w in held.fold_weights[s]):
@@ -266,8 +265,7 @@ def search(train: Queries, valid: Optional[Queries], settings: Sequence[Setting]
     scores = [float(x) for x in means] + ([] if F is None else [float(F.mean())])
     chosen = (len(scores) - 1 if choice.fallback else choice.index) if choice is not None else 0
     return _model(Selection(source, scores, fold_scores, chosen), choice, settings, grids, fit, paths, held,
-                  train_path, encodings, protocol, prior_scale, raw_layout,
-                  shards if fit is train else None)
+                  train_path, encodings, protocol, fallback, shards if fit is train else None)
 
 
 def race_richer(held: HeldOut, levels: Sequence[Sequence[int]], alpha: Optional[float]) -> bool:
@@ -292,7 +290,7 @@ def from_paths(paths: Sequence[Path], settings: Sequence[Setting], grids: Sequen
     choice = choose(E, None, None) if len(E) else None
     means = column_means(E)
     selection = Selection(source, [float(x) for x in means], None, 0 if choice is None else choice.index)
-    return _model(selection, choice, settings, grids, None, paths, None, None, None, PAPER, 1.0, None, None, tie)
+    return _model(selection, choice, settings, grids, None, paths, None, None, None, PAPER, None, None, tie)
 
 
 def pooled(train: Queries, valid: Queries) -> Queries:
@@ -311,13 +309,13 @@ def pooled(train: Queries, valid: Queries) -> Queries:
 
 def _model(selection: Selection, choice: Optional[Choice], settings, grids, fit: Optional[Queries],
            paths: Dict[int, Path], held: Optional[HeldOut], train_path, encodings, protocol: Protocol,
-           prior_scale: float, raw_layout, shards, tie: Optional[int] = None) -> Search:
+           fallback, shards, tie: Optional[int] = None) -> Search:
     """The final model: the fallback, or the chosen setting's path, averaged with the fold models when asked."""
     G = len(grids[0])
     tie = queries_best_function(fit) if tie is None else tie
     record = dict(selection=selection, choice=choice, settings=settings, grids=grids, fit=fit, tie_function=tie)
     if choice is not None and choice.fallback:
-        layout, w, f = fallback_model(fit, raw_layout, prior_scale)
+        layout, w, f = fallback(fit)
         return Search(**record, paths={}, layout=layout, coef=np.array(w, dtype=float),
                       coefs=np.array([w], dtype=float), C=0.0, setting=-1, function=f, result=None, averaged_models=1)
     s, i = divmod(selection.chosen, G)
