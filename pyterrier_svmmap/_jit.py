@@ -30,8 +30,7 @@ _announced = False
 
 
 def _on_first_compile(dispatcher) -> None:
-    """Log :data:`COMPILE_MESSAGE` (WARNING, :data:`COMPILE_LOGGER`) the first time one of this package's
-    kernels compiles in this process."""
+    """Log :data:`COMPILE_MESSAGE` the first time one of this package's kernels compiles in this process."""
     global _announced
     module = getattr(getattr(dispatcher, "py_func", None), "__module__", "") or ""
     if not _announced and module.startswith("pyterrier_svmmap."):
@@ -41,8 +40,7 @@ def _on_first_compile(dispatcher) -> None:
 
 @functools.lru_cache(maxsize=None)
 def _listen_for_compiles() -> None:
-    """Register (once) a listener of numba's ``numba:compile`` event, which numba raises when it compiles a
-    function and not when it loads one from its on-disk cache."""
+    """Listen (once) to numba's ``numba:compile`` event, raised when it compiles, not when it loads from its cache."""
     from numba.core import event
 
     class FirstCompile(event.Listener):

@@ -122,16 +122,15 @@ class QueryRows:
                 if len(rows):
                     release(self.base[int(rows[0]):int(rows[-1]) + 1])
 
-    def column(self, j: int) -> np.ndarray:
-        out = np.empty(len(self))
+    def column(self, j) -> np.ndarray:
+        """Column ``j`` (``slice(None)``: every column), gathered chunk by chunk."""
+        out = np.empty(self.shape[:2 if j == slice(None) else 1])
         for chunk in self.chunks(self.offsets):
             out[chunk.start:chunk.stop] = chunk.values[:, j]
         return out
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
-        out = np.empty(self.shape)
-        for chunk in self.chunks(self.offsets):
-            out[chunk.start:chunk.stop] = chunk.values
+        out = self.column(slice(None))
         return out if dtype is None else out.astype(dtype, copy=False)
 
     def __getitem__(self, key):

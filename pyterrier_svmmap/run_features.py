@@ -103,8 +103,7 @@ class RunFeatures(pt.Transformer):
                                 "score": _scores(run, f"base function {name!r} returned")})
 
     def _union(self, topics: pd.DataFrame):
-        """(qid, docno) of every candidate of the base runs on ``topics``, and its score per base function (NaN:
-        missed)."""
+        """The (qid, docno) of the base runs' candidates on ``topics`` and their scores (NaN: missed)."""
         allruns = pd.concat([run.assign(f=f) for f, run in enumerate(self._runs(topics))], ignore_index=True)
         codes, keys = pd.factorize(pd.MultiIndex.from_frame(allruns[["qid", "docno"]]))
         raw = np.full((len(keys), len(self.base)), np.nan)

@@ -71,21 +71,15 @@ def _set(var: ContextVar, value):
 
 
 def using(n_jobs) -> ContextManager[int]:
-    """Let the numeric core use ``n_jobs`` threads (see :func:`effective_n_jobs`) inside the block.
-
-    The setting is a context variable: it holds for this thread (and asyncio task) only, and the previous
-    value comes back when the block ends; the block is given the thread count in effect.
-    """
+    """Let the numeric core use ``n_jobs`` threads (:func:`effective_n_jobs`) inside the block, in this thread (and
+    asyncio task) only; the block is given the thread count in effect."""
     n, cap = effective_n_jobs(n_jobs), _CAP.get()
     return _set(_THREADS, n if cap is None else min(n, cap))
 
 
 def limit(threads: int) -> ContextManager[int]:
-    """Cap the threads of every :func:`using` block inside this one at ``threads`` (≥ 1), whatever ``n_jobs``
-    the learners ask for: for a caller that runs several fits at once (e.g. worker processes, one per core),
-    as threadpoolctl caps BLAS. Like :func:`using`, it holds for this thread and context only; the block is
-    given the cap in effect.
-    """
+    """Cap the threads of every :func:`using` block inside this one at ``threads`` (≥ 1), as threadpoolctl caps BLAS
+    (for a caller that runs several fits at once); like :func:`using`, in this thread and context only."""
     threads, outer = max(1, int(threads)), _CAP.get()
     return _set(_CAP, threads if outer is None else min(outer, threads))
 
@@ -96,8 +90,7 @@ def current() -> int:
 
 
 def pieces(size: int) -> int:
-    """How many pieces to cut work of ``size`` units into: :func:`current`, fewer when pieces would be smaller
-    than :data:`MIN_PER_PIECE` units, never fewer than 1."""
+    """How many pieces to cut work of ``size`` units into: :func:`current`, fewer of at least :data:`MIN_PER_PIECE`."""
     return max(1, min(current(), int(size) // MIN_PER_PIECE))
 
 
@@ -107,8 +100,7 @@ def even_bounds(n: int, k: int) -> np.ndarray:
 
 
 def query_bounds(offsets: np.ndarray, k: int) -> np.ndarray:
-    """``k + 1`` query indices cutting the queries of ``offsets`` into ``k`` consecutive blocks of nearly equal
-    numbers of candidates (blocks may be empty)."""
+    """``k + 1`` query indices cutting ``offsets`` into ``k`` blocks of about as many candidates (or empty)."""
     offsets = np.asarray(offsets, dtype=np.int64)
     n_q = len(offsets) - 1
     if k <= 1 or n_q <= 1:
@@ -118,8 +110,7 @@ def query_bounds(offsets: np.ndarray, k: int) -> np.ndarray:
 
 
 def _forget_pool_in_child() -> None:
-    """After a fork, the child has none of the parent's pool threads: it makes its own pool when it needs one
-    (without this, work queued on the inherited pool would wait forever)."""
+    """A forked child has none of the parent's pool threads: it makes its own (work queued on them would hang)."""
     global _pool, _pool_size, _pool_lock
     _pool, _pool_size, _pool_lock = None, 0, threading.Lock()
 
@@ -140,15 +131,9 @@ def _executor(workers: int) -> ThreadPoolExecutor:
 
 
 def run(task: Callable[[int], T], n_tasks: int) -> List[T]:
-    """``[task(0), …, task(n_tasks − 1)]``, the tasks spread over :func:`current` threads.
-
-    The calling thread and ``current() − 1`` threads of the package's pool each take the next task not yet
-    taken until none is left, and the call returns as soon as every task has ended: a pool thread that starts
-    late (its core busy with another process) takes fewer tasks, or none, instead of holding the others up.
-    Tasks must write disjoint outputs (or return them). The exception of the first task that raised is raised
-    here once every task has ended; an interruption (Ctrl-C) of the calling thread stops the handing out of
-    tasks and is raised once the tasks taken have ended.
-    """
+    """``[task(0), …, task(n_tasks − 1)]``: the calling thread and ``current() − 1`` pool threads each take the next
+    task until none is left (a late thread takes fewer, not holding the others up). Tasks must write disjoint
+    outputs. The first failed task's exception is raised once all have ended; a Ctrl-C stops the handing out."""
     k = min(current(), n_tasks)
     if k <= 1:
         return [task(i) for i in range(n_tasks)]
@@ -186,9 +171,8 @@ def run(task: Callable[[int], T], n_tasks: int) -> List[T]:
 
 
 def run_query_blocks(task: Callable[[int, int], object], offsets: np.ndarray) -> None:
-    """``task(q_lo, q_hi)`` for consecutive blocks of whole queries covering the queries of ``offsets``, one
-    block per thread of :func:`current` (fewer on small batches). The tasks must write disjoint outputs (each
-    query its own entries)."""
+    """``task(q_lo, q_hi)`` for consecutive blocks of the queries of ``offsets``, one per thread of :func:`pieces`;
+    the tasks must write disjoint outputs."""
     qb = query_bounds(offsets, pieces(int(offsets[-1])))
     run(lambda i: task(int(qb[i]), int(qb[i + 1])), len(qb) - 1)
 
@@ -205,13 +189,9 @@ def run_ranges(task: Callable[[int, int], object], n: int, size: int) -> None:
 
 
 def run_concurrently(task: Callable[[int], T], n_tasks: int) -> List[T]:
-    """``[task(0), …, task(n_tasks − 1)]`` with up to :func:`current` tasks running at once, each on one thread
-    (inside ``using(1)``): for independent pieces of work too small to be cut among threads, such as the fits of
-    a cross-validation on a few thousand candidates. Every task computes what it would alone (the kernels'
-    results do not depend on the thread count), so the results do not depend on the schedule. An exception of
-    a task is raised here once all tasks have ended; when the calling thread is interrupted (Ctrl-C), the tasks
-    that have not started are cancelled and the interruption is raised at once.
-    """
+    """``[task(0), …, task(n_tasks − 1)]``, up to :func:`current` at once, each inside ``using(1)``: for work too
+    small to cut among threads (e.g. a small cross-validation's fits); the results do not depend on the schedule.
+    A task's exception is raised once all have ended; a Ctrl-C cancels the tasks not started."""
     k = min(current(), n_tasks)
     if k <= 1:
         return [task(i) for i in range(n_tasks)]

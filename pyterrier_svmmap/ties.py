@@ -16,8 +16,7 @@ _INT = {np.float64: np.int64, np.float32: np.int32}
 
 
 def float_to_ordered(v: np.ndarray, dtype=np.float64) -> np.ndarray:
-    """``v`` rounded to ``dtype`` (float64 or float32) → int64 in the same order; consecutive floats → consecutive
-    ints."""
+    """``v`` rounded to ``dtype`` (float64 or float32) → int64 in the same order, consecutive floats consecutive."""
     bits = np.ascontiguousarray(v, dtype=np.float64).astype(dtype, copy=False).view(_INT[dtype])
     i = bits.astype(np.int64)
     return np.where(i >= 0, i, np.iinfo(bits.dtype).min - i)

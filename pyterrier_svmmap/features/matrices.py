@@ -19,16 +19,8 @@ from pyterrier_svmmap.features import kernels
 
 
 class BinnedBlock:
-    """Indicator features 1[f(d) > k] held as bin codes: one small integer per (candidate, function).
-
-    ``codes[d, f]`` ∈ 0..T is the number of thresholds of f that candidate d's score exceeds; the
-    block has F·T dimensions, ordered function by function, threshold by threshold (ascending).
-    Codes are stored in the smallest unsigned type that holds 0..T (uint8 for T ≤ 255, else uint16 or
-    uint32); a code outside 0..T is a ValueError.
-
-    Φw and Φᵀc run compiled kernels (:mod:`._kernels`), rows or functions spread over
-    :func:`~pyterrier_svmmap.threads.current` threads (each sum is added in one order wherever it runs).
-    """
+    """Indicator features 1[f(d) > k] as bin codes: ``codes[d, f]`` ∈ 0..T (in :func:`code_dtype`) is the number of
+    f's thresholds that d's score exceeds; F·T dimensions, function by function, thresholds ascending."""
 
     def __init__(self, codes: np.ndarray, n_thresholds: int):
         self.n_thresholds = int(n_thresholds)
@@ -191,8 +183,7 @@ class FeatureMatrix:
         return np.sum([b.query_sumsq(offsets) for b in self.blocks], axis=0)
 
     def spread(self, offsets: np.ndarray) -> float:
-        """R² = the mean over candidates of ‖φ(d) − φ̄_q‖², φ̄_q the mean of d's query: the scale of the
-        differences between candidates of one query, which are all a ranking constraint sees (the unit of
+        """R² = the mean over candidates of ‖φ(d) − φ̄_q‖², the scale of what a ranking constraint sees (the unit of
         ``C="auto"``'s grid, :func:`~pyterrier_svmmap.selection.resolve_c_grid`)."""
         return spread_of(self.query_sumsq(offsets), self.n_rows if self.blocks else 0)
 
@@ -203,6 +194,5 @@ class FeatureMatrix:
 
 
 def spread_of(query_sumsq: np.ndarray, n_candidates: int) -> float:
-    """R² from every query's Σ_d ‖φ(d) − φ̄_q‖² in query order (:meth:`FeatureMatrix.query_sumsq`; a cluster
-    stacks its shards' in shard order, for the same bits) and the number of candidates."""
+    """R² from every query's :meth:`FeatureMatrix.query_sumsq` in query order (a cluster's too) and the candidates."""
     return float(np.asarray(query_sumsq).sum() / n_candidates) if n_candidates else 0.0

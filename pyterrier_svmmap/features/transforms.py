@@ -36,8 +36,7 @@ def query_min_max(raw: np.ndarray, offsets: np.ndarray) -> Tuple[np.ndarray, np.
 
 
 def _per_query_chunks(kernel: str, raw: np.ndarray, offsets: np.ndarray, *args) -> np.ndarray:
-    """``kernel(raw, offsets, *args, out)`` of a per-query scaling (:mod:`._kernels`), on chunks of whole queries
-    spread over threads (numba not loaded for no candidates)."""
+    """``kernel(raw, offsets, *args, out)`` of :mod:`._kernels` on blocks of whole queries spread over threads."""
     raw = np.ascontiguousarray(raw, dtype=float)
     out = np.empty(raw.shape)
     if len(raw):

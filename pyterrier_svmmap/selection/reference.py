@@ -34,15 +34,14 @@ def queries_best_function(queries: Queries) -> int:
 
 
 def known_best_function(queries: Queries, f: int) -> Queries:
-    """``queries`` with ``f`` recorded as their :func:`best_function`, known from elsewhere (e.g.
-    :func:`fold_best_functions`), so that :func:`queries_best_function` does not compute it again."""
+    """``queries`` with ``f``, known from elsewhere, recorded as their :func:`queries_best_function`."""
     queries.__dict__[_CACHE] = f
     return queries
 
 
 def fold_best_functions(queries: Queries, fold: np.ndarray, cv: int) -> List[int]:
-    """:func:`queries_best_function` of each fold's training queries (``fold != k``) and, cached, of ``queries``:
-    every function's per-query AP computed once, as a query's AP does not depend on the queries beside it."""
+    """:func:`queries_best_function` of each fold's training queries (``fold != k``) and, cached, of ``queries``,
+    from one computation of every function's per-query AP."""
     if queries.reference is not None:
         return [int(queries.reference)] * cv
     aps = function_aps(queries.raw, queries.labels, queries.offsets)
