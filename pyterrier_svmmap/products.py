@@ -18,9 +18,7 @@ import pyterrier_svmmap.threads as threads
 
 def _kernels():
     """The compiled kernels when numba is already loaded in this process, else None (numpy's path)."""
-    if "numba" not in sys.modules:
-        return None
-    return _jit.load("_product_kernels")
+    return _jit.load("_product_kernels") if "numba" in sys.modules else None
 
 
 #: numpy's pairwise-summation block (``PW_BLOCKSIZE`` in its loops_utils): a product of up to this many terms is

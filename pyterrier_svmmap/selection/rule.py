@@ -141,17 +141,14 @@ class Selection:
              with_prior: bool = True) -> List[dict]:
         """The learners' ``path_``: an entry per (features, prior, C) with its score(s), then the fallback's."""
         G = len(grids[0]) if len(grids) else 0
-        out = []
 
         def entry(column: int, **fields) -> dict:
             e = dict(fields, validation=self.scores[column])
             if self.method == "cv":
                 e["cv_scores"] = [float(x) for x in self.fold_scores[:, column]]
             return e
-        for s, (features, prior) in enumerate(settings):
-            for i, C in enumerate(grids[s]):
-                out.append(entry(s * G + i, features=features_name(features),
-                                 **({"prior": prior} if with_prior else {}), C=C))
+        out = [entry(s * G + i, features=features_name(features), **({"prior": prior} if with_prior else {}), C=C)
+               for s, (features, prior) in enumerate(settings) for i, C in enumerate(grids[s])]
         if len(self.scores) > len(settings) * G:
             out.append(dict(entry(len(self.scores) - 1, features="raw", prior="best", C=0.0), fallback=True))
         return out
