@@ -71,11 +71,10 @@ def ndcg_at(scores, labels, offsets, k: Optional[int] = None,
     """nDCG@k per query with binary gains, the ideal ranking of ``n_relevant`` relevant documents."""
     rel = (np.asarray(labels) > 0).astype(float)
     n_q = len(offsets) - 1
-    cut = np.inf if k is None else k
     dcg = dcg_at(scores, rel, offsets, k)
     if n_relevant is None:
         n_relevant = np.bincount(query_ids(offsets), weights=rel, minlength=n_q)
-    n_ideal = np.minimum(np.asarray(n_relevant, dtype=float), cut)
+    n_ideal = np.minimum(np.asarray(n_relevant, dtype=float), np.inf if k is None else k)
     max_n = int(n_ideal.max()) if n_q else 0
     prefix = np.concatenate([[0.0], np.cumsum(1.0 / np.log2(np.arange(2, max_n + 2)))])
     idcg = prefix[n_ideal.astype(int)]
