@@ -18,12 +18,8 @@ from pyterrier_svmmap.svm.params import STRUCT_SVM_PARAMS
 log = logging.getLogger(__name__)
 
 
-def prefixed(prefix: str, arrays: dict) -> dict:
-    """``arrays`` with keys ``prefix/name`` (several objects' arrays in one weights.npz)."""
-    return {f"{prefix}/{k}": v for k, v in arrays.items()}
-
-
 def unprefixed(prefix: str, arrays: dict) -> dict:
+    """The arrays of keys ``prefix/name`` (:meth:`_Approx._get_state` keeps two objects' in one weights.npz)."""
     return {k[len(prefix) + 1:]: v for k, v in arrays.items() if k.startswith(prefix + "/")}
 
 
@@ -71,10 +67,9 @@ class _Approx(RankerEstimator):
         return self.ranker_.decision_function(self.layout_.transform(raw, offsets))
 
     def _get_state(self):
-        layout_meta, layout_arrays = self.layout_.get_state()
-        ranker_meta, ranker_arrays = self.ranker_.get_state()
-        return (dict(layout=layout_meta, ranker=ranker_meta, tie_function=int(self.tie_function_)),
-                {**prefixed("layout", layout_arrays), **prefixed("ranker", ranker_arrays)})
+        states = {"layout": self.layout_.get_state(), "ranker": self.ranker_.get_state()}
+        return (dict({part: meta for part, (meta, _) in states.items()}, tie_function=int(self.tie_function_)),
+                {f"{part}/{k}": v for part, (_, arrays) in states.items() for k, v in arrays.items()})
 
     def _set_state(self, meta: dict, arrays: dict) -> None:
         self.layout_ = FeatureLayout.from_state(meta["layout"], unprefixed("layout", arrays))

@@ -164,9 +164,7 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
         first_seen = pd.unique(pd.Series(uniques).astype(str).to_numpy(dtype=object))
         position = pd.Index(first_seen).get_indexer(cands.qids)
         rows = by_rank[np.argsort(position[q[by_rank]], kind="stable")]
-        frame = cands.frame
-        out = frame.drop(columns="rank").iloc[rows] if "rank" in frame.columns else frame.iloc[rows]
-        out = out.reset_index(drop=True)
+        out = cands.frame.drop(columns="rank", errors="ignore").iloc[rows].reset_index(drop=True)
         out["score"] = scores[rows]
         out["rank"] = rank[rows]
         return out
@@ -258,13 +256,10 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
     def from_params(cls, params: dict) -> "RankerEstimator":
         """An unfitted estimator of saved ``params``, checked (a parameter the class fixes only at its value)."""
         taken = set(cls.PARAMS.names)
-        kwargs = {}
         for name, value in params.items():
-            if name in taken:
-                kwargs[name] = value
-            elif not hasattr(cls, name) or not _same_value(value, getattr(cls, name)):
+            if name not in taken and not (hasattr(cls, name) and _same_value(value, getattr(cls, name))):
                 raise ValueError(f"{cls.__name__} takes no parameter {name!r} (= {value!r})")
-        model = cls(**kwargs)
+        model = cls(**{name: value for name, value in params.items() if name in taken})
         model.check_params()
         return model
 

@@ -250,9 +250,8 @@ def _upgrade_v2(path: Path, doc: dict, arrays: Dict[str, np.ndarray]) -> Tuple[d
                   n_bins=int(p["n_bins"]), binning=p["binning"], threshold_depth=p.get("threshold_depth"),
                   epsilon=float(p["epsilon"]), max_iter=int(p["max_iter"]), prior=p.get("prior"),
                   prior_scale=float(p.get("prior_scale", 1.0)))
-    layout = dict(features=p["features"], n_bins=int(p["n_bins"]), binning=p["binning"],
-                  threshold_depth=p.get("threshold_depth"), n_functions=int(doc["n_functions"]), bias=None,
-                  base_names=list(doc["base_names"]))
+    layout = dict({k: params[k] for k in ("features", "n_bins", "binning", "threshold_depth")},
+                  n_functions=int(doc["n_functions"]), bias=None, base_names=list(doc["base_names"]))
     final = training.get("final")
     state = dict(params=params, C_=kept, layout=layout,
                  path=[dict(C=c, validation=validation[c], n_iter=training.get("n_iter") if c == kept else None,
@@ -261,10 +260,9 @@ def _upgrade_v2(path: Path, doc: dict, arrays: Dict[str, np.ndarray]) -> Tuple[d
                  converged=bool(training.get("converged")),
                  training={k: v for k, v in training.items() if k not in ("n_iter", "converged", "final")})
     estimator = FILE_NAME_OF["SVMMap" if doc.get("estimator") == "SVMMap" else "StructSVM"]
-    thresholds = np.asarray(arrays["thresholds"], dtype=float)
     new_doc = dict(doc, format_version=FORMAT_VERSION, estimator=estimator, ranker=FILE_NAME_OF["StructSVMRanker"],
-                   params=dict(params, C=grid), state=state)
-    return new_doc, dict(coef=coef, coefs=coefs, thresholds=thresholds)
+                   params=dict(params), state=state)
+    return new_doc, dict(coef=coef, coefs=coefs, thresholds=np.asarray(arrays["thresholds"], dtype=float))
 
 
 def load_model(path: Union[str, Path], cls=None):
@@ -301,6 +299,5 @@ def load_ranker(path: Union[str, Path]):
         raise _located(path, e) from None
 
 
-def load_artifact(path: Union[str, Path], **kwargs):
-    """The ``pyterrier.artifact`` entry point (``learned_ranker.svmmap``)."""
-    return load_model(path, **kwargs)
+#: the ``pyterrier.artifact`` entry point (``learned_ranker.svmmap``)
+load_artifact = load_model

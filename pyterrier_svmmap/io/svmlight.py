@@ -11,7 +11,7 @@ import warnings
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import List, Optional, Sequence, Union
 
 import numpy as np
 
@@ -128,10 +128,8 @@ BOM = b"\xef\xbb\xbf"
 
 
 def _is_data_line(text: str) -> bool:
-    """Whether a line is svmlight data rather than an index file's path."""
+    """Whether a line (neither blank nor a comment) is svmlight data rather than an index file's path."""
     tok = text.split("#", 1)[0].split()
-    if not tok:
-        return True
     try:
         float(tok[0])
         return True
@@ -420,8 +418,10 @@ def read_svmlight(paths: Union[str, Path, Sequence[Union[str, Path]]],
     if not chunks:
         raise SvmlightError(f"{', '.join(map(str, files))}: no data lines (empty file?)")
     labels, qids, n_pairs, idx, val, comments, lines = (np.concatenate([c[i] for c in chunks]) for i in range(7))
-    starts, file = query_runs(qids, source_lines)
-    check_queries_in_one_file(files, qids[starts], file, lines[starts])
+    # the first line of every run of equal qids (a file's end ends a run)
+    ends = np.cumsum(source_lines, dtype=np.int64)
+    starts = np.union1d(np.flatnonzero(np.r_[True, qids[1:] != qids[:-1]]), ends[:-1][ends[:-1] < len(qids)])
+    check_queries_in_one_file(files, qids[starts], np.searchsorted(ends, starts, side="right"), lines[starts])
     n = len(labels)
     features = np.zeros((n, _check_memory(files, source_lines, lines, n_pairs, idx, n_features)))
     features[np.repeat(np.arange(n), n_pairs), idx - 1] = val
@@ -479,14 +479,6 @@ def group_by_query(qids: np.ndarray, lengths: Optional[np.ndarray] = None):
     sizes = np.bincount(key, minlength=len(uniq))
     return np.argsort(key, kind="stable"), np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64), \
         uniq[np.argsort(rank)]
-
-
-def query_runs(qids: np.ndarray, source_lines: Sequence[int]) -> Tuple[np.ndarray, np.ndarray]:
-    """The first line of every run of equal qids (a file's end ends a run), and the index of its file."""
-    ends = np.cumsum(source_lines, dtype=np.int64)
-    runs = np.flatnonzero(np.r_[True, qids[1:] != qids[:-1]]) if len(qids) else np.zeros(0, np.int64)
-    starts = np.union1d(runs, ends[:-1][ends[:-1] < len(qids)])
-    return starts, np.searchsorted(ends, starts, side="right")
 
 
 def _docid(comment: str, line_no: int) -> str:

@@ -220,11 +220,9 @@ class ShardedData:
         samples = [self.client.submit(shard_sample, s, depth, retries=self.retries) for s in self.shards]
         n, lo, hi = zip(*self._gather([self.client.submit(sample_extent, s) for s in samples]))
         placement = Placement(self.client, samples, self.retries)
-
-        def count_le(pivots):
-            return sum(placement.run(worker_counts, (pivots,)))
         try:
-            return quantile_thresholds_from_counts(count_le, sum(n), np.min(lo, axis=0), np.max(hi, axis=0), n_bins)
+            return quantile_thresholds_from_counts(lambda pivots: sum(placement.run(worker_counts, (pivots,))), sum(n),
+                                                   np.min(lo, axis=0), np.max(hi, axis=0), n_bins)
         finally:
             placement.close()
 

@@ -92,10 +92,8 @@ def shard_sample(shard: Queries, depth: Optional[int]) -> List[np.ndarray]:
 
 def sample_extent(sample: List[np.ndarray]) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per function: number of values, min and max (inf/−inf when none)."""
-    n = np.array([len(c) for c in sample])
-    lo = np.array([c[0] if len(c) else np.inf for c in sample])
-    hi = np.array([c[-1] if len(c) else -np.inf for c in sample])
-    return n, lo, hi
+    return (np.array([len(c) for c in sample]), np.array([c[0] if len(c) else np.inf for c in sample]),
+            np.array([c[-1] if len(c) else -np.inf for c in sample]))
 
 
 def sample_counts(sample: List[np.ndarray], pivots: np.ndarray) -> np.ndarray:
