@@ -23,21 +23,16 @@ def contributions(model, x_range: Tuple[float, float] = (0.0, 1.0)):
     if not hasattr(model, "layout_") or not hasattr(model, "coef_"):
         raise RuntimeError(f"{type(model).__name__} is not fitted: call fit() or load() before plotting it")
     layout = model.layout_
-    names = layout.base_names
-    out = []
-    for kind in layout.blocks:
-        out += BLOCK_KINDS[kind].curves(layout.encoder, layout.block_weights(model.coef_, kind), names, x_range)
-    return out
+    return [curve for kind in layout.blocks for curve in BLOCK_KINDS[kind].curves(
+        layout.encoder, layout.block_weights(model.coef_, kind), layout.base_names, x_range)]
 
 
 def plot_model(model, path: Optional[Union[str, Path]] = None, x_range: Tuple[float, float] = (0.0, 1.0),
                max_panels: Optional[int] = None, ncols: int = 4):
     """A Figure of one panel per base function (its contribution against its score), saved to ``path``."""
     plt = _plt()
-    curves = contributions(model, x_range)
-    curves.sort(key=lambda c: -(np.ptp(c[3]) if len(c[3]) else 0.0))
-    if max_panels:
-        curves = curves[:max_panels]
+    by_range = sorted(contributions(model, x_range), key=lambda c: -(np.ptp(c[3]) if len(c[3]) else 0.0))
+    curves = by_range[:max_panels or None]
     n = len(curves)
     ncols = min(ncols, n)
     nrows = int(np.ceil(n / ncols))

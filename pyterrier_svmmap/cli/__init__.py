@@ -88,10 +88,8 @@ def plain(text: str) -> str:
 
 def chosen_command(argv: Optional[List[str]]) -> Optional[str]:
     """The sub-command named in ``argv`` (its first argument that is not an option), or None."""
-    for arg in sys.argv[1:] if argv is None else argv:
-        if not arg.startswith("-"):
-            return arg if arg in COMMANDS else None
-    return None
+    first = next((arg for arg in (sys.argv[1:] if argv is None else argv) if not arg.startswith("-")), None)
+    return first if first in COMMANDS else None
 
 
 def build_parser(argv: Optional[List[str]] = None, load: Optional[Sequence[str]] = None) -> argparse.ArgumentParser:
@@ -107,8 +105,7 @@ def build_parser(argv: Optional[List[str]] = None, load: Optional[Sequence[str]]
             sub.add_parser(name, help=SUMMARIES[name], allow_abbrev=False)
             continue
         mod = importlib.import_module(module)
-        doc = plain(mod.__doc__ or "")
-        p = sub.add_parser(name, help=SUMMARIES[name], description=doc, allow_abbrev=False,
+        p = sub.add_parser(name, help=SUMMARIES[name], description=plain(mod.__doc__ or ""), allow_abbrev=False,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
         mod.add_arguments(p)

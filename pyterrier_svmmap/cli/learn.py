@@ -219,8 +219,7 @@ def run(args: argparse.Namespace) -> int:
         caught = fit(ranker, data, valid, files, args, executor)
     for w in caught:
         log.warning("%s", w.message)
-    estimator = FILE_NAME_OF["SVMMap" if args.loss == "map" else "StructSVM"]
-    save_ranker(ranker, args.model, estimator, overwrite=args.force)
+    save_ranker(ranker, args.model, FILE_NAME_OF["SVMMap" if args.loss == "map" else "StructSVM"], overwrite=args.force)
     chosen = {"validation": "chosen on --valid", "cv": f"chosen by {args.cv}-fold cross-validation"}
     log.info("C=%g%s%s; %d iterations (%s); model written to %s", ranker.C_,
              f", features={ranker.features_}" if ranker.features == "auto" else "",
@@ -234,9 +233,7 @@ def read_training_data(files: List[str], args: argparse.Namespace, scratch: cont
     training data into memory maps in a temporary folder (removed when ``scratch`` closes) with ``--scratch``
     or when they would take more than half the available memory, else into memory."""
     from pyterrier_svmmap.io.svmlight import available_memory, estimated_read_bytes, read_svmlight
-    needed = available = None
-    if args.scratch is None:
-        needed, available = estimated_read_bytes(files), available_memory()
+    needed, available = (None, None) if args.scratch is not None else (estimated_read_bytes(files), available_memory())
     if args.scratch is None and (needed is None or available is None or needed <= available / 2):
         data = read_svmlight(files, max_features=args.max_features, parser="compiled")     # the fit loads numba
     else:

@@ -122,9 +122,7 @@ def check_arguments(args: argparse.Namespace) -> None:
     elif not args.split:
         if args.repeats is not None:
             raise ValueError("--repeats needs --folds (it repeats the K-fold partition)")
-        for option, default in RANDOM_DEFAULTS.items():
-            if getattr(args, option) is None:
-                setattr(args, option, default)
+        vars(args).update({o: default for o, default in RANDOM_DEFAULTS.items() if getattr(args, o) is None})
     dask = args.workers is not None or args.scheduler
     if dask and args.jobs is not None:
         raise ValueError("--jobs runs the trials in forked processes; with --workers or --scheduler the "

@@ -59,15 +59,10 @@ def tiny_data(seed: int = 0, n_queries: int = 6, per_query: int = 30, n_function
 
 
 def warm_up(n_jobs: int = 1, qp_process: bool = True, every_learner: bool = True) -> float:
-    """Run every kernel the fits, predictions and argmaxes use once; returns the seconds it took.
-
-    Kernels already in numba's cache are loaded, the others compiled (and cached). With ``qp_process`` a
-    second process (:data:`SECOND_PROCESS`, the same cache) compiles the dual QP, then runs :func:`_apart`,
-    while this one compiles the kernels that need no QP; this one's SVM fits wait for the QP, then load it.
-    ``every_learner=False`` leaves out the other losses' argmaxes and fits and the approximations (:func:`_apart`):
-    the kernels of a default fit, its predictions and the svmlight parser (those ``setup.py`` compiles into the
-    wheel).
-    """
+    """Run once every kernel the fits, predictions and argmaxes use (loaded from numba's cache, or compiled and
+    cached); the seconds it took. ``qp_process``: a second process (:data:`SECOND_PROCESS`) compiles the dual QP,
+    then runs :func:`_apart`, while this one compiles the kernels that need no QP. ``every_learner=False``: only
+    the kernels of a default fit, its predictions and the svmlight parser (those ``setup.py`` compiles)."""
     t0 = time.perf_counter()
     side = None
     if qp_process:

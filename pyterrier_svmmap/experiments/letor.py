@@ -112,11 +112,8 @@ def _svm_ranker(params: dict, grid: Sequence[dict]):
 
 def _letor_svm(make: Callable[[Sequence[dict]], object], features: Optional[str], train: Split, vali: Split,
                rel: float, grid: Sequence[dict]) -> Fitted:
-    """The StructSVMRanker of ``make(grid)`` fitted on ``label >= rel`` of ``train`` with ``vali`` as its validation
-    data, test scores by ``ranking_scores`` (the package's tie policy): a configuration's (its ``features``) with C
-    (and for ``auto`` the features) chosen by validation MAP inside the ranker, or (``features`` None) the
-    package's default ``SVMMap()``, which searches its own settings (``grid`` is not used), ``vali`` evidence
-    like the training queries (:mod:`pyterrier_svmmap.selection`)."""
+    """The StructSVMRanker ``make(grid)`` fitted on ``label >= rel`` with ``vali`` as validation data, scored by
+    ``ranking_scores``; ``features`` None: the default ``SVMMap()``, which searches its own settings."""
     from pyterrier_svmmap.features.layout import default_base_names
     r = make(grid)
     with warnings.catch_warnings():
@@ -163,8 +160,7 @@ def _letor_approx(make: Callable[[Sequence[dict]], object], measure: str, train:
     from pyterrier_svmmap.features.layout import FeatureLayout
     kind, _ = make(())
     layout = FeatureLayout.fit(train.raw, train.offsets, kind)
-    y = train.binary(rel) if measure == "ap" else train.labels
-    yv = vali.binary(rel) if measure == "ap" else vali.labels
+    y, yv = (s.binary(rel) if measure == "ap" else s.labels for s in (train, vali))
     Xt, Xv = layout.transform(train.raw, train.offsets), layout.transform(vali.raw, vali.offsets)
 
     def fit_one(g):
@@ -175,10 +171,8 @@ def _letor_approx(make: Callable[[Sequence[dict]], object], measure: str, train:
 
 def _boosted(name: str, description: str, grid: Tuple[dict, ...], ranker: str, graded: bool = True,
              lightgbm: bool = True, note: Optional[Tuple[str, str]] = None, vali: bool = True, **fixed) -> Learner:
-    """The learner of the boosted ranker ``ranker`` (``module.Class``) of :mod:`pyterrier_svmmap.boosting`,
-    ``Class(**fixed, **setting)`` trained on the grades (``graded``) or on ``label >= rel``, with the vali split as
-    its own validation data if ``vali``, LightGBM's threads if ``lightgbm``; the grid point by validation MAP and
-    ``note`` (name, attribute) noted with each setting."""
+    """The learner of ``Class(**fixed, **setting)``, ``ranker`` = ``module.Class`` of :mod:`pyterrier_svmmap.boosting`
+    (``vali``: with the vali split as its own validation data); ``note``: (name, attribute) noted per setting."""
     def fit(train: Split, valid: Split, rel: float, grid: Sequence[dict], threads: int = 1) -> Fitted:
         module, cls = ranker.rsplit(".", 1)
         make = getattr(importlib.import_module(f"pyterrier_svmmap.boosting.{module}"), cls)

@@ -36,11 +36,6 @@ logger = logging.getLogger(__name__)
 #: loss comparison (Table 9, Figure 9) stays the papers'; ``svm-map`` is the package's default SVMMap().
 PAPER_PARAMS = dict(features="bins", n_bins=50, prior=None, selection="validation")
 
-#: what every structural SVM of the table adds to its configuration: the reference function (the tie-break) is
-#: the one the candidates declare, the estimators' default; LETOR files declare none, so there it is the best
-#: training function, as ``first_stage=None``
-STRUCT_DEFAULTS = dict(first_stage="auto")
-
 #: Multipliers of the C grid for the losses whose joint feature map is on another scale. Scaling Ψ by λ
 #: is the same problem as scaling C by λ² (substitute u = λw in OP 1), so a loss whose constraints are
 #: λ times longer needs a grid λ² lower to cover the same range of regularisation. φ_mrr is
@@ -48,13 +43,6 @@ STRUCT_DEFAULTS = dict(first_stage="auto")
 #: averages, so λ² ≈ 10⁶–10⁸; φ_dorm sums A(r) over the top-20 window, λ ≈ 10 or more. svm-mrr@10's grid
 #: starts lower still: its higher C cost the most per fit without a better model (docs/experiments.md).
 C_GRID_SCALE = {"mrr": 1e-8, "dorm": 1e-4}
-
-#: reproduce's Approx search (a documented reduction: the estimators' defaults search Qin et al.'s grid, 20
-#: (α, β) settings for ApproxAP, 8 α for ApproxNDCG, with T = 200 passes each)
-APPROX_AP_ALPHAS = (20.0, 100.0)
-APPROX_AP_BETAS = (10.0, 50.0)
-APPROX_NDCG_ALPHAS = (20.0, 100.0)
-APPROX_N_ITER = 50
 
 
 @dataclass(frozen=True)
@@ -74,12 +62,13 @@ class Config:
 
 
 def _paper(loss: str, description: str, c_scale: float = 1.0, **params) -> Config:
-    return Config("struct", {**STRUCT_DEFAULTS, **PAPER_PARAMS, "loss": loss, **params}, description, c_scale)
+    # first_stage="auto", the estimators' default: the reference function (the tie-break) is the one the candidates
+    # declare; LETOR files declare none, so there it is the best training function, as first_stage=None
+    return Config("struct", {"first_stage": "auto", **PAPER_PARAMS, "loss": loss, **params}, description, c_scale)
 
 
 def _std(loss: str, description: str) -> Config:
-    return Config("struct", dict(STRUCT_DEFAULTS, loss=loss, features="raw", normalise="query", n_bins=50,
-                                 prior=None, selection="validation"), description)
+    return _paper(loss, description, features="raw", normalise="query")
 
 
 #: every configuration by name (the commands choose which of them they run)
@@ -113,9 +102,11 @@ CONFIGS: Dict[str, Config] = {
                             "per query"),
     "svm-acc2-std": _std("acc2", "structural SVM for balanced accuracy (classification), raw features "
                          "standardised per query"),
-    "approx-ap": Config("approx-ap", dict(alphas=APPROX_AP_ALPHAS, betas=APPROX_AP_BETAS, n_iter=APPROX_N_ITER),
+    # reproduce's Approx search (a documented reduction: the estimators' defaults search Qin et al.'s grid, 20
+    # (α, β) settings for ApproxAP, 8 α for ApproxNDCG, with T = 200 passes each)
+    "approx-ap": Config("approx-ap", dict(alphas=(20.0, 100.0), betas=(10.0, 50.0), n_iter=50),
                         "ApproxAP (Qin et al. 2010), min-max features, α ∈ {20, 100} × β ∈ {10, 50}, T = 50"),
-    "approx-ndcg": Config("approx-ndcg", dict(alphas=APPROX_NDCG_ALPHAS, betas=None, n_iter=APPROX_N_ITER),
+    "approx-ndcg": Config("approx-ndcg", dict(alphas=(20.0, 100.0), betas=None, n_iter=50),
                           "ApproxNDCG (Qin et al. 2010), min-max features, α ∈ {20, 100}, T = 50, "
                           "gains 2^label − 1"),
     "approx-ap-t100": Config("approx-ap", dict(alphas=(10.0, 100.0), betas=(1.0, 10.0), n_iter=100),

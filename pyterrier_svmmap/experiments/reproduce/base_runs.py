@@ -140,8 +140,7 @@ def read_keyed(path: Path, key: str) -> Optional[dict]:
     if not path.exists():
         return None
     try:
-        with open(path, "rb") as f:
-            obj = pickle.load(f)
+        obj = pickle.loads(path.read_bytes())
     except Exception as e:               # UnpicklingError, EOFError, AttributeError, ...
         logger.warning("cache file %s is unreadable (%s: %s): recomputing it", path, type(e).__name__, e)
         return None
@@ -227,8 +226,7 @@ def build_indices(collection, out: Path, stemmers=STEMMERS, threads: int = 1) ->
                     shutil.rmtree(path)
                 os.replace(tmp, path)
             finally:
-                if tmp.exists():
-                    shutil.rmtree(tmp, ignore_errors=True)
+                shutil.rmtree(tmp, ignore_errors=True)
             logger.info("built PISA index %s in %.1fs", path, time.perf_counter() - t)
         indices[stemmer] = pisa.PisaIndex(str(path), text_field="text", stemmer=stemmer, threads=threads)
     return indices

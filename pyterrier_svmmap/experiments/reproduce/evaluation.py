@@ -45,10 +45,8 @@ class Evaluator:
         q_code, qids = pd.factorize(q["qid"])
         d_code, docnos = pd.factorize(q["docno"])
         self._qids, self._docnos = pd.Index(qids), pd.Index(docnos)
-        key = q_code.astype(np.int64) * max(len(docnos), 1) + d_code
-        order = np.argsort(key, kind="stable")
-        self._keys, self._labels = key[order], q["label"].to_numpy()[order]
         labels = q["label"].to_numpy()
+        self._keys, self._labels = pd.Index(q_code.astype(np.int64) * max(len(docnos), 1) + d_code), labels
         self._n_relevant = np.bincount(q_code, weights=labels >= self.REL, minlength=len(qids))
         # ideal DCG@k per query: the positive labels sorted, the first k discounted
         gains = np.maximum(labels, 0).astype(float)
@@ -88,22 +86,19 @@ class Evaluator:
             rd = self._docnos.get_indexer(d_strings)[d_code]
             label = np.zeros(len(qi))
             judged = (rq >= 0) & (rd >= 0)
-            key = rq[judged].astype(np.int64) * max(len(self._docnos), 1) + rd[judged]
-            at = np.minimum(np.searchsorted(self._keys, key), max(len(self._keys) - 1, 0))
-            hit = self._keys[at] == key if len(self._keys) else np.zeros(len(key), bool)
-            label[np.flatnonzero(judged)[hit]] = self._labels[at[hit]]
+            at = self._keys.get_indexer(rq[judged].astype(np.int64) * max(len(self._docnos), 1) + rd[judged])
+            label[np.flatnonzero(judged)[at >= 0]] = self._labels[at[at >= 0]]
             n_rel = np.append(self._n_relevant, 0.0)[known]
             idcg = np.append(self._idcg, 0.0)[known]
-            doc_rank = d_code                            # codes order docnos as their strings do
             offsets = np.concatenate([[0], np.cumsum(np.bincount(qi, minlength=len(wanted)))])
             position = -np.arange(len(qi), dtype=float)          # scores that keep a given order
             # trec_eval's ranking (AP, nDCG@10): float32 scores descending, then docno descending
-            trec = np.lexsort((-doc_rank, -score.astype(np.float32), qi))
+            trec = np.lexsort((-d_code, -score.astype(np.float32), qi))      # codes order docnos as strings do
             out[:, 0] = average_precision(position, label[trec] >= self.REL, offsets, n_rel)
             dcg = dcg_at(position, np.maximum(label[trec], 0.0), offsets, self.NDCG_K)
             out[:, 1] = np.divide(dcg, idcg, out=np.zeros(len(wanted)), where=idcg > 0)
             # ir_measures' msmarco ranking (RR@10): double scores descending, then docno ascending
-            msmarco = np.lexsort((doc_rank, -score, qi))
+            msmarco = np.lexsort((d_code, -score, qi))
             out[:, 2] = reciprocal_rank_at(position, label[msmarco] >= self.REL, offsets, self.RR_K)
         frame = pd.DataFrame(out, index=wanted, columns=list(MEASURES))
         return frame.reindex(pd.Index(qids, name="qid"))
@@ -196,15 +191,15 @@ def format_table(summary: pd.DataFrame, reference: Optional[str], title: str = "
 def _table(title: str, head: str, rows: list, notes: list, s: pd.DataFrame) -> str:
     """``title``, ``head`` underlined, the ``rows``, a blank line, the ``notes`` and those on the chosen base and
     the fusions when rows of theirs are in ``s``."""
-    kinds = [note for kind, note in (("chosen", _CHOSEN_NOTE), ("unsupervised", _FUSION_NOTE))
-             if (s["kind"] == kind).any()]
+    kinds = [note for kind, note in _KIND_NOTES.items() if (s["kind"] == kind).any()]
     return "\n".join(([title] if title else []) + [head, "-" * len(head), *rows, "", *notes, *kinds])
 
 
-_CHOSEN_NOTE = ("base-chosen-on-training: in each trial, the base function with the best MAP on its "
-                "training and validation queries, evaluated on its test queries.")
-_FUSION_NOTE = ("unsupervised: fusions of the same base functions without judgments — fusion-rrf, reciprocal "
-                "rank fusion (k = 60); fusion-combsum, CombSUM of per-query min-max normalised scores.")
+_KIND_NOTES = {"chosen": "base-chosen-on-training: in each trial, the base function with the best MAP on its "
+                         "training and validation queries, evaluated on its test queries.",
+               "unsupervised": "unsupervised: fusions of the same base functions without judgments — fusion-rrf, "
+                               "reciprocal rank fusion (k = 60); fusion-combsum, CombSUM of per-query min-max "
+                               "normalised scores."}
 
 
 def _wl(r, reference: Optional[str]) -> str:
@@ -223,34 +218,31 @@ def format_learner_table(summary: pd.DataFrame, reference: Optional[str], title:
     """Table 9 form: every learned system's MAP and W/L against ``reference``, fit seconds and gains."""
     s = _learned(summary)
     width = max([len("learner")] + [len(n) for n in s["name"]])
-    gains = "gain_vs_chosen" in s.columns and s["gain_vs_chosen"].notna().any()
-    firsts = "gain_vs_first" in s.columns and s["gain_vs_first"].notna().any()
+    shown = [v for v in _VERSUS if f"gain_vs_{v}" in s.columns and s[f"gain_vs_{v}"].notna().any()]
     head = (f"{'learner':<{width}}  {'MAP':>6}  W/L vs {reference or '-'}  fit s"
-            + ("  gain vs chosen base (W/L)" if gains else "") + ("  gain vs first stage (W/L)" if firsts else ""))
+            + "".join(f"  gain vs {_VERSUS[v][0]} (W/L)" for v in shown))
     rows = []
     for _, r in s.iterrows():
         fit = r.get("fit_seconds", float("nan"))
         fit = f"{fit:.2f}" if isinstance(fit, float) and math.isfinite(fit) else "-"
         wl = f"{_wl(r, reference):<{len('W/L vs ') + len(reference or '-')}}"
         line = f"{r['name']:<{width}}  {r['map']:6.4f}  {wl}  {fit:>5}"
-        for shown, gain, versus in ((gains, "gain_vs_chosen", "vs_chosen"), (firsts, "gain_vs_first", "vs_first")):
-            g = r.get(gain, float("nan")) if shown else float("nan")
-            if isinstance(g, float) and math.isfinite(g):
-                line += f"  {_gain(g, r['map'], r[versus]):<{GAIN_WIDTH}}"
-            elif shown:
-                line += f"  {'-':<{GAIN_WIDTH}}"
+        for v in shown:
+            g = r.get(f"gain_vs_{v}", float("nan"))
+            gain = _gain(g, r["map"], r[f"vs_{v}"]) if isinstance(g, float) and math.isfinite(g) else "-"
+            line += f"  {gain:<{GAIN_WIDTH}}"
         rows.append(line.rstrip())
     notes = [f"W/L: queries where {reference} has the higher / lower AP than the learner (AP averaged over the "
              "trials that tested the query); ** p < 0.05, two-sided Wilcoxon signed-rank; fit s: median seconds "
              "per fit." if reference else "no reference system: W/L not computed."]
-    if gains:
-        notes.append("gain vs chosen base: the learner's MAP minus base-chosen-on-training's, and the queries "
-                     "where the learner has the higher / lower AP than it (** p < 0.05, Wilcoxon).")
-    if firsts:
-        notes.append("gain vs first stage: the same against the first stage (--first-stage), the ranking a user "
-                     "would have without learning.")
-    return _table(title, head, rows, notes, s)
+    return _table(title, head, rows, notes + [f"gain vs {_VERSUS[v][0]}: {_VERSUS[v][1]}" for v in shown], s)
 
+
+#: the learners' table's "gain vs ..." columns: their row's ``gain_vs_<key>`` → (the column's title, its note)
+_VERSUS = {"chosen": ("chosen base", "the learner's MAP minus base-chosen-on-training's, and the queries where the "
+                      "learner has the higher / lower AP than it (** p < 0.05, Wilcoxon)."),
+           "first": ("first stage", "the same against the first stage (--first-stage), the ranking a user would "
+                     "have without learning.")}
 
 #: the width of a "gain vs ..." column of the learners' table (``+0.0123 (+4.1%, 20/10 **)`` and a margin)
 GAIN_WIDTH = 26

@@ -178,8 +178,7 @@ def _run_trials(options: ExperimentOptions, plan: _Plan, runs: dict, systems: di
     logger.info("%d candidates for %d queries (%.1fs)", len(candidates), len(topics), timings["candidates_seconds"])
     qrels = coll.qrels[coll.qrels["qid"].isin(set(topics["qid"]))]
     t = time.perf_counter()
-    first_models: dict = {}
-    chosen: dict = {}
+    first_models, chosen = {}, {}
     client = None
     if options.workers is not None or options.scheduler:
         client, _ = dask_client(options.scheduler or "local", workers=options.workers)
@@ -331,9 +330,5 @@ def file_split(qids: Sequence[str], train: Sequence[str], test: Sequence[str], v
 
 def role_counts(splits: Sequence[Split], qids: Sequence[str]) -> dict:
     """{role: {qid: count}} for the roles train, valid and test."""
-    out = {r: dict.fromkeys(qids, 0) for r in ("train", "valid", "test")}
-    for s in splits:
-        for r in out:
-            for q in getattr(s, r):
-                out[r][q] += 1
-    return out
+    return {r: {**dict.fromkeys(qids, 0), **collections.Counter(q for s in splits for q in getattr(s, r))}
+            for r in ("train", "valid", "test")}

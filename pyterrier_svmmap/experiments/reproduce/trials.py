@@ -119,8 +119,7 @@ class _Trials:
 
     def __init__(self, candidates: pd.DataFrame, qrels: pd.DataFrame, systems: Dict[str, Callable],
                  depth: Optional[int], store: Optional[TrialStore] = None):
-        self.candidates, self.qrels, self.systems, self.depth = candidates, qrels, systems, depth
-        self.store = store
+        self.candidates, self.qrels, self.systems, self.depth, self.store = candidates, qrels, systems, depth, store
         self.evaluator = Evaluator(qrels)
         self.cand_groups = {q: np.asarray(ix) for q, ix in candidates.groupby("qid", sort=False).indices.items()}
         self.qrel_groups = {q: np.asarray(ix) for q, ix in qrels.groupby("qid", sort=False).indices.items()}
@@ -128,18 +127,17 @@ class _Trials:
     def __getstate__(self):
         """What a Dask worker receives (``client.scatter``): the inputs, not the store (the client
         writes the checkpoints) nor the evaluator and groups (rebuilt on arrival, once per worker)."""
-        return {"candidates": self.candidates, "qrels": self.qrels, "systems": self.systems,
-                "depth": self.depth}
+        return self.candidates, self.qrels, self.systems, self.depth
 
     def __setstate__(self, state):
-        self.__init__(state["candidates"], state["qrels"], state["systems"], state["depth"], None)
+        self.__init__(*state)
 
     def run(self, split, keep_models: bool) -> Tuple[List[pd.DataFrame], Dict[str, float], Dict[str, object]]:
         """Fit every system on ``split``; (per-query rows, fit seconds, the models if ``keep_models``).
         With a store, a system with a checkpoint is not refitted and each fit is checkpointed at once."""
         results, todo = self.checkpointed(split, keep_models)
         results.update(self.compute(split, todo, keep_models, on_result=self.save))
-        return self.assemble(split, results, keep_models)
+        return self.assemble(split, results)
 
     def checkpointed(self, split, keep_models: bool) -> Tuple[Dict[str, tuple], List[str]]:
         """``{name: (per_query, fit_seconds, model or None)}`` of the systems checkpointed for ``split``, and
@@ -152,17 +150,15 @@ class _Trials:
                 found[name] = done["per_query"], done["fit_seconds"], done.get("model") if keep_models else None
         return found, [name for name in self.systems if name not in found]
 
-    def save(self, split, name: str, result: tuple, keep_models: bool) -> None:
-        """Checkpoint one ``(per_query, fit_seconds, model)`` (the model only if ``keep_models``)."""
+    def save(self, split, name: str, result: tuple) -> None:
+        """Checkpoint one ``(per_query, fit_seconds, model or None)``."""
         if self.store is not None:
-            pq, sec, est = result
-            self.store.save(self.store.key(split, name, self.systems[name]()), pq, sec,
-                            est if keep_models else None)
+            self.store.save(self.store.key(split, name, self.systems[name]()), *result)
 
     def compute(self, split, names: Sequence[str], keep_models: bool, on_result: Optional[Callable] = None
                 ) -> Dict[str, tuple]:
         """Fit the systems ``names`` on ``split``: ``{name: (per_query, fit_seconds, model or None)}``;
-        ``on_result(split, name, result, keep_models)`` is called after each fit (checkpointing)."""
+        ``on_result(split, name, result)`` is called after each fit (checkpointing)."""
         if not names:
             return {}
         test = list(split.test)
@@ -175,24 +171,21 @@ class _Trials:
             pq, sec = self._fit_and_test(est, split, tr, qtr, va, qva, te, test, converted)
             out[name] = (pq, sec, est if keep_models else None)
             if on_result is not None:
-                on_result(split, name, out[name], keep_models)
+                on_result(split, name, out[name])
             logger.debug("trial %d %s: fit %.2fs, test MAP %.4f", split.trial, name, sec, pq["map"].mean())
         return out
 
-    def assemble(self, split, results: Dict[str, tuple], keep_models: bool):
-        """``run``'s return value from ``{name: (per_query, fit_seconds, model)}``, in system order."""
-        rows, seconds, models = [], {}, {}
-        for name in self.systems:
-            pq, seconds[name], est = results[name]
-            if keep_models and est is not None:
-                models[name] = est
-            rows.append(pq.reset_index().assign(system=name, kind="learned", trial=split.trial))
-        return rows, seconds, models
+    def assemble(self, split, results: Dict[str, tuple]):
+        """``run``'s return value from ``{name: (per_query, fit_seconds, model or None)}``, in system order."""
+        rows = [results[n][0].reset_index().assign(system=n, kind="learned", trial=split.trial) for n in self.systems]
+        models = {n: results[n][2] for n in self.systems if results[n][2] is not None}
+        return rows, {n: results[n][1] for n in self.systems}, models
 
     def _fit_and_test(self, est, split, tr, qtr, va, qva, te, test, converted: Optional[dict] = None
                       ) -> Tuple[pd.DataFrame, float]:
         """Fit ``est`` on the split's training (and validation) queries: its per-query test measures and the fit's
-        seconds. An estimator with an array-level path takes it (:meth:`_fit_and_test_candidates`)."""
+        seconds. An estimator with an array-level path takes it (:meth:`_fit_and_test_candidates`) unless
+        ``converted`` is None."""
         if converted is not None and hasattr(est, "fit_candidates") and hasattr(est, "score_candidates") \
                 and len(tr) and len(te):
             return self._fit_and_test_candidates(est, split, tr, qtr, va, qva, te, test, converted)
@@ -203,9 +196,8 @@ class _Trials:
 
     def _fit_and_test_candidates(self, est, split, tr, qtr, va, qva, te, test, converted: dict
                                  ) -> Tuple[pd.DataFrame, float]:
-        """:meth:`_fit_and_test` through ``fit_candidates`` and ``score_candidates``, the split's frames converted
-        once per ``rel`` and shared in ``converted``: the same measures as ``fit`` and ``transform`` (a query's
-        scores are distinct, so the cut at ``depth`` is :func:`cut_depth`'s)."""
+        """:meth:`_fit_and_test` through ``fit_candidates`` and ``score_candidates`` (the same measures), the
+        split's frames converted once per ``rel`` and shared in ``converted``."""
         rel = getattr(est, "rel", 1.0)
         if ("train", rel) not in converted:
             train = candidates_from_frame(tr, qtr, rel=rel)
@@ -249,24 +241,8 @@ RRF_K = 60.0
 
 def competition_ranks(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Per candidate, 1 + the number of candidates of its query with a higher score; NaN scores get NaN."""
-    scores = np.asarray(scores, dtype=float)
-    offsets = np.asarray(offsets, dtype=np.int64)
-    n = len(scores)
-    out = np.full(n, np.nan)
-    if not n:
-        return out
-    q = query_ids(offsets)
-    ok = ~np.isnan(scores)
-    idx = np.flatnonzero(ok)
-    order = idx[np.lexsort((-scores[idx], q[idx]))]                 # by query, score descending
-    s, qq = scores[order], q[order]
-    new_group = np.r_[True, qq[1:] != qq[:-1]]                       # first row of each query
-    new_value = new_group | np.r_[True, s[1:] != s[:-1]]             # first row of each run of equal scores
-    position = np.arange(len(order))
-    group_start = np.maximum.accumulate(np.where(new_group, position, 0))
-    run_start = np.maximum.accumulate(np.where(new_value, position, 0))
-    out[order] = run_start - group_start + 1
-    return out
+    q = query_ids(np.asarray(offsets, dtype=np.int64))
+    return pd.Series(np.asarray(scores, dtype=float)).groupby(q).rank(method="min", ascending=False).to_numpy()
 
 
 def reciprocal_rank_fusion(raw: np.ndarray, offsets: np.ndarray, k: float = RRF_K) -> np.ndarray:
@@ -295,18 +271,14 @@ FUSIONS: Dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {"fusion-rr
 
 
 def _fusion_rows(candidates: pd.DataFrame, splits, evaluator: "Evaluator") -> List[pd.DataFrame]:
-    """Per split, the test rows of every fusion of :data:`FUSIONS` (one run
-    over all queries)."""
+    """Per split, the test rows of every fusion of :data:`FUSIONS` (one run over all queries)."""
     if candidates is None or not len(candidates):
         return []
     cands = candidates_from_frame(candidates)
-    rows: List[pd.DataFrame] = []
-    for name, fusion in FUSIONS.items():
-        run = pd.DataFrame({"qid": cands.frame["qid"].to_numpy(), "docno": cands.frame["docno"].to_numpy(),
-                            "score": fusion(cands.raw, cands.offsets)})
-        pq = evaluator.per_query(run, _all_qids(splits))
-        rows += [_test_rows(pq, split, name, "unsupervised") for split in splits]
-    return rows
+    qid, docno, qids = cands.frame["qid"].to_numpy(), cands.frame["docno"].to_numpy(), _all_qids(splits)
+    pqs = {name: evaluator.per_query_arrays(qid, docno, fusion(cands.raw, cands.offsets), qids)
+           for name, fusion in FUSIONS.items()}
+    return [_test_rows(pq, split, name, "unsupervised") for name, pq in pqs.items() for split in splits]
 
 
 def _base_rows(base_runs: Dict[str, pd.DataFrame], splits, evaluator: "Evaluator",
@@ -337,12 +309,9 @@ _WORKER_THREADS = 1                            # threads per worker (ours, BLAS,
 
 @contextmanager
 def _thread_limit(threads: int):
-    """Cap the package's threads and OpenMP's (LightGBM) at ``threads`` and BLAS at one (with threadpoolctl),
-    so that ``jobs`` workers do not oversubscribe the cores. BLAS has one thread wherever a trial runs: a
-    threaded BLAS sums in pieces that depend on its thread count, which changes svm-acc3's and svm-acc4's
-    models in the last bits, so that the results would depend on ``--jobs`` and the machine. LightGBM is imported
-    first, as threadpoolctl limits the libraries loaded when it is entered only (its learners also set their
-    threads, ``systems.LIGHTGBM_PARAMS``)."""
+    """Cap the package's threads and OpenMP's (LightGBM) at ``threads`` and BLAS at one (a threaded BLAS sums in
+    pieces that depend on its thread count: svm-acc3's and svm-acc4's models would depend on ``--jobs``).
+    LightGBM is imported first: threadpoolctl limits only the libraries loaded when it is entered."""
     with threads_limit(threads):
         try:
             from threadpoolctl import threadpool_limits
@@ -378,13 +347,11 @@ def _dask_trial(trials: _Trials, split, names: List[str], keep_models: bool) -> 
 
 
 #: queries per role of the warm-up's tiny split (see :func:`_warm_up`)
-_WARM_UP_QUERIES = (3, 2, 2)
+_WARM_UP_QUERIES = {"train": 3, "valid": 2, "test": 2}
 
 
 def _smallest_c(factory: Callable[[], object]) -> Callable[[], object]:
-    """``factory`` whose estimator keeps only the two smallest values of its C grid (if it has one), for
-    the warm-up: the kernels are the same at every C (two keep the choice on the validation queries),
-    while the large C take most cutting-plane iterations."""
+    """``factory`` with only the two smallest C of its grid: the warm-up's kernels are the same at every C."""
     def make():
         est = factory()
         grid = getattr(est, "C", None)
@@ -395,14 +362,9 @@ def _smallest_c(factory: Callable[[], object]) -> Callable[[], object]:
 
 
 def _warm_up(part: int, split) -> float:
-    """Compile the numba kernels in two workers at once, before the trials: part 0 the dual QP and the
-    working set's compaction (~23 s cold), part 1 every other kernel (~30 s), by fitting every system on
-    a tiny split (a few of ``split``'s queries, the two smallest C of its grid: :func:`_smallest_c`); other
-    parts do nothing. The tiny fits need the QP too: part 1 loads it from numba's cache when part 0 has
-    written it by then, or compiles it as well. Each kernel is then compiled once and cached on disk, and
-    the trials load it (without this, every worker compiled them all in its first trial: ~70 s).
-    Kernels already cached just load; nothing here is kept or checkpointed, and a failure only logs (the
-    trial that needs the system reports it). Returns the seconds it took."""
+    """Compile the numba kernels in two workers before the trials (else every worker compiled them all in its
+    first trial, ~70 s): part 0 the dual QP (~23 s cold), part 1 the rest by fitting every system on a tiny
+    split of ``split`` (:func:`_smallest_c`); nothing is kept, a failure only logs. Returns the seconds."""
     import pyterrier_svmmap.svm.qp as qp
     t = time.perf_counter()
     package_log = logging.getLogger("pyterrier_svmmap")
@@ -412,9 +374,8 @@ def _warm_up(part: int, split) -> float:
             if part == 0:                                                # the QP and the working set's compaction
                 qp.warm_up()
             elif part == 1:
-                train, valid, test = _WARM_UP_QUERIES
-                tiny = dataclasses.replace(split, train=tuple(split.train)[:train],
-                                           valid=tuple(split.valid)[:valid], test=tuple(split.test)[:test])
+                tiny = dataclasses.replace(split, **{role: tuple(getattr(split, role))[:n]
+                                                     for role, n in _WARM_UP_QUERIES.items()})
                 package_log.setLevel(logging.WARNING)                # the tiny fits' INFO lines are noise
                 trials = copy.copy(_WORKER_TRIALS)
                 trials.systems = {name: _smallest_c(factory) for name, factory in trials.systems.items()}
@@ -502,9 +463,8 @@ def _execute(trials: _Trials, splits, keep: List[bool], jobs: int, bar: dict) ->
 
 
 def _execute_dask(trials: _Trials, splits, keep: List[bool], client, bar: dict) -> list:
-    """``trials.run`` of every split, in split order, as Dask tasks: one task per split with systems left
-    (``trials`` scattered to every worker once), checkpointed here as each finishes; interrupted or failed,
-    the pending tasks are cancelled."""
+    """``trials.run`` of every split as Dask tasks (one per split with systems left), checkpointed here as each
+    finishes; interrupted or failed, the pending tasks are cancelled."""
     from dask.distributed import as_completed
     found, todo = [], {}
     for i, split in enumerate(splits):
@@ -523,11 +483,11 @@ def _execute_dask(trials: _Trials, splits, keep: List[bool], client, bar: dict) 
                 for future in as_completed(list(futures)):
                     i = futures[future]
                     for name, result in future.result().items():
-                        trials.save(splits[i], name, result, keep[i])
+                        trials.save(splits[i], name, result)
                         found[i][name] = result
                     progress.update(1)
     except BaseException:
         if futures:
             client.cancel(list(futures))
         raise
-    return [trials.assemble(split, found[i], keep[i]) for i, split in enumerate(splits)]
+    return [trials.assemble(split, found[i]) for i, split in enumerate(splits)]
