@@ -315,8 +315,8 @@ def test_vectorised_references_match_the_kernels(loss, ties):
 def test_combo_shares_one_sort(monkeypatch):
     """A combo of kernel losses sorts the scores once, not once per member."""
     calls = []
-    real = _numba.score_order
-    monkeypatch.setattr(_numba, "score_order", lambda *a: calls.append(1) or real(*a))
+    real = _numba.score_sorter
+    monkeypatch.setattr(_numba, "score_sorter", lambda *a: calls.append(1) or real(*a))
     rng = np.random.default_rng(8)
     scores, labels, offsets = batch(rng, "none", edge=False)
     get_loss("combo", losses=["map", "ndcg@10", "mrr@10", "dorm"]).batch_violation(scores, labels, offsets)

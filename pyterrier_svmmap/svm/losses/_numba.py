@@ -24,12 +24,12 @@ def kernels(module: str = "_rank_kernels") -> ModuleType:
     return _jit.load(f"svm.losses.{module}")
 
 
-def check_batch(scores: np.ndarray, labels: np.ndarray,
-                offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+def check_batch(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
+                within: bool = False) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(scores as contiguous floats, relevance as contiguous booleans, offsets as int64), checked.
 
     Raises ValueError naming what is wrong: arrays of different lengths, or offsets that do not run
-    non-decreasing from 0 to the number of candidates.
+    non-decreasing from 0 to the number of candidates (``within``: between them, queries inside the candidates).
     """
     scores = np.ascontiguousarray(scores, dtype=np.float64)
     labels = np.asarray(labels)
@@ -37,10 +37,11 @@ def check_batch(scores: np.ndarray, labels: np.ndarray,
     if scores.ndim != 1 or labels.shape != scores.shape:
         raise ValueError(f"scores and labels must be 1-d arrays of one length, got shapes "
                          f"{scores.shape} and {labels.shape}")
-    if offsets.ndim != 1 or len(offsets) < 1 or offsets[0] != 0 or offsets[-1] != len(scores) \
-            or (np.diff(offsets) < 0).any():
-        raise ValueError(f"offsets must run non-decreasing from 0 to len(scores)={len(scores)} "
-                         f"(one more entry than queries), got {offsets[:3].tolist()}…{offsets[-2:].tolist()}")
+    if offsets.ndim != 1 or len(offsets) < 1 or (np.diff(offsets) < 0).any() or offsets[0] < 0 \
+            or offsets[-1] > len(scores) or not within and (offsets[0] != 0 or offsets[-1] != len(scores)):
+        raise ValueError(f"offsets must run non-decreasing {'between 0 and' if within else 'from 0 to'} len(scores)="
+                         f"{len(scores)} (one more entry than queries), got "
+                         f"{offsets[:3].tolist()}…{offsets[-2:].tolist()}")
     return scores, np.ascontiguousarray(labels > 0), offsets
 
 
@@ -64,7 +65,7 @@ def query_score_order(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 def score_sorter(scores: np.ndarray, offsets: np.ndarray
                  ) -> Tuple[np.ndarray, Optional[Callable[[int, int], None]]]:
-    """(order, sort) for :func:`query_score_order` and MAP's batch (which sorts block by block): ``sort(lo, hi)``
+    """(order, sort) for :func:`query_score_order` and :func:`run_shared` (which sorts block by block): ``sort(lo, hi)``
     fills ``order`` for the queries lo..hi − 1 (each row padded to the longest query of all, so that its order does
     not depend on the block); sort is None when the order is already complete (queries too uneven to pad,
     :func:`rank_within_queries`)."""
@@ -99,20 +100,23 @@ def score_order(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(query_score_order(scores, offsets), dtype=np.int64)
 
 
-def run_shared(calls, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> list:
+def run_shared(calls, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray, within: bool = False) -> list:
     """[(Δ per query, coefficients per candidate)] of kernel calls (``kernel(scores, rel, order, offsets, *params,
-    deltas, coef)``) on one batch, ``order`` (:func:`score_order`) computed once for all (what
-    :class:`.combo.ComboLoss` uses). Blocks of whole queries run on :func:`~pyterrier_svmmap.threads.current`
-    threads; every query is computed by the same kernel whichever block it is in, so the results do not depend on
-    the number of threads."""
-    scores, rel, offsets = check_batch(scores, labels, offsets)
+    deltas, coef)``) on one batch, ``order`` (:func:`score_sorter`) shared by all (what :class:`.combo.ComboLoss`
+    uses). Blocks of whole queries run on :func:`~pyterrier_svmmap.threads.current` threads, each block's score
+    order and kernels in one task; every query is computed by the same kernel whichever block it is in, so the
+    results do not depend on the number of threads. ``within``: the queries may lie inside the candidates (those
+    outside them get 0)."""
+    scores, rel, offsets = check_batch(scores, labels, offsets, within)
     n_q = len(offsets) - 1
     out = [(np.zeros(n_q), np.zeros(len(scores))) for _ in calls]
     if n_q == 0 or len(scores) == 0:
         return out
-    order = score_order(scores, offsets)
+    order, sort = score_sorter(scores, offsets)
 
     def block(lo: int, hi: int) -> None:
+        if sort is not None:
+            sort(lo, hi)
         for (kernel, params), (deltas, coef) in zip(calls, out):
             kernel(scores, rel, order, offsets[lo:hi + 1], *params, deltas[lo:hi], coef)
     threads.run_query_blocks(block, offsets)
@@ -140,6 +144,8 @@ class CompiledBatch:
     name: str
     #: the module of :func:`kernels` that holds the loss's kernels
     kernel_module = "_rank_kernels"
+    #: whether :meth:`batch_violation` takes queries inside the candidates (offsets from above 0 to below the end)
+    queries_within = False
 
     def kernel_params(self, n: int) -> tuple:
         """The kernels' parameters after the data (cutoffs, tables) for queries of at most ``n`` candidates."""
@@ -169,4 +175,4 @@ class CompiledBatch:
 
     def batch_violation(self, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray):
         """(Δ per query, coefficients per candidate), from the loss's compiled batch kernel."""
-        return run_shared([self.kernel_call(longest(offsets))], scores, labels, offsets)[0]
+        return run_shared([self.kernel_call(longest(offsets))], scores, labels, offsets, self.queries_within)[0]

@@ -25,13 +25,10 @@ vectorised across queries).
 
 from __future__ import annotations
 
-from typing import Tuple
-
 import numpy as np
 
 import pyterrier_svmmap.svm.losses._numba as _numba
 from pyterrier_svmmap.svm.losses._numba import query_score_order  # noqa: F401  (re-exported)
-import pyterrier_svmmap.threads as threads
 from pyterrier_svmmap.svm.losses.base import Loss, sort_by_score  # noqa: F401  (sort_by_score re-exported)
 
 def average_precision_of_ranking(ranking: np.ndarray, labels: np.ndarray) -> float:
@@ -107,6 +104,7 @@ class MAPLoss(_numba.CompiledBatch, Loss):
 
     name = "map"
     psi_coef = staticmethod(pairwise_psi_coef)     # the normalised pairwise Ψ
+    queries_within = True
 
     def delta(self, ranking: np.ndarray, labels: np.ndarray) -> float:
         if not (np.asarray(labels) > 0).any():
@@ -117,31 +115,3 @@ class MAPLoss(_numba.CompiledBatch, Loss):
         """The harmonic table of the slot search (:func:`harmonic`) for queries of at most ``n`` candidates: the
         parameter of the single-query argmax (:func:`._rank_kernels.map_ranking`, Algorithm 2) and of the batch."""
         return harmonic(n + 2),
-
-    def batch_violation(self, scores: np.ndarray, labels: np.ndarray,
-                        offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-        """:meth:`violation` for all queries at once, compiled (:func:`._rank_kernels.map_batch`):
-        blocks of queries on :func:`~pyterrier_svmmap.threads.current` threads, each block's relevance, score
-        order (:func:`~._numba.query_score_order`) and slot search in one task; the same numbers for any number."""
-        jit = _numba.kernels()
-        scores = np.ascontiguousarray(scores, dtype=float)
-        offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-        labels = np.asarray(labels)
-        n_q = len(offsets) - 1
-        deltas = np.zeros(n_q)
-        if n_q == 0 or len(scores) == 0:
-            return deltas, np.zeros(len(scores))
-        coef = np.empty(len(scores))                 # every query's candidates written by the search
-        coef[:offsets[0]], coef[offsets[-1]:] = 0.0, 0.0
-        rel = np.empty(len(scores), dtype=np.bool_)
-        order, sort = _numba.score_sorter(scores, offsets)
-        H = harmonic(int(np.diff(offsets).max()) + 2)
-
-        def block(lo: int, hi: int) -> None:
-            a, b = int(offsets[lo]), int(offsets[hi])
-            np.greater(labels[a:b], 0, out=rel[a:b])
-            if sort is not None:
-                sort(lo, hi)
-            jit.map_batch(scores, rel, order, offsets[lo:hi + 1], H, deltas[lo:hi], coef)
-        threads.run_query_blocks(block, offsets)
-        return deltas, coef
