@@ -47,12 +47,11 @@ def ideal_dcg(labels: np.ndarray, offsets: np.ndarray, k: Optional[int] = None,
     g = gains(labels)
     out = np.zeros(len(offsets) - 1)
     for q in range(len(out)):
-        gq = np.sort(g[offsets[q]:offsets[q + 1]])[::-1]
+        gq = g[offsets[q]:offsets[q + 1]]
         gq = gq[gq > 0]
         if n_relevant is not None and n_relevant[q] > len(gq):
-            gq = np.sort(np.concatenate([gq, np.ones(int(n_relevant[q]) - len(gq))]))[::-1]
-        if k is not None:
-            gq = gq[:k]
+            gq = np.concatenate([gq, np.ones(int(n_relevant[q]) - len(gq))])
+        gq = np.sort(gq)[::-1][:k]
         out[q] = np.sum(gq / np.log2(np.arange(2, len(gq) + 2)))
     return out
 
@@ -73,8 +72,7 @@ def _json_record(record: dict, fields) -> dict:
 
 
 def _record_from_json(record, fields, what: str) -> dict:
-    """The ``fields`` of a JSON dict read back as :func:`_json_record` wrote them, checked (ValueError naming
-    ``what``)."""
+    """The ``fields`` of a JSON dict as :func:`_json_record` wrote them, checked (ValueError naming ``what``)."""
     lacking = [k for k, _ in fields if not isinstance(record, dict) or k not in record]
     if lacking:
         raise ValueError(f"{what} lacks {lacking}")
@@ -142,20 +140,17 @@ class _QuerySet:
         return len(self.offsets) - 1
 
     def exact(self, measure: str, scores: np.ndarray) -> np.ndarray:
-        """Exact AP or NDCG@n per query from the compiled kernels, the bits of :func:`.measures.average_precision` and
-        :func:`ndcg`."""
+        """Exact AP or NDCG@n per query, the bits of :func:`.measures.average_precision` and :func:`ndcg`."""
         if not np.all(np.isfinite(scores)):
             if measure == "ap":
                 return average_precision(scores, self.labels, self.offsets, self.n_relevant)
             return ndcg(scores, self.labels, self.offsets, idcg=self.idcg)
-        k = jit()
         scores = np.ascontiguousarray(scores, dtype=np.float64)
         out = np.zeros(self.n_queries)
         if measure == "ap":
-            k.exact_ap(scores, self.offsets, self._rel_flat, self._rel_offsets, self._ap_n_rel, out)
+            jit().exact_ap(scores, self.offsets, self._rel_flat, self._rel_offsets, self._ap_n_rel, out)
             return out
-        k.exact_dcg(scores, self.offsets, self._rel_flat, self._rel_offsets, self._rel_gains_flat,
-                    self._disc, out)
+        jit().exact_dcg(scores, self.offsets, self._rel_flat, self._rel_offsets, self._rel_gains_flat, self._disc, out)
         return np.divide(out, self.idcg, out=np.zeros(len(out)), where=self.idcg > 0)
 
 
@@ -267,8 +262,7 @@ class ApproxRanker(Parametrized):
         train_score = np.full(T, np.nan)
         valid_score = np.empty(T)
         from tqdm.auto import tqdm
-        desc = f"Approx{self.measure.upper()} α={alpha:g} β={beta:g}"
-        for t in tqdm(range(T), desc=desc, disable=not self.verbose):
+        for t in tqdm(range(T), desc=f"Approx{self.measure.upper()} α={alpha:g} β={beta:g}", disable=not self.verbose):
             for q in rng.permutation(active):
                 Xq = train.parts[q]
                 _, gs = self._query(train, q, Xq.dot(w), alpha, beta, True)

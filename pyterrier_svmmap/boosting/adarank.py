@@ -104,12 +104,12 @@ class AdaRankRanker(Peer):
             raise ValueError(f"{name} state: meta['history'] must be a list of dicts, one per round")
         self.history_ = []
         for i, h in enumerate(history):
+            what = f"{name} state: meta['history'][{i}]"
             lacking = [k for k, _ in cls._HISTORY if k not in h]
             if lacking:
-                raise ValueError(f"{name} state: meta['history'][{i}] lacks {lacking}")
-            what = f"{name} state: meta['history'][{i}]"
-            self.history_.append({k: int_from_json(h[k], f"{what}[{k!r}]") if t is int
-                                  else float_from_json(h[k], f"{what}[{k!r}]") for k, t in cls._HISTORY})
+                raise ValueError(f"{what} lacks {lacking}")
+            self.history_.append({k: (int_from_json if t is int else float_from_json)(h[k], f"{what}[{k!r}]")
+                                  for k, t in cls._HISTORY})
             if not 0 <= self.history_[-1]["feature"] < self.n_functions_:
                 raise ValueError(f"{what}: feature {self.history_[-1]['feature']} is not one of the "
                                  f"{self.n_functions_} base functions")

@@ -10,16 +10,13 @@ from pyterrier_svmmap.params import Parametrized
 from pyterrier_svmmap.queries import Queries, check_ranking_arrays, query_ids
 from pyterrier_svmmap.state import check_state, int_from_json, json_params, state_array
 
-PEERS_HINT = ("this learner needs LightGBM, an optional dependency of pyterrier-svmmap; "
-              "install it with: pip install pyterrier-svmmap[peers]")
-
-
 def load_lightgbm():
     """LightGBM, with an installation hint when it is missing."""
     try:
         import lightgbm
     except ImportError as e:
-        raise ImportError(PEERS_HINT) from e
+        raise ImportError("this learner needs LightGBM, an optional dependency of pyterrier-svmmap; "
+                          "install it with: pip install pyterrier-svmmap[peers]") from e
     return lightgbm
 
 
@@ -82,8 +79,7 @@ class Peer(Parametrized):
         return self.predict(raw, offsets)
 
     def _lightgbm_model(self, kind: str, objective: str):
-        """LightGBM's ``kind`` (``"LGBMRanker"``, ``"LGBMClassifier"``) for ``objective`` with the learner's tree
-        parameters, then ``params``."""
+        """LightGBM's model ``kind`` for ``objective``: the learner's tree parameters, then ``params``."""
         return getattr(load_lightgbm(), kind)(
             objective=objective, n_estimators=self.n_estimators, learning_rate=self.learning_rate,
             num_leaves=self.num_leaves, min_child_samples=self.min_child_samples, random_state=self.random_state,

@@ -63,10 +63,9 @@ class LambdaMARTRanker(Peer):
             Xv, yv = fill_missing(raw_valid, offsets_valid), int_labels(labels_valid)
             new = "eval_X" in inspect.signature(model.fit).parameters         # LightGBM ≥ 4.6
             kwargs = dict(eval_X=(Xv,), eval_y=(yv,)) if new else dict(eval_set=[(Xv, yv)])
-            kwargs.update(eval_group=[np.diff(offsets_valid)], eval_at=[self.eval_at],
-                          eval_metric=self.metric,
-                          callbacks=[lgb.early_stopping(self.early_stopping_rounds,
-                                                        first_metric_only=True, verbose=self.verbose)])
+            kwargs.update(eval_group=[np.diff(offsets_valid)], eval_at=[self.eval_at], eval_metric=self.metric,
+                          callbacks=[lgb.early_stopping(self.early_stopping_rounds, first_metric_only=True,
+                                                        verbose=self.verbose)])
         model.fit(fill_missing(raw, offsets), int_labels(labels), group=np.diff(offsets), **kwargs)
         self.booster_ = model.booster_
         self.best_iteration_ = int(model.best_iteration_ or self.n_estimators)

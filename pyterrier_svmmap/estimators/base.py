@@ -66,14 +66,13 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
             raise ValueError("give both valid_res and valid_qrels, or neither")
         rel = getattr(self, "rel", 1.0)                    # the relevance rule: label >= rel
         train = candidates_from_frame(train_res, train_qrels, context=self, rel=rel)
-        valid = None
-        if valid_res is not None:
-            if len(valid_res) == 0:
-                raise ValueError("valid_res has no rows: give the validation topics' candidates (e.g. "
-                                 "RunFeatures(...).transform(valid_topics)), or valid_res=None and valid_qrels=None "
-                                 "to choose by cross-validation over the training queries")
-            valid = candidates_from_frame(valid_res, valid_qrels, n_functions=train.raw.shape[1], context=self,
-                                          rel=rel, feature_names=train_res.attrs.get("feature_names"))
+        if valid_res is not None and len(valid_res) == 0:
+            raise ValueError("valid_res has no rows: give the validation topics' candidates (e.g. "
+                             "RunFeatures(...).transform(valid_topics)), or valid_res=None and valid_qrels=None "
+                             "to choose by cross-validation over the training queries")
+        valid = None if valid_res is None else candidates_from_frame(
+            valid_res, valid_qrels, n_functions=train.raw.shape[1], context=self, rel=rel,
+            feature_names=train_res.attrs.get("feature_names"))
         return self._fit_converted(train, valid, feature_names=train_res.attrs.get("feature_names"))
 
     def fit_candidates(self, train: Candidates, valid: Optional[Candidates] = None,

@@ -78,9 +78,8 @@ class StructSVM(RankerEstimator):
     def _fit_arrays(self, train: Candidates, valid: Optional[Candidates]) -> None:
         valid_arrays = None if valid is None else (valid.raw, valid.labels, valid.offsets, valid.n_relevant,
                                                    valid.frame["docno"].to_numpy())
-        ranker = self._ranker().fit(train.raw, train.labels, train.offsets, train.n_relevant, valid=valid_arrays,
-                                    base_names=self.base_names_, declared_first_stage=train.reference)
-        self._adopt(ranker)
+        self._adopt(self._ranker().fit(train.raw, train.labels, train.offsets, train.n_relevant, valid=valid_arrays,
+                                       base_names=self.base_names_, declared_first_stage=train.reference))
 
     #: learned attributes of the ranker that the estimator exposes as its own
     _LEARNED = ("coef_", "coefs_", "C_", "features_", "validation_", "selection_", "path_", "history_", "n_iter_",

@@ -37,8 +37,7 @@ def _ends_token(a, i, n):
 
 @njit(cache=True, nogil=True)
 def _number(a, i, n, pow10):
-    """(value, next position, ok) of the number starting at ``a[i]``; ok False when it is not of the strict
-    grammar or outside the fast path's exact range."""
+    """(value, next position, ok) of the number at ``a[i]``; not ok outside the strict grammar or the exact range."""
     neg = False
     if i < n and (a[i] == 43 or a[i] == 45):
         neg = a[i] == 45

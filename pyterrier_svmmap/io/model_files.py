@@ -252,11 +252,10 @@ def _upgrade_v2(path: Path, doc: dict, arrays: Dict[str, np.ndarray]) -> Tuple[d
                   prior_scale=float(p.get("prior_scale", 1.0)))
     layout = dict({k: params[k] for k in ("features", "n_bins", "binning", "threshold_depth")},
                   n_functions=int(doc["n_functions"]), bias=None, base_names=list(doc["base_names"]))
-    final = training.get("final")
     state = dict(params=params, C_=kept, layout=layout,
                  path=[dict(C=c, validation=validation[c], n_iter=training.get("n_iter") if c == kept else None,
                             converged=training.get("converged") if c == kept else None) for c in grid],
-                 history=[final] if final else [], n_iter=int(training.get("n_iter") or 0),
+                 history=[training["final"]] if training.get("final") else [], n_iter=int(training.get("n_iter") or 0),
                  converged=bool(training.get("converged")),
                  training={k: v for k, v in training.items() if k not in ("n_iter", "converged", "final")})
     estimator = FILE_NAME_OF["SVMMap" if doc.get("estimator") == "SVMMap" else "StructSVM"]

@@ -4,6 +4,7 @@ for lines it can prove correctly rounded, else Python's line by line, which judg
 same bits either way."""
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import sys
@@ -154,7 +155,7 @@ def index_file_members(path: Path) -> Optional[List[Path]]:
         return None
     members = []
     for ln in _listed(Path(path).read_bytes()):
-        p = Path(ln) if Path(ln).is_absolute() else Path(path).parent / ln
+        p = Path(path).parent / ln                       # an absolute ln as it is
         if not p.is_file():
             raise SvmlightError(f"{path}: neither svmlight data (line starts with {ln.split()[0]!r}, "
                                 f"expected a label) nor an index file (listed file {p} not found)")
@@ -312,7 +313,6 @@ def estimated_read_bytes(files: Sequence[Path], sample_bytes: int = 1 << 18) -> 
     """About the memory :func:`read_svmlight` takes for ``files``, from samples; None for a malformed sample."""
     lines = pairs = width = 0.0
     for path in files:
-        size = Path(path).stat().st_size
         chunk, _ = next(file_chunks(path, sample_bytes), (b"", 1))
         try:
             parsed = parse_chunk(chunk, MAX_FEATURES, comments=False, compiled=use_compiled_parser(len(chunk)))
@@ -320,7 +320,7 @@ def estimated_read_bytes(files: Sequence[Path], sample_bytes: int = 1 << 18) -> 
             return None
         if parsed is None:
             continue
-        scale = size / len(chunk)
+        scale = Path(path).stat().st_size / len(chunk)
         lines += len(parsed[0]) * scale
         pairs += len(parsed[3]) * scale
         width = max(width, float(parsed[3].max()) if len(parsed[3]) else 0.0)
@@ -355,22 +355,15 @@ def parsed_chunks(path: Path, width: Width, chunk_bytes: int = _CHUNK, comments:
 def available_memory() -> Optional[int]:
     """Bytes this process can still allocate, or None."""
     avail = None
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    avail = int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
+    with contextlib.suppress(OSError, ValueError, IndexError), open("/proc/meminfo") as f:
+        avail = next((int(ln.split()[1]) * 1024 for ln in f if ln.startswith("MemAvailable:")), None)
+    with contextlib.suppress(ImportError, OSError, ValueError, StopIteration):
         import resource
         soft = resource.getrlimit(resource.RLIMIT_AS)[0]
         if soft != resource.RLIM_INFINITY:
             with open("/proc/self/status") as f:
                 used = next(int(ln.split()[1]) * 1024 for ln in f if ln.startswith("VmSize:"))
             avail = soft - used if avail is None else min(avail, soft - used)
-    except (ImportError, OSError, ValueError, StopIteration):
-        pass
     return avail
 
 

@@ -73,9 +73,6 @@ class _Column:
         np.asarray(values, dtype=self.dtype).tofile(self.file)
         self.n += len(values)
 
-    def close(self) -> None:
-        self.file.close()
-
     def values(self, in_memory: bool = False) -> np.ndarray:
         if in_memory or self.n == 0:
             return np.fromfile(self.path, dtype=self.dtype)
@@ -109,7 +106,7 @@ def read_svmlight_mapped(paths: Union[str, Path, Sequence[Union[str, Path]]], fo
             source_lines.append(rows.rows - before)
     finally:
         for column in (labels, qids, lines):
-            column.close()
+            column.file.close()
         features = rows.close()
     label_values, qid_values, line_values = labels.values(in_memory=True), qids.values(), lines.values()
     if rows.rows == 0:

@@ -16,7 +16,7 @@ def check_docids(data: RankingData, option: str) -> None:
     grouped = data.grouped(data.docids)
     for q in range(len(data.offsets) - 1):
         lo, hi = data.offsets[q], data.offsets[q + 1]
-        names, first, counts = np.unique(grouped[lo:hi].astype(str), return_index=True, return_counts=True)
+        names, counts = np.unique(grouped[lo:hi].astype(str), return_counts=True)
         if (counts > 1).any():
             twice = int(np.flatnonzero(counts > 1)[0])
             line = int(data.order[lo + np.flatnonzero(grouped[lo:hi] == names[twice])[1]])

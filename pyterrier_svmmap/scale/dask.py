@@ -153,8 +153,7 @@ def _resolved(source):
 
 
 def _train_sharded(ranker, data: "ShardedData", features):
-    """((layout, results, the prior's base function or None), the C values) of ``features`` on the shards, as
-    :meth:`~pyterrier_svmmap.svm.ranker.StructSVMRanker.train_path` gives them in one process."""
+    """((layout, results, the prior's base function or None), the C values) of ``features``, fitted on the shards."""
     encoder = FeatureEncoder(features, ranker.n_bins, ranker.binning, ranker.threshold_depth, ranker.normalise)
     thresholds = data.thresholds(ranker.n_bins, ranker.threshold_depth) if encoder.fits_thresholds else None
     encoder.fit_statistics(data.column_statistics(), thresholds, ranker.base_names_)
@@ -362,7 +361,6 @@ class ShardOracle:
 
     def __init__(self, data: ShardedData, losses, dim: int):
         self.data, self.losses, self.dim = data, list(losses), int(dim)
-        self.n_groups = len(self.losses)
         self.calls = self.tasks = 0
         self.seconds = self.busiest_seconds = self.worker_seconds = 0.0
 
@@ -371,7 +369,7 @@ class ShardOracle:
         """w to every worker asked plus (vector, number) per group back from every shard."""
         n_shards = len(self.data.shards)
         per_call = self.tasks / self.calls if self.calls else 1
-        return int(round(8 * self.dim * per_call)) + n_shards * self.n_groups * 8 * (self.dim + 1)
+        return int(round(8 * self.dim * per_call)) + n_shards * len(self.losses) * 8 * (self.dim + 1)
 
     def __call__(self, w: np.ndarray):
         data = self.data
