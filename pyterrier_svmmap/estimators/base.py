@@ -269,7 +269,8 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
         model._set_state(meta, arrays)
         check_tie_function(meta.get("tie_function", model.tie_function_), model.n_functions_)
         if len(model.base_names_) != model.n_functions_:
-            raise StateError("base_names", f"has {len(model.base_names_)} names for {model.n_functions_} base functions")
+            raise StateError("base_names",
+                             f"has {len(model.base_names_)} names for {model.n_functions_} base functions")
         return model
 
     def _check_fitted(self, when: str) -> None:

@@ -24,8 +24,7 @@ class _Peer(RankerEstimator):
     def _fit_arrays(self, train: Candidates, valid: Optional[Candidates]) -> None:
         taken = self.ranker_class.PARAMS.names
         self.ranker_ = self.ranker_class(**{k: v for k, v in self.get_params(deep=False).items() if k in taken})
-        train, valid = self._relevance(train), None if valid is None else self._relevance(valid)
-        self.ranker_.fit_queries(train, valid)              # Candidates are Queries
+        self.ranker_.fit_queries(self._relevance(train), None if valid is None else self._relevance(valid))
 
     def _relevance(self, cands: Candidates) -> Candidates:
         """The candidates with the labels the ranker trains on."""

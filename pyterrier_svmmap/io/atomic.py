@@ -92,8 +92,7 @@ def write_folder(path: PathLike, files: Dict[str, bytes]) -> Path:
 def check_creatable(path: PathLike, what: str) -> Path:
     """Check before long work that ``path`` can be written; NotADirectoryError or PermissionError naming ``what``."""
     path = Path(path)
-    folder = path if path.is_dir() else path.parent
-    existing = folder.absolute()
+    existing = (path if path.is_dir() else path.parent).absolute()
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir():

@@ -44,10 +44,9 @@ def dask_client(executor: Any = "local", workers: Optional[int] = None) -> Tuple
         raise ValueError(DASK_HINT) from None
     if executor != "local":
         try:
-            client = Client(executor, timeout="20s")
+            return Client(executor, timeout="20s"), True
         except (OSError, TimeoutError) as e:
             raise ValueError(f"cannot reach the Dask scheduler at {executor}: {e}") from None
-        return client, True
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         with warnings.catch_warnings(), local_worker_environ():

@@ -304,11 +304,10 @@ class Placement:
     def holders(self) -> list:
         """One :class:`~.shards.ShardHolder` actor per group of :meth:`groups`, made on first use."""
         if self._holders is None:
-            groups = self.groups()
             self._holder_futures = [
                 self.client.submit(ShardHolder, *[self.futures[i] for i in idx], actor=True, pure=False,
                                    **(dict(workers=[address], allow_other_workers=True) if address else {}))
-                for address, idx in groups]
+                for address, idx in self.groups()]
             self._holders = [f.result() for f in self._holder_futures]
         return self._holders
 

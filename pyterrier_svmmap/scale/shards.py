@@ -163,8 +163,7 @@ class ShardHolder:
         """``(func(*args, *shards), seconds it took)``: the seconds tell the work from a call's overhead."""
         self.calls += 1
         t = time.perf_counter()
-        answer = func(*args, *self.shards)
-        return answer, time.perf_counter() - t
+        return func(*args, *self.shards), time.perf_counter() - t
 
 
 def worker_violation(w: np.ndarray, losses, *problems: ShardProblem
