@@ -16,21 +16,15 @@ Several *slack groups* may share one w (SVM-COMBO with separate slacks, Chakraba
 group k has its own loss, constant C_k and slack ξ_k, and the objective is ½‖w‖² + Σ_k C_k ξ_k.
 
 The dual QP over the working set, max_α bᵀα − ½ αᵀGα with G = AAᵀ, α ≥ 0, Σ_{c∈k} α_c ≤ C_k,
-is solved by :mod:`.qp` (exactly, by an active-set method: each group is a scaled simplex once a
-slack variable is added; polished by SMO-style pair updates; both stop at a tolerance relative to the
-scale at which the gradient b − Gα is computed, so rescaling the features does not change the work).
+is solved by :mod:`.qp` (an active-set method polished by SMO pair steps, :mod:`._qp_kernels`).
 
-The working set (:class:`_WorkingSet`) is incremental: A and G live in preallocated arrays whose
-capacity doubles, a new constraint costs one row of G (O(m·dim)), ξ comes from the QP gradient
-(b − Aw = b − Gα, O(m²) instead of O(m·dim)), and constraints whose multiplier stayed 0 for
-``drop_after`` consecutive QP solves are removed, as svm_struct's 1-slack learner does (MLJ 2009
-§4.1 keeps the working set small this way). Removing them is safe: the remaining α is still feasible
-(it is the same point), so the reported dual value stays a valid lower bound of the full problem; the
-exact oracle still sees every constraint, so the termination test (no constraint violated by more than
-ε beyond ξ) and the bound primal − dual ≤ Σ_k C_k ε still hold.
-
-Since the constraints do not depend on C, :func:`train_path` solves a grid of C in increasing order,
-each C starting from the previous C's working set, multipliers (feasible: the budgets only grow) and w.
+The working set (:class:`_WorkingSet`) is incremental: A and G live in preallocated arrays whose capacity
+doubles, a new constraint costs one row of G (O(m·dim)), and constraints whose multiplier stayed 0 for
+``drop_after`` consecutive QP solves are removed, as svm_struct's 1-slack learner does (MLJ 2009 §4.1). Removing
+them is safe: the remaining α is still feasible (it is the same point), so the reported dual value stays a valid
+lower bound of the full problem; the exact oracle still sees every constraint, so the termination test and the
+bound primal − dual ≤ Σ_k C_k ε still hold. :func:`train_path` solves a grid of C, each warm-started from the
+previous.
 """
 from __future__ import annotations
 
@@ -196,11 +190,8 @@ class DataOracle:
 # the working set
 # ---------------------------------------------------------------------------------------------
 class _WorkingSet:
-    """The constraints of the 1-slack QP with their Gram matrix, multipliers and idle counts.
-
-    Rows live in preallocated arrays whose capacity doubles (no per-iteration ``np.block``/``vstack``).
-    ``b`` holds the constraints shifted for the prior, b_c − a_cᵀw₀ (constraints on v = w − w₀).
-    """
+    """The constraints of the 1-slack QP with their Gram matrix, multipliers and idle counts; ``b`` holds them
+    shifted for the prior, b_c − a_cᵀw₀ (constraints on v = w − w₀)."""
 
     def __init__(self, dim: int, w0: np.ndarray, capacity: int = 16):
         self.dim, self.w0, self.m = dim, w0, 0
@@ -503,10 +494,9 @@ def train_structural_svm(X: Optional[FeatureMatrix], labels: Optional[np.ndarray
     never) removes constraints idle that many QP solves; ``qp_max_steps`` caps the QP's SMO steps. The loop
     (:func:`_cutting_planes_ls`, Algorithm 4 with a line search) returns a w whose duality gap is ≤ Σ_k C_k ε.
     """
-    C = _positive([g.C for g in groups], "the groups' C")
     result, = train_path(X, labels, offsets, groups, [1.0], epsilon, max_iter, prior, oracle=oracle,
                          drop_after=drop_after, qp_max_steps=qp_max_steps, warn=False)      # a path of one C
-    result.C = float(C[0])
+    result.C = float(groups[0].C)
     _warn_not_converged(result, epsilon, max_iter)
     return result
 

@@ -63,30 +63,7 @@ class StructSVMRanker(Parametrized):
                           fallback_alpha=DEFAULT_ALPHA, min_valid_queries=DEFAULT_MIN_VALID_QUERIES,
                           average_folds=True, rel=1.0, verbose=False, executor=None, queries_per_shard=1000,
                           n_jobs=None):
-        self.C = C
-        self.loss = loss
-        self.loss_params = loss_params
-        self.features = features
-        self.normalise = normalise
-        self.n_bins = n_bins
-        self.binning = binning
-        self.threshold_depth = threshold_depth
-        self.epsilon = epsilon
-        self.max_iter = max_iter
-        self.prior = prior
-        self.prior_scale = prior_scale
-        self.first_stage = first_stage
-        self.cv = cv
-        self.random_state = random_state
-        self.selection = selection
-        self.fallback_alpha = fallback_alpha
-        self.min_valid_queries = min_valid_queries
-        self.average_folds = average_folds
-        self.rel = rel
-        self.verbose = verbose
-        self.executor = executor
-        self.queries_per_shard = queries_per_shard
-        self.n_jobs = n_jobs
+        vars(self).update({k: v for k, v in locals().items() if k != "self"})      # stored as given (sklearn)
 
     def check_params(self) -> None:
         """ValueError naming the first parameter that cannot work, alone (:data:`STRUCT_SVM_PARAMS`' checks) or
@@ -134,7 +111,7 @@ class StructSVMRanker(Parametrized):
     @property
     def needs_bias(self) -> bool:
         """Whether φ ends with a constant 1 (the classification losses' bias, Yue et al. §5.2)."""
-        return any(getattr(g.loss, "needs_bias", False) for g in self.slack_groups(1.0))
+        return any(g.loss.needs_bias for g in self.slack_groups(1.0))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(f'{k}={getattr(self, k)!r}' for k in self.MODEL_PARAMS)})"
