@@ -4,7 +4,7 @@
 NDCG, NDCG-NC, MRR, ROC, DORM and MAP, and the classification baselines' batch), imported on first use.
 
 :func:`run_shared` is the one way the losses call a batch kernel: it checks the batch, sorts every query's
-candidates by decreasing score once (:func:`query_score_order`, ties in any order: the kernels
+candidates by decreasing score once (:func:`score_sorter`, ties in any order: the kernels
 restore the stable order themselves), and hands the kernel the arrays it fills.
 """
 from __future__ import annotations
@@ -95,23 +95,18 @@ def score_sorter(scores: np.ndarray, offsets: np.ndarray
     return out, sort
 
 
-def score_order(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Every query's candidates (global indices, int64) by decreasing score, ties in any order."""
-    return np.ascontiguousarray(query_score_order(scores, offsets), dtype=np.int64)
-
-
-def run_shared(calls, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray, within: bool = False) -> list:
-    """[(Δ per query, coefficients per candidate)] of kernel calls (``kernel(scores, rel, order, offsets, *params,
-    deltas, coef)``) on one batch, ``order`` (:func:`score_sorter`) shared by all (what :class:`.combo.ComboLoss`
-    uses). Blocks of whole queries run on :func:`~pyterrier_svmmap.threads.current` threads, each block's score
-    order and kernels in one task; every query is computed by the same kernel whichever block it is in, so the
-    results do not depend on the number of threads. ``within``: the queries may lie inside the candidates (those
-    outside them get 0)."""
+def run_shared(losses, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray, within: bool = False) -> list:
+    """[(Δ per query, coefficients per candidate)] of the batch kernels of ``losses`` (:class:`CompiledBatch`) on one
+    batch, ``order`` (:func:`score_sorter`) shared by all (what :class:`.combo.ComboLoss` uses). Blocks of whole
+    queries run on :func:`~pyterrier_svmmap.threads.current` threads, each block's score order and kernels in one
+    task; every query is computed by the same kernel whichever block it is in, so the results do not depend on the
+    number of threads. ``within``: the queries may lie inside the candidates (those outside them get 0)."""
     scores, rel, offsets = check_batch(scores, labels, offsets, within)
     n_q = len(offsets) - 1
-    out = [(np.zeros(n_q), np.zeros(len(scores))) for _ in calls]
+    out = [(np.zeros(n_q), np.zeros(len(scores))) for _ in losses]
     if n_q == 0 or len(scores) == 0:
         return out
+    calls = [loss.kernel_call(int(np.diff(offsets).max())) for loss in losses]
     order, sort = score_sorter(scores, offsets)
 
     def block(lo: int, hi: int) -> None:
@@ -121,12 +116,6 @@ def run_shared(calls, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarra
             kernel(scores, rel, order, offsets[lo:hi + 1], *params, deltas[lo:hi], coef)
     threads.run_query_blocks(block, offsets)
     return out
-
-
-def longest(offsets: np.ndarray) -> int:
-    """The largest query size of a batch (0 when empty): the length the kernels' tables need."""
-    sizes = np.diff(np.asarray(offsets))
-    return int(sizes.max()) if len(sizes) else 0
 
 
 def as_int(value: Optional[int]) -> int:
@@ -165,7 +154,7 @@ class CompiledBatch:
         out = np.empty(len(scores), dtype=np.int64)
         if len(scores):
             kernel, params = self.ranking_call(len(scores))
-            kernel(scores, rel, score_order(scores, offsets), 0, len(scores), *params, out)
+            kernel(scores, rel, query_score_order(scores, offsets), 0, len(scores), *params, out)
         return out
 
     def violation(self, scores: np.ndarray, labels: np.ndarray) -> Tuple[float, np.ndarray]:
@@ -175,4 +164,4 @@ class CompiledBatch:
 
     def batch_violation(self, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray):
         """(Δ per query, coefficients per candidate), from the loss's compiled batch kernel."""
-        return run_shared([self.kernel_call(longest(offsets))], scores, labels, offsets, self.queries_within)[0]
+        return run_shared([self], scores, labels, offsets, self.queries_within)[0]

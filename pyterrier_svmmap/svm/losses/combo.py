@@ -74,8 +74,7 @@ class ComboLoss(Loss):
     def member_batches(self, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> list:
         """Every member's (Δ per query, coefficients), on one shared score sort when all have kernels."""
         if all(isinstance(l, _numba.CompiledBatch) for l in self.losses):
-            n_max = _numba.longest(offsets)
-            return _numba.run_shared([l.kernel_call(n_max) for l in self.losses], scores, labels, offsets)
+            return _numba.run_shared(self.losses, scores, labels, offsets)
         return [l.batch_violation(scores, labels, offsets) for l in self.losses]
 
 

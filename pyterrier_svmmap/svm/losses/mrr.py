@@ -1,21 +1,10 @@
 """SVM-MRR (Chakrabarti et al. 2008, §3.1.2 and §3.6): Δ = 1 − RR@k with φ_mrr (docs/losses.md)."""
 from __future__ import annotations
 
-from typing import Optional
-
 import numpy as np
 
 import pyterrier_svmmap.svm.losses._numba as _numba
 from pyterrier_svmmap.svm.losses.base import CutoffLoss
-
-
-def reciprocal_rank(ranking: np.ndarray, labels: np.ndarray, k: Optional[int] = None) -> float:
-    """1/(1 + r) for the 0-based rank r of the first relevant candidate if r < k, else 0."""
-    rel = np.asarray(labels)[ranking] > 0
-    if not rel.any():
-        return 0.0
-    r = int(np.argmax(rel))
-    return 0.0 if (k is not None and r >= k) else 1.0 / (1 + r)
 
 
 class MRRLoss(_numba.CompiledBatch, CutoffLoss):
@@ -24,9 +13,14 @@ class MRRLoss(_numba.CompiledBatch, CutoffLoss):
     name = "mrr"
 
     def delta(self, ranking: np.ndarray, labels: np.ndarray) -> float:
-        if not (np.asarray(labels) > 0).any():
+        labels = np.asarray(labels)
+        if not (labels > 0).any():
             return 0.0
-        return 1.0 - reciprocal_rank(ranking, labels, self.k)
+        rel = labels[ranking] > 0
+        if not rel.any():
+            return 1.0
+        r = int(np.argmax(rel))                    # the 0-based rank of the first relevant candidate
+        return 1.0 if self.k is not None and r >= self.k else 1.0 - 1.0 / (1 + r)
 
     def psi_coef(self, ranking: np.ndarray, labels: np.ndarray) -> np.ndarray:
         ranking = np.asarray(ranking)

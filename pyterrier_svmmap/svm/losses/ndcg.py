@@ -27,16 +27,6 @@ def discounts(n: int, k: Optional[int]) -> np.ndarray:
     return d
 
 
-def ndcg_of_ranking(ranking: np.ndarray, labels: np.ndarray, k: Optional[int] = None) -> float:
-    """nDCG@k of a ranking with binary gains (label > 0), 0 when nothing is relevant."""
-    rel = np.asarray(labels)[ranking] > 0
-    n_pos = int(rel.sum())
-    if n_pos == 0:
-        return 0.0
-    d = discounts(len(rel), k)
-    return float(d[rel].sum() / d[:n_pos].sum())
-
-
 class NDCGLoss(_numba.CompiledBatch, CutoffLoss):
     """Δ = 1 − nDCG@k (binary gains; ``k=None``: no cutoff, SVM-NDCG-NC), pairwise Ψ, exact DP argmax."""
 
@@ -44,9 +34,12 @@ class NDCGLoss(_numba.CompiledBatch, CutoffLoss):
     psi_coef = staticmethod(pairwise_psi_coef)     # the normalised pairwise Ψ
 
     def delta(self, ranking: np.ndarray, labels: np.ndarray) -> float:
-        if not (np.asarray(labels) > 0).any():
+        labels = np.asarray(labels)
+        if not (labels > 0).any():
             return 0.0
-        return 1.0 - ndcg_of_ranking(ranking, labels, self.k)
+        rel = labels[ranking] > 0                  # 1 − nDCG@k with binary gains
+        n_pos, d = int(rel.sum()), discounts(len(rel), self.k)
+        return 1.0 - (float(d[rel].sum() / d[:n_pos].sum()) if n_pos else 0.0)
 
     def kernel_params(self, n: int) -> tuple:
         return _numba.as_int(self.k), discount_table(n + 1)

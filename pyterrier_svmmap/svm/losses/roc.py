@@ -8,17 +8,6 @@ from pyterrier_svmmap.svm.losses.base import Loss
 from pyterrier_svmmap.svm.losses.map import pairwise_psi_coef
 
 
-def misordered_fraction(ranking: np.ndarray, labels: np.ndarray) -> float:
-    """Fraction of (relevant, non-relevant) pairs in which the non-relevant candidate ranks first."""
-    rel = np.asarray(labels)[ranking] > 0
-    n_pos = int(rel.sum())
-    n_neg = len(rel) - n_pos
-    if n_pos == 0 or n_neg == 0:
-        return 0.0
-    neg_above = np.cumsum(~rel) - (~rel)
-    return float(neg_above[rel].sum()) / (n_pos * n_neg)
-
-
 class ROCLoss(_numba.CompiledBatch, Loss):
     """Δ = 1 − ROC area (pairwise misorderings), pairwise Ψ; exact O(n log n) argmax."""
 
@@ -26,5 +15,11 @@ class ROCLoss(_numba.CompiledBatch, Loss):
     psi_coef = staticmethod(pairwise_psi_coef)     # the normalised pairwise Ψ
 
     def delta(self, ranking: np.ndarray, labels: np.ndarray) -> float:
-        return misordered_fraction(ranking, labels)
+        rel = np.asarray(labels)[ranking] > 0      # the fraction of (relevant, non-relevant) pairs misordered
+        n_pos = int(rel.sum())
+        n_neg = len(rel) - n_pos
+        if n_pos == 0 or n_neg == 0:
+            return 0.0
+        neg_above = np.cumsum(~rel) - (~rel)
+        return float(neg_above[rel].sum()) / (n_pos * n_neg)
 
