@@ -57,10 +57,8 @@ def run(args: argparse.Namespace) -> int:
     # ties broken as transform breaks them (pyterrier_svmmap.ties), docnos from the '#docid =' comments
     test = data.queries()
     scores = ranking_scores(model, test.raw, test.offsets, test.docnos)
-    if args.trec:
-        text = run_text(data, data.ungroup(scores), args.run_name)
-    else:      # full precision (shortest repr that reads back to the same float): 10 digits would create ties
-        text = "".join(f"{float(x)!r}\n" for x in data.ungroup(scores))
+    ungrouped = data.ungroup(scores)   # without --trec full precision (the shortest repr): 10 digits would create ties
+    text = run_text(data, ungrouped, args.run_name) if args.trec else "".join(f"{float(x)!r}\n" for x in ungrouped)
     files = {args.predictions: text, **({args.qrels: qrels_text(data)} if args.qrels else {})}
     for path, content in files.items():
         Path(path).parent.mkdir(parents=True, exist_ok=True)

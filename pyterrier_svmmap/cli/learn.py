@@ -264,9 +264,8 @@ def fit(ranker, data, valid, files: List[str], args: argparse.Namespace, executo
             else:
                 fit_on_cluster(ranker, files, args.valid, executor)
         except ValueError as e:
-            message = str(e)
-            raise UsageError(message if message.startswith(str(files[0])) else f"{', '.join(files)}: {message}") \
-                from None
+            where = "" if str(e).startswith(str(files[0])) else f"{', '.join(files)}: "
+            raise UsageError(f"{where}{e}") from None
         finally:
             if executor is not None:
                 from pyterrier_svmmap.scale.client import close_client

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import sys
 import warnings
 from pathlib import Path
 from typing import List
@@ -99,8 +98,7 @@ def run(args: argparse.Namespace) -> int:
     finally:                          # the warnings, logged once each (one line, no source line)
         for text in dict.fromkeys(str(w.message) for w in caught):
             log.warning("%s", text)
-    print(results.table())
-    sys.stdout.flush()
+    print(results.table(), flush=True)
     if args.out:
         letor.write_json(results, args.out)
         log.info("results written to %s", args.out)

@@ -448,9 +448,8 @@ def run_letor(directory: Union[str, Path], learners: Optional[Union[str, Sequenc
     names = learner_names(learners)
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"threads must be a positive integer, got {threads!r}")
-    paths = discover_folds(directory, folds)
     t = time.perf_counter()
-    data = load_folds(paths)
+    data = load_folds(discover_folds(directory, folds))
     out = LetorResults(str(directory), rel, list(data), parse_seconds=time.perf_counter() - t)
     n_lines = sum(len(s.labels) for f in data.values() for s in (f.train, f.vali, f.test))
     log.info("read %d folds of %s: %d lines, %d features (%.1fs)", len(data), directory, n_lines,

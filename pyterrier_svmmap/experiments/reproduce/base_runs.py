@@ -261,10 +261,9 @@ def base_runs(collection, out: Path, topics: Optional[pd.DataFrame] = None,
         raise ValueError(f"--threads must be at least 1, got {threads!r} (PISA with 0 threads retrieves nothing)")
     if not isinstance(num_results, int) or num_results < 1:
         raise ValueError(f"the base runs' depth must be at least 1, got {num_results!r}")
-    out = Path(out)
     topics = collection.topics if topics is None else topics
     names = list(names) if names is not None else base_names()
-    run_dir = out / "runs"
+    run_dir = Path(out) / "runs"
     run_dir.mkdir(parents=True, exist_ok=True)
 
     keys = {name: run_key(collection, topics, name, num_results) for name in names}

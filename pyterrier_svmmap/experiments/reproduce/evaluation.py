@@ -39,9 +39,8 @@ class Evaluator:
     RR_K = 10
 
     def __init__(self, qrels: pd.DataFrame):
-        q = pd.DataFrame({"qid": qrels["qid"].astype(str).to_numpy(), "docno": qrels["docno"].astype(str).to_numpy(),
-                          "label": qrels["label"].astype(int).to_numpy()})
-        q = q.drop_duplicates(["qid", "docno"], keep="last")
+        q = qrels[["qid", "docno", "label"]].astype({"qid": str, "docno": str, "label": int}).drop_duplicates(
+            ["qid", "docno"], keep="last")
         q_code, qids = pd.factorize(q["qid"])
         d_code, docnos = pd.factorize(q["docno"])
         self._qids, self._docnos = pd.Index(qids), pd.Index(docnos)
@@ -162,9 +161,8 @@ def aggregate(per_trial: pd.DataFrame, reference: Optional[str], fit_seconds: Di
                 row[f"vs_{versus}"] = compare(vals["map"], other)
         rows.append(row)
     out = pd.DataFrame(rows)
-    out["_order"] = out["kind"].map(KIND_ORDER).fillna(len(KIND_ORDER))
-    out = out.sort_values(["_order", "map"], ascending=[True, False], kind="stable")
-    return out.drop(columns="_order").reset_index(drop=True)
+    order = np.lexsort((-out["map"].to_numpy(), out["kind"].map(KIND_ORDER).fillna(len(KIND_ORDER)).to_numpy()))
+    return out.iloc[order].reset_index(drop=True)
 
 
 def best_base(summary: pd.DataFrame) -> Optional[str]:

@@ -271,13 +271,11 @@ def make_splits(qids: Sequence[str], trials: int = 50, train: int = 10, valid: i
             else:
                 chosen.append(stream.pop(pos))
         chosen_arr = np.array(chosen)
-        # fewest validation roles first, ties at random
-        order = np.lexsort((rng.random(m), valid_count[chosen_arr]))
+        order = np.lexsort((rng.random(m), valid_count[chosen_arr]))    # fewest validation roles first, ties at random
         va, tr = chosen_arr[order[:valid]], chosen_arr[order[valid:]]
         valid_count[va] += 1
-        held = set(chosen)
         splits.append(Split(t, tuple(qids[i] for i in sorted(tr)), tuple(qids[i] for i in sorted(va)),
-                            tuple(qids[i] for i in range(n) if i not in held)))
+                            tuple(qids[i] for i in np.setdiff1d(np.arange(n), chosen_arr))))
     return splits
 
 

@@ -184,8 +184,7 @@ class _Trials:
     def _fit_and_test(self, est, split, tr, qtr, va, qva, te, test, converted: Optional[dict] = None
                       ) -> Tuple[pd.DataFrame, float]:
         """Fit ``est`` on the split's training (and validation) queries: its per-query test measures and the fit's
-        seconds. An estimator with an array-level path takes it (:meth:`_fit_and_test_candidates`) unless
-        ``converted`` is None."""
+        seconds; by :meth:`_fit_and_test_candidates` if it has that path and ``converted`` is given."""
         if converted is not None and hasattr(est, "fit_candidates") and hasattr(est, "score_candidates") \
                 and len(tr) and len(te):
             return self._fit_and_test_candidates(est, split, tr, qtr, va, qva, te, test, converted)
@@ -213,8 +212,7 @@ class _Trials:
         est.fit_candidates(train, valid, feature_names=tr.attrs.get("feature_names"))
         seconds = time.perf_counter() - t
         scores = est.score_candidates(cands)
-        keep = (ranks_within_queries(scores, cands.offsets)[1] < self.depth if self.depth is not None
-                else np.ones(len(scores), dtype=bool))
+        keep = ranks_within_queries(scores, cands.offsets)[1] < self.depth if self.depth is not None else slice(None)
         pq = self.evaluator.per_query_codes(q_code[keep], q_strings, d_code[keep], d_strings, scores[keep], test)
         return pq, seconds
 
@@ -329,8 +327,7 @@ def _stop_pool(pool) -> None:
     processes = list((getattr(pool, "_processes", None) or {}).values())   # shutdown() forgets them
     pool.shutdown(wait=False, cancel_futures=True)
     for p in processes:
-        if p.is_alive():
-            p.terminate()
+        p.terminate()                                       # a no-op for a process that has ended
     for p in processes:
         p.join(timeout=5)
 
