@@ -130,14 +130,11 @@ def shard_sums(X: FeatureMatrix, labels: np.ndarray, offsets: np.ndarray, w: np.
 
 def many_shard_sums(shards: Sequence[tuple], w: np.ndarray, losses: Sequence[Loss]
                     ) -> List[List[Tuple[np.ndarray, float]]]:
-    """:func:`shard_sums` of every (X, labels, offsets) shard, in shard order, on :func:`~pyterrier_svmmap.threads.current`
-    threads.
-
-    Shards too small to be cut among the threads (fewer than ``threads × MIN_PER_PIECE`` candidates on
-    average) are spread instead: consecutive shards in groups of nearly equal candidates, one group per
-    thread, each shard on one thread. Every shard's sums are the same either way (each piece is the same
-    serial kernel), so the model does not depend on how the work was spread.
-    """
+    """:func:`shard_sums` of every (X, labels, offsets) shard, in shard order, on
+    :func:`~pyterrier_svmmap.threads.current` threads; shards too small to be cut among them (fewer than ``threads ×
+    MIN_PER_PIECE`` candidates on average) are spread instead, consecutive shards in groups of nearly equal
+    candidates, one group per thread. Every shard's sums are the same either way (each is the same serial kernel),
+    so the model does not depend on how the work was spread."""
     k = threads.current()
     sizes = np.array([len(ls) for _, ls, _ in shards], dtype=np.int64)
     if len(shards) < 2 or k < 2 or sizes.mean() >= k * threads.MIN_PER_PIECE:

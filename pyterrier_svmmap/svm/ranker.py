@@ -446,8 +446,7 @@ class StructSVMRanker(Parametrized):
                                    progress.reporter(features_name(features), fold)), f
 
     def _solve(self, oracle, grid: Sequence[float], prior: Optional[np.ndarray], report=None) -> list:
-        """The solver's path of C on ``oracle``'s data, here or on a cluster's shards: the one call of
-        :func:`~pyterrier_svmmap.svm.cutting_plane.train_path` with this ranker's loss, ``epsilon`` and ``max_iter``."""
+        """:func:`~pyterrier_svmmap.svm.cutting_plane.train_path` on ``oracle``'s data (here or a cluster's shards)."""
         return solver.train_path(None, None, None, self.slack_groups(1.0), grid, epsilon=self.epsilon,
                                  max_iter=self.max_iter, prior=prior, oracle=oracle, on_result=report,
                                  warn=report is None)

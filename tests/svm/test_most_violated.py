@@ -1,6 +1,6 @@
 """The compiled single-query argmax (``Loss.argmax``, what :func:`most_violated` returns) of every loss.
 
-Each loss's ranking kernel (``ranking_call``) shares its solver with the loss's batch kernel; it is checked
+Each loss's ranking kernel (``kernel_call(n, "ranking")``) shares its solver with the loss's batch kernel; it is checked
 against brute force over all rankings (n ≤ 7), against the numpy reference implementation
 (``oracles/losses_reference.py``: equal H, and the very same ranking for the losses whose kernels keep the
 reference's tie rule), and against the batch path (the constraint of the returned ranking is the batch's).

@@ -1,10 +1,7 @@
 """Compiled slot search of the MAP argmax (numba), described in :mod:`.map`, written as loops — divide and conquer
 over non-relevant documents with an explicit stack — serial and ``nogil``; the MAP batch that calls it is
-:func:`._rank_kernels.map_batch`, whose callers run blocks of queries on threads
-(:func:`pyterrier_svmmap.threads.run_query_blocks`).
-
-Imported lazily by :mod:`.map`. The kernels are cached on disk (``cache=True``), so only the first use pays
-compilation. The tests compare them with numpy reference implementations (``tests/oracles/losses_reference.py``).
+:func:`._rank_kernels.map_batch`, whose callers run blocks of queries on threads. The tests compare it with numpy
+reference implementations (``tests/oracles/losses_reference.py``).
 """
 from __future__ import annotations
 

@@ -45,10 +45,6 @@ def check_batch(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
     return scores, np.ascontiguousarray(labels > 0), offsets
 
 
-#: a kernel and its parameters: ``kernel(scores, rel, order, offsets, *params, deltas, coef)``
-KernelCall = Tuple[Callable, tuple]
-
-
 def query_score_order(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Candidates (global indices) by query, then by decreasing score (ties in any fixed order).
 
@@ -140,20 +136,17 @@ class CompiledBatch:
         """The kernels' parameters after the data (cutoffs, tables) for queries of at most ``n`` candidates."""
         return ()
 
-    def kernel_call(self, n_max: int) -> KernelCall:
-        """The compiled batch violation and its parameters for queries of at most ``n_max`` candidates."""
-        return getattr(kernels(self.kernel_module), f"{self.name}_batch"), self.kernel_params(n_max)
-
-    def ranking_call(self, n: int) -> KernelCall:
-        """The compiled single-query argmax and its parameters for a query of ``n`` candidates."""
-        return getattr(kernels(self.kernel_module), f"{self.name}_ranking"), self.kernel_params(n)
+    def kernel_call(self, n: int, kind: str = "batch") -> Tuple[Callable, tuple]:
+        """The compiled batch violation (``kind="batch"``) or single-query argmax (``"ranking"``) and its parameters
+        for queries of at most ``n`` candidates."""
+        return getattr(kernels(self.kernel_module), f"{self.name}_{kind}"), self.kernel_params(n)
 
     def argmax(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
         """The most violated ranking of one query (candidate indices, best first), from the ranking kernel."""
         scores, rel, offsets = check_batch(scores, labels, np.array([0, len(np.asarray(scores))]))
         out = np.empty(len(scores), dtype=np.int64)
         if len(scores):
-            kernel, params = self.ranking_call(len(scores))
+            kernel, params = self.kernel_call(len(scores), "ranking")
             kernel(scores, rel, query_score_order(scores, offsets), 0, len(scores), *params, out)
         return out
 
