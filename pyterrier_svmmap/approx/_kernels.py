@@ -57,6 +57,23 @@ def _position_term(s, x, y, alpha, factored, Fx, E):
 
 
 @njit(cache=True, nogil=True)
+def _positions(s, rel, alpha, factored, E, F, pi, wsum):
+    """π̂(x) = 1 + Σ_{y≠x} σ(−α(s_x − s_y)) for x in ``rel`` (Eq. (20)) into ``pi``, and
+    Σ_{y≠x} W_xy (W = σ(1 − σ)) into ``wsum``."""
+    for i in range(rel.shape[0]):
+        x = rel[i]
+        acc_p = 0.0
+        acc_w = 0.0
+        for y in range(s.shape[0]):
+            if y != x:
+                p = _position_term(s, x, y, alpha, factored, F[i], E)
+                acc_p += p
+                acc_w += p * (1.0 - p)
+        pi[i] = 1.0 + acc_p
+        wsum[i] = acc_w
+
+
+@njit(cache=True, nogil=True)
 def _backward(s, rel, alpha, factored, E, F, g_pi, wsum, grad):
     """∂M/∂s from ∂M/∂π̂ (Eq. (42)): grad_y = α Σ_x g_x W_xy − [y ∈ rel] α g_y Σ_z W_yz."""
     n = s.shape[0]
@@ -78,24 +95,14 @@ def _backward(s, rel, alpha, factored, E, F, g_pi, wsum, grad):
 
 @njit(cache=True, nogil=True)
 def _query_positions(s, rel, alpha):
-    """The shared start of both measures: the exponential factors, π̂(x) = 1 + Σ_{y≠x} σ(−α(s_x − s_y)) for x in
-    ``rel`` (Eq. (20)) and Σ_{y≠x} W_xy (W = σ(1 − σ)) for the backward pass: (factored, E, F, π̂, wsum)."""
+    """The shared start of both measures: the exponential factors and the relevant candidates' π̂
+    (Eq. 20) with their sums for the backward pass: (factored, E, F, π̂, wsum)."""
     pi = np.empty(rel.shape[0])
     wsum = np.empty(rel.shape[0])
     E = np.empty(s.shape[0])
     F = np.empty(rel.shape[0])
     factored = _factors(s, rel, alpha, E, F)
-    for i in range(rel.shape[0]):
-        x = rel[i]
-        acc_p = 0.0
-        acc_w = 0.0
-        for y in range(s.shape[0]):
-            if y != x:
-                p = _position_term(s, x, y, alpha, factored, F[i], E)
-                acc_p += p
-                acc_w += p * (1.0 - p)
-        pi[i] = 1.0 + acc_p
-        wsum[i] = acc_w
+    _positions(s, rel, alpha, factored, E, F, pi, wsum)
     return factored, E, F, pi, wsum
 
 

@@ -18,11 +18,6 @@ from pyterrier_svmmap.svm.params import STRUCT_SVM_PARAMS
 log = logging.getLogger(__name__)
 
 
-def unprefixed(prefix: str, arrays: dict) -> dict:
-    """The arrays of keys ``prefix/name`` (:meth:`_Approx._get_state` keeps two objects' in one weights.npz)."""
-    return {k[len(prefix) + 1:]: v for k, v in arrays.items() if k.startswith(prefix + "/")}
-
-
 #: ApproxAP's and ApproxNDCG's parameters: φ's layout, then ApproxRanker's (``measure`` fixed, θ_0 = 0)
 APPROX_PARAMS = ParamSpec([
     Param("features", "minmax", "str", "The blocks of φ (:class:`~pyterrier_svmmap.features.encoder.FeatureEncoder`): "
@@ -67,13 +62,16 @@ class _Approx(RankerEstimator):
         return self.ranker_.decision_function(self.layout_.transform(raw, offsets))
 
     def _get_state(self):
+        """Both parts' states, their arrays as ``part/name`` in one weights.npz."""
         states = {"layout": self.layout_.get_state(), "ranker": self.ranker_.get_state()}
         return (dict({part: meta for part, (meta, _) in states.items()}, tie_function=int(self.tie_function_)),
                 {f"{part}/{k}": v for part, (_, arrays) in states.items() for k, v in arrays.items()})
 
     def _set_state(self, meta: dict, arrays: dict) -> None:
-        self.layout_ = FeatureLayout.from_state(meta["layout"], unprefixed("layout", arrays))
-        self.ranker_ = approx.ApproxRanker.from_state(meta["ranker"], unprefixed("ranker", arrays))
+        parts = {p: {k[len(p) + 1:]: v for k, v in arrays.items() if k.startswith(p + "/")}
+                 for p in ("layout", "ranker")}
+        self.layout_ = FeatureLayout.from_state(meta["layout"], parts["layout"])
+        self.ranker_ = approx.ApproxRanker.from_state(meta["ranker"], parts["ranker"])
         self.n_functions_ = self.layout_.n_functions
         self.base_names_ = list(self.layout_.base_names)
         self.tie_function_ = int(meta["tie_function"])

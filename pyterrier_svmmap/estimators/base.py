@@ -164,9 +164,7 @@ class RankerEstimator(Parametrized, pt.Estimator, pt.Artifact):
         position = pd.Index(first_seen).get_indexer(cands.qids)
         rows = by_rank[np.argsort(position[q[by_rank]], kind="stable")]
         out = cands.frame.drop(columns="rank", errors="ignore").iloc[rows].reset_index(drop=True)
-        out["score"] = scores[rows]
-        out["rank"] = rank[rows]
-        return out
+        return out.assign(score=scores[rows], rank=rank[rows])
 
     def named_features(self) -> Optional[List[str]]:
         """The base functions' names the model was trained with, or None for the placeholders ``f0, f1, ...``."""

@@ -120,8 +120,7 @@ def _without_implied(params: dict, implied: Dict[str, Any]) -> dict:
 
 def implied_params(cls) -> Dict[str, Any]:
     """The parameters of ``cls`` that older files lack, with what such a file means."""
-    spec = getattr(cls, "PARAMS", None)
-    return dict(spec.implied) if spec is not None else {}
+    return dict(cls.PARAMS.implied) if hasattr(cls, "PARAMS") else {}
 
 
 def read_model(path: Union[str, Path]) -> Tuple[dict, Dict[str, np.ndarray]]:

@@ -108,8 +108,7 @@ class DaskExecutor:
             ranker.n_functions_ = data.n_functions
             if base_names is not None and len(base_names) != ranker.n_functions_:
                 raise ValueError(f"{len(base_names)} base names for {ranker.n_functions_} base functions")
-            ranker.base_names_ = (list(base_names) if base_names is not None
-                                  else default_base_names(ranker.n_functions_))
+            ranker.base_names_ = default_base_names(ranker.n_functions_) if base_names is None else list(base_names)
             valid = read_valid(valid, ranker.n_functions_)
             reference = ranker.reference_column()
             ranker.tie_function_ = data.best_function() if reference is None else reference
@@ -164,11 +163,10 @@ def _train_sharded(ranker, data: "ShardedData", features):
     grid = resolve_c_grid(ranker.C, data.spread() if is_auto_c(ranker.C) else 0.0)
     oracle = ShardOracle(data, [g.loss for g in ranker.slack_groups(1.0)], layout.dim)
     results = ranker._solve(oracle, grid, w0)
-    data.traffic[features_name(features)] = dict(iterations=oracle.calls,
-                                                 bytes_per_iteration=oracle.bytes_per_iteration,
-                                                 tasks=oracle.tasks, oracle_seconds=oracle.seconds,
-                                                 busiest_worker_seconds=oracle.busiest_seconds,
-                                                 worker_seconds=oracle.worker_seconds)
+    data.traffic[features_name(features)] = dict(
+        iterations=oracle.calls, bytes_per_iteration=oracle.bytes_per_iteration, tasks=oracle.tasks,
+        oracle_seconds=oracle.seconds, busiest_worker_seconds=oracle.busiest_seconds,
+        worker_seconds=oracle.worker_seconds)
     return (layout, results, f), grid
 
 
