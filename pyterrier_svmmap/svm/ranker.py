@@ -63,7 +63,30 @@ class StructSVMRanker(Parametrized):
                           fallback_alpha=DEFAULT_ALPHA, min_valid_queries=DEFAULT_MIN_VALID_QUERIES,
                           average_folds=True, rel=1.0, verbose=False, executor=None, queries_per_shard=1000,
                           n_jobs=None):
-        vars(self).update({k: v for k, v in locals().items() if k != "self"})      # stored as given (sklearn)
+        self.C = C
+        self.loss = loss
+        self.loss_params = loss_params
+        self.features = features
+        self.normalise = normalise
+        self.n_bins = n_bins
+        self.binning = binning
+        self.threshold_depth = threshold_depth
+        self.epsilon = epsilon
+        self.max_iter = max_iter
+        self.prior = prior
+        self.prior_scale = prior_scale
+        self.first_stage = first_stage
+        self.cv = cv
+        self.random_state = random_state
+        self.selection = selection
+        self.fallback_alpha = fallback_alpha
+        self.min_valid_queries = min_valid_queries
+        self.average_folds = average_folds
+        self.rel = rel
+        self.verbose = verbose
+        self.executor = executor
+        self.queries_per_shard = queries_per_shard
+        self.n_jobs = n_jobs
 
     def check_params(self) -> None:
         """ValueError naming the first parameter that cannot work, alone (:data:`STRUCT_SVM_PARAMS`' checks) or
