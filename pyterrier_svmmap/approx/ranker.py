@@ -307,8 +307,7 @@ class ApproxRanker(Parametrized):
                 "params": {**json_params(params, type(self).__name__), "w0": None if w0 is None else "array"},
                 **_json_record({k: getattr(self, k + "_") for k, _ in self._META_SCALARS}, self._META_SCALARS),
                 "search_results": [_json_record(r, self._SEARCH_SCALARS) for r in self.search_results_]}
-        arrays = {"coef": np.array(self.coef_, dtype=float),
-                  "coef_path": np.array(self.coef_path_, dtype=float)}
+        arrays = {"coef": np.array(self.coef_, dtype=float), "coef_path": np.array(self.coef_path_, dtype=float)}
         T = len(self.coef_path_)
         for name in self._CURVES:
             arrays[name] = np.array(getattr(self, name + "_"), dtype=float)

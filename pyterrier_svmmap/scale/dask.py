@@ -358,15 +358,15 @@ class ShardOracle:
 
     def __init__(self, data: ShardedData, losses, dim: int):
         self.data, self.losses, self.dim = data, list(losses), int(dim)
+        self.n_groups = len(self.losses)                # the oracle protocol's slack groups
         self.calls = self.tasks = 0
         self.seconds = self.busiest_seconds = self.worker_seconds = 0.0
 
     @property
     def bytes_per_iteration(self) -> int:
         """w to every worker asked plus (vector, number) per group back from every shard."""
-        n_shards = len(self.data.shards)
         per_call = self.tasks / self.calls if self.calls else 1
-        return int(round(8 * self.dim * per_call)) + n_shards * len(self.losses) * 8 * (self.dim + 1)
+        return int(round(8 * self.dim * per_call)) + len(self.data.shards) * self.n_groups * 8 * (self.dim + 1)
 
     def __call__(self, w: np.ndarray):
         data = self.data
