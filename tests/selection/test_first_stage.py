@@ -93,6 +93,16 @@ def test_the_default_falls_back_to_the_declared_first_stage_not_the_best_trainin
     assert best.first_stage_ is None and best.prior_function_ == "good" and best.tie_function_ == 1
 
 
+def test_the_fallback_is_the_prior_at_its_scale():
+    """The fallback's weights are the prior's w₀ at ``prior_scale``, in cross-validation as in the final model."""
+    topics, runs, qrels = _noise_runs()
+    res = RunFeatures(runs, first="first").transform(topics)
+    models = [SVMMap(fallback_alpha=1e-9, prior_scale=scale).fit(res, qrels) for scale in (1.0, 3.0)]
+    assert all(m.choice_["fallback"] for m in models)
+    np.testing.assert_allclose(models[1].coef_, 3.0 * models[0].coef_, rtol=1e-12)
+    assert np.abs(models[0].coef_).max() > 0
+
+
 def test_the_prior_is_centred_on_the_first_stage():
     topics, runs, qrels = _noise_runs()
     res = RunFeatures(runs).transform(topics)
