@@ -24,19 +24,12 @@ def dorm_query(scores, rel, order, lo, hi, k, window, D, A, coef):
     n = P + N
     m = n if (window < 0 or window > n) else window
     # c(y*): the mean of A over the ranks of the class (average over all correct rankings)
-    ideal_p = A[:P].sum() / P if P > 0 else 0.0
-    ideal_n = A[P:n].sum() / N if N > 0 else 0.0
-    for g in range(P):
-        coef[pi[g]] = ideal_p
-    for j in range(N):
-        coef[ni[j]] = ideal_n
+    coef[pi] = A[:P].sum() / P if P > 0 else 0.0
+    coef[ni] = A[P:n].sum() / N if N > 0 else 0.0
     if P == 0 or N == 0:                         # every ranking is correct: ŷ follows the scores
-        if P > 0:
-            for r in range(min(P, m)):
-                coef[pi[r]] -= A[r]
-        else:
-            for r in range(min(N, m)):
-                coef[ni[r]] -= A[r]
+        only = pi if P > 0 else ni
+        for r in range(m):                       # m ≤ n, the size of the class
+            coef[only[r]] -= A[r]
         return 0.0
     took_rel, g_best, idcg = dorm_dp(ps, ns, m, k, D, A)
     top = np.empty(m, dtype=np.int64)

@@ -95,13 +95,6 @@ def split_classes(scores, rel, order, lo, hi):
 
 
 @njit(cache=True, nogil=True)
-def zero_query(order, lo, hi, coef):
-    """Coefficients 0 for every candidate of the query (no constraint: one class is empty)."""
-    for r in range(lo, hi):
-        coef[order[r]] = 0.0
-
-
-@njit(cache=True, nogil=True)
 def pairwise_coef(pi, ni, counts, coef):
     """c(y*) − c(ŷ) of the pairwise map φ_po (Chakrabarti et al. Eq. 3; Yue et al. §3) for the
     ranking where the g-th relevant candidate has ``counts[g]`` (non-decreasing) non-relevant above it:
@@ -129,7 +122,7 @@ def map_query(scores, rel, order, lo, hi, H, coef):
     P = pi.shape[0]
     N = ni.shape[0]
     if P == 0 or N == 0:
-        zero_query(order, lo, hi, coef)
+        coef[order[lo:hi]] = 0.0                 # no constraint: one class is empty
         return 0.0
     slots = np.empty(N, dtype=np.int64)
     slot_search(ps, ns, H, 0.0, slots)
@@ -285,7 +278,7 @@ def ndcg_query(scores, rel, order, lo, hi, k, D, coef):
     P = pi.shape[0]
     N = ni.shape[0]
     if P == 0 or N == 0:
-        zero_query(order, lo, hi, coef)
+        coef[order[lo:hi]] = 0.0                 # no constraint: one class is empty
         return 0.0
     counts = np.empty(P, dtype=np.int64)
     kk, idcg = ndcg_solve(ps, ns, k, D, counts)
@@ -339,14 +332,13 @@ def mrr_query(scores, rel, order, lo, hi, k, coef):
     """Δ(r̂) of one query; writes −1 for the r̂ best non-relevant candidates, r̂ for g_min, 0 elsewhere
     (r̂ from :func:`mrr_best_r`)."""
     pi, ps, ni, ns = split_query(scores, rel, order, lo, hi)
-    zero_query(order, lo, hi, coef)
+    coef[order[lo:hi]] = 0.0
     P = pi.shape[0]
     N = ni.shape[0]
     if P == 0 or N == 0:
         return 0.0
     br = mrr_best_r(ps, ns, k)
-    for l in range(br):
-        coef[ni[l]] = -1.0
+    coef[ni[:br]] = -1.0
     coef[pi[P - 1]] = float(br)
     if br == 0:
         return 0.0
@@ -391,13 +383,10 @@ def roc_query(scores, rel, order, lo, hi, coef):
     P = pi.shape[0]
     N = ni.shape[0]
     if P == 0 or N == 0:
-        zero_query(order, lo, hi, coef)
+        coef[order[lo:hi]] = 0.0                 # no constraint: one class is empty
         return 0.0
     pairwise_coef(pi, ni, counts, coef)
-    misordered = 0
-    for a in range(P):
-        misordered += counts[a]
-    return misordered / (P * N)
+    return counts.sum() / (P * N)
 
 
 @njit(cache=True, nogil=True)
@@ -447,10 +436,7 @@ def merge_by_counts(pi, ni, counts, out):
             b += 1
         out[r] = pi[g]
         r += 1
-    while b < N:
-        out[r] = ni[b]
-        r += 1
-        b += 1
+    out[r:r + N - b] = ni[b:]
 
 
 @njit(cache=True, nogil=True)
@@ -524,8 +510,7 @@ def mrr_ranking(scores, rel, order, lo, hi, k, out):
         return
     P = pi.shape[0]
     br = mrr_best_r(ps, ns, k)
-    for l in range(br):
-        out[l] = ni[l]
+    out[:br] = ni[:br]
     out[br] = pi[P - 1]
     merge_by_score(pi[:P - 1], ps[:P - 1], 0, ni, ns, br, False, out, br + 1)
 
