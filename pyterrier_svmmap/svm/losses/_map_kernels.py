@@ -31,10 +31,7 @@ def slot_search(pos, neg, table, inv_idcg, slots):
         depth += 1
         n >>= 1
     stack = np.empty((2 * depth + 4, 4), dtype=np.int64)
-    stack[0, 0] = 0
-    stack[0, 1] = N
-    stack[0, 2] = 0
-    stack[0, 3] = P
+    stack[0] = (0, N, 0, P)
     sp = 1
     while sp > 0:
         sp -= 1
@@ -43,8 +40,7 @@ def slot_search(pos, neg, table, inv_idcg, slots):
         klo = stack[sp, 2]
         khi = stack[sp, 3]
         if klo == khi:
-            for r in range(jlo, jhi):
-                slots[r] = klo
+            slots[jlo:jhi] = klo
             continue
         mid = (jlo + jhi) // 2
         j = mid + 1
@@ -61,14 +57,8 @@ def slot_search(pos, neg, table, inv_idcg, slots):
                 bt = t
         slots[mid] = bt
         if mid + 1 < jhi:
-            stack[sp, 0] = mid + 1
-            stack[sp, 1] = jhi
-            stack[sp, 2] = bt
-            stack[sp, 3] = khi
+            stack[sp] = (mid + 1, jhi, bt, khi)
             sp += 1
         if jlo < mid:
-            stack[sp, 0] = jlo
-            stack[sp, 1] = mid
-            stack[sp, 2] = klo
-            stack[sp, 3] = bt
+            stack[sp] = (jlo, mid, klo, bt)
             sp += 1
