@@ -105,9 +105,7 @@ def dorm_ranking(scores, rel, order, lo, hi, k, window, D, A, out):
     pi, ps, ni, ns, whole = ranking_classes(scores, rel, order, lo, hi, out)
     if whole:
         return
-    P = pi.shape[0]
-    N = ni.shape[0]
-    n = P + N
+    n = pi.shape[0] + ni.shape[0]
     m = n if (window < 0 or window > n) else window
     took_rel, g_best, _ = dorm_dp(ps, ns, m, k, D, A)
     dorm_top(pi, ni, m, took_rel, g_best, out)

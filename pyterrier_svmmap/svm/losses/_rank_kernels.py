@@ -276,8 +276,7 @@ def ndcg_query(scores, rel, order, lo, hi, k, D, coef):
     """Δ(ŷ) of one query for Δ = 1 − nDCG@k (k = −1: no cutoff); writes c(y*) − c(ŷ) into ``coef``."""
     pi, ps, ni, ns = split_query(scores, rel, order, lo, hi)
     P = pi.shape[0]
-    N = ni.shape[0]
-    if P == 0 or N == 0:
+    if P == 0 or ni.shape[0] == 0:
         coef[order[lo:hi]] = 0.0                 # no constraint: one class is empty
         return 0.0
     counts = np.empty(P, dtype=np.int64)
@@ -333,16 +332,12 @@ def mrr_query(scores, rel, order, lo, hi, k, coef):
     (r̂ from :func:`mrr_best_r`)."""
     pi, ps, ni, ns = split_query(scores, rel, order, lo, hi)
     coef[order[lo:hi]] = 0.0
-    P = pi.shape[0]
-    N = ni.shape[0]
-    if P == 0 or N == 0:
+    if pi.shape[0] == 0 or ni.shape[0] == 0:
         return 0.0
     br = mrr_best_r(ps, ns, k)
     coef[ni[:br]] = -1.0
-    coef[pi[P - 1]] = float(br)
-    if br == 0:
-        return 0.0
-    return mrr_delta(br, k)
+    coef[pi[-1]] = float(br)
+    return mrr_delta(br, k)                      # 0 for r̂ = 0
 
 
 @njit(cache=True, nogil=True)
@@ -479,11 +474,9 @@ def map_ranking(scores, rel, order, lo, hi, H, out):
     pi, ps, ni, ns, whole = ranking_classes(scores, rel, order, lo, hi, out)
     if whole:
         return
-    P = pi.shape[0]
-    N = ni.shape[0]
-    slots = np.empty(N, dtype=np.int64)
+    slots = np.empty(ni.shape[0], dtype=np.int64)
     slot_search(ps, ns, H, 0.0, slots)
-    counts = np.empty(P, dtype=np.int64)
+    counts = np.empty(pi.shape[0], dtype=np.int64)
     counts_from_slots(slots, counts)
     merge_by_counts(pi, ni, counts, out)
 
@@ -494,8 +487,7 @@ def ndcg_ranking(scores, rel, order, lo, hi, k, D, out):
     pi, ps, ni, ns, whole = ranking_classes(scores, rel, order, lo, hi, out)
     if whole:
         return
-    P = pi.shape[0]
-    counts = np.empty(P, dtype=np.int64)
+    counts = np.empty(pi.shape[0], dtype=np.int64)
     ndcg_solve(ps, ns, k, D, counts)
     merge_by_counts(pi, ni, counts, out)
 
