@@ -172,10 +172,7 @@ def _face_step(G, x, idx, nr, gid, c_full, ng):
             for c in range(nr):
                 g -= K[a, c] * x[idx[c]]
         rhs[a] = d[a] * g
-    Ks = np.empty((N, N))
-    for a in range(N):
-        for c in range(N):
-            Ks[a, c] = K[a, c] * d[a] * d[c]
+    Ks = K * d[:, None] * d[None, :]
     y = _kkt_solve(Ks, rhs)
     resid = rhs - Ks @ y
     null_dir = (d * resid)[:p]
@@ -323,18 +320,15 @@ def _factor_step(G, b, x, idx, nr, gid, L, order, where, r, ng):
             if not S[f, f] > 0:
                 return np.zeros(p), lam, False
             dg[f] = 1.0 / np.sqrt(S[f, f])
-        for f in range(n_f):                              # equilibrated: groups of very different scales
-            rhs[f] *= dg[f]
-            for h in range(n_f):
-                S[f, h] *= dg[f] * dg[h]
+        rhs *= dg                                         # equilibrated: groups of very different scales
+        S *= np.outer(dg, dg)
         y = _kkt_solve(S, rhs)
         for f in range(n_f):
             lam[fixed[f]] = dg[f] * y[f]
             for a in range(r):
                 s[a] -= V[f, a] * lam[fixed[f]]
     step = np.zeros(p)
-    for a in range(nr):
-        step[a] = s[where[idx[a]]]
+    step[:nr] = s[where[idx[:nr]]]
     for a in range(nr, p):
         k = gid[idx[a]]
         acc = 0.0
@@ -358,8 +352,7 @@ def active_set(G, b, group, C, alpha, max_rounds, rtol, factor):
     n = m + ng
     gid = np.empty(n, dtype=np.int64)
     gid[:m] = group
-    for k in range(ng):
-        gid[m + k] = k
+    gid[m:] = np.arange(ng)
     x = np.zeros(n)                         # the feasible start: α clipped at 0, each group scaled into its budget
     for i in range(m):
         x[i] = max(alpha[i], 0.0)
@@ -429,15 +422,12 @@ def active_set(G, b, group, C, alpha, max_rounds, rtol, factor):
             if not _pair_step_into(G, b, group, C, x, entering, m):
                 return x[:m].copy(), False
         else:
-            for a in range(idx.shape[0]):
-                x[idx[a]] += t * step[a]
+            x[idx] += t * step
             x[blocking] = 0.0
             if factor and not use_factor and retries < MAX_REFACTOR:
                 use_factor = True                           # a variable left: the face may be regular again
                 retries += 1
-        for v in range(n):
-            if x[v] < 0:
-                x[v] = 0.0
+        x[x < 0] = 0.0
         _fix_budgets(x, group, C, m)
         entering = -1
         P = x > 0
