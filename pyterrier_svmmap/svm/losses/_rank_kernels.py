@@ -70,10 +70,7 @@ def split_query(scores, rel, order, lo, hi):
 def split_classes(scores, rel, order, lo, hi):
     """:func:`split_query` with equal scores in the order of ``order`` (MAP's: either order of equal scores gives a
     most violated ranking with the same Δ, though tied candidates' coefficients may trade places)."""
-    P = 0
-    for r in range(lo, hi):
-        if rel[order[r]]:
-            P += 1
+    P = rel[lo:hi].sum()                         # order[lo:hi] is a permutation of lo..hi − 1
     N = hi - lo - P
     pi = np.empty(P, dtype=np.int64)
     ps = np.empty(P)
