@@ -35,8 +35,8 @@ class StructSVM(RankerEstimator):
                           n_bins=50, binning="quantile", threshold_depth=200, epsilon=1e-3, max_iter=1000,
                           prior=DEFAULT_PRIOR, prior_scale=1.0, first_stage="auto", cv=5, random_state=0,
                           selection="auto", fallback_alpha=DEFAULT_ALPHA, min_valid_queries=DEFAULT_MIN_VALID_QUERIES,
-                          average_folds=True, rel=1.0, verbose=False, executor=None, queries_per_shard=1000,
-                          n_jobs=None):
+                          average_folds=True, share_cuts=False, rel=1.0, verbose=False, executor=None,
+                          queries_per_shard=1000, n_jobs=None):
         self.C = C
         self.loss = loss
         self.loss_params = loss_params
@@ -56,6 +56,7 @@ class StructSVM(RankerEstimator):
         self.fallback_alpha = fallback_alpha
         self.min_valid_queries = min_valid_queries
         self.average_folds = average_folds
+        self.share_cuts = share_cuts
         self.rel = rel
         self.verbose = verbose
         self.executor = executor
@@ -134,8 +135,8 @@ class SVMMap(StructSVM):
     def __init__(self, *, C=DEFAULT_C, features=DEFAULT_FEATURES, normalise="query", n_bins=50, binning="quantile",
                           threshold_depth=200, epsilon=1e-3, max_iter=1000, prior=DEFAULT_PRIOR, prior_scale=1.0,
                           first_stage="auto", cv=5, random_state=0, selection="auto", fallback_alpha=DEFAULT_ALPHA,
-                          min_valid_queries=DEFAULT_MIN_VALID_QUERIES, average_folds=True, rel=1.0, verbose=False,
-                          executor=None, queries_per_shard=1000, n_jobs=None):
+                          min_valid_queries=DEFAULT_MIN_VALID_QUERIES, average_folds=True, share_cuts=False, rel=1.0,
+                          verbose=False, executor=None, queries_per_shard=1000, n_jobs=None):
         self.C = C
         self.features = features
         self.normalise = normalise
@@ -153,6 +154,7 @@ class SVMMap(StructSVM):
         self.fallback_alpha = fallback_alpha
         self.min_valid_queries = min_valid_queries
         self.average_folds = average_folds
+        self.share_cuts = share_cuts
         self.rel = rel
         self.verbose = verbose
         self.executor = executor

@@ -18,9 +18,10 @@ from pyterrier_svmmap.selection.reference import (HeldOutRanking, fallback_model
 from pyterrier_svmmap.selection.rule import Choice, Selection, choose, column_means
 from pyterrier_svmmap.string_codes import sorted_string_codes
 
-#: ``train(queries, grid, setting, fold, shards, encoded) -> (layout, results, prior function)``: a path of C
-TrainPath = Callable[[Queries, Sequence[float], Setting, Optional[int], Optional[np.ndarray], EncodedQueries],
-                     Tuple[FeatureLayout, list, Optional[int]]]
+#: ``train(queries, grid, setting, fold, shards, encoded, *, parts=None, seeds=None) -> (layout, results, prior
+#: function)``: a path of C; ``parts`` (the folds' data, the folds trained on) asks for each result's ``points``,
+#: ``seeds`` (such points per C, the folds ``queries`` are made of) gives each C its constraints there to start from
+TrainPath = Callable[..., Tuple[FeatureLayout, list, Optional[int]]]
 
 #: ``make_layout(queries, features) -> FeatureLayout`` fitted on ``queries`` (labels unused)
 MakeLayout = Callable[[Queries, Any], FeatureLayout]
@@ -37,13 +38,17 @@ CONCURRENT_FOLDS_MAX_CANDIDATES = 1 << 20
 #: the folds on which :func:`cross_validate` races the richer settings before it trains them on the others
 RACE_FOLDS = 2
 
+#: the fold whose paths are trained first, over every fold's queries: its points seed the other folds and the refit
+SCOUT_FOLD = 0
+
 
 @dataclass(frozen=True)
 class Protocol:
     """How :func:`search` gathers evidence, decides and makes the final model: the level ``alpha`` of
     :func:`~.rule.choose` (None: arg-max); whether the reference function competes (``fallback``), training ∪
     validation is pooled (``pool``), every path is refitted (``refit_every``), the fold models are averaged in
-    (``average_folds``), settings are scored by fold MAPs (``fold_means``) and richer classes raced (``race``)."""
+    (``average_folds``), settings are scored by fold MAPs (``fold_means``), richer classes raced (``race``) and
+    cutting planes shared between a setting's folds and its refit (``share_cuts``, :func:`cross_validate`)."""
     alpha: Optional[float] = None
     fallback: bool = False
     pool: bool = False
@@ -52,12 +57,13 @@ class Protocol:
     average_folds: bool = False
     fold_means: bool = True
     race: bool = False
+    share_cuts: bool = False
 
     @classmethod
     def auto(cls, alpha: Optional[float] = DEFAULT_ALPHA, min_valid_queries: Optional[int] = DEFAULT_MIN_VALID_QUERIES,
-             average_folds: bool = True, race: bool = True) -> "Protocol":
+             average_folds: bool = True, race: bool = True, share_cuts: bool = False) -> "Protocol":
         return cls(alpha=alpha, fallback=True, pool=True, min_valid_queries=min_valid_queries, refit_every=False,
-                   average_folds=average_folds, fold_means=False, race=race)
+                   average_folds=average_folds, fold_means=False, race=race, share_cuts=share_cuts)
 
 
 #: Yue et al.'s protocol (``selection="validation"``)
@@ -66,11 +72,21 @@ PAPER = Protocol()
 
 @dataclass
 class HeldOut:
-    """What :func:`cross_validate` measured: ``fold``, ``ap`` (queries × columns), ``fallback_ap``, ``fold_weights``."""
+    """What :func:`cross_validate` measured: ``fold``, ``ap`` (queries × columns), ``fallback_ap``, ``fold_weights``
+    and each setting's ``points`` (its :data:`SCOUT_FOLD` path's, per C; None without shared cuts)."""
     fold: np.ndarray
     ap: np.ndarray
     fallback_ap: Optional[np.ndarray]
     fold_weights: List[List[np.ndarray]]
+    points: List[Optional[list]]
+
+    def seeds(self, s: int, n_c: Optional[int] = None, fold: Optional[int] = None) -> Optional[tuple]:
+        """``seeds`` of a :data:`TrainPath` for setting ``s``'s first ``n_c`` C on the training queries of
+        ``fold`` (None: every query)."""
+        if self.points[s] is None:
+            return None
+        folds = [k for k in range(int(self.fold.max()) + 1) if k != fold]
+        return self.points[s][:n_c], folds
 
     def fold_means(self) -> np.ndarray:
         """Each fold's MAP of every column and, last, of the fallback when measured (folds × columns)."""
@@ -80,7 +96,8 @@ class HeldOut:
 
 @dataclass
 class FoldFits:
-    """The (fold, setting) fits of :func:`cross_validate` as one picklable job: ``job(j)`` is ``pairs[j]``'s."""
+    """The (fold, setting) fits of :func:`cross_validate` as one picklable job: ``job(j)`` is ``pairs[j]``'s,
+    a scout's (``held.points`` None) over every fold's queries, else seeded with the scout's points if any."""
     queries: Queries
     fold: np.ndarray
     settings: List[Setting]
@@ -89,15 +106,26 @@ class FoldFits:
     encodings: List[EncodedQueries]
     ties: List[int]
     pairs: List[Tuple[int, int]]
+    held: HeldOut
+    scout: bool
 
-    def __call__(self, j: int) -> Tuple[List[np.ndarray], np.ndarray]:
+    def __call__(self, j: int) -> Tuple[List[np.ndarray], np.ndarray, Optional[list]]:
         k, s = self.pairs[j]
         held = self.fold == k
         tr, te = self.queries.subset(~held), self.queries.subset(held)
         known_best_function(tr, self.ties[k])
-        _, results, _ = self.train_path(tr, self.grids[s], self.settings[s], k, None, self.encodings[s].subset(~held))
+        seeds = self.held.seeds(s, fold=k)
+        shared: Dict[str, Any] = {} if seeds is None else dict(seeds=seeds)    # a TrainPath without them: as before
+        if self.scout:
+            folds = [self.fold == i for i in range(len(self.ties))]
+            parts = [(self.encodings[s].subset(f).X, self.queries.subset(f).labels, self.encodings[s].subset(f).offsets)
+                     for f in folds]
+            shared = dict(parts=(parts, [i for i in range(len(folds)) if i != k]))
+        _, results, _ = self.train_path(tr, self.grids[s], self.settings[s], k, None, self.encodings[s].subset(~held),
+                                        **shared)
         X_te, ranking = self.encodings[s].subset(held).X, HeldOutRanking(te, self.ties[k])
-        return [r.w for r in results], np.stack([ranking.ap(X_te.dot(r.w)) for r in results], axis=1)
+        return ([r.w for r in results], np.stack([ranking.ap(X_te.dot(r.w)) for r in results], axis=1),
+                [r.points for r in results] if self.scout else None)
 
 
 @dataclass
@@ -118,9 +146,15 @@ def cross_validate(queries: Queries, settings: Sequence[Setting], grids: Sequenc
                    train_path: TrainPath, encodings: Sequence[EncodedQueries], cv: int, random_state: Optional[int],
                    fallback: Optional[Callable[[Queries], Tuple[FeatureLayout, np.ndarray, int]]] = None,
                    fit_map: Optional[FitMap] = None, raced: Sequence[int] = (),
-                   go_on: Optional[Callable[[HeldOut], bool]] = None) -> HeldOut:
+                   go_on: Optional[Callable[[HeldOut], bool]] = None, share_cuts: bool = False) -> HeldOut:
     """``cv``-fold cross-validation: each held-out query's AP under every (setting, C) and the ``fallback``; the
-    ``raced`` settings run on the first :data:`RACE_FOLDS` folds, and on the rest if ``go_on`` says so."""
+    ``raced`` settings run on the first :data:`RACE_FOLDS` folds, and on the rest if ``go_on`` says so.
+
+    With ``share_cuts``, each setting's :data:`SCOUT_FOLD` path is trained first, its oracle passing over every
+    fold's queries and keeping each fold's sums (``held.points``); every other fold's path, and the refit, then
+    start each C from their exact constraints at the scout's points (:mod:`pyterrier_svmmap.svm.shared_cuts`).
+    Each path still converges to its own duality gap, Σ C ε, so its model is the plain path's within that gap,
+    from fewer passes over the data: the folds share most of their queries."""
     settings = list(settings)
     G = len(grids[0])
     fold = cv_folds(queries.n_queries, cv, random_state, len(settings) * G)
@@ -128,17 +162,24 @@ def cross_validate(queries: Queries, settings: Sequence[Setting], grids: Sequenc
     raced = list(raced) if go_on is not None and cv > RACE_FOLDS else []
     first = [(k, s) for k in range(cv) for s in range(len(settings)) if s not in raced or k < RACE_FOLDS]
     rest = [(k, s) for k in range(RACE_FOLDS, cv) for s in raced]
-    held = HeldOut(fold, np.full((queries.n_queries, len(settings) * G), np.nan), None, [[None] * cv for _ in settings])
+    held = HeldOut(fold, np.full((queries.n_queries, len(settings) * G), np.nan), None, [[None] * cv for _ in settings],
+                   [None] * len(settings))
     if fit_map is None:                     # in this process: side by side on small data (the same results)
         fit_map = threads.run_concurrently if len(queries.raw) < CONCURRENT_FOLDS_MAX_CANDIDATES else \
             lambda job, n: [job(j) for j in range(n)]
 
-    def run(pairs: List[Tuple[int, int]]) -> None:
-        job = FoldFits(queries, fold, settings, [list(g) for g in grids], train_path, list(encodings), ties, pairs)
+    def run(pairs: List[Tuple[int, int]], scout: bool = False) -> None:
+        job = FoldFits(queries, fold, settings, [list(g) for g in grids], train_path, list(encodings), ties, pairs,
+                       held, scout)
         paths = fit_map(job, len(pairs))
-        for (k, s), (w, held_ap) in zip(pairs, paths):
+        for (k, s), (w, held_ap, points) in zip(pairs, paths):
             held.ap[fold == k, s * G:(s + 1) * G] = held_ap
             held.fold_weights[s][k] = np.stack(w)
+            if scout:
+                held.points[s] = points
+    if share_cuts:
+        run([(k, s) for k, s in first if k == SCOUT_FOLD], scout=True)
+        first = [(k, s) for k, s in first if k != SCOUT_FOLD]
     run(first)
     if fallback is not None:
         held.fallback_ap = np.empty(queries.n_queries)
@@ -252,7 +293,8 @@ def search(train: Queries, valid: Optional[Queries], settings: Sequence[Setting]
             sorted({c // G for level in levels[1:] for c in level})
         held = cross_validate(fit, settings, grids, train_path, encodings, cv, random_state, fit_map=fit_map,
                               fallback=fallback if protocol.fallback else None,
-                              raced=raced, go_on=lambda h: race_richer(h, levels, protocol.alpha))
+                              raced=raced, go_on=lambda h: race_richer(h, levels, protocol.alpha),
+                              share_cuts=protocol.share_cuts)
         E, F = held.ap, held.fallback_ap
         if any(w is None for s in raced for w in held.fold_weights[s]):
             levels = levels[:1]                                     # the richer classes lost the race
@@ -321,8 +363,10 @@ def _model(selection: Selection, choice: Optional[Choice], settings, grids, fit:
     s, i = divmod(selection.chosen, G)
     if s not in paths:
         for t in range(len(settings)) if protocol.refit_every else [s]:
-            paths[t] = train_path(fit, grids[t] if protocol.refit_every else grids[t][:i + 1], settings[t], None,
-                                  shards, encodings[t])
+            grid = grids[t] if protocol.refit_every else grids[t][:i + 1]
+            seeds = None if held is None else held.seeds(t, len(grid))
+            paths[t] = train_path(fit, grid, settings[t], None, shards, encodings[t],
+                                  **({} if seeds is None else dict(seeds=seeds)))
     layout, results, f = paths[s]
     kept = results[i]
     coef, averaged = np.array(kept.w, dtype=float), 1

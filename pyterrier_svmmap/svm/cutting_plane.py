@@ -76,6 +76,9 @@ class TrainingResult:
     #: dual-QP solves of this C that hit the step cap (the last of them may not be in ``history``: a C stops
     #: after :data:`QP_CAP_PATIENCE` of them in a row, before evaluating the QP's last solution)
     qp_capped_solves: int = 0
+    #: the points this C's oracle calls evaluated, as (w, per-part sums), when the oracle keeps them
+    #: (:class:`~.shared_cuts.PartsOracle`): a problem over a union of the same parts reads its constraints off them
+    points: list = field(default_factory=list, repr=False)
 
     @property
     def n_iter(self) -> int:
@@ -300,6 +303,19 @@ def _evaluate(oracle: Oracle, w0: np.ndarray, v: np.ndarray) -> _Point:
     return _Point(v, cuts, xi)
 
 
+def _seed(ws: _WorkingSet, seeds: Sequence[Tuple[np.ndarray, list]], C: np.ndarray,
+          best: Optional[_Point]) -> Optional[_Point]:
+    """Add the constraints of ``seeds``, (w, this problem's exact constraints at w), to the working set; the
+    best point among them and ``best`` (their objective is exact: they are points the oracle would return)."""
+    for w, cuts in seeds:
+        xi = np.array([max(0.0, b - products.dot(a, w)) for a, b in cuts])
+        p = _Point(np.asarray(w, dtype=float) - ws.w0, cuts, xi)
+        _add_cuts(ws, p)
+        if best is None or p.objective(C) < best.objective(C):
+            best = p
+    return best
+
+
 def _add_cuts(ws: _WorkingSet, p: _Point) -> int:
     """Add the point's constraints that cut the working set's model at the point: b_k − a_kᵀw above the
     model's ξ_k there (a constraint that does not is implied there and only enlarges the QP)."""
@@ -502,7 +518,8 @@ def train_path(X: Optional[FeatureMatrix], labels: Optional[np.ndarray], offsets
                groups: Sequence[SlackGroup], C_grid: Sequence[float], epsilon: float = 1e-3,
                max_iter: int = 1000, prior: Optional[np.ndarray] = None, *, oracle: Optional[Oracle] = None,
                drop_after: Optional[int] = DROP_AFTER, qp_max_steps: int = QP_MAX_STEPS,
-               on_result: Optional[Callable[[TrainingResult], None]] = None, warn: bool = True) -> List[TrainingResult]:
+               on_result: Optional[Callable[[TrainingResult], None]] = None, warn: bool = True,
+               seeds: Optional[Sequence[Sequence[Tuple[np.ndarray, list]]]] = None) -> List[TrainingResult]:
     """Train at every C of ``C_grid``, warm-starting each C from the next smaller one.
 
     ``groups`` are the slack groups built at C = 1 (``make_slack_groups(loss, 1.0, ...)``): group k's
@@ -514,8 +531,10 @@ def train_path(X: Optional[FeatureMatrix], labels: Optional[np.ndarray], offsets
     and records its ``C``; results come back in the order of ``C_grid``, ``max_iter`` applies to each C.
     ``on_result`` is called with each result as soon as its C is trained (progress reports). A C whose
     training stops before the gap bound holds (:attr:`TrainingResult.stop`) is logged as a warning, unless
-    ``warn=False`` (a caller that reports such results itself, once). Other arguments as in
-    :func:`train_structural_svm`.
+    ``warn=False`` (a caller that reports such results itself, once). ``seeds[i]`` (optional, one list per C of
+    ``C_grid``): points (w, this problem's exact constraints at w) found by another problem over the same
+    queries (:func:`~.shared_cuts.restrict_points`), added before C_grid[i] is solved; each C still stops only when its own
+    oracle certifies the gap. Other arguments as in :func:`train_structural_svm`.
     """
     grid = _positive(C_grid, "C_grid")
     if len(np.unique(grid)) != len(grid):
@@ -536,6 +555,8 @@ def train_path(X: Optional[FeatureMatrix], labels: Optional[np.ndarray], offsets
         raise ValueError("give the data (X, labels, offsets) or oracle=...")
     else:
         oracle = DataOracle(X, labels, offsets, [g.loss for g in groups])
+    if seeds is not None and len(seeds) != len(grid):
+        raise ValueError(f"seeds must hold one list of points per C ({len(grid)}), got {len(seeds)}")
     w0 = np.zeros(oracle.dim) if prior is None else np.asarray(prior, dtype=float)
     if w0.shape != (oracle.dim,):
         raise ValueError(f"prior must be a weight vector of length {oracle.dim} (φ's dimension), got shape "
@@ -544,9 +565,13 @@ def train_path(X: Optional[FeatureMatrix], labels: Optional[np.ndarray], offsets
     results: List[Optional[TrainingResult]] = [None] * len(grid)
     best: Optional[_Point] = None
     for pos in np.argsort(grid):
+        if seeds is not None:
+            best = _seed(ws, seeds[pos], grid[pos] * base, best)
         results[pos], best = _cutting_planes_ls(oracle, ws, grid[pos] * base, epsilon, int(max_iter), drop_after,
                                                 qp_max_steps, start=best)
         results[pos].C = float(grid[pos])
+        if hasattr(oracle, "take_points"):                # an oracle that keeps its points (PartsOracle)
+            results[pos].points = oracle.take_points()
         if warn:
             _warn_not_converged(results[pos], epsilon, max_iter)
         if on_result is not None:

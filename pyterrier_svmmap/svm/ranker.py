@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from dataclasses import replace
 from typing import Any, Callable, ContextManager, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -36,6 +37,7 @@ from pyterrier_svmmap.svm.docs import compose
 from pyterrier_svmmap.svm.executors import resolve as resolve_executor
 from pyterrier_svmmap.svm.params import STRUCT_SVM_PARAMS
 from pyterrier_svmmap.svm.progress import Progress
+from pyterrier_svmmap.svm.shared_cuts import PartsOracle, restrict_points
 from pyterrier_svmmap.svm.slack import make_slack_groups
 from pyterrier_svmmap.ties import break_ties
 from pyterrier_svmmap.user_warnings import warn
@@ -61,8 +63,8 @@ class StructSVMRanker(Parametrized):
                           n_bins=50, binning="quantile", threshold_depth=200, epsilon=1e-3, max_iter=1000,
                           prior=None, prior_scale=1.0, first_stage=None, cv=5, random_state=0, selection="validation",
                           fallback_alpha=DEFAULT_ALPHA, min_valid_queries=DEFAULT_MIN_VALID_QUERIES,
-                          average_folds=True, rel=1.0, verbose=False, executor=None, queries_per_shard=1000,
-                          n_jobs=None):
+                          average_folds=True, share_cuts=False, rel=1.0, verbose=False, executor=None,
+                          queries_per_shard=1000, n_jobs=None):
         self.C = C
         self.loss = loss
         self.loss_params = loss_params
@@ -82,6 +84,7 @@ class StructSVMRanker(Parametrized):
         self.fallback_alpha = fallback_alpha
         self.min_valid_queries = min_valid_queries
         self.average_folds = average_folds
+        self.share_cuts = share_cuts
         self.rel = rel
         self.verbose = verbose
         self.executor = executor
@@ -230,7 +233,8 @@ class StructSVMRanker(Parametrized):
         n_rel = None if n_relevant is None else np.asarray(n_relevant, dtype=float)[ok]
         train = Queries(raw, labels, offsets, n_relevant=n_rel, reference=reference)
         valid = None if valid is None else self._valid_queries(valid)
-        protocol = Protocol.auto(self.fallback_alpha, self.min_valid_queries, self.average_folds) if auto else PAPER
+        protocol = Protocol.auto(self.fallback_alpha, self.min_valid_queries, self.average_folds, True, self.share_cuts) \
+            if auto else replace(PAPER, share_cuts=self.share_cuts)
         self._progress = Progress(self.verbose, self._n_paths(protocol, valid, len(settings), fit_map) * len(grid),
                                    type(self).__name__, self.epsilon, self.max_iter)
         try:
@@ -421,7 +425,8 @@ class StructSVMRanker(Parametrized):
 
     def train_path(self, queries: Queries, grid: Sequence[float], setting: Tuple[Any, Optional[str]],
                    fold: Optional[int] = None, shards: Optional[np.ndarray] = None,
-                   encoded: Optional[EncodedQueries] = None):
+                   encoded: Optional[EncodedQueries] = None, *, parts: Optional[Tuple[list, list]] = None,
+                   seeds: Optional[Tuple[list, list]] = None):
         """The path of C of one setting on these (usable) training queries: the
         :data:`~pyterrier_svmmap.selection.TrainPath` that the searches of :mod:`~pyterrier_svmmap.selection`
         call.
@@ -441,6 +446,14 @@ class StructSVMRanker(Parametrized):
         encoded : EncodedQueries, optional
             φ of ``queries`` (its layout fitted on them or on more queries); else a layout of ``features`` is
             fitted on them.
+        parts : (list of (φ, labels, offsets), list of int), optional
+            The data cut into parts (the folds of a cross-validation) and the parts this path trains on (all of
+            ``queries``): the oracle evaluates every part and keeps their sums in each result's ``points``
+            (:class:`~pyterrier_svmmap.svm.shared_cuts.PartsOracle`).
+        seeds : (list, list of int), optional
+            The ``points`` of such a path's results, one list per C of ``grid``, and the parts ``queries`` are
+            made of: each C starts from these queries' exact constraints at those points
+            (:func:`~pyterrier_svmmap.svm.shared_cuts.restrict_points`).
 
         Returns
         -------
@@ -457,7 +470,9 @@ class StructSVMRanker(Parametrized):
             f = queries_best_function(queries)
             w0 = self.prior_weights(layout, f, raw, offsets)
         losses = [g.loss for g in self.slack_groups(1.0)]
-        if shards is None or len(shards) <= 1:
+        if parts is not None:
+            oracle = PartsOracle(parts[0], losses, parts[1])
+        elif shards is None or len(shards) <= 1:
             oracle = solver.DataOracle(encoded.X, labels, offsets, losses)
         else:
             first = np.r_[0, np.cumsum(shards)]                      # each shard's first query
@@ -466,13 +481,15 @@ class StructSVMRanker(Parametrized):
             oracle = solver.DataOracle(None, None, None, losses, shards=parts)      # the sums shard by shard
         progress = getattr(self, "_progress", None)
         return layout, self._solve(oracle, grid, w0, None if progress is None else
-                                   progress.reporter(features_name(features), fold)), f
+                                   progress.reporter(features_name(features), fold),
+                                   None if seeds is None else
+                                   [restrict_points(c, seeds[1], queries.n_queries) for c in seeds[0]]), f
 
-    def _solve(self, oracle, grid: Sequence[float], prior: Optional[np.ndarray], report=None) -> list:
+    def _solve(self, oracle, grid: Sequence[float], prior: Optional[np.ndarray], report=None, seeds=None) -> list:
         """:func:`~pyterrier_svmmap.svm.cutting_plane.train_path` on ``oracle``'s data (here or a cluster's shards)."""
         return solver.train_path(None, None, None, self.slack_groups(1.0), grid, epsilon=self.epsilon,
                                  max_iter=self.max_iter, prior=prior, oracle=oracle, on_result=report,
-                                 warn=report is None)
+                                 warn=report is None, seeds=seeds)
 
     def path_trainer(self) -> "PathTrainer":
         """:meth:`train_path` as a picklable callable (:class:`PathTrainer`), for a cluster's workers."""
@@ -558,8 +575,8 @@ class PathTrainer:
     def __init__(self, ranker: StructSVMRanker):
         self.ranker = ranker
 
-    def __call__(self, queries, grid, setting, fold=None, shards=None, encoded=None):
-        return self.ranker.train_path(queries, grid, setting, fold, shards, encoded)
+    def __call__(self, queries, grid, setting, fold=None, shards=None, encoded=None, **shared):
+        return self.ranker.train_path(queries, grid, setting, fold, shards, encoded, **shared)
 
     def __reduce__(self):
         copy = type(self.ranker)(**dict(self.ranker.get_params(deep=False), executor=None))

@@ -1,0 +1,90 @@
+"""``share_cuts``: a cross-validation whose folds and refit start from the first fold's exact constraints
+(pyterrier_svmmap.selection.engine.cross_validate) chooses what the plain search chooses on clear evidence, from
+fewer passes over the data, and its model does not depend on the threads nor on where the fold fits run."""
+import pickle
+
+import numpy as np
+import pytest
+
+import pyterrier_svmmap.svm.cutting_plane as cutting_plane
+from pyterrier_svmmap.selection import engine
+from pyterrier_svmmap.svm.ranker import StructSVMRanker
+
+DEFAULT = dict(C="auto", features="auto", prior="best", selection="auto", first_stage=None)
+
+
+def make_queries(n_queries=150, per_query=60, n_funcs=6, seed=3):
+    """Base functions of a hidden relevance (10 % relevant), each noisier than the last, 10 % of scores missing."""
+    rng = np.random.default_rng(seed)
+    n = n_queries * per_query
+    labels = (rng.random(n) < 0.1).astype(np.int8)
+    raw = np.column_stack([rng.standard_normal(n) + (1.2 - 0.15 * f) * labels for f in range(n_funcs)])
+    raw[rng.random(raw.shape) < 0.1] = np.nan
+    return raw, labels, np.arange(n_queries + 1, dtype=np.int64) * per_query
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_queries()
+
+
+def passes(monkeypatch, fit):
+    """The candidates the oracle passed over during ``fit()``: (its result, their count)."""
+    seen = []
+    shard_sums = cutting_plane.shard_sums
+
+    def counted(X, labels, offsets, w, losses):
+        seen.append(len(labels))
+        return shard_sums(X, labels, offsets, w, losses)
+    monkeypatch.setattr(cutting_plane, "shard_sums", counted)
+    try:
+        return fit(), sum(seen)
+    finally:
+        monkeypatch.setattr(cutting_plane, "shard_sums", shard_sums)
+
+
+def test_shared_cuts_choose_what_the_plain_search_chooses_from_fewer_passes(data, monkeypatch):
+    plain, plain_passes = passes(monkeypatch, lambda: StructSVMRanker(**DEFAULT, n_jobs=1).fit(*data))
+    shared, shared_passes = passes(monkeypatch, lambda: StructSVMRanker(**DEFAULT, share_cuts=True,
+                                                                        n_jobs=1).fit(*data))
+    assert not plain.choice_["fallback"]                            # the evidence is clear: learning wins
+    assert (shared.features_, shared.C_, shared.choice_["fallback"]) == \
+        (plain.features_, plain.C_, plain.choice_["fallback"])
+    assert [p["features"] for p in shared.path_] == [p["features"] for p in plain.path_]
+    cos = shared.coef_ @ plain.coef_ / np.linalg.norm(shared.coef_) / np.linalg.norm(plain.coef_)
+    assert 0.99 < cos and not np.array_equal(shared.coef_, plain.coef_)    # another point within the gap
+    assert shared_passes < 0.85 * plain_passes
+
+
+def test_shared_cuts_give_one_model_on_any_threads_and_when_the_fold_fits_are_pickled(data, monkeypatch):
+    ref = StructSVMRanker(**DEFAULT, share_cuts=True, n_jobs=1).fit(*data)
+    two = StructSVMRanker(**DEFAULT, share_cuts=True, n_jobs=2).fit(*data)
+    monkeypatch.setattr(engine.threads, "run_concurrently",
+                        lambda job, n: [pickle.loads(pickle.dumps(job))(j) for j in range(n)])
+    shipped = StructSVMRanker(**DEFAULT, share_cuts=True, n_jobs=2).fit(*data)
+    for other in (two, shipped):
+        assert np.array_equal(other.coef_, ref.coef_) and other.C_ == ref.C_
+
+
+def test_the_papers_protocol_shares_cuts_too(data):
+    """selection="validation" without validation data cross-validates and refits every path: the same C."""
+    params = dict(C=[0.1, 1.0, 10.0], features="raw", n_jobs=1)
+    plain = StructSVMRanker(**params).fit(*data)
+    shared = StructSVMRanker(**params, share_cuts=True).fit(*data)
+    assert shared.selection_ == plain.selection_ == "cv" and shared.C_ == plain.C_
+    assert not np.array_equal(shared.coef_, plain.coef_)
+
+
+def test_without_share_cuts_no_path_is_seeded(data, monkeypatch):
+    seeded = []
+    train_path = cutting_plane.train_path
+
+    def spy(*args, seeds=None, **kwargs):
+        seeded.append(seeds is not None)
+        return train_path(*args, seeds=seeds, **kwargs)
+    monkeypatch.setattr(cutting_plane, "train_path", spy)
+    StructSVMRanker(**DEFAULT, n_jobs=1).fit(*data)
+    assert seeded and not any(seeded)
+    seeded.clear()
+    StructSVMRanker(**DEFAULT, share_cuts=True, n_jobs=1).fit(*data)
+    assert sum(seeded) == len(seeded) - 3          # every path but the three feature blocks' first folds
