@@ -8,7 +8,8 @@ Usage::
 Sections (results in docs/performance.md):
 
 * ``default``: ``SVMMap()``'s learner on 200 queries × 1,000 candidates × 16 functions ÷ ``LGBMRanker()``
-  (target ≤ 0.5×); the same search without racing: its time, and the same model bit for bit (target);
+  (target ≤ 0.5×); the same search without racing: its time, and the same model bit for bit (target); and with
+  ``share_cuts=True``: its speed-up and whether it chose the same (also on SciFact);
 * ``profile``: where one default fit spends its time (cross-validation paths by feature block, held-out
   scoring, the refit);
 * ``mainjob``: ``svmmap reproduce`` of the main job's ``svm-map`` on Vaswani (50 trials of 10/5 queries): the
@@ -34,14 +35,14 @@ from _common import DATA, main, quiet, repeat, rounds, runs, synthetic, target, 
 DEFAULT = dict(C="auto", features="auto", prior="best", selection="auto", first_stage=None)
 
 
-def _fit(raw, labels, offsets, race=True):
-    """A default fit, racing or not (``Protocol.auto``'s ``race``)."""
+def _fit(raw, labels, offsets, race=True, **params):
+    """A default fit (with ``params``), racing or not (``Protocol.auto``'s ``race``)."""
     import pyterrier_svmmap.selection.engine as engine
     from pyterrier_svmmap.svm.ranker import StructSVMRanker
     auto = engine.Protocol.auto
     engine.Protocol.auto = classmethod(lambda cls, *a, **k: auto.__func__(cls, *a, **dict(k, race=race)))
     try:
-        return quiet(StructSVMRanker(**DEFAULT).fit, raw, labels, offsets)
+        return quiet(StructSVMRanker(**DEFAULT, **params).fit, raw, labels, offsets)
     finally:
         engine.Protocol.auto = auto
 
@@ -53,11 +54,12 @@ def default(args):
     filled, sizes = np.nan_to_num(raw, nan=-1e9), np.diff(offsets)
     models = {}
 
-    def svm(race):
+    def svm(race, **params):
         def run():
-            models[race] = _fit(raw, labels, offsets, race)
+            models[race if not params else "shared"] = _fit(raw, labels, offsets, race, **params)
         return run
     t = rounds({"SVMMap()": svm(True), "SVMMap() without racing": svm(False),
+                "SVMMap(share_cuts=True)": svm(True, share_cuts=True),
                 "LGBMRanker()": lambda: lgb.LGBMRanker(verbose=-1).fit(filled, labels, group=sizes)},
                repeat(args, 2, 3))
     print(f"{len(sizes)} queries × 1,000 × 16 functions, default threads")
@@ -71,6 +73,14 @@ def default(args):
     same = np.array_equal(models[True].coef_, models[False].coef_) and models[True].C_ == models[False].C_
     target(f"racing keeps the model of the full search bit for bit "
            f"({np.median(t['SVMMap() without racing']) / np.median(t['SVMMap()']):.2f}× its time)", same)
+    print(f"share_cuts=True: {_shared(kept, models['shared'], t['SVMMap()'], t['SVMMap(share_cuts=True)'])}")
+
+
+def _shared(plain, shared, plain_seconds, shared_seconds) -> str:
+    """How ``share_cuts=True`` compares with the plain search: its speed-up and whether it chose the same."""
+    key = lambda m: (m.features_, m.C_, m.choice_["fallback"])             # noqa: E731
+    return (f"{np.median(plain_seconds) / np.median(shared_seconds):.2f}× faster, "
+            f"{'the same choice' if key(plain) == key(shared) else f'chose {key(shared)} against {key(plain)}'}")
 
 
 def profile(args):
@@ -162,6 +172,8 @@ def scifact(args):
     model, fit = timed(quiet, StructSVMRanker(**params).fit, raw, labels, offsets)
     print(f"{len(offsets) - 1} training claims × {len(names)} functions, {len(raw):,} candidates: {fit:.2f} s "
           f"(kept {'the first stage' if model.choice_['fallback'] else model.features_})")
+    shared, seconds = timed(quiet, StructSVMRanker(**params, share_cuts=True).fit, raw, labels, offsets)
+    print(f"share_cuts=True: {seconds:.2f} s, {_shared(model, shared, [fit], [seconds])}")
     target(f"SciFact's split: SVMMap()'s fit ≤ 6 s: {fit:.2f} s", fit <= 6)
 
 

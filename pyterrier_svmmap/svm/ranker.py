@@ -233,8 +233,8 @@ class StructSVMRanker(Parametrized):
         n_rel = None if n_relevant is None else np.asarray(n_relevant, dtype=float)[ok]
         train = Queries(raw, labels, offsets, n_relevant=n_rel, reference=reference)
         valid = None if valid is None else self._valid_queries(valid)
-        protocol = Protocol.auto(self.fallback_alpha, self.min_valid_queries, self.average_folds, True, self.share_cuts) \
-            if auto else replace(PAPER, share_cuts=self.share_cuts)
+        protocol = Protocol.auto(self.fallback_alpha, self.min_valid_queries, self.average_folds,
+                                 share_cuts=self.share_cuts) if auto else replace(PAPER, share_cuts=self.share_cuts)
         self._progress = Progress(self.verbose, self._n_paths(protocol, valid, len(settings), fit_map) * len(grid),
                                    type(self).__name__, self.epsilon, self.max_iter)
         try:
