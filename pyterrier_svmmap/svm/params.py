@@ -123,9 +123,9 @@ STRUCT_SVM_PARAMS = ParamSpec([
           'with the fold models.', check=boolean, implied=True),
     Param("share_cuts", False, 'bool', 'With cross-validation: train each setting\'s first fold over every '
           'fold\'s queries, keeping each fold\'s sums, and start the other folds\' paths and the refit from their '
-          'exact constraints at its points (docs/performance.md). It saves passes over the data from about a '
-          'hundred queries on (1.6× on 800); every path still converges to its duality gap Σ C ε, but to another '
-          'point within it, so a choice at a near-tie may differ from the plain search\'s.',
+          'exact constraints at its points: fewer passes over large data (1.5× faster on 800 queries of 1,100 '
+          'candidates, slower below about 50 queries; docs/performance.md). Every path still converges to its '
+          'duality gap Σ C ε, but to another point within it, so a choice at a near-tie may differ.',
           check=boolean, implied=False),
     Param("rel", 1.0, 'float', 'The relevance threshold: a candidate is relevant when its label ≥ ``rel`` (as '
           'ir_measures\' ``AP(rel=1)``).', check=_rel, cli="--rel"),

@@ -88,3 +88,43 @@ def test_without_share_cuts_no_path_is_seeded(data, monkeypatch):
     seeded.clear()
     StructSVMRanker(**DEFAULT, share_cuts=True, n_jobs=1).fit(*data)
     assert sum(seeded) == len(seeded) - 3          # every path but the three feature blocks' first folds
+
+
+def test_every_fold_of_a_shared_search_is_an_epsilon_solution_of_its_plain_problem(data):
+    """Each fold's path, the first fold's (which passes over every fold) included, solves the plain fold's
+    problem: objectives within C ε, each above the other's dual, weights within √(2·gap) of each other's."""
+    from pyterrier_svmmap.features.layout import EncodedQueries, default_base_names
+    from pyterrier_svmmap.queries import Queries
+    from tests.helpers import _close
+    raw, labels, offsets = data
+    grid = [0.1, 1.0, 10.0]
+    ranker = StructSVMRanker(C=grid, features="raw", n_jobs=1)
+    ranker.base_names_ = default_base_names(raw.shape[1])
+    queries = Queries(raw, labels, offsets)
+    encoded = EncodedQueries.of(ranker._make_layout(queries, "raw"), raw, offsets)
+    paths = {}
+    train_path = ranker.train_path
+
+    def spy(q, grid, setting, fold=None, shards=None, encoded=None, **shared):
+        out = train_path(q, grid, setting, fold, shards, encoded, **shared)
+        paths[fold, bool(shared)] = out[1]
+        return out
+    ranker.train_path = spy
+    held = {share: engine.cross_validate(queries, [("raw", None)], [grid], ranker.path_trainer(), [encoded], 5, 0,
+                                         share_cuts=share) for share in (False, True)}
+    assert held[False].points == [None] and len(held[True].points[0]) == len(grid)
+    assert sorted(paths) == [(k, share) for k in range(5) for share in (False, True)]
+    for k in range(5):
+        for plain, shared, C in zip(paths[k, False], paths[k, True], grid):
+            assert plain.converged and shared.converged
+            _close(plain, shared, C * ranker.epsilon)
+    assert not np.array_equal(held[True].ap, held[False].ap)
+    assert np.abs(held[True].ap.mean(axis=0) - held[False].ap.mean(axis=0)).max() < 0.01     # each C's MAP
+
+
+def test_the_seeds_of_a_path_are_the_first_folds_points_of_its_c_values_on_its_folds():
+    fold = np.array([0, 1, 2, 1, 0, 2])
+    held = engine.HeldOut(fold, np.zeros((6, 3)), None, [[None] * 3], [["c0", "c1", "c2"]])
+    assert held.seeds(0, fold=1) == (["c0", "c1", "c2"], [0, 2])
+    assert held.seeds(0, 2) == (["c0", "c1"], [0, 1, 2])                    # the refit, up to the chosen C
+    assert engine.HeldOut(fold, np.zeros((6, 3)), None, [[None] * 3], [None]).seeds(0, fold=1) is None

@@ -63,7 +63,7 @@ def test_a_seeded_path_is_an_epsilon_solution_of_the_same_problem_from_fewer_pas
     for p, s, C in zip(plain, seeded, GRID):
         assert p.converged and s.converged
         _close(p, s, C * EPS)
-    assert sum(r.oracle_calls for r in seeded) < sum(r.oracle_calls for r in plain)
+    assert sum(r.oracle_calls for r in seeded) < 0.75 * sum(r.oracle_calls for r in plain)   # 67 against 98
 
 
 def test_a_path_seeded_with_its_own_points_needs_one_pass_per_c(parts):
@@ -74,7 +74,7 @@ def test_a_path_seeded_with_its_own_points_needs_one_pass_per_c(parts):
     again = train_path(None, None, None, GROUPS, GRID, epsilon=EPS, oracle=DataOracle(None, None, None, LOSSES,
                                                                                       shards=parts), seeds=seeds)
     assert all(r.converged for r in again)
-    assert sum(r.oracle_calls for r in again) <= len(GRID) + 1 < sum(r.oracle_calls for r in first)
+    assert [r.oracle_calls for r in again] == [1] * len(GRID)
 
 
 def test_seeds_need_one_list_per_c_and_a_parts_oracle_training_queries(parts):
