@@ -14,25 +14,21 @@ from pyterrier_svmmap.svm.cutting_plane import DataOracle, many_shard_sums, redu
 from pyterrier_svmmap.svm.losses.base import Loss
 
 
-class PartsOracle:
-    """A :class:`DataOracle`'s pass over data cut into parts (the folds of a cross-validation) that evaluates
-    every part but sums the ``active`` ones only, and keeps each call's per-part sums (:attr:`points`).
-
-    A query's most violated ranking depends on w and that query alone, so these sums give any problem over a
-    union of the same parts its exact constraints at the same points (:func:`restrict_points`): cuts that other
-    folds' paths and the final fit start from (``seeds`` of :func:`~.cutting_plane.train_path`) instead of finding them again."""
+class PartsOracle(DataOracle):
+    """A :class:`~.cutting_plane.DataOracle` over parts (the folds of a cross-validation) that passes over every
+    part but sums the ``active`` ones only, keeping each call's per-part sums (:attr:`points`) for the problems
+    over other unions of the same parts (:func:`restrict_points`)."""
 
     def __init__(self, parts: Sequence[tuple], losses: Sequence[Loss], active: Sequence[int]):
-        self.data = DataOracle(None, None, None, losses, shards=parts)
+        super().__init__(None, None, None, losses, shards=parts)
         self.active = [int(i) for i in active]
-        self.n_queries = sum(len(self.data.shards[i][2]) - 1 for i in self.active)
+        self.n_queries = sum(len(self.shards[i][2]) - 1 for i in self.active)
         if self.n_queries < 1:
             raise ValueError("no training queries in the active parts")
-        self.n_groups, self.dim = self.data.n_groups, self.data.dim
         self.points: List[Tuple[np.ndarray, list]] = []
 
     def __call__(self, w: np.ndarray) -> List[Tuple[np.ndarray, float]]:
-        sums = many_shard_sums(self.data.shards, w, self.data.losses)
+        sums = many_shard_sums(self.shards, w, self.losses)
         self.points.append((np.array(w, dtype=float), sums))
         return reduce_shard_sums([sums[i] for i in self.active], self.n_queries)
 
