@@ -96,8 +96,9 @@ class HeldOut:
 
 @dataclass
 class FoldFits:
-    """The (fold, setting) fits of :func:`cross_validate` as one picklable job: ``job(j)`` is ``pairs[j]``'s,
-    a scout's (``held.points`` None) over every fold's queries, else seeded with the scout's points if any."""
+    """The (fold, setting) fits of :func:`cross_validate` as one picklable job: ``job(j)`` is ``pairs[j]``'s. With
+    ``scout`` the fits are :data:`SCOUT_FOLD`'s, over every fold's queries, and return their points; else each
+    starts from its setting's points in ``held``, if any."""
     queries: Queries
     fold: np.ndarray
     settings: List[Setting]
@@ -117,10 +118,10 @@ class FoldFits:
         seeds = self.held.seeds(s, fold=k)
         shared: Dict[str, Any] = {} if seeds is None else dict(seeds=seeds)    # a TrainPath without them: as before
         if self.scout:
-            folds = [self.fold == i for i in range(len(self.ties))]
-            parts = [(self.encodings[s].subset(f).X, self.queries.subset(f).labels, self.encodings[s].subset(f).offsets)
-                     for f in folds]
-            shared = dict(parts=(parts, [i for i in range(len(folds)) if i != k]))
+            masks = [self.fold == i for i in range(len(self.ties))]
+            encoded = [self.encodings[s].subset(m) for m in masks]
+            parts = [(e.X, self.queries.subset(m).labels, e.offsets) for e, m in zip(encoded, masks)]
+            shared = dict(parts=(parts, [i for i in range(len(masks)) if i != k]))
         _, results, _ = self.train_path(tr, self.grids[s], self.settings[s], k, None, self.encodings[s].subset(~held),
                                         **shared)
         X_te, ranking = self.encodings[s].subset(held).X, HeldOutRanking(te, self.ties[k])
