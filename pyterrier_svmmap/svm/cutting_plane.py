@@ -77,7 +77,7 @@ class TrainingResult:
     #: after :data:`QP_CAP_PATIENCE` of them in a row, before evaluating the QP's last solution)
     qp_capped_solves: int = 0
     #: the points this C's oracle calls evaluated, as (w, per-part sums), when the oracle keeps them
-    #: (:class:`~.shared_cuts.PartsOracle`): a problem over a union of the same parts reads its constraints off them
+    #: (:class:`~.shared_cuts.PartsOracle`): a problem over other parts reads its constraints off them
     points: list = field(default_factory=list, repr=False)
 
     @property
@@ -532,9 +532,9 @@ def train_path(X: Optional[FeatureMatrix], labels: Optional[np.ndarray], offsets
     ``on_result`` is called with each result as soon as its C is trained (progress reports). A C whose
     training stops before the gap bound holds (:attr:`TrainingResult.stop`) is logged as a warning, unless
     ``warn=False`` (a caller that reports such results itself, once). ``seeds[i]`` (optional, one list per C of
-    ``C_grid``): points (w, this problem's exact constraints at w) found by another problem over the same
-    queries (:func:`~.shared_cuts.restrict_points`), added before C_grid[i] is solved; each C still stops only when its own
-    oracle certifies the gap. Other arguments as in :func:`train_structural_svm`.
+    ``C_grid``): points (w, this problem's exact constraints at w) that another problem over the same queries
+    found (:func:`~.shared_cuts.restrict_points`), added before C_grid[i] is solved; each C still stops only when
+    its own oracle certifies the gap. Other arguments as in :func:`train_structural_svm`.
     """
     grid = _positive(C_grid, "C_grid")
     if len(np.unique(grid)) != len(grid):
