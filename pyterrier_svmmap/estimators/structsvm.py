@@ -35,7 +35,7 @@ class StructSVM(RankerEstimator):
                           n_bins=50, binning="quantile", threshold_depth=200, epsilon=1e-3, max_iter=1000,
                           prior=DEFAULT_PRIOR, prior_scale=1.0, first_stage="auto", cv=5, random_state=0,
                           selection="auto", fallback_alpha=DEFAULT_ALPHA, min_valid_queries=DEFAULT_MIN_VALID_QUERIES,
-                          average_folds=True, share_cuts=False, rel=1.0, verbose=False, executor=None,
+                          average_folds=True, share_cuts="auto", rel=1.0, verbose=False, executor=None,
                           queries_per_shard=1000, n_jobs=None):
         self.C = C
         self.loss = loss
@@ -135,7 +135,7 @@ class SVMMap(StructSVM):
     def __init__(self, *, C=DEFAULT_C, features=DEFAULT_FEATURES, normalise="query", n_bins=50, binning="quantile",
                           threshold_depth=200, epsilon=1e-3, max_iter=1000, prior=DEFAULT_PRIOR, prior_scale=1.0,
                           first_stage="auto", cv=5, random_state=0, selection="auto", fallback_alpha=DEFAULT_ALPHA,
-                          min_valid_queries=DEFAULT_MIN_VALID_QUERIES, average_folds=True, share_cuts=False, rel=1.0,
+                          min_valid_queries=DEFAULT_MIN_VALID_QUERIES, average_folds=True, share_cuts="auto", rel=1.0,
                           verbose=False, executor=None, queries_per_shard=1000, n_jobs=None):
         self.C = C
         self.features = features

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -41,6 +41,12 @@ RACE_FOLDS = 2
 #: the fold whose paths are trained first, over every fold's queries: its points seed the other folds and the refit
 SCOUT_FOLD = 0
 
+#: ``share_cuts="auto"`` shares cutting planes between folds from this many cross-validated candidates on: below,
+#: a pass costs too little for the first fold's pass over its held-out queries to pay (CPU time of ``SVMMap()``'s
+#: fit on Vaswani: 1.1× slower at 75 k candidates, 1.17× faster at 104 k; 1.33–1.39× at 200 k, 1.6× at 0.9 M;
+#: docs/performance.md)
+SHARE_CUTS_MIN_CANDIDATES = 100_000
+
 
 @dataclass(frozen=True)
 class Protocol:
@@ -48,7 +54,8 @@ class Protocol:
     :func:`~.rule.choose` (None: arg-max); whether the reference function competes (``fallback``), training ∪
     validation is pooled (``pool``), every path is refitted (``refit_every``), the fold models are averaged in
     (``average_folds``), settings are scored by fold MAPs (``fold_means``), richer classes raced (``race``) and
-    cutting planes shared between a setting's folds and its refit (``share_cuts``, :func:`cross_validate`)."""
+    cutting planes shared between a setting's folds and its refit (``share_cuts``: True, False or ``"auto"``, from
+    :data:`SHARE_CUTS_MIN_CANDIDATES` on; :func:`cross_validate`)."""
     alpha: Optional[float] = None
     fallback: bool = False
     pool: bool = False
@@ -57,11 +64,11 @@ class Protocol:
     average_folds: bool = False
     fold_means: bool = True
     race: bool = False
-    share_cuts: bool = False
+    share_cuts: Union[bool, str] = False
 
     @classmethod
     def auto(cls, alpha: Optional[float] = DEFAULT_ALPHA, min_valid_queries: Optional[int] = DEFAULT_MIN_VALID_QUERIES,
-             average_folds: bool = True, race: bool = True, share_cuts: bool = False) -> "Protocol":
+             average_folds: bool = True, race: bool = True, share_cuts: Union[bool, str] = "auto") -> "Protocol":
         return cls(alpha=alpha, fallback=True, pool=True, min_valid_queries=min_valid_queries, refit_every=False,
                    average_folds=average_folds, fold_means=False, race=race, share_cuts=share_cuts)
 
@@ -295,7 +302,8 @@ def search(train: Queries, valid: Optional[Queries], settings: Sequence[Setting]
         held = cross_validate(fit, settings, grids, train_path, encodings, cv, random_state, fit_map=fit_map,
                               fallback=fallback if protocol.fallback else None,
                               raced=raced, go_on=lambda h: race_richer(h, levels, protocol.alpha),
-                              share_cuts=protocol.share_cuts)
+                              share_cuts=protocol.share_cuts is True or (
+                                  protocol.share_cuts == "auto" and len(fit.raw) >= SHARE_CUTS_MIN_CANDIDATES))
         E, F = held.ap, held.fallback_ap
         if any(w is None for s in raced for w in held.fold_weights[s]):
             levels = levels[:1]                                     # the richer classes lost the race

@@ -44,7 +44,8 @@ def passes(monkeypatch, fit):
 
 
 def test_shared_cuts_choose_what_the_plain_search_chooses_from_fewer_passes(data, monkeypatch):
-    plain, plain_passes = passes(monkeypatch, lambda: StructSVMRanker(**DEFAULT, n_jobs=1).fit(*data))
+    plain, plain_passes = passes(monkeypatch, lambda: StructSVMRanker(**DEFAULT, share_cuts=False,
+                                                                      n_jobs=1).fit(*data))
     shared, shared_passes = passes(monkeypatch, lambda: StructSVMRanker(**DEFAULT, share_cuts=True,
                                                                         n_jobs=1).fit(*data))
     assert not plain.choice_["fallback"]                            # the evidence is clear: learning wins
@@ -69,10 +70,23 @@ def test_shared_cuts_give_one_model_on_any_threads_and_when_the_fold_fits_are_pi
 def test_the_papers_protocol_shares_cuts_too(data):
     """selection="validation" without validation data cross-validates and refits every path: the same C."""
     params = dict(C=[0.1, 1.0, 10.0], features="raw", n_jobs=1)
-    plain = StructSVMRanker(**params).fit(*data)
+    plain = StructSVMRanker(**params, share_cuts=False).fit(*data)
     shared = StructSVMRanker(**params, share_cuts=True).fit(*data)
     assert shared.selection_ == plain.selection_ == "cv" and shared.C_ == plain.C_
     assert not np.array_equal(shared.coef_, plain.coef_)
+
+
+@pytest.mark.parametrize("share_cuts, threshold, shared", [
+    (False, 0, False), (True, 10 ** 9, True),
+    ("auto", 150 * 60, True), ("auto", 150 * 60 + 1, False)])     # the data's 9,000 candidates
+def test_share_cuts_auto_shares_from_its_threshold_of_candidates_on(data, monkeypatch, share_cuts, threshold, shared):
+    monkeypatch.setattr(engine, "SHARE_CUTS_MIN_CANDIDATES", threshold)
+    scouts = []
+    cross_validate = engine.cross_validate
+    monkeypatch.setattr(engine, "cross_validate",
+                        lambda *a, **k: scouts.append(k["share_cuts"]) or cross_validate(*a, **k))
+    StructSVMRanker(**DEFAULT, share_cuts=share_cuts, n_jobs=1).fit(*data)
+    assert scouts == [shared]
 
 
 def test_without_share_cuts_no_path_is_seeded(data, monkeypatch):
@@ -83,7 +97,7 @@ def test_without_share_cuts_no_path_is_seeded(data, monkeypatch):
         seeded.append(seeds is not None)
         return train_path(*args, seeds=seeds, **kwargs)
     monkeypatch.setattr(cutting_plane, "train_path", spy)
-    StructSVMRanker(**DEFAULT, n_jobs=1).fit(*data)
+    StructSVMRanker(**DEFAULT, share_cuts=False, n_jobs=1).fit(*data)
     assert seeded and not any(seeded)
     seeded.clear()
     StructSVMRanker(**DEFAULT, share_cuts=True, n_jobs=1).fit(*data)
