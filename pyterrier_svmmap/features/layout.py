@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -247,7 +248,7 @@ class EncodedQueries:
         """φ cut into consecutive shards of ``queries_per_shard[i]`` whole queries: (φ, offsets) pairs."""
         return [(self.X.rows(lo, hi), offs) for lo, hi, offs in shard_rows(self.offsets, queries_per_shard)]
 
-    @property
+    @cached_property
     def spread(self) -> float:
-        """R² of φ (:meth:`FeatureMatrix.spread`)."""
+        """R² of φ (:meth:`FeatureMatrix.spread`), computed once."""
         return self.X.spread(self.offsets)

@@ -12,7 +12,8 @@ import pyterrier_svmmap.threads as threads
 from pyterrier_svmmap.features.layout import EncodedQueries, FeatureLayout
 from pyterrier_svmmap.queries import Queries
 from pyterrier_svmmap.selection.grids import (DEFAULT_ALPHA, DEFAULT_MIN_VALID_QUERIES, Setting, cv_folds,
-                                              evidence_source, features_name, resolve_c_grid, setting_levels)
+                                              evidence_source, features_name, is_auto_c, resolve_c_grid,
+                                              setting_levels)
 from pyterrier_svmmap.selection.reference import (HeldOutRanking, fallback_model, fold_best_functions,
                                                   known_best_function, per_query_ap, queries_best_function)
 from pyterrier_svmmap.selection.rule import Choice, Selection, choose, column_means
@@ -278,7 +279,7 @@ def search(train: Queries, valid: Optional[Queries], settings: Sequence[Setting]
     if source == "cv" and valid is not None and protocol.pool:
         fit, shards = pooled(train, valid), None
     encodings = encode_settings(fit, settings, make_layout)
-    grids = [resolve_c_grid(C, e.spread) for e in encodings]
+    grids = [resolve_c_grid(C, e.spread if is_auto_c(C) else 0.0) for e in encodings]
     G = len(grids[0])
     levels = setting_levels(settings, G)
     if source == "cv" and (S * G == 1 or (protocol.fallback and fit.n_queries < cv)):
