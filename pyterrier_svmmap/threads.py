@@ -18,7 +18,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Callable, ContextManager, List, Optional, TypeVar
+from typing import Callable, ContextManager, List, Optional, Sequence, TypeVar
 
 import numpy as np
 
@@ -188,19 +188,27 @@ def run_ranges(task: Callable[[int, int], object], n: int, size: int) -> None:
     run(lambda i: task(int(bounds[i]), int(bounds[i + 1])), k)
 
 
-def run_concurrently(task: Callable[[int], T], n_tasks: int) -> List[T]:
+def run_concurrently(task: Callable[[int], T], n_tasks: int, after: Optional[Sequence[Sequence[int]]] = None
+                     ) -> List[T]:
     """``[task(0), …, task(n_tasks − 1)]``, up to :func:`current` at once, each inside ``using(1)``: for work too
     small to cut among threads (e.g. a small cross-validation's fits); the results do not depend on the schedule.
+    ``after[i]``: earlier tasks that task i waits for (the pool starts tasks in order, so they have started).
     A task's exception is raised once all have ended; a Ctrl-C cancels the tasks not started."""
+    if after is not None and any(j >= i or j < 0 for i in range(n_tasks) for j in after[i]):
+        raise ValueError("a task can only wait for earlier tasks")
     k = min(current(), n_tasks)
     if k <= 1:
         return [task(i) for i in range(n_tasks)]
+    futures: list = []
 
     def alone(i: int) -> T:
+        for j in after[i] if after is not None else ():
+            futures[j].exception()                  # waits; a failed task's exception is raised below, first
         with using(1):
             return task(i)
     pool = _executor(k)
-    futures = [pool.submit(alone, i) for i in range(n_tasks)]
+    for i in range(n_tasks):
+        futures.append(pool.submit(alone, i))
     try:
         for f in futures:                    # every task ends before this call returns or raises
             f.exception()

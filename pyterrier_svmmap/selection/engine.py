@@ -173,30 +173,48 @@ def cross_validate(queries: Queries, settings: Sequence[Setting], grids: Sequenc
     rest = [(k, s) for k in range(RACE_FOLDS, cv) for s in raced]
     held = HeldOut(fold, np.full((queries.n_queries, len(settings) * G), np.nan), None, [[None] * cv for _ in settings],
                    [None] * len(settings))
+    side_by_side = fit_map is None and len(queries.raw) < CONCURRENT_FOLDS_MAX_CANDIDATES
     if fit_map is None:                     # in this process: side by side on small data (the same results)
-        fit_map = threads.run_concurrently if len(queries.raw) < CONCURRENT_FOLDS_MAX_CANDIDATES else \
-            lambda job, n: [job(j) for j in range(n)]
+        fit_map = threads.run_concurrently if side_by_side else lambda job, n: [job(j) for j in range(n)]
 
-    def run(pairs: List[Tuple[int, int]], scout: bool = False) -> None:
-        job = FoldFits(queries, fold, settings, [list(g) for g in grids], train_path, list(encodings), ties, pairs,
-                       held, scout)
-        paths = fit_map(job, len(pairs))
+    def fits(pairs: List[Tuple[int, int]], scout: bool = False) -> FoldFits:
+        return FoldFits(queries, fold, settings, [list(g) for g in grids], train_path, list(encodings), ties, pairs,
+                        held, scout)
+
+    def record(pairs: List[Tuple[int, int]], paths: list, scout: bool = False) -> None:
         for (k, s), (w, held_ap, points) in zip(pairs, paths):
             held.ap[fold == k, s * G:(s + 1) * G] = held_ap
             held.fold_weights[s][k] = np.stack(w)
             if scout:
                 held.points[s] = points
-    if share_cuts:
-        run([(k, s) for k, s in first if k == SCOUT_FOLD], scout=True)
-        first = [(k, s) for k, s in first if k != SCOUT_FOLD]
-    run(first)
+
+    def fallback_fold(k: int) -> None:
+        layout, w, f = fallback(known_best_function(queries.subset(fold != k), ties[k]))
+        held.fallback_ap[fold == k] = per_query_ap(layout, w, queries.subset(fold == k), f)
     if fallback is not None:
         held.fallback_ap = np.empty(queries.n_queries)
-        for k in range(cv):
-            layout, w, f = fallback(known_best_function(queries.subset(fold != k), ties[k]))
-            held.fallback_ap[fold == k] = per_query_ap(layout, w, queries.subset(fold == k), f)
+    scouts = [(k, s) for k, s in first if k == SCOUT_FOLD] if share_cuts else []
+    first = [pair for pair in first if pair not in scouts]
+    if scouts and side_by_side:             # each fold starts once its setting's scout has ended
+        tasks = [fits(scouts, True), fits(first)]
+        n_s, n_f = len(scouts), len(first)
+
+        def task(i: int):
+            if i < n_s:
+                out = tasks[0](i)
+                record(scouts[i:i + 1], [out], scout=True)
+                return out
+            return tasks[1](i - n_s) if i < n_s + n_f else fallback_fold(i - n_s - n_f)
+        after = [[]] * n_s + [[scouts.index((SCOUT_FOLD, s))] for _, s in first] + [[]] * (cv if fallback else 0)
+        record(first, threads.run_concurrently(task, len(after), after)[n_s:n_s + n_f])
+    else:
+        if scouts:
+            record(scouts, fit_map(fits(scouts, True), len(scouts)), scout=True)
+        record(first, fit_map(fits(first), len(first)))
+        for k in range(cv) if fallback is not None else ():
+            fallback_fold(k)
     if rest and go_on(held):
-        run(rest)
+        record(rest, fit_map(fits(rest), len(rest)))
     return held
 
 

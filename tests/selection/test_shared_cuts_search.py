@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import pyterrier_svmmap.svm.cutting_plane as cutting_plane
+import pyterrier_svmmap.threads as threads
 from pyterrier_svmmap.selection import engine
 from pyterrier_svmmap.svm.ranker import StructSVMRanker
 
@@ -57,14 +58,31 @@ def test_shared_cuts_choose_what_the_plain_search_chooses_from_fewer_passes(data
     assert shared_passes < 0.85 * plain_passes
 
 
-def test_shared_cuts_give_one_model_on_any_threads_and_when_the_fold_fits_are_pickled(data, monkeypatch):
+def test_shared_cuts_give_one_model_on_any_threads_and_when_the_fold_fits_are_pickled(data):
+    """In this process each fold starts once its scout has ended (threads.run_concurrently's ``after``); a
+    cluster's ``fit_map`` gets the scouts, then the other folds, as pickled jobs: the same evidence and models."""
     ref = StructSVMRanker(**DEFAULT, share_cuts=True, n_jobs=1).fit(*data)
     two = StructSVMRanker(**DEFAULT, share_cuts=True, n_jobs=2).fit(*data)
-    monkeypatch.setattr(engine.threads, "run_concurrently",
-                        lambda job, n: [pickle.loads(pickle.dumps(job))(j) for j in range(n)])
-    shipped = StructSVMRanker(**DEFAULT, share_cuts=True, n_jobs=2).fit(*data)
-    for other in (two, shipped):
-        assert np.array_equal(other.coef_, ref.coef_) and other.C_ == ref.C_
+    assert np.array_equal(two.coef_, ref.coef_) and two.C_ == ref.C_
+    queries, encoded, ranker, grid = raw_block(data)
+    shipped = lambda job, n: [pickle.loads(pickle.dumps(job))(j) for j in range(n)]        # noqa: E731
+    with threads.using(2):
+        here, there = (engine.cross_validate(queries, [("raw", None)], [grid], ranker.path_trainer(), [encoded], 5, 0,
+                                             share_cuts=True, fit_map=fit_map) for fit_map in (None, shipped))
+    assert np.array_equal(here.ap, there.ap)
+    assert all(np.array_equal(a, b) for a, b in zip(here.fold_weights[0], there.fold_weights[0]))
+
+
+def raw_block(data):
+    """(queries, φ of the raw block, a ranker on a grid of 3 C, the grid) for :func:`engine.cross_validate`."""
+    from pyterrier_svmmap.features.layout import EncodedQueries, default_base_names
+    from pyterrier_svmmap.queries import Queries
+    raw, labels, offsets = data
+    grid = [0.1, 1.0, 10.0]
+    ranker = StructSVMRanker(C=grid, features="raw", n_jobs=1)
+    ranker.base_names_ = default_base_names(raw.shape[1])
+    queries = Queries(raw, labels, offsets)
+    return queries, EncodedQueries.of(ranker._make_layout(queries, "raw"), raw, offsets), ranker, grid
 
 
 def test_the_papers_protocol_shares_cuts_too(data):
@@ -107,15 +125,8 @@ def test_without_share_cuts_no_path_is_seeded(data, monkeypatch):
 def test_every_fold_of_a_shared_search_is_an_epsilon_solution_of_its_plain_problem(data):
     """Each fold's path, the first fold's (which passes over every fold) included, solves the plain fold's
     problem: objectives within C ε, each above the other's dual, weights within √(2·gap) of each other's."""
-    from pyterrier_svmmap.features.layout import EncodedQueries, default_base_names
-    from pyterrier_svmmap.queries import Queries
     from tests.helpers import _close
-    raw, labels, offsets = data
-    grid = [0.1, 1.0, 10.0]
-    ranker = StructSVMRanker(C=grid, features="raw", n_jobs=1)
-    ranker.base_names_ = default_base_names(raw.shape[1])
-    queries = Queries(raw, labels, offsets)
-    encoded = EncodedQueries.of(ranker._make_layout(queries, "raw"), raw, offsets)
+    queries, encoded, ranker, grid = raw_block(data)
     paths = {}
     train_path = ranker.train_path
 

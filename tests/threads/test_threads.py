@@ -89,6 +89,31 @@ def test_run_keeps_task_order_and_raises_after_all_tasks_end():
         assert sorted(ended) == [0, 1, 3, 5]
 
 
+def test_run_concurrently_starts_a_task_after_the_tasks_it_waits_for():
+    """Task 2 waits for task 0, a slow one, while task 1 (free) runs beside it; a failed task raises first."""
+    import time
+    events = []
+
+    def task(i):
+        if i == 0:
+            time.sleep(0.2)
+        events.append(("start" if i else "end", i))
+        return i
+    with threads.using(2):
+        assert threads.run_concurrently(task, 3, after=[[], [], [0]]) == [0, 1, 2]
+        assert events.index(("end", 0)) < events.index(("start", 2))
+        assert events.index(("start", 1)) < events.index(("end", 0))
+
+        def failing(i):
+            if i == 0:
+                raise KeyError("task 0")
+            return i
+        with pytest.raises(KeyError, match="task 0"):
+            threads.run_concurrently(failing, 2, after=[[], [0]])
+        with pytest.raises(ValueError, match="earlier tasks"):
+            threads.run_concurrently(task, 2, after=[[1], []])
+
+
 def test_run_does_not_wait_for_a_pool_thread_that_has_not_started():
     """Pieces go to the threads that come free: with every pool thread busy elsewhere (a core taken by another
     process), the calling thread runs all the pieces and returns, rather than waiting for its helper."""
