@@ -124,8 +124,8 @@ def _fits(n_jobs: int, side=None, every_learner: bool = True) -> None:
         warnings.simplefilter("ignore")
         for loss, params in LOSSES if every_learner else ():
             most_violated(np.nan_to_num(raw[:30, 0]), labels[:30], loss=get_loss(loss, **(params or {})))
-        for features, binning in feature_settings():
-            FeatureLayout.fit(raw, offsets, features, 5, binning).transform(raw, offsets)
+        for features, binning in feature_settings():                  # φ and its R² (C="auto")
+            FeatureLayout.fit(raw, offsets, features, 5, binning).transform(raw, offsets).spread(offsets)
         parse_chunk(b"1 qid:1 1:0.5 2:-1e-3 # docid = d1\n0 qid:1 1:0.25\n", 10)   # svmmap learn's svmlight parser
         if side is not None:
             side.stdout.readline()                          # its QP cached (or its end: then compiled here)
