@@ -102,7 +102,9 @@ def test_interrupted(tmp_path, mq2008_fold1):
         proc.send_signal(signal.SIGINT)
         rest = proc.communicate(timeout=120)[1]
         assert proc.returncode == 130, rest
-        last = [ln for ln in rest.splitlines() if ln.strip() and not ln.startswith(("DEBUG ", "INFO "))]
+        # the compile notice of a cold numba cache may come at any point of the training
+        last = [ln for ln in rest.splitlines() if ln.strip() and not ln.startswith(("DEBUG ", "INFO "))
+                and not ln.startswith("WARNING pyterrier_svmmap.compile:")]
         assert last == [f"svmmap learn: interrupted; no model written; {target} is as it was"], rest
         assert "Traceback" not in seen + rest
         assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == listing   # nothing new, nothing partial
