@@ -8,11 +8,9 @@ Usage::
 Sections (results in docs/performance.md):
 
 * ``default``: ``SVMMap()``'s learner on 200 queries × 1,000 candidates × 16 functions ÷ ``LGBMRanker()``
-  (target ≤ 0.5×); the same search without racing: its time, and the same model bit for bit (target); and
-  without shared cuts (``share_cuts=False``): the default's speed-up and whether it chose the same (also on
-  SciFact);
-* ``profile``: where one default fit spends its time (cross-validation paths by feature block, held-out
-  scoring, the refit);
+  (target ≤ 0.5×); without racing: the same model bit for bit (target); without shared cuts: the speed-up
+  and the same choice (also on SciFact);
+* ``profile``: where one default fit spends its time (cross-validation paths by block, scoring, the refit);
 * ``mainjob``: ``svmmap reproduce`` of the main job's ``svm-map`` on Vaswani (50 trials of 10/5 queries): the
   median fit (target ≤ 0.6 s);
 * ``scifact``: ``SVMMap()`` on SciFact's 809 training claims × 4 PISA functions, BM25 the first stage, from
@@ -78,10 +76,9 @@ def default(args):
 
 
 def _shared(plain, shared, plain_seconds, shared_seconds) -> str:
-    """How the search with shared cuts compares with the plain one: its speed-up and whether it chose the same."""
-    key = lambda m: (m.features_, m.C_, m.choice_["fallback"])             # noqa: E731
-    return (f"{np.median(plain_seconds) / np.median(shared_seconds):.2f}× faster, "
-            f"{'the same choice' if key(plain) == key(shared) else f'chose {key(shared)} against {key(plain)}'}")
+    """The shared cuts' speed-up over the plain search, and whether they chose the same."""
+    same = [(m.features_, m.C_, m.choice_["fallback"]) for m in (plain, shared)]
+    return f"{np.median(plain_seconds) / np.median(shared_seconds):.2f}× faster, the same choice: {same[0] == same[1]}"
 
 
 def profile(args):
@@ -94,8 +91,8 @@ def profile(args):
     spent = defaultdict(float)
     train_path, scoring = StructSVMRanker.train_path, engine.HeldOutRanking.ap
 
-    def timed_path(self, queries, grid, setting, fold=None, shards=None, encoded=None):
-        out, seconds = timed(train_path, self, queries, grid, setting, fold, shards, encoded)
+    def timed_path(self, queries, grid, setting, fold=None, shards=None, encoded=None, **shared):
+        out, seconds = timed(train_path, self, queries, grid, setting, fold, shards, encoded, **shared)
         key = "refit" if fold is None else f"cv paths, {features_name(setting[0])}"
         spent[key] += seconds
         spent[key + " (C values)"] += len(grid)
@@ -110,8 +107,7 @@ def profile(args):
         total = timed(_fit, raw, labels, offsets)[1]
     finally:
         StructSVMRanker.train_path, engine.HeldOutRanking.ap = train_path, scoring
-    print(f"one default fit: {total:.2f} s wall; seconds summed over threads (the cross-validation's paths run two "
-          f"at a time):")
+    print(f"one default fit: {total:.2f} s wall; seconds summed over the threads that run the paths side by side:")
     for key in sorted(k for k in spent if not k.endswith("(C values)")):
         n = spent.get(key + " (C values)")
         print(f"  {key:<28} {spent[key]:7.2f} s" + (f"  ({int(n)} C values)" if n else ""))
@@ -160,13 +156,11 @@ def scifact(args):
             run = pickle.load(f)["run"]
         frames.append(run[run["qid"].astype(str).isin(train)][["qid", "docno", "score"]].assign(function=j))
     wide = pd.concat(frames).pivot_table(index=["qid", "docno"], columns="function", values="score").sort_index()
-    qrels = pd.read_csv(DATA / "scifact" / "qrels", sep=r"\s+", header=None, names=["qid", "it", "docno", "label"],
-                        dtype=str)
-    relevant = set(zip(qrels["qid"], qrels["docno"])) if len(qrels) else set()
+    qrels = pd.read_csv(DATA / "scifact" / "qrels", sep=r"\s+", header=None, usecols=[0, 2], dtype=str)
+    relevant = set(zip(qrels[0], qrels[2]))
     qids = wide.index.get_level_values(0).astype(str)
     labels = np.array([(q, d) in relevant for q, d in zip(qids, wide.index.get_level_values(1).astype(str))], float)
-    starts = np.flatnonzero(np.r_[True, qids[1:] != qids[:-1]])
-    offsets = np.r_[starts, len(qids)].astype(np.int64)
+    offsets = np.r_[np.flatnonzero(np.r_[True, qids[1:] != qids[:-1]]), len(qids)].astype(np.int64)
     raw = wide.to_numpy(dtype=float)
     params = dict(DEFAULT, first_stage=0)                                   # BM25, the first stage
     quiet(StructSVMRanker(**params).fit, raw[:offsets[40]], labels[:offsets[40]], offsets[:41])      # kernels loaded
