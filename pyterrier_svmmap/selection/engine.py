@@ -196,6 +196,7 @@ def cross_validate(queries: Queries, settings: Sequence[Setting], grids: Sequenc
     scouts = [(k, s) for k, s in first if k == SCOUT_FOLD] if share_cuts else []
     first = [pair for pair in first if pair not in scouts]
     if scouts and side_by_side:             # each fold starts once its setting's scout has ended
+        first.sort(key=lambda pair: pair[1])            # in the order of the scouts: the pool starts tasks in order
         tasks = [fits(scouts, True), fits(first)]
         n_s, n_f = len(scouts), len(first)
 
