@@ -61,6 +61,20 @@ def shard_sizes(n_queries: int, queries_per_shard: int) -> np.ndarray:
     return np.diff(np.r_[np.arange(0, n_queries, queries_per_shard), n_queries]).astype(np.int64)
 
 
+def usable_shard_sizes(ok: np.ndarray, shard_queries: Optional[Sequence[int]], queries_per_shard: int) -> np.ndarray:
+    """Usable queries per shard (shards without any dropped), from the given queries per shard
+    (``shard_queries``, or blocks of ``queries_per_shard``): the shards a cluster would form and filter."""
+    n = len(ok)
+    sizes = (np.asarray(shard_queries, dtype=np.int64) if shard_queries is not None
+             else shard_sizes(n, queries_per_shard))
+    if sizes.sum() != n or (sizes < 0).any():
+        raise ValueError(f"shard_queries must be non-negative and sum to the {n} queries, got {list(sizes)}")
+    cum = np.r_[0, np.cumsum(ok, dtype=np.int64)]
+    ends = np.cumsum(sizes)
+    usable = cum[ends] - cum[ends - sizes]
+    return usable[usable > 0]
+
+
 def shard_rows(offsets: np.ndarray, sizes: Sequence[int]) -> List[Tuple[int, int, np.ndarray]]:
     """Consecutive shards of ``sizes[i]`` whole queries each: their rows ``lo:hi`` and offsets from 0."""
     offsets = np.asarray(offsets, dtype=np.int64)

@@ -26,7 +26,7 @@ from pyterrier_svmmap.chunks import score_matrix
 from pyterrier_svmmap.features.layout import EncodedQueries, FeatureLayout, default_base_names
 from pyterrier_svmmap.params import Parametrized
 from pyterrier_svmmap.queries import (Queries, as_queries, check_ranking_arrays, shard_sizes, split_queries,
-                                     subset_queries, usable_queries)
+                                     subset_queries, usable_queries, usable_shard_sizes)
 from pyterrier_svmmap.selection.grids import (DEFAULT_ALPHA, DEFAULT_C_GRID, DEFAULT_MIN_VALID_QUERIES, c_grid,
                                               evidence_source, feature_options, features_name,
                                               prior_options)
@@ -218,7 +218,7 @@ class StructSVMRanker(Parametrized):
         ``fit_map`` runs the independent fits of ``selection="auto"`` (None: here)."""
         grid = c_grid(self.C)
         n_queries, n_candidates = len(offsets) - 1, len(raw)
-        shards = _usable_shard_sizes(ok, shard_queries, self.queries_per_shard)
+        shards = usable_shard_sizes(ok, shard_queries, self.queries_per_shard)
         if not ok.all():                                # else the arrays as they are: no copy
             raw, labels, offsets, _ = subset_queries(raw, labels, offsets, ok)
         self.n_functions_ = raw.shape[1]
@@ -447,13 +447,11 @@ class StructSVMRanker(Parametrized):
             φ of ``queries`` (its layout fitted on them or on more queries); else a layout of ``features`` is
             fitted on them.
         parts : (list of (φ, labels, offsets), list of int), optional
-            The data cut into parts (the folds of a cross-validation) and the parts this path trains on (all of
-            ``queries``): the oracle evaluates every part and keeps their sums in each result's ``points``
+            Every fold's data and the folds ``queries`` are: each result keeps its points' per-fold sums
             (:class:`~pyterrier_svmmap.svm.shared_cuts.PartsOracle`).
         seeds : (list, list of int), optional
-            The ``points`` of such a path's results, one list per C of ``grid``, and the parts ``queries`` are
-            made of: each C starts from these queries' exact constraints at those points
-            (:func:`~pyterrier_svmmap.svm.shared_cuts.restrict_points`).
+            Such a path's ``points`` per C of ``grid`` and the folds ``queries`` are: each C starts from its
+            constraints there (:func:`~pyterrier_svmmap.svm.shared_cuts.restrict_points`).
 
         Returns
         -------
@@ -480,10 +478,9 @@ class StructSVMRanker(Parametrized):
                      for j, (X, o) in enumerate(encoded.shards(shards))]
             oracle = solver.DataOracle(None, None, None, losses, shards=parts)      # the sums shard by shard
         progress = getattr(self, "_progress", None)
-        return layout, self._solve(oracle, grid, w0, None if progress is None else
-                                   progress.reporter(features_name(features), fold),
-                                   None if seeds is None else
-                                   [restrict_points(c, seeds[1], queries.n_queries) for c in seeds[0]]), f
+        report = None if progress is None else progress.reporter(features_name(features), fold)
+        seeded = None if seeds is None else [restrict_points(c, seeds[1], queries.n_queries) for c in seeds[0]]
+        return layout, self._solve(oracle, grid, w0, report, seeded), f
 
     def _solve(self, oracle, grid: Sequence[float], prior: Optional[np.ndarray], report=None, seeds=None) -> list:
         """:func:`~pyterrier_svmmap.svm.cutting_plane.train_path` on ``oracle``'s data (here or a cluster's shards)."""
@@ -592,18 +589,3 @@ def warn_skipped(skipped: int, total: int) -> None:
     if skipped == total:
         raise ValueError("no training query has both a relevant and a non-relevant candidate; check that the "
                          "labels match the candidates (for frames: the same qid and docno strings)")
-
-
-def _usable_shard_sizes(ok: np.ndarray, shard_queries: Optional[Sequence[int]], queries_per_shard: int
-                        ) -> np.ndarray:
-    """Usable queries per shard (shards without any dropped), from the given queries per shard
-    (``shard_queries``, or blocks of ``queries_per_shard``): the shards a cluster would form and filter."""
-    n = len(ok)
-    sizes = (np.asarray(shard_queries, dtype=np.int64) if shard_queries is not None
-             else shard_sizes(n, queries_per_shard))
-    if sizes.sum() != n or (sizes < 0).any():
-        raise ValueError(f"shard_queries must be non-negative and sum to the {n} queries, got {list(sizes)}")
-    cum = np.r_[0, np.cumsum(ok, dtype=np.int64)]
-    ends = np.cumsum(sizes)
-    usable = cum[ends] - cum[ends - sizes]
-    return usable[usable > 0]

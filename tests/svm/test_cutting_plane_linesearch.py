@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from pyterrier_svmmap.svm.slack import make_slack_groups
-from pyterrier_svmmap.svm.ranker import StructSVMRanker, _usable_shard_sizes
+from pyterrier_svmmap.queries import usable_shard_sizes
+from pyterrier_svmmap.svm.ranker import StructSVMRanker
 from pyterrier_svmmap.svm.cutting_plane import DataOracle, reduce_shard_sums, shard_sums, train_path, train_structural_svm
 
 from tests.helpers import EPS, _close, _instance
@@ -104,13 +105,13 @@ def test_sharded_oracle_sums_in_shard_order(inst):
         DataOracle(X, labels, offsets, losses, shards=parts)
 
 
-def test_usable_shard_sizes():
+def testusable_shard_sizes():
     ok = np.array([1, 0, 1, 1, 0, 0, 1], dtype=bool)
-    assert _usable_shard_sizes(ok, None, 3).tolist() == [2, 1, 1]          # blocks of 3 given queries
-    assert _usable_shard_sizes(ok, [2, 3, 2], 1000).tolist() == [1, 2, 1]
-    assert _usable_shard_sizes(ok, [1, 1, 3, 2], 1000).tolist() == [1, 2, 1]   # an empty shard disappears
+    assert usable_shard_sizes(ok, None, 3).tolist() == [2, 1, 1]          # blocks of 3 given queries
+    assert usable_shard_sizes(ok, [2, 3, 2], 1000).tolist() == [1, 2, 1]
+    assert usable_shard_sizes(ok, [1, 1, 3, 2], 1000).tolist() == [1, 2, 1]   # an empty shard disappears
     with pytest.raises(ValueError, match="sum to the 7 queries"):
-        _usable_shard_sizes(ok, [2, 2], 1000)
+        usable_shard_sizes(ok, [2, 2], 1000)
 
 
 def test_ranker_sums_by_shard_of_queries_per_shard(inst):
