@@ -177,10 +177,16 @@ class FeatureMatrix:
         return FeatureMatrix([b.rows(start, stop) for b in self.blocks])
 
     def query_sumsq(self, offsets: np.ndarray) -> np.ndarray:
-        """Per query, Σ_d ‖φ(d) − φ̄_q‖² (φ̄_q the mean of the query's candidates), the blocks added in order."""
+        """Per query, Σ_d ‖φ(d) − φ̄_q‖² (φ̄_q the mean of the query's candidates), the blocks added in order; each
+        block's sums are kept with it, for a matrix that shares the block (a combined feature block's)."""
         if not self.blocks:
             return np.zeros(len(offsets) - 1)
-        return np.sum([b.query_sumsq(offsets) for b in self.blocks], axis=0)
+        key = np.asarray(offsets, dtype=np.int64).tobytes()
+        for b in self.blocks:
+            kept = b.__dict__.setdefault("_query_sumsq", {})
+            if key not in kept:
+                kept[key] = b.query_sumsq(offsets)
+        return np.sum([b._query_sumsq[key] for b in self.blocks], axis=0)
 
     def spread(self, offsets: np.ndarray) -> float:
         """R² = the mean over candidates of ‖φ(d) − φ̄_q‖², the scale of what a ranking constraint sees (the unit of

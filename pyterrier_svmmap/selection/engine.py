@@ -10,6 +10,7 @@ import numpy as np
 
 import pyterrier_svmmap.threads as threads
 from pyterrier_svmmap.features.layout import EncodedQueries, FeatureLayout
+from pyterrier_svmmap.features.matrices import FeatureMatrix
 from pyterrier_svmmap.queries import Queries
 from pyterrier_svmmap.selection.grids import (DEFAULT_ALPHA, DEFAULT_MIN_VALID_QUERIES, Setting, cv_folds,
                                               evidence_source, features_name, is_auto_c, resolve_c_grid,
@@ -220,12 +221,21 @@ def cross_validate(queries: Queries, settings: Sequence[Setting], grids: Sequenc
 
 
 def encode_settings(queries: Queries, settings: Sequence[Setting], make_layout: MakeLayout) -> List[EncodedQueries]:
-    """φ of ``queries`` for every setting, one layout per distinct feature block shared by settings and folds."""
+    """φ of ``queries`` for every setting, one layout per distinct feature block shared by settings and folds. A
+    block's values depend on its kind and the scores' statistics alone
+    (:meth:`~pyterrier_svmmap.features.encoder.FeatureEncoder.fit_statistics`), so a combination of blocks
+    encoded already (``bins+raw``) is made of theirs, the same arrays."""
     by_block: Dict[str, EncodedQueries] = {}
     for features, _ in settings:
         name = features_name(features)
-        if name not in by_block:
-            by_block[name] = EncodedQueries.of(make_layout(queries, features), queries.raw, queries.offsets)
+        if name in by_block:
+            continue
+        layout, parts = make_layout(queries, features), name.split("+")
+        if len(parts) > 1 and all(part in by_block for part in parts) and not layout.bias:
+            X = FeatureMatrix([block for part in parts for block in by_block[part].X.blocks])
+            by_block[name] = EncodedQueries(layout, X, by_block[parts[0]].offsets)
+        else:
+            by_block[name] = EncodedQueries.of(layout, queries.raw, queries.offsets)
     return [by_block[features_name(features)] for features, _ in settings]
 
 

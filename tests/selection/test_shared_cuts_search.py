@@ -153,3 +153,20 @@ def test_the_seeds_of_a_path_are_the_first_folds_points_of_its_c_values_on_its_f
     assert held.seeds(0, fold=1) == (["c0", "c1", "c2"], [0, 2])
     assert held.seeds(0, 2) == (["c0", "c1"], [0, 1, 2])                    # the refit, up to the chosen C
     assert engine.HeldOut(fold, np.zeros((6, 3)), None, [[None] * 3], [None]).seeds(0, fold=1) is None
+
+
+@pytest.mark.parametrize("params", [dict(), dict(normalise=None), dict(binning="minmax", n_bins=7)])
+def test_a_combined_feature_block_is_made_of_its_parts_with_the_values_and_spread_of_its_own_encoding(data, params):
+    from pyterrier_svmmap.features.layout import EncodedQueries, default_base_names
+    from pyterrier_svmmap.queries import Queries
+    raw, labels, offsets = data
+    ranker = StructSVMRanker(**params)
+    ranker.base_names_ = default_base_names(raw.shape[1])
+    queries = Queries(raw, labels, offsets)
+    bins, raw_block, both = engine.encode_settings(queries, [("bins", None), ("raw", "best"), ("bins+raw", None)],
+                                                   ranker._make_layout)
+    assert both.X.blocks == bins.X.blocks + raw_block.X.blocks                 # the same block objects
+    own = EncodedQueries.of(ranker._make_layout(queries, "bins+raw"), raw, offsets)
+    for shared, fresh in zip(both.X.blocks, own.X.blocks):
+        assert all(np.array_equal(v, vars(fresh)[k]) for k, v in vars(shared).items() if isinstance(v, np.ndarray))
+    assert both.spread == own.spread and both.layout.dim == own.layout.dim
