@@ -196,7 +196,7 @@ def cross_validate(queries: Queries, settings: Sequence[Setting], grids: Sequenc
         held.fallback_ap = np.empty(queries.n_queries)
     scouts = [(k, s) for k, s in first if k == SCOUT_FOLD] if share_cuts else []
     first = [pair for pair in first if pair not in scouts]
-    if scouts and side_by_side:             # each fold starts once its setting's scout has ended
+    if side_by_side:                        # one round: a fold starts once its setting's scout, if any, has ended
         first.sort(key=lambda pair: pair[1])            # in the order of the scouts: the pool starts tasks in order
         tasks = [fits(scouts, True), fits(first)]
         n_s, n_f = len(scouts), len(first)
@@ -207,9 +207,10 @@ def cross_validate(queries: Queries, settings: Sequence[Setting], grids: Sequenc
                 record(scouts[i:i + 1], [out], scout=True)
                 return out
             return tasks[1](i - n_s) if i < n_s + n_f else fallback_fold(i - n_s - n_f)
-        after = [[]] * n_s + [[scouts.index((SCOUT_FOLD, s))] for _, s in first] + [[]] * (cv if fallback else 0)
+        after = [[]] * n_s + [[scouts.index((SCOUT_FOLD, s))] if scouts else [] for _, s in first] + \
+            [[]] * (cv if fallback else 0)
         record(first, threads.run_concurrently(task, len(after), after)[n_s:n_s + n_f])
-    else:
+    else:                                   # a cluster's fit_map, or one fit at a time on large data
         if scouts:
             record(scouts, fit_map(fits(scouts, True), len(scouts)), scout=True)
         record(first, fit_map(fits(first), len(first)))
