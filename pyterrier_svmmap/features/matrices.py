@@ -114,17 +114,18 @@ class DenseBlock:
         return products.weighted_rows(c, self.values)
 
     def query_sumsq(self, offsets: np.ndarray) -> np.ndarray:
-        """Per query, Σ_d ‖φ(d) − φ̄_q‖² over the block's columns."""
+        """Per query, Σ_d ‖φ(d) − φ̄_q‖² over the block's columns: blocks of queries on threads, each in pieces of
+        about :data:`SUMSQ_ROWS` rows (every query's sums are the same however the queries are cut)."""
         offsets = np.asarray(offsets, dtype=np.int64)
-        sizes = np.diff(offsets)
-        out = np.zeros(len(sizes))
-        full = sizes > 0
-        if not full.any() or not self.values.shape[1]:
+        out = np.zeros(len(offsets) - 1)
+        if not self.values.shape[1]:
             return out
-        starts = offsets[:-1][full]
-        means = np.add.reduceat(self.values, starts, axis=0) / sizes[full][:, None]
-        dev = self.values - np.repeat(means, sizes[full], axis=0)
-        out[full] = np.add.reduceat((dev * dev).sum(axis=1), starts)
+
+        def block(lo: int, hi: int) -> None:
+            cuts = lo + threads.query_bounds(offsets[lo:hi + 1], -(-int(offsets[hi] - offsets[lo]) // SUMSQ_ROWS))
+            for a, b in zip(cuts[:-1], cuts[1:]):
+                _query_sumsq(self.values[offsets[a]:offsets[b]], offsets[a:b + 1] - offsets[a], out[a:b])
+        threads.run_query_blocks(block, offsets)
         return out
 
     def take(self, rows: np.ndarray) -> "DenseBlock":
@@ -136,6 +137,21 @@ class DenseBlock:
 
 
 Block = Union[BinnedBlock, DenseBlock]
+
+SUMSQ_ROWS = 1 << 14
+"""Rows of a piece of :meth:`DenseBlock.query_sumsq`: its temporaries stay in the cache."""
+
+
+def _query_sumsq(values: np.ndarray, offsets: np.ndarray, out: np.ndarray) -> None:
+    """``out[q]`` = Σ_d ‖φ(d) − φ̄_q‖² for the queries of ``offsets`` (empty ones left as they are)."""
+    sizes = np.diff(offsets)
+    full = sizes > 0
+    if not full.any():
+        return
+    starts = offsets[:-1][full]
+    means = np.add.reduceat(values, starts, axis=0) / sizes[full][:, None]
+    dev = values - np.repeat(means, sizes[full], axis=0)
+    out[full] = np.add.reduceat((dev * dev).sum(axis=1), starts)
 
 
 class FeatureMatrix:

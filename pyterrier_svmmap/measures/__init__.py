@@ -56,6 +56,28 @@ def ranked_average_precision(order, labels, offsets, n_relevant: Optional[np.nda
     return np.divide(prec_sum, n_relevant, out=np.zeros(n_q), where=n_relevant > 0)
 
 
+def tie_ordered_average_precision(scores, labels, offsets, position: np.ndarray,
+                                   n_relevant: Optional[np.ndarray] = None) -> np.ndarray:
+    """:func:`average_precision` with ties ordered by ``position`` instead of by row: each candidate's row in a tie
+    order that keeps the queries in place (a permutation of its query's rows). Bit for bit the AP of the ranking
+    ``base[rank_within_queries(scores[base], offsets)]``, ``position[base] = arange(n)``; each relevant
+    candidate's rank is counted in one pass over its query (compiled, no sort; a sort for many relevant)."""
+    scores = np.ascontiguousarray(scores, dtype=float)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    rel = np.ascontiguousarray(np.asarray(labels) > 0)
+    if np.isnan(scores).any():                                  # NaN last, as rank_within_queries puts it
+        base = np.argsort(position, kind="stable")
+        return ranked_average_precision(base[rank_within_queries(scores[base], offsets)], labels, offsets,
+                                        n_relevant)
+    n_q = len(offsets) - 1
+    if n_relevant is None:
+        n_relevant = np.bincount(query_ids(offsets), weights=rel, minlength=n_q)
+    out = np.empty(n_q)
+    _jit.load("measures._kernels").tie_ordered_ap(scores, rel, np.ascontiguousarray(position, dtype=np.int64),
+                                                   offsets, np.ascontiguousarray(n_relevant, dtype=float), out)
+    return out
+
+
 def dcg_at(scores, gains, offsets, k: Optional[int] = None) -> np.ndarray:
     """DCG@k per query of the ranking by ``scores`` (gains per candidate; k None: all ranks)."""
     order = rank_within_queries(scores, offsets)

@@ -48,6 +48,41 @@ def function_ap(raw, rel, offsets, out):
 
 
 @njit(cache=True, nogil=True)
+def tie_ordered_ap(scores, rel, position, offsets, n_relevant, out):
+    """``out[q]`` = AP of query q ranked by decreasing score, ties by increasing ``position``, divided by
+    ``n_relevant[q]`` (0 where that is 0): the relevant candidates' ranks counted without a sort, or above
+    :data:`COUNT_RELEVANT_MAX` of them read off a stable sort; the precisions added in rank order, as
+    :func:`pyterrier_svmmap.measures.ranked_average_precision` adds them."""
+    for q in range(offsets.shape[0] - 1):
+        lo = offsets[q]
+        hi = offsets[q + 1]
+        if n_relevant[q] <= 0:
+            out[q] = 0.0
+            continue
+        where = np.flatnonzero(rel[lo:hi])
+        n_rel = where.shape[0]
+        ranks = np.empty(n_rel, dtype=np.int64)
+        if n_rel > COUNT_RELEVANT_MAX:
+            by_position = np.empty(hi - lo, dtype=np.int64)
+            for i in range(hi - lo):
+                by_position[position[lo + i] - lo] = lo + i
+            local = np.argsort(-scores[by_position], kind="mergesort")
+            ranks[:] = np.flatnonzero(rel[by_position[local]]) + 1
+        else:
+            for i in range(n_rel):
+                x = lo + where[i]
+                above = 0
+                for y in range(lo, hi):
+                    above += scores[y] > scores[x] or (scores[y] == scores[x] and position[y] < position[x])
+                ranks[i] = above + 1
+            ranks.sort()
+        s = 0.0
+        for a in range(n_rel):
+            s += (a + 1) / ranks[a]
+        out[q] = s / n_relevant[q]
+
+
+@njit(cache=True, nogil=True)
 def relevant_ranks(scores, lo, hi, rel, rank):
     """The 1-based ranks among rows lo..hi−1 (as :func:`function_ap` ranks) of the rows lo + rel[i], each counted
     in O(hi − lo) without a sort."""

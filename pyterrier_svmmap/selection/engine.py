@@ -16,7 +16,7 @@ from pyterrier_svmmap.selection.grids import (DEFAULT_ALPHA, DEFAULT_MIN_VALID_Q
                                               evidence_source, features_name, is_auto_c, resolve_c_grid,
                                               setting_levels)
 from pyterrier_svmmap.selection.reference import (HeldOutRanking, fallback_model, fold_best_functions,
-                                                  known_best_function, per_query_ap, queries_best_function)
+                                                  known_best_function, queries_best_function)
 from pyterrier_svmmap.selection.rule import Choice, Selection, choose, column_means
 from pyterrier_svmmap.string_codes import sorted_string_codes
 
@@ -103,6 +103,20 @@ class HeldOut:
         return np.stack([column_means(E[self.fold == k]) for k in range(int(self.fold.max()) + 1)])
 
 
+class FoldRankings:
+    """Each fold's held-out queries and their :class:`HeldOutRanking` (ties by the fold's reference function),
+    found on first use and kept for every setting and the fallback of that fold."""
+
+    def __init__(self, queries: Queries, fold: np.ndarray, ties: Sequence[int]):
+        self.queries, self.fold, self.ties = queries, fold, list(ties)
+        self._kept: Dict[int, HeldOutRanking] = {}
+
+    def __call__(self, k: int) -> HeldOutRanking:
+        if k not in self._kept:                 # two threads may both make it: the same ranking
+            self._kept[k] = HeldOutRanking(self.queries.subset(self.fold == k), self.ties[k])
+        return self._kept[k]
+
+
 @dataclass
 class FoldFits:
     """The (fold, setting) fits of :func:`cross_validate` as one picklable job: ``job(j)`` is ``pairs[j]``'s. With
@@ -118,12 +132,12 @@ class FoldFits:
     pairs: List[Tuple[int, int]]
     held: HeldOut
     scout: bool
+    rankings: FoldRankings
 
     def __call__(self, j: int) -> Tuple[List[np.ndarray], np.ndarray, Optional[list]]:
         k, s = self.pairs[j]
         held = self.fold == k
-        tr, te = self.queries.subset(~held), self.queries.subset(held)
-        known_best_function(tr, self.ties[k])
+        tr = known_best_function(self.queries.subset(~held), self.ties[k])
         seeds = self.held.seeds(s, fold=k)
         shared: Dict[str, Any] = {} if seeds is None else dict(seeds=seeds)    # a TrainPath without them: as before
         if self.scout:
@@ -133,7 +147,7 @@ class FoldFits:
             shared = dict(parts=(parts, [i for i in range(len(masks)) if i != k]))
         _, results, _ = self.train_path(tr, self.grids[s], self.settings[s], k, None, self.encodings[s].subset(~held),
                                         **shared)
-        X_te, ranking = self.encodings[s].subset(held).X, HeldOutRanking(te, self.ties[k])
+        X_te, ranking = self.encodings[s].subset(held).X, self.rankings(k)
         return ([r.w for r in results], np.stack([ranking.ap(X_te.dot(r.w)) for r in results], axis=1),
                 [r.points for r in results] if self.scout else None)
 
@@ -169,6 +183,7 @@ def cross_validate(queries: Queries, settings: Sequence[Setting], grids: Sequenc
     G = len(grids[0])
     fold = cv_folds(queries.n_queries, cv, random_state, len(settings) * G)
     ties = fold_best_functions(queries, fold, cv)                     # each fold's tie-break function
+    rankings = FoldRankings(queries, fold, ties)
     raced = list(raced) if go_on is not None and cv > RACE_FOLDS else []
     first = [(k, s) for k in range(cv) for s in range(len(settings)) if s not in raced or k < RACE_FOLDS]
     rest = [(k, s) for k in range(RACE_FOLDS, cv) for s in raced]
@@ -180,7 +195,7 @@ def cross_validate(queries: Queries, settings: Sequence[Setting], grids: Sequenc
 
     def fits(pairs: List[Tuple[int, int]], scout: bool = False) -> FoldFits:
         return FoldFits(queries, fold, settings, [list(g) for g in grids], train_path, list(encodings), ties, pairs,
-                        held, scout)
+                        held, scout, rankings)
 
     def record(pairs: List[Tuple[int, int]], paths: list, scout: bool = False) -> None:
         for (k, s), (w, held_ap, points) in zip(pairs, paths):
@@ -190,8 +205,8 @@ def cross_validate(queries: Queries, settings: Sequence[Setting], grids: Sequenc
                 held.points[s] = points
 
     def fallback_fold(k: int) -> None:
-        layout, w, f = fallback(known_best_function(queries.subset(fold != k), ties[k]))
-        held.fallback_ap[fold == k] = per_query_ap(layout, w, queries.subset(fold == k), f)
+        layout, w, _ = fallback(known_best_function(queries.subset(fold != k), ties[k]))
+        held.fallback_ap[fold == k] = rankings(k).model_ap(layout, w)     # ties by ties[k], the fallback's function
     if fallback is not None:
         held.fallback_ap = np.empty(queries.n_queries)
     scouts = [(k, s) for k, s in first if k == SCOUT_FOLD] if share_cuts else []

@@ -9,7 +9,7 @@ import pyterrier_svmmap._jit as _jit
 import pyterrier_svmmap.threads as threads
 from pyterrier_svmmap.chunks import query_chunks, score_matrix
 from pyterrier_svmmap.features.layout import FeatureLayout
-from pyterrier_svmmap.measures import rank_within_queries, ranked_average_precision
+from pyterrier_svmmap.measures import tie_ordered_average_precision
 from pyterrier_svmmap.queries import Queries
 from pyterrier_svmmap.ties import tie_base_order
 
@@ -76,21 +76,27 @@ def function_aps(raw: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> np
 
 
 class HeldOutRanking:
-    """Per-query AP of ``queries`` under many models, ranked as ``transform`` ranks; one stable sort per model."""
+    """Per-query AP of ``queries`` under many models, ranked as ``transform`` ranks: ties by the order of
+    :func:`~pyterrier_svmmap.ties.tie_base_order`, found once."""
 
     def __init__(self, queries: Queries, tie: int, codes: Optional[np.ndarray] = None):
         self.queries = queries
-        self.base = tie_base_order(queries.offsets, queries.raw[:, tie], docno_codes=codes)
+        self.position = np.empty(len(queries.labels), dtype=np.int64)
+        self.position[tie_base_order(queries.offsets, queries.raw[:, tie], docno_codes=codes)] = \
+            np.arange(len(queries.labels))
 
     def ap(self, scores: np.ndarray) -> np.ndarray:
         q = self.queries
-        order = self.base[rank_within_queries(np.asarray(scores, dtype=float)[self.base], q.offsets)]
-        return ranked_average_precision(order, q.labels, q.offsets, q.n_relevant)
+        return tie_ordered_average_precision(scores, q.labels, q.offsets, self.position, q.n_relevant)
+
+    def model_ap(self, layout: FeatureLayout, w: np.ndarray) -> np.ndarray:
+        """Per-query AP under the model (``layout``, ``w``)."""
+        return self.ap(layout.transform(self.queries.raw, self.queries.offsets).dot(w))
 
 
 def per_query_ap(layout: FeatureLayout, w: np.ndarray, queries: Queries, tie: int, codes=None) -> np.ndarray:
     """Per-query AP of ``queries`` ranked by the model (``layout``, ``w``), ties by function ``tie``."""
-    return HeldOutRanking(queries, tie, codes).ap(layout.transform(queries.raw, queries.offsets).dot(w))
+    return HeldOutRanking(queries, tie, codes).model_ap(layout, w)
 
 
 def fallback_model(queries: Queries, raw_layout: Callable[[Queries], FeatureLayout], prior_scale: float = 1.0

@@ -63,6 +63,37 @@ def test_rank_within_queries_is_stable_by_query_then_score():
     assert np.array_equal(rank_within_queries(scores, offsets), want)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_tie_ordered_ap_is_the_sorted_rankings_ap_bit_for_bit(seed):
+    """Ranks counted per relevant candidate, or read off a sort for many of them, give the AP of the ranking by
+    score with ties in the given order, to the bit: heavy ties, ±0, ±∞, NaN, empty queries, relevant documents
+    beyond the candidates, and queries past COUNT_RELEVANT_MAX relevant candidates."""
+    from pyterrier_svmmap.measures import rank_within_queries, ranked_average_precision, tie_ordered_average_precision
+    from pyterrier_svmmap.measures._kernels import COUNT_RELEVANT_MAX
+    from pyterrier_svmmap.queries import query_ids
+    rng = np.random.default_rng(seed)
+    sizes = np.r_[0, 3 * COUNT_RELEVANT_MAX, rng.integers(0, 60, size=30)]
+    offsets = np.r_[0, np.cumsum(sizes)]
+    n, qid = int(offsets[-1]), query_ids(offsets)
+    labels = (rng.random(n) < 0.3).astype(float)
+    labels[offsets[1]:offsets[2]] = rng.random(sizes[1]) < 0.8                  # > COUNT_RELEVANT_MAX relevant
+    scores = np.round(rng.normal(size=n), 1) * 2.0 ** rng.integers(-40, 40)
+    scores[rng.integers(0, n, 6)] = [np.inf, -np.inf, 0.0, -0.0, 0.0, -0.0]
+    base = np.lexsort((rng.random(n), qid))                                     # a tie order within each query
+    position = np.empty(n, dtype=np.int64)
+    position[base] = np.arange(n)
+    n_rel = np.bincount(qid, weights=labels, minlength=len(sizes)) + rng.integers(0, 2, len(sizes))
+    for with_nan in (False, True):
+        if with_nan:
+            scores[rng.integers(0, n, 3)] = np.nan
+        for nr in (None, n_rel):
+            want = ranked_average_precision(base[rank_within_queries(scores[base], offsets)], labels, offsets, nr)
+            got = tie_ordered_average_precision(scores, labels, offsets, position, nr)
+            assert got.tobytes() == want.tobytes()
+    assert tie_ordered_average_precision(scores, labels, offsets, np.arange(n)).tobytes() == \
+        ranked_average_precision(rank_within_queries(scores, offsets), labels, offsets).tobytes()
+
+
 def test_training_loss_ap_equals_ir_measures_ap_with_qrels_restricted_to_candidates():
     rng = np.random.default_rng(5)
     run, qrels, scores, labels, offsets, _ = _run_and_qrels(rng, n_q=4)

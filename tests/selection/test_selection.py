@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from pyterrier_svmmap import selection
+from pyterrier_svmmap.selection import engine
 from pyterrier_svmmap.selection import (AUTO_FEATURES, c_grid, cv_folds, feature_options, features_name,
                                         first_best, select)
 from pyterrier_svmmap.selection import SELECTION_C_GRID, choose, evidence_source, max_gain_pvalue, paired_t
@@ -316,6 +317,37 @@ def test_cross_validate_trains_every_setting_once_per_fold_and_scores_only_held_
     assert np.allclose(held.fallback_ap, ap[1])
     assert held.fold_means()[1].tolist() == [float(held.ap[held.fold == 1, c].mean()) for c in range(4)] + [
         float(held.fallback_ap[held.fold == 1].mean())]
+
+
+def test_each_folds_held_out_ranking_breaks_ties_by_that_folds_reference_function(monkeypatch):
+    """A path and a fallback of w = 0 tie every candidate: each held-out query is then ranked by its fold's own
+    tie-break function (the reference function of the fold's training queries), as per_query_ap ranks it."""
+    from pyterrier_svmmap.features.layout import EncodedQueries, FeatureLayout
+    from pyterrier_svmmap.queries import Queries
+    from pyterrier_svmmap.svm.cutting_plane import TrainingResult
+    rng = np.random.default_rng(5)
+    n_q, n = 16, 20
+    raw = rng.random((n_q * n, 3))
+    labels = (rng.random(n_q * n) < 0.3).astype(float)
+    labels[::n] = 1.0
+    offsets = np.arange(0, n_q * n + 1, n, dtype=np.int64)
+    queries = Queries(raw, labels, offsets)
+    ties = [2, 0, 1, 2]
+    monkeypatch.setattr(engine, "fold_best_functions", lambda *a: ties)
+    layout = FeatureLayout.fit(raw, offsets, "raw", 5)
+    zero = np.zeros(layout.dim)
+
+    def train_path(q, grid, setting, fold, shards, encoded):
+        return encoded.layout, [TrainingResult(w=zero, converged=True, history=[], C=C, group_C=np.array([C]))
+                                for C in grid], None
+    held = engine.cross_validate(queries, [("raw", None)], [[1.0]], train_path,
+                                 [EncodedQueries.of(layout, raw, offsets)], 4, 0, fallback=lambda tr: (layout, zero, 0))
+    for k, f in enumerate(ties):
+        part = queries.subset(held.fold == k)
+        want = selection.per_query_ap(layout, np.eye(layout.dim)[f], part, f)       # function f alone ranks
+        assert np.array_equal(held.ap[held.fold == k, 0], want)
+        assert np.array_equal(held.fallback_ap[held.fold == k], want)
+    assert len({tuple(held.ap[held.fold == k, 0]) for k in range(4)}) > 1
 
 
 # -- levels of model classes: a richer class must beat the simpler one's choice --------------------------------
