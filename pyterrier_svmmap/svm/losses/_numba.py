@@ -48,15 +48,20 @@ def check_batch(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
 def query_score_order(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Candidates (global indices) by query, then by decreasing score (ties in any fixed order).
 
-    Queries are padded into one (queries × longest) matrix sorted row-wise by numpy's SIMD quicksort
-    when padding at most doubles the work; otherwise :func:`~pyterrier_svmmap.measures.rank_within_queries`
-    (stable, ties by position). The rows are sorted in blocks of queries on
-    :func:`~pyterrier_svmmap.threads.current` threads; a row's order does not depend on its block.
+    Queries are sorted as the rows of a matrix by numpy's quicksort, each padded to the longest query, when padding
+    at most doubles the work; otherwise by :func:`~pyterrier_svmmap.measures.rank_within_queries` (stable, ties
+    by position). The rows are sorted :data:`SORT_ROWS` at a time, in blocks of queries on
+    :func:`~pyterrier_svmmap.threads.current` threads; a row's order does not depend on its block (MAP's
+    coefficients depend on the order of equal scores, :func:`._rank_kernels.split_classes`).
     """
     order, sort = score_sorter(scores, offsets)
     if sort is not None:
         threads.run_query_blocks(sort, offsets)
     return order
+
+
+#: the queries sorted as one matrix at a time: its temporaries stay in the cache (SciFact's sort 1.3× faster)
+SORT_ROWS = 32
 
 
 def score_sorter(scores: np.ndarray, offsets: np.ndarray
@@ -72,7 +77,7 @@ def score_sorter(scores: np.ndarray, offsets: np.ndarray
         return rank_within_queries(scores, offsets), None      # stable, compiled
     out = np.empty(n, dtype=np.intp)
 
-    def sort(lo: int, hi: int) -> None:
+    def sort_rows(lo: int, hi: int) -> None:
         a, b = int(offsets[lo]), int(offsets[hi])
         if a == b:
             return
@@ -88,6 +93,10 @@ def score_sorter(scores: np.ndarray, offsets: np.ndarray
         keep = local < sizes[lo:hi, None]
         local += offsets[lo:hi, None]
         out[a:b] = local[keep]
+
+    def sort(lo: int, hi: int) -> None:
+        for q in range(lo, hi, SORT_ROWS):
+            sort_rows(q, min(q + SORT_ROWS, hi))
     return out, sort
 
 
