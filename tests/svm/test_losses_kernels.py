@@ -340,18 +340,31 @@ def test_empty_batch():
         assert d.shape == (0,) and c.shape == (0,)
 
 
-@pytest.mark.parametrize("sizes", [[3, 3000, 7, 1, 40, 2, 0, 5], [3, 120, 7, 1, 40, 2], [50, 50, 50]])
-def test_query_score_order_is_the_stable_lexsort(sizes):
-    """Candidates by query then decreasing score, ties by position — padded or not."""
+@pytest.mark.parametrize("kind", ["continuous", "tied", "clustered", "skewed", "extreme", "one value", "infinite"])
+def test_query_score_order_sorts_each_query_by_decreasing_score_whatever_the_scores(kind):
+    """Candidates by query then decreasing score, ties in any order, for scores that fill the bucket sort's buckets
+    evenly, tie in long runs, crowd into one bucket (a long bucket: np.argsort), span many magnitudes, or are all
+    equal or infinite (np.argsort); a query's order is the same among any other queries."""
     from pyterrier_svmmap.queries import query_ids
     from pyterrier_svmmap.svm.losses.map import query_score_order
-    rng = np.random.default_rng(len(sizes))
+    rng = np.random.default_rng(len(kind))
+    sizes = [3, 3000, 7, 1, 40, 2, 0, 5, 200]
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    scores = np.round(rng.normal(size=offsets[-1]), 1)              # many ties
+    n = int(offsets[-1])
+    scores = {"continuous": rng.normal(size=n), "tied": np.round(rng.normal(size=n), 1),
+              "clustered": np.where(rng.random(n) < 0.9, rng.normal(size=n) * 1e-9, rng.normal(size=n) * 1e6),
+              "skewed": np.exp(rng.normal(size=n) * 20), "extreme": rng.normal(size=n) * 1e300,
+              "one value": np.full(n, 2.5), "infinite": np.where(rng.random(n) < 0.1, np.inf, rng.normal(size=n))}[kind]
     got = query_score_order(scores, offsets)
     want = np.lexsort((-scores, query_ids(offsets)))
-    if max(sizes) * len(sizes) > 2 * offsets[-1] + 4096:               # one query much longer: sorted per query
-        assert np.array_equal(got, want)                            # stable: the lexsort's own order
-    else:                                                           # padded quicksort: ties in any order
-        assert np.array_equal(scores[got], scores[want]) and np.array_equal(np.sort(got), np.arange(len(got)))
-        assert np.array_equal(query_ids(offsets)[got], query_ids(offsets)[want])
+    assert np.array_equal(scores[got], scores[want]) and np.array_equal(np.sort(got), np.arange(n))
+    assert np.array_equal(query_ids(offsets)[got], query_ids(offsets)[want])
+    alone = query_score_order(scores[offsets[1]:offsets[2]], np.array([0, sizes[1]]))
+    assert np.array_equal(got[offsets[1]:offsets[2]], alone + offsets[1])
+
+
+def test_query_score_order_puts_nan_last():
+    from pyterrier_svmmap.svm.losses.map import query_score_order
+    scores = np.array([1.0, np.nan, 3.0, 2.0, np.nan, 0.5])
+    got = query_score_order(scores, np.array([0, 6]))
+    assert got[:4].tolist() == [2, 3, 0, 5] and sorted(got[4:].tolist()) == [1, 4]

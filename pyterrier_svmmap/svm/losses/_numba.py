@@ -16,7 +16,6 @@ import numpy as np
 
 import pyterrier_svmmap._jit as _jit
 import pyterrier_svmmap.threads as threads
-from pyterrier_svmmap.measures import rank_within_queries
 
 
 def kernels(module: str = "_rank_kernels") -> ModuleType:
@@ -46,58 +45,20 @@ def check_batch(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
 
 
 def query_score_order(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Candidates (global indices) by query, then by decreasing score (ties in any fixed order).
-
-    Queries are sorted as the rows of a matrix by numpy's quicksort, each padded to the longest query, when padding
-    at most doubles the work; otherwise by :func:`~pyterrier_svmmap.measures.rank_within_queries` (stable, ties
-    by position). The rows are sorted :data:`SORT_ROWS` at a time, in blocks of queries on
-    :func:`~pyterrier_svmmap.threads.current` threads; a row's order does not depend on its block (MAP's
-    coefficients depend on the order of equal scores, :func:`._rank_kernels.split_classes`).
-    """
+    """Candidates (global indices) by query, then by decreasing score (ties in any order that depends on the query
+    alone: :func:`._rank_kernels.descending_order`), in blocks of queries on
+    :func:`~pyterrier_svmmap.threads.current` threads."""
     order, sort = score_sorter(scores, offsets)
-    if sort is not None:
-        threads.run_query_blocks(sort, offsets)
+    threads.run_query_blocks(sort, offsets)
     return order
 
 
-#: the queries sorted as one matrix at a time: its temporaries stay in the cache (SciFact's sort 1.3× faster)
-SORT_ROWS = 32
-
-
-def score_sorter(scores: np.ndarray, offsets: np.ndarray
-                 ) -> Tuple[np.ndarray, Optional[Callable[[int, int], None]]]:
-    """(order, sort) for :func:`query_score_order` and :func:`run_shared` (which sorts block by block): ``sort(lo, hi)``
-    fills ``order`` for the queries lo..hi − 1 (each row padded to the longest query of all, so that its order does
-    not depend on the block); sort is None when the order is already complete (queries too uneven to pad,
-    :func:`rank_within_queries`)."""
-    sizes = np.diff(offsets)
-    n_q, n = len(sizes), len(scores)
-    longest = int(sizes.max())
-    if n_q * longest > 2 * n + 4096:
-        return rank_within_queries(scores, offsets), None      # stable, compiled
-    out = np.empty(n, dtype=np.intp)
-
-    def sort_rows(lo: int, hi: int) -> None:
-        a, b = int(offsets[lo]), int(offsets[hi])
-        if a == b:
-            return
-        if (hi - lo) * longest == b - a:
-            local = np.argsort(-scores[a:b].reshape(hi - lo, longest), axis=1)
-            local += offsets[lo:hi, None]
-            out[a:b] = local.ravel()
-            return
-        pad = np.full((hi - lo, longest), np.inf)
-        cell = np.arange(b - a) + np.repeat(np.arange(hi - lo) * longest - (offsets[lo:hi] - a), sizes[lo:hi])
-        pad.ravel()[cell] = -scores[a:b]
-        local = np.argsort(pad, axis=1)
-        keep = local < sizes[lo:hi, None]
-        local += offsets[lo:hi, None]
-        out[a:b] = local[keep]
-
-    def sort(lo: int, hi: int) -> None:
-        for q in range(lo, hi, SORT_ROWS):
-            sort_rows(q, min(q + SORT_ROWS, hi))
-    return out, sort
+def score_sorter(scores: np.ndarray, offsets: np.ndarray) -> Tuple[np.ndarray, Callable[[int, int], None]]:
+    """(order, sort) for :func:`query_score_order` and :func:`run_shared` (which sorts block by block):
+    ``sort(lo, hi)`` fills ``order`` for the queries lo..hi − 1."""
+    order = np.empty(len(scores), dtype=np.int64)
+    descending_order = kernels().descending_order
+    return order, lambda lo, hi: descending_order(scores, offsets, lo, hi, order)
 
 
 def run_shared(losses, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray, within: bool = False) -> list:
@@ -115,8 +76,7 @@ def run_shared(losses, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarr
     order, sort = score_sorter(scores, offsets)
 
     def block(lo: int, hi: int) -> None:
-        if sort is not None:
-            sort(lo, hi)
+        sort(lo, hi)
         for (kernel, params), (deltas, coef) in zip(calls, out):
             kernel(scores, rel, order, offsets[lo:hi + 1], *params, deltas[lo:hi], coef)
     threads.run_query_blocks(block, offsets)

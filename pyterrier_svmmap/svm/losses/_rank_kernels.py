@@ -25,6 +25,71 @@ from pyterrier_svmmap.svm.losses._map_kernels import slot_search
 
 
 # ---------------------------------------------------------------------------------------------
+# the score order every batch kernel starts from
+# ---------------------------------------------------------------------------------------------
+#: a bucket of :func:`descending_order` up to this long is sorted by insertion, a longer one by ``np.argsort``
+_BUCKET_INSERTION = 48
+
+
+@njit(cache=True, nogil=True)
+def descending_order(scores, offsets, q_lo, q_hi, order):
+    """``order[offsets[q]:offsets[q + 1]]`` = query q's candidates (global indices) by decreasing score, ties in
+    any order, for the queries q_lo..q_hi − 1: a bucket sort on the score's place between the query's extremes,
+    as many buckets as candidates, each bucket sorted by insertion (``np.argsort`` when long); a query with a NaN
+    or infinite score, or of one score, by ``np.argsort`` (NaN last). A query's order depends on it alone."""
+    longest = 0
+    for q in range(q_lo, q_hi):
+        longest = max(longest, offsets[q + 1] - offsets[q])
+    ends = np.empty(longest + 1, dtype=np.int64)
+    for q in range(q_lo, q_hi):
+        lo = offsets[q]
+        n = offsets[q + 1] - lo
+        if n == 0:
+            continue
+        top = scores[lo]
+        bottom = scores[lo]
+        numbers = True
+        for i in range(lo, lo + n):
+            numbers = numbers and scores[i] == scores[i]
+            top = max(top, scores[i])
+            bottom = min(bottom, scores[i])
+        spread = top - bottom
+        if not (numbers and spread > 0.0 and spread < np.inf):  # NaN, ±inf or a single value
+            local = np.argsort(-scores[lo:lo + n])
+            for i in range(n):
+                order[lo + i] = lo + local[i]
+            continue
+        scale = (n - 1) / spread
+        ends[:n + 1] = 0
+        for i in range(lo, lo + n):
+            ends[min(int((top - scores[i]) * scale), n - 1) + 1] += 1
+        for b in range(n):
+            ends[b + 1] += ends[b]                              # ends[b]: bucket b's first slot
+        for i in range(lo, lo + n):
+            b = min(int((top - scores[i]) * scale), n - 1)
+            order[lo + ends[b]] = i
+            ends[b] += 1                                        # then: its end
+        start = 0
+        for b in range(n):
+            end = ends[b]
+            if end - start > _BUCKET_INSERTION:
+                bucket = order[lo + start:lo + end].copy()
+                local = np.argsort(-scores[bucket])
+                for k in range(end - start):
+                    order[lo + start + k] = bucket[local[k]]
+            else:
+                for a in range(lo + start + 1, lo + end):
+                    v = order[a]
+                    x = scores[v]
+                    j = a - 1
+                    while j >= lo + start and scores[order[j]] < x:
+                        order[j + 1] = order[j]
+                        j -= 1
+                    order[j + 1] = v
+            start = end
+
+
+# ---------------------------------------------------------------------------------------------
 # shared: one query's relevance classes in stable score order, and the pairwise coefficients
 # ---------------------------------------------------------------------------------------------
 #: tie runs up to this long are sorted in place by insertion; longer ones by ``np.sort``
@@ -59,17 +124,8 @@ def stable_runs(idx, key):
 @njit(cache=True, nogil=True)
 def split_query(scores, rel, order, lo, hi):
     """(relevant indices, their scores, non-relevant indices, their scores) of the query lo..hi−1,
-    each by decreasing score, equal scores by index (Yue et al. 2007, Observation 1)."""
-    pi, ps, ni, ns = split_classes(scores, rel, order, lo, hi)
-    stable_runs(pi, ps)
-    stable_runs(ni, ns)
-    return pi, ps, ni, ns
-
-
-@njit(cache=True, nogil=True)
-def split_classes(scores, rel, order, lo, hi):
-    """:func:`split_query` with equal scores in the order of ``order`` (MAP's: either order of equal scores gives a
-    most violated ranking with the same Δ, though tied candidates' coefficients may trade places)."""
+    each by decreasing score, equal scores by index (Yue et al. 2007, Observation 1): the same arrays for any
+    order of equal scores in ``order``."""
     P = rel[lo:hi].sum()                         # order[lo:hi] is a permutation of lo..hi − 1
     N = hi - lo - P
     pi = np.empty(P, dtype=np.int64)
@@ -88,6 +144,8 @@ def split_classes(scores, rel, order, lo, hi):
             ni[b] = d
             ns[b] = scores[d]
             b += 1
+    stable_runs(pi, ps)
+    stable_runs(ni, ns)
     return pi, ps, ni, ns
 
 
@@ -115,7 +173,7 @@ def pairwise_coef(pi, ni, counts, coef):
 def map_query(scores, rel, order, lo, hi, H, coef):
     """Δ(ŷ) of one query for Δ = 1 − AP (the slots of :func:`._map_kernels.slot_search`, ``H`` the harmonic
     numbers); writes c(y*) − c(ŷ) into ``coef``."""
-    pi, ps, ni, ns = split_classes(scores, rel, order, lo, hi)
+    pi, ps, ni, ns = split_query(scores, rel, order, lo, hi)
     P = pi.shape[0]
     N = ni.shape[0]
     if P == 0 or N == 0:
