@@ -140,14 +140,17 @@ class FoldFits:
         tr = known_best_function(self.queries.subset(~held), self.ties[k])
         seeds = self.held.seeds(s, fold=k)
         shared: Dict[str, Any] = {} if seeds is None else dict(seeds=seeds)    # a TrainPath without them: as before
-        if self.scout:
+        if self.scout:                          # every fold's φ: the oracle's parts, the held-out fold's among them
             masks = [self.fold == i for i in range(len(self.ties))]
             encoded = [self.encodings[s].subset(m) for m in masks]
-            parts = [(e.X, self.queries.subset(m).labels, e.offsets) for e, m in zip(encoded, masks)]
+            sizes = np.diff(self.queries.offsets)
+            parts = [(e.X, self.queries.labels[np.repeat(m, sizes)], e.offsets) for e, m in zip(encoded, masks)]
             shared = dict(parts=(parts, [i for i in range(len(masks)) if i != k]))
-        _, results, _ = self.train_path(tr, self.grids[s], self.settings[s], k, None, self.encodings[s].subset(~held),
-                                        **shared)
-        X_te, ranking = self.encodings[s].subset(held).X, self.rankings(k)
+            trained, X_te = self.encodings[s], encoded[k].X         # with parts the path reads only the layout
+        else:
+            trained, X_te = self.encodings[s].subset(~held), self.encodings[s].subset(held).X
+        _, results, _ = self.train_path(tr, self.grids[s], self.settings[s], k, None, trained, **shared)
+        ranking = self.rankings(k)
         return ([r.w for r in results], np.stack([ranking.ap(X_te.dot(r.w)) for r in results], axis=1),
                 [r.points for r in results] if self.scout else None)
 

@@ -448,7 +448,7 @@ class StructSVMRanker(Parametrized):
             fitted on them.
         parts : (list of (φ, labels, offsets), list of int), optional
             Every fold's data and the folds ``queries`` are: each result keeps its points' per-fold sums
-            (:class:`~pyterrier_svmmap.svm.shared_cuts.PartsOracle`).
+            (:class:`~pyterrier_svmmap.svm.shared_cuts.PartsOracle`); of ``encoded`` only the layout is read.
         seeds : (list, list of int), optional
             Such a path's ``points`` per C of ``grid`` and the folds ``queries`` are: each C starts from its
             constraints there (:func:`~pyterrier_svmmap.svm.shared_cuts.restrict_points`).
