@@ -4,8 +4,8 @@
 NDCG, NDCG-NC, MRR, ROC, DORM and MAP, and the classification baselines' batch), imported on first use.
 
 :func:`run_shared` is the one way the losses call a batch kernel: it checks the batch, sorts every query's
-candidates by decreasing score once (:func:`score_sorter`, ties in any order: the kernels
-restore the stable order themselves), and hands the kernel the arrays it fills.
+candidates by decreasing score once (:func:`score_sorter`, a stable sort; the kernels would restore the stable
+order of equal scores from any other), and hands the kernel the arrays it fills.
 """
 from __future__ import annotations
 
@@ -45,9 +45,9 @@ def check_batch(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
 
 
 def query_score_order(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Candidates (global indices) by query, then by decreasing score (ties in any order that depends on the query
-    alone: :func:`._rank_kernels.descending_order`), in blocks of queries on
-    :func:`~pyterrier_svmmap.threads.current` threads."""
+    """Candidates (global indices) by query, then by decreasing score, equal scores by index (NaN last):
+    :func:`._rank_kernels.descending_order` in blocks of queries on :func:`~pyterrier_svmmap.threads.current`
+    threads."""
     order, sort = score_sorter(scores, offsets)
     threads.run_query_blocks(sort, offsets)
     return order

@@ -2,15 +2,17 @@
 and the classification baselines (:func:`classification_batch`, which needs no score order); DORM's are
 in :mod:`._dorm_kernels`.
 
-Every ``*_batch`` kernel takes the concatenated ``scores``, relevance ``rel`` (booleans), ``order``
-(each query's candidates, global indices, by decreasing score, ties in any order) and ``offsets``, then
+:func:`descending_order` sorts each query's candidates by decreasing score (stable) for the kernels. Every
+``*_batch`` kernel takes the concatenated ``scores``, relevance ``rel`` (booleans), ``order`` (each query's
+candidates, global indices, by decreasing score, ties in any order) and ``offsets``, then
 the loss's parameters, and fills ``deltas`` (Δ(ŷ) per query) and ``coef`` (c(y*) − c(ŷ) per candidate)
 — the contract of :meth:`.base.Loss.batch_violation`. Queries run one after the other (serial;
 ``nogil`` so that callers may thread). Loaded by :func:`._numba.kernels`; the tests compare them with the
 numpy reference implementations of ``tests/oracles/losses_reference.py``.
 
 Within a relevance class the kernels restore the *stable* order (equal scores by candidate index), the
-order the references' ``split_by_relevance`` gives, so that the kernels and the references break ties alike.
+order the references' ``split_by_relevance`` gives, so that the kernels and the references break ties alike
+and a model does not depend on the sort's order of ties.
 
 Cutoffs and windows are passed as integers, −1 meaning None. Tables: ``D[r] = 1/log2(r + 2)`` (the nDCG
 discount without cutoff, :func:`.ndcg.discounts`), ``A[r]`` (DORM's decay, zero from its window on),
