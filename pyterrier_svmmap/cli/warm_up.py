@@ -116,7 +116,6 @@ def _fits(n_jobs: int, side=None, every_learner: bool = True) -> None:
     import numpy as np
     from pyterrier_svmmap.features.layout import FeatureLayout
     from pyterrier_svmmap.io.svmlight import parse_chunk
-    from pyterrier_svmmap.measures import rank_within_queries
     from pyterrier_svmmap.svm.losses import get_loss, most_violated
     from pyterrier_svmmap.svm.ranker import StructSVMRanker
     raw, labels, offsets, _ = tiny_data()
@@ -128,7 +127,6 @@ def _fits(n_jobs: int, side=None, every_learner: bool = True) -> None:
         for features, binning in feature_settings():                  # φ and its R² (C="auto")
             FeatureLayout.fit(raw, offsets, features, 5, binning).transform(raw, offsets).spread(offsets)
         parse_chunk(b"1 qid:1 1:0.5 2:-1e-3 # docid = d1\n0 qid:1 1:0.25\n", 10)   # svmmap learn's svmlight parser
-        rank_within_queries(np.nan_to_num(raw[:, 0]), offsets)     # the ranks of a transform's results
         if side is not None:
             side.stdout.readline()                          # its QP cached (or its end: then compiled here)
         elif every_learner:

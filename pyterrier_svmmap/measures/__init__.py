@@ -11,14 +11,13 @@ from pyterrier_svmmap.queries import query_ids
 
 
 def rank_within_queries(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Permutation by query, then decreasing score, ties by position (compiled per-query mergesort; NaN: lexsort)."""
-    scores = np.asarray(scores, dtype=float)
-    offsets = np.asarray(offsets, dtype=np.int64)
-    if not np.isnan(scores).any():
-        order = np.empty(len(scores), dtype=np.int64)
-        _jit.load("measures._kernels").score_order(np.ascontiguousarray(scores), np.ascontiguousarray(offsets), order)
-        return order
-    return np.lexsort((-scores, query_ids(offsets)))
+    """Permutation by query, then decreasing score, ties by position, NaN last: ``np.lexsort((-scores,
+    query_ids(offsets)))``, by a compiled stable bucket sort per query (:func:`._kernels.descending_order`)."""
+    scores = np.ascontiguousarray(scores, dtype=float)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    order = np.empty(len(scores), dtype=np.int64)
+    _jit.load("measures._kernels").descending_order(scores, offsets, 0, len(offsets) - 1, order)
+    return order
 
 
 def ranks_within_queries(scores: np.ndarray, offsets: np.ndarray):

@@ -46,8 +46,8 @@ def check_batch(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
 
 def query_score_order(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Candidates (global indices) by query, then by decreasing score, equal scores by index (NaN last):
-    :func:`._rank_kernels.descending_order` in blocks of queries on :func:`~pyterrier_svmmap.threads.current`
-    threads."""
+    :func:`~pyterrier_svmmap.measures.rank_within_queries`' order, in blocks of queries on
+    :func:`~pyterrier_svmmap.threads.current` threads."""
     order, sort = score_sorter(scores, offsets)
     threads.run_query_blocks(sort, offsets)
     return order
@@ -57,7 +57,7 @@ def score_sorter(scores: np.ndarray, offsets: np.ndarray) -> Tuple[np.ndarray, C
     """(order, sort) for :func:`query_score_order` and :func:`run_shared` (which sorts block by block):
     ``sort(lo, hi)`` fills ``order`` for the queries lo..hi − 1."""
     order = np.empty(len(scores), dtype=np.int64)
-    descending_order = kernels().descending_order
+    descending_order = _jit.load("measures._kernels").descending_order
     return order, lambda lo, hi: descending_order(scores, offsets, lo, hi, order)
 
 

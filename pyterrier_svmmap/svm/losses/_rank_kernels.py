@@ -2,9 +2,9 @@
 and the classification baselines (:func:`classification_batch`, which needs no score order); DORM's are
 in :mod:`._dorm_kernels`.
 
-:func:`descending_order` sorts each query's candidates by decreasing score (stable) for the kernels. Every
-``*_batch`` kernel takes the concatenated ``scores``, relevance ``rel`` (booleans), ``order`` (each query's
-candidates, global indices, by decreasing score, ties in any order) and ``offsets``, then
+Every ``*_batch`` kernel takes the concatenated ``scores``, relevance ``rel`` (booleans), ``order`` (each
+query's candidates, global indices, by decreasing score, ties in any order:
+:func:`pyterrier_svmmap.measures._kernels.descending_order` gives the stable one) and ``offsets``, then
 the loss's parameters, and fills ``deltas`` (Δ(ŷ) per query) and ``coef`` (c(y*) − c(ŷ) per candidate)
 — the contract of :meth:`.base.Loss.batch_violation`. Queries run one after the other (serial;
 ``nogil`` so that callers may thread). Loaded by :func:`._numba.kernels`; the tests compare them with the
@@ -24,139 +24,6 @@ import numpy as np
 from numba import njit
 
 from pyterrier_svmmap.svm.losses._map_kernels import slot_search
-
-
-# ---------------------------------------------------------------------------------------------
-# the score order every batch kernel starts from
-# ---------------------------------------------------------------------------------------------
-#: :func:`descending_order` sorts a bucket up to this long by insertion, a longer one by buckets again (once)
-_BUCKET_INSERTION = 48
-
-
-@njit(cache=True, nogil=True)
-def descending_order(scores, offsets, q_lo, q_hi, order):
-    """``order[offsets[q]:offsets[q + 1]]`` = query q's candidates (global indices) by decreasing score, equal
-    scores by index (a stable sort), for the queries q_lo..q_hi − 1. Each query as :func:`bucket_pass` sorts
-    (here on the query's rows themselves, without gathering them); a bucket past :data:`_BUCKET_INSERTION` items
-    by :func:`sort_bucket`, so that a few scores far from the rest do not leave the others in one bucket. A
-    query's order depends on it alone."""
-    longest = 0
-    for q in range(q_lo, q_hi):
-        longest = max(longest, offsets[q + 1] - offsets[q])
-    spare = np.empty(longest, dtype=order.dtype)
-    ends = np.empty(longest + 1, dtype=np.int64)
-    for q in range(q_lo, q_hi):
-        lo = offsets[q]
-        n = offsets[q + 1] - lo
-        top = -np.inf
-        bottom = np.inf
-        total = 0.0                                             # NaN if a score is NaN (or ±inf)
-        for i in range(lo, lo + n):
-            top = max(top, scores[i])
-            bottom = min(bottom, scores[i])
-            total += scores[i]
-        spread = top - bottom
-        scale = (n - 1) / spread if spread > 0.0 else 0.0
-        if n <= _BUCKET_INSERTION or not (total - total == 0.0 and spread < np.inf and scale < np.inf):
-            for i in range(n):
-                order[lo + i] = lo + i
-            bucket_pass(scores, order[lo:lo + n], spare[:n], ends)         # sorted there (insertion, mergesort)
-            continue
-        ends[:n + 1] = 0
-        for i in range(lo, lo + n):
-            ends[min(int((top - scores[i]) * scale), n - 1) + 1] += 1
-        for b in range(n):
-            ends[b + 1] += ends[b]                              # ends[b]: bucket b's first slot
-        for i in range(lo, lo + n):
-            b = min(int((top - scores[i]) * scale), n - 1)
-            order[lo + ends[b]] = i
-            ends[b] += 1                                        # then: its end
-        start = 0
-        for b in range(n):
-            if ends[b] - start > _BUCKET_INSERTION:
-                sort_bucket(scores, order[lo + start:lo + ends[b]], spare[:ends[b] - start])
-            elif ends[b] - start > 1:                           # (most buckets hold one item or none)
-                insertion_sort(scores, order, lo + start, lo + ends[b])
-            start = ends[b]
-
-
-@njit(cache=True, nogil=True)
-def sort_bucket(scores, items, spare):
-    """Sort a long bucket of :func:`descending_order` stably: :func:`bucket_pass` on its own extremes, then each
-    of its buckets by insertion, or by a stable mergesort when long."""
-    n = items.shape[0]
-    ends = np.empty(n + 1, dtype=np.int64)
-    if not bucket_pass(scores, items, spare, ends):
-        return
-    start = 0
-    for b in range(n):
-        if ends[b] - start > _BUCKET_INSERTION:
-            stable_mergesort(scores, items[start:ends[b]], spare[start:ends[b]])
-        else:
-            insertion_sort(scores, items, start, ends[b])
-        start = ends[b]
-
-
-@njit(cache=True, nogil=True)
-def bucket_pass(scores, items, spare, ends):
-    """Deal ``items`` into as many buckets as items by their score's place between the extremes, decreasing, in
-    their order within a bucket (a counting sort), ``ends[b]`` bucket b's end, and return True; False when the
-    items are sorted already: short ones by insertion, NaN or infinite scores or extremes too close to scale by
-    a stable mergesort (NaN last), one score left as it is."""
-    n = items.shape[0]
-    if n == 0:
-        return False
-    top = scores[items[0]]
-    bottom = top
-    numbers = True
-    for i in range(n):
-        x = scores[items[i]]
-        numbers = numbers and x == x
-        top = max(top, x)
-        bottom = min(bottom, x)
-    spread = top - bottom
-    if numbers and n <= _BUCKET_INSERTION:
-        insertion_sort(scores, items, 0, n)
-        return False
-    if spread == 0.0 and numbers:
-        return False
-    scale = (n - 1) / spread
-    if not (numbers and spread < np.inf and scale < np.inf):
-        stable_mergesort(scores, items, spare)
-        return False
-    ends[:n + 1] = 0
-    for i in range(n):
-        ends[min(int((top - scores[items[i]]) * scale), n - 1) + 1] += 1
-    for b in range(n):
-        ends[b + 1] += ends[b]                                  # ends[b]: bucket b's first slot
-    for i in range(n):
-        b = min(int((top - scores[items[i]]) * scale), n - 1)
-        spare[ends[b]] = items[i]
-        ends[b] += 1                                            # then: its end
-    items[:] = spare
-    return True
-
-
-@njit(cache=True, nogil=True)
-def insertion_sort(scores, items, lo, hi):
-    """Sort ``items[lo:hi]`` by decreasing score, stably, by insertion."""
-    for a in range(lo + 1, hi):
-        v = items[a]
-        x = scores[v]
-        j = a - 1
-        while j >= lo and scores[items[j]] < x:
-            items[j + 1] = items[j]
-            j -= 1
-        items[j + 1] = v
-
-
-@njit(cache=True, nogil=True)
-def stable_mergesort(scores, items, spare):
-    """Sort ``items`` by decreasing score, stably (NaN last), by numpy's mergesort."""
-    local = np.argsort(-scores[items], kind="mergesort")
-    spare[:] = items
-    for i in range(items.shape[0]):
-        items[i] = spare[local[i]]
 
 
 # ---------------------------------------------------------------------------------------------
