@@ -279,20 +279,26 @@ def test_svmmap_learn_runs_the_rule_when_asked(tmp_path, capsys):
     assert main(["learn", "--prior", "auto", str(train), str(tmp_path / "m3")]) == 2   # needs --selection auto
 
 
+def _even_queries(n_q, n, seed):
+    """(raw, labels, offsets, Queries): n_q queries of n candidates, 3 uniform base functions, ~30 % relevant
+    and each query's first candidate relevant."""
+    from pyterrier_svmmap.queries import Queries
+    rng = np.random.default_rng(seed)
+    raw = rng.random((n_q * n, 3))
+    labels = (rng.random(n_q * n) < 0.3).astype(float)
+    labels[::n] = 1.0
+    offsets = np.arange(0, n_q * n + 1, n, dtype=np.int64)
+    return raw, labels, offsets, Queries(raw, labels, offsets)
+
+
 def test_cross_validate_trains_every_setting_once_per_fold_and_scores_only_held_out_queries():
     """A path that 'learns' base function j for setting j: each held-out query's AP is that function's AP on
     it, every fold trains every setting once on the other folds, and the fallback is measured beside."""
     from pyterrier_svmmap.features.layout import EncodedQueries, FeatureLayout
     from pyterrier_svmmap.measures import average_precision
-    from pyterrier_svmmap.queries import Queries
     from pyterrier_svmmap.svm.cutting_plane import TrainingResult
-    rng = np.random.default_rng(0)
-    n_q, n = 12, 15
-    raw = rng.random((n_q * n, 3))
-    labels = (rng.random(n_q * n) < 0.3).astype(float)
-    labels[::n] = 1.0
-    offsets = np.arange(0, n_q * n + 1, n, dtype=np.int64)
-    queries = Queries(raw, labels, offsets)
+    n = 15
+    raw, labels, offsets, queries = _even_queries(12, n, seed=0)
     calls = []
 
     def train_path(q, grid, setting, fold, shards, encoded):
@@ -323,15 +329,8 @@ def test_each_folds_held_out_ranking_breaks_ties_by_that_folds_reference_functio
     """A path and a fallback of w = 0 tie every candidate: each held-out query is then ranked by its fold's own
     tie-break function (the reference function of the fold's training queries), as per_query_ap ranks it."""
     from pyterrier_svmmap.features.layout import EncodedQueries, FeatureLayout
-    from pyterrier_svmmap.queries import Queries
     from pyterrier_svmmap.svm.cutting_plane import TrainingResult
-    rng = np.random.default_rng(5)
-    n_q, n = 16, 20
-    raw = rng.random((n_q * n, 3))
-    labels = (rng.random(n_q * n) < 0.3).astype(float)
-    labels[::n] = 1.0
-    offsets = np.arange(0, n_q * n + 1, n, dtype=np.int64)
-    queries = Queries(raw, labels, offsets)
+    raw, labels, offsets, queries = _even_queries(16, 20, seed=5)
     ties = [2, 0, 1, 2]
     monkeypatch.setattr(engine, "fold_best_functions", lambda *a: ties)
     layout = FeatureLayout.fit(raw, offsets, "raw", 5)
