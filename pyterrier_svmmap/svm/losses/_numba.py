@@ -56,6 +56,8 @@ def query_score_order(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 def score_sorter(scores: np.ndarray, offsets: np.ndarray) -> Tuple[np.ndarray, Callable[[int, int], None]]:
     """(order, sort) for :func:`query_score_order` and :func:`run_shared` (which sorts block by block):
     ``sort(lo, hi)`` fills ``order`` for the queries lo..hi − 1."""
+    scores = np.ascontiguousarray(scores, dtype=np.float64)       # the one signature of the kernel
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     order = np.empty(len(scores), dtype=np.int64)
     descending_order = _jit.load("measures._kernels").descending_order
     return order, lambda lo, hi: descending_order(scores, offsets, lo, hi, order)
