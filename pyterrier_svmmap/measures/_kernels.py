@@ -167,11 +167,16 @@ def function_ap(raw, rel, offsets, out):
             out[f, q] = s / n_rel if n_rel else 0.0
 
 
+#: above this many relevant candidates in a query, :func:`tie_ordered_ap` sorts the query instead of counting (a
+#: count passes over the query once per relevant candidate, a sort about log₂ n times)
+COUNT_TIED_MAX = 64
+
+
 @njit(cache=True, nogil=True)
 def tie_ordered_ap(scores, rel, position, offsets, n_relevant, out):
     """``out[q]`` = AP of query q ranked by decreasing score, ties by increasing ``position``, divided by
     ``n_relevant[q]`` (0 where that is 0): the relevant candidates' ranks counted without a sort, or above
-    :data:`COUNT_RELEVANT_MAX` of them read off a stable sort; the precisions added in rank order, as
+    :data:`COUNT_TIED_MAX` of them read off a stable sort; the precisions added in rank order, as
     :func:`pyterrier_svmmap.measures.ranked_average_precision` adds them."""
     for q in range(offsets.shape[0] - 1):
         lo = offsets[q]
@@ -182,7 +187,7 @@ def tie_ordered_ap(scores, rel, position, offsets, n_relevant, out):
         where = np.flatnonzero(rel[lo:hi])
         n_rel = where.shape[0]
         ranks = np.empty(n_rel, dtype=np.int64)
-        if n_rel > COUNT_RELEVANT_MAX:
+        if n_rel > COUNT_TIED_MAX:
             by_position = np.empty(hi - lo, dtype=np.int64)
             for i in range(hi - lo):
                 by_position[position[lo + i] - lo] = lo + i
