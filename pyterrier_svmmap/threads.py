@@ -193,27 +193,43 @@ def run_concurrently(task: Callable[[int], T], n_tasks: int, after: Optional[Seq
     """``[task(0), …, task(n_tasks − 1)]``, up to :func:`current` at once, each inside ``using(1)``: for work too
     small to cut among threads (e.g. a small cross-validation's fits); the results do not depend on the schedule.
     ``after[i]``: earlier tasks that task i waits for (the pool starts tasks in order, so they have started).
-    A task's exception is raised once all have ended; a Ctrl-C cancels the tasks not started."""
+    A task's exception is raised once all have ended; after a Ctrl-C no task starts, and it is raised once the
+    started ones have ended (so that none goes on, nor logs, after the command says it was interrupted)."""
     if after is not None and any(j >= i or j < 0 for i in range(n_tasks) for j in after[i]):
         raise ValueError("a task can only wait for earlier tasks")
     k = min(current(), n_tasks)
     if k <= 1:
         return [task(i) for i in range(n_tasks)]
     futures: list = []
+    started: List[threading.Event] = []     # one per task that has started, set when it ends
+    stop: list = []
+    lock = threading.Lock()
 
-    def alone(i: int) -> T:
-        for j in after[i] if after is not None else ():
-            futures[j].exception()                  # waits; a failed task's exception is raised below, first
-        with using(1):
-            return task(i)
+    def alone(i: int) -> Optional[T]:
+        ended = threading.Event()
+        with lock:                          # a task starts only before a Ctrl-C, and is then waited for
+            if stop:
+                return None
+            started.append(ended)
+        try:
+            for j in after[i] if after is not None else ():
+                futures[j].exception()              # waits; a failed task's exception is raised below, first
+            with using(1):
+                return task(i)
+        finally:
+            ended.set()
     pool = _executor(k)
-    for i in range(n_tasks):
-        futures.append(pool.submit(alone, i))
     try:
+        for i in range(n_tasks):
+            futures.append(pool.submit(alone, i))
         for f in futures:                    # every task ends before this call returns or raises
             f.exception()
-    except BaseException:                    # this thread interrupted (Ctrl-C): the tasks not started are not run
+    except BaseException:                    # this thread interrupted (Ctrl-C): no task starts from now on, and
+        with lock:                           # the call raises once the started ones have ended (none goes on,
+            stop.append(True)                # nor logs, after it)
         for f in futures:
             f.cancel()
+        for ended in started:
+            ended.wait()
         raise
     return [f.result() for f in futures]

@@ -8,6 +8,7 @@ identical weights and identical per-iteration objectives.
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -87,6 +88,27 @@ def test_run_keeps_task_order_and_raises_after_all_tasks_end():
         with pytest.raises(KeyError, match="piece 2"):              # the first piece's error, whoever ran it
             threads.run(task, 6)
         assert sorted(ended) == [0, 1, 3, 5]
+
+
+def test_run_concurrently_interrupted_runs_no_new_task_and_returns_after_the_started_ones():
+    """A Ctrl-C in the calling thread: the tasks not started never run, and the call raises once the started ones
+    have ended, so that nothing goes on (or logs) after the command says it was interrupted."""
+    import _thread
+    started, ended = [], []
+
+    def task(i):
+        started.append(i)
+        if i == 0:
+            _thread.interrupt_main()
+        time.sleep(0.3)
+        ended.append(i)
+    with threads.using(2):
+        with pytest.raises(KeyboardInterrupt):
+            threads.run_concurrently(task, 6, after=[[], [], [0], [], [], []])
+        assert sorted(ended) == sorted(started) and len(started) < 6
+        then = list(started)
+        time.sleep(0.5)
+        assert started == then                          # nothing started afterwards
 
 
 def test_run_concurrently_starts_a_task_after_the_tasks_it_waits_for():
