@@ -2,22 +2,32 @@
 Eval-Score-4.0.pl measures (docs/experiments.md)."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional, Tuple
 
 import numpy as np
 
 import pyterrier_svmmap._jit as _jit
+import pyterrier_svmmap.threads as threads
 from pyterrier_svmmap.queries import query_ids
 
 
 def rank_within_queries(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Permutation by query, then decreasing score, ties by position, NaN last: ``np.lexsort((-scores,
-    query_ids(offsets)))``, by a compiled stable bucket sort per query (:func:`._kernels.descending_order`)."""
-    scores = np.ascontiguousarray(scores, dtype=float)
+    query_ids(offsets)))``, by a compiled stable bucket sort per query (:func:`._kernels.descending_order`), in
+    blocks of queries on :func:`~pyterrier_svmmap.threads.current` threads (a query's order depends on it alone)."""
+    order, sort = score_sorter(scores, offsets)
+    threads.run_query_blocks(sort, offsets)
+    return order
+
+
+def score_sorter(scores: np.ndarray, offsets: np.ndarray) -> Tuple[np.ndarray, Callable[[int, int], None]]:
+    """(order, sort): ``sort(lo, hi)`` fills ``order`` with :func:`rank_within_queries`' order of the queries
+    lo..hi − 1, for callers that sort block by block (the losses' batches sort each block where they use it)."""
+    scores = np.ascontiguousarray(scores, dtype=np.float64)       # the one signature of the kernel
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     order = np.empty(len(scores), dtype=np.int64)
-    _jit.load("measures._kernels").descending_order(scores, offsets, 0, len(offsets) - 1, order)
-    return order
+    descending_order = _jit.load("measures._kernels").descending_order
+    return order, lambda lo, hi: descending_order(scores, offsets, lo, hi, order)
 
 
 def ranks_within_queries(scores: np.ndarray, offsets: np.ndarray):

@@ -104,3 +104,30 @@ def test_training_loss_ap_equals_ir_measures_ap_with_qrels_restricted_to_candida
         lo, hi = offsets[q], offsets[q + 1]
         ranking = np.argsort(-scores[lo:hi])
         assert 1 - loss.delta(ranking, labels[lo:hi]) == pytest.approx(ref[str(q)], abs=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["continuous", "tied", "clustered", "skewed", "extreme", "one value", "infinite"])
+def test_rank_within_queries_sorts_each_query_by_decreasing_score_whatever_the_scores(kind):
+    """Candidates by query then decreasing score, equal scores by index (the stable lexsort), for scores that fill
+    the bucket sort's buckets evenly, tie in long runs, crowd into one bucket (sorted by buckets again, then a
+    mergesort), span many magnitudes, or are all equal or infinite (a mergesort)."""
+    from pyterrier_svmmap.queries import query_ids
+    from pyterrier_svmmap.measures import rank_within_queries
+    rng = np.random.default_rng(len(kind))
+    sizes = [3, 3000, 7, 1, 40, 2, 0, 5, 200]
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    n = int(offsets[-1])
+    scores = {"continuous": rng.normal(size=n), "tied": np.round(rng.normal(size=n), 1),
+              "clustered": np.where(rng.random(n) < 0.9, rng.normal(size=n) * 1e-9, rng.normal(size=n) * 1e6),
+              "skewed": np.exp(rng.normal(size=n) * 20), "extreme": rng.normal(size=n) * 1e300,
+              "one value": np.full(n, 2.5), "infinite": np.where(rng.random(n) < 0.1, np.inf, rng.normal(size=n))}[kind]
+    got = rank_within_queries(scores, offsets)
+    assert np.array_equal(got, np.lexsort((-scores, query_ids(offsets))))      # stable: equal scores by index
+
+
+def test_rank_within_queries_puts_nan_last():
+    from pyterrier_svmmap.measures import rank_within_queries
+    scores = np.array([1.0, np.nan, 3.0, 2.0, np.nan, 0.5])
+    assert rank_within_queries(scores, np.array([0, 6])).tolist() == [2, 3, 0, 5, 1, 4]
+    long = np.r_[scores, np.arange(100.0) + 10]
+    assert rank_within_queries(long, np.array([0, 106])).tolist() == list(range(105, 5, -1)) + [2, 3, 0, 5, 1, 4]

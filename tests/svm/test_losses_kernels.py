@@ -338,30 +338,3 @@ def test_empty_batch():
     for loss in (NDCGLoss(3), MRRLoss(2), ROCLoss(), DORMLoss(k=2, window=2)):
         d, c = loss.batch_violation(np.zeros(0), np.zeros(0, dtype=int), np.array([0]))
         assert d.shape == (0,) and c.shape == (0,)
-
-
-@pytest.mark.parametrize("kind", ["continuous", "tied", "clustered", "skewed", "extreme", "one value", "infinite"])
-def test_query_score_order_sorts_each_query_by_decreasing_score_whatever_the_scores(kind):
-    """Candidates by query then decreasing score, equal scores by index (the stable lexsort), for scores that fill
-    the bucket sort's buckets evenly, tie in long runs, crowd into one bucket (sorted by buckets again, then a
-    mergesort), span many magnitudes, or are all equal or infinite (a mergesort)."""
-    from pyterrier_svmmap.queries import query_ids
-    from pyterrier_svmmap.svm.losses.map import query_score_order
-    rng = np.random.default_rng(len(kind))
-    sizes = [3, 3000, 7, 1, 40, 2, 0, 5, 200]
-    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    n = int(offsets[-1])
-    scores = {"continuous": rng.normal(size=n), "tied": np.round(rng.normal(size=n), 1),
-              "clustered": np.where(rng.random(n) < 0.9, rng.normal(size=n) * 1e-9, rng.normal(size=n) * 1e6),
-              "skewed": np.exp(rng.normal(size=n) * 20), "extreme": rng.normal(size=n) * 1e300,
-              "one value": np.full(n, 2.5), "infinite": np.where(rng.random(n) < 0.1, np.inf, rng.normal(size=n))}[kind]
-    got = query_score_order(scores, offsets)
-    assert np.array_equal(got, np.lexsort((-scores, query_ids(offsets))))      # stable: equal scores by index
-
-
-def test_query_score_order_puts_nan_last():
-    from pyterrier_svmmap.svm.losses.map import query_score_order
-    scores = np.array([1.0, np.nan, 3.0, 2.0, np.nan, 0.5])
-    assert query_score_order(scores, np.array([0, 6])).tolist() == [2, 3, 0, 5, 1, 4]
-    long = np.r_[scores, np.arange(100.0) + 10]
-    assert query_score_order(long, np.array([0, 106])).tolist() == list(range(105, 5, -1)) + [2, 3, 0, 5, 1, 4]

@@ -18,7 +18,7 @@ from pyterrier_svmmap.features.encoder import FeatureEncoder
 from pyterrier_svmmap.features.matrices import BinnedBlock
 from pyterrier_svmmap.features.thresholds import function_thresholds, top_of_queries
 from pyterrier_svmmap.svm.losses import get_loss
-from pyterrier_svmmap.svm.losses.map import query_score_order
+from pyterrier_svmmap.measures import rank_within_queries
 from pyterrier_svmmap.selection import best_function
 from pyterrier_svmmap.svm.ranker import StructSVMRanker
 
@@ -249,9 +249,9 @@ def test_score_order_does_not_depend_on_threads(small_pieces, ties):
         offsets = np.r_[0, np.cumsum(sizes)].astype(np.int64)
         s = rng.integers(0, 4, offsets[-1]).astype(float) if ties else rng.standard_normal(offsets[-1])
         with threads.using(1):
-            one = query_score_order(s, offsets)
+            one = rank_within_queries(s, offsets)
         with threads.using(3):
-            assert np.array_equal(query_score_order(s, offsets), one)
+            assert np.array_equal(rank_within_queries(s, offsets), one)
 
 
 LOSSES = ["map", "roc", "ndcg", "ndcg@3", "mrr@5", "dorm@3", "acc", "acc2"]

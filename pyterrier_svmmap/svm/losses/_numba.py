@@ -4,7 +4,7 @@
 NDCG, NDCG-NC, MRR, ROC, DORM and MAP, and the classification baselines' batch), imported on first use.
 
 :func:`run_shared` is the one way the losses call a batch kernel: it checks the batch, sorts every query's
-candidates by decreasing score once (:func:`score_sorter`, a stable sort; the kernels would restore the stable
+candidates by decreasing score once (:func:`~pyterrier_svmmap.measures.score_sorter`, a stable sort; the kernels would restore the stable
 order of equal scores from any other), and hands the kernel the arrays it fills.
 """
 from __future__ import annotations
@@ -16,6 +16,7 @@ import numpy as np
 
 import pyterrier_svmmap._jit as _jit
 import pyterrier_svmmap.threads as threads
+from pyterrier_svmmap.measures import rank_within_queries, score_sorter
 
 
 def kernels(module: str = "_rank_kernels") -> ModuleType:
@@ -44,28 +45,9 @@ def check_batch(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
     return scores, np.ascontiguousarray(labels > 0), offsets
 
 
-def query_score_order(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Candidates (global indices) by query, then by decreasing score, equal scores by index (NaN last):
-    :func:`~pyterrier_svmmap.measures.rank_within_queries`' order, in blocks of queries on
-    :func:`~pyterrier_svmmap.threads.current` threads."""
-    order, sort = score_sorter(scores, offsets)
-    threads.run_query_blocks(sort, offsets)
-    return order
-
-
-def score_sorter(scores: np.ndarray, offsets: np.ndarray) -> Tuple[np.ndarray, Callable[[int, int], None]]:
-    """(order, sort) for :func:`query_score_order` and :func:`run_shared` (which sorts block by block):
-    ``sort(lo, hi)`` fills ``order`` for the queries lo..hi − 1."""
-    scores = np.ascontiguousarray(scores, dtype=np.float64)       # the one signature of the kernel
-    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-    order = np.empty(len(scores), dtype=np.int64)
-    descending_order = _jit.load("measures._kernels").descending_order
-    return order, lambda lo, hi: descending_order(scores, offsets, lo, hi, order)
-
-
 def run_shared(losses, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray, within: bool = False) -> list:
     """[(Δ per query, coefficients per candidate)] of the batch kernels of ``losses`` (:class:`CompiledBatch`) on one
-    batch, ``order`` (:func:`score_sorter`) shared by all (what :class:`.combo.ComboLoss` uses). Blocks of whole
+    batch, ``order`` (:func:`~pyterrier_svmmap.measures.score_sorter`) shared by all (what :class:`.combo.ComboLoss` uses). Blocks of whole
     queries run on :func:`~pyterrier_svmmap.threads.current` threads, each block's score order and kernels in one
     task; every query is computed by the same kernel whichever block it is in, so the results do not depend on the
     number of threads. ``within``: the queries may lie inside the candidates (those outside them get 0)."""
@@ -118,7 +100,7 @@ class CompiledBatch:
         out = np.empty(len(scores), dtype=np.int64)
         if len(scores):
             kernel, params = self.kernel_call(len(scores), "ranking")
-            kernel(scores, rel, query_score_order(scores, offsets), 0, len(scores), *params, out)
+            kernel(scores, rel, rank_within_queries(scores, offsets), 0, len(scores), *params, out)
         return out
 
     def violation(self, scores: np.ndarray, labels: np.ndarray) -> Tuple[float, np.ndarray]:

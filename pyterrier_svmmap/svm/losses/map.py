@@ -28,8 +28,8 @@ from __future__ import annotations
 import numpy as np
 
 import pyterrier_svmmap.svm.losses._numba as _numba
-from pyterrier_svmmap.svm.losses._numba import query_score_order  # noqa: F401  (re-exported)
 from pyterrier_svmmap.svm.losses.base import Loss, sort_by_score  # noqa: F401  (sort_by_score re-exported)
+
 
 def average_precision_of_ranking(ranking: np.ndarray, labels: np.ndarray) -> float:
     """AP of a ranking over the query's candidates (relevant = label > 0), 0 when none is relevant."""
