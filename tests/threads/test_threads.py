@@ -111,6 +111,33 @@ def test_run_concurrently_interrupted_runs_no_new_task_and_returns_after_the_sta
         assert started == then                          # nothing started afterwards
 
 
+def test_run_concurrently_interrupted_while_submitting_never_starts_that_task(monkeypatch):
+    """A Ctrl-C that cuts the submission of task 2 after the pool queued it (so that no future of it can be
+    cancelled): task 2 still never runs, once the two started tasks free their threads."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+    release, started = threading.Event(), []
+    pool = ThreadPoolExecutor(2)                                # two threads, both kept busy by tasks 0 and 1
+
+    class CutPool:
+        def submit(self, fn, *args):
+            future = pool.submit(fn, *args)
+            if args == (2,):
+                threading.Timer(0.3, release.set).start()       # the busy threads go free after the Ctrl-C
+                raise KeyboardInterrupt
+            return future
+    monkeypatch.setattr(threads, "_executor", lambda k: CutPool())
+
+    def task(i):
+        started.append(i)
+        release.wait(5)
+    with threads.using(2):
+        with pytest.raises(KeyboardInterrupt):
+            threads.run_concurrently(task, 4)
+    pool.shutdown(wait=True)                                    # task 2, queued, has been taken and has returned
+    assert sorted(started) == [0, 1]
+
+
 def test_run_concurrently_starts_a_task_after_the_tasks_it_waits_for():
     """Task 2 waits for task 0, a slow one, while task 1 (free) runs beside it; a failed task raises first."""
     import time
