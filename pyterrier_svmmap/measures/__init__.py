@@ -69,8 +69,8 @@ def tie_ordered_average_precision(scores, labels, offsets, position: np.ndarray,
                                    n_relevant: Optional[np.ndarray] = None) -> np.ndarray:
     """:func:`average_precision` with ties ordered by ``position`` instead of by row: each candidate's row in a tie
     order that keeps the queries in place (a permutation of its query's rows). Bit for bit the AP of the ranking
-    ``base[rank_within_queries(scores[base], offsets)]``, ``position[base] = arange(n)``; each relevant
-    candidate's rank is counted in one pass over its query (compiled, no sort; a sort for many relevant)."""
+    ``base[rank_within_queries(scores[base], offsets)]``, ``position[base] = arange(n)``; the relevant
+    candidates' ranks are counted without sorting the query (compiled, :func:`._kernels.tie_ordered_ap`)."""
     scores = np.ascontiguousarray(scores, dtype=float)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     rel = np.ascontiguousarray(np.asarray(labels) > 0)

@@ -167,16 +167,12 @@ def function_ap(raw, rel, offsets, out):
             out[f, q] = s / n_rel if n_rel else 0.0
 
 
-#: above this many relevant candidates in a query, :func:`tie_ordered_ap` sorts the query instead of counting (a
-#: count passes over the query once per relevant candidate, a sort about log₂ n times)
-COUNT_TIED_MAX = 64
-
-
 @njit(cache=True, nogil=True)
 def tie_ordered_ap(scores, rel, position, offsets, n_relevant, out):
     """``out[q]`` = AP of query q ranked by decreasing score, ties by increasing ``position``, divided by
-    ``n_relevant[q]`` (0 where that is 0): the relevant candidates' ranks counted without a sort, or above
-    :data:`COUNT_TIED_MAX` of them read off a stable sort; the precisions added in rank order, as
+    ``n_relevant[q]`` (0 where that is 0), without sorting the query: its relevant candidates are put in ranking
+    order, and each candidate found, by a binary search, the first of them it ranks above; the counts' running sums
+    are their ranks. O(n log R) for R relevant of n; the precisions added in rank order, as
     :func:`pyterrier_svmmap.measures.ranked_average_precision` adds them."""
     for q in range(offsets.shape[0] - 1):
         lo = offsets[q]
@@ -184,26 +180,33 @@ def tie_ordered_ap(scores, rel, position, offsets, n_relevant, out):
         if n_relevant[q] <= 0:
             out[q] = 0.0
             continue
-        where = np.flatnonzero(rel[lo:hi])
-        n_rel = where.shape[0]
-        ranks = np.empty(n_rel, dtype=np.int64)
-        if n_rel > COUNT_TIED_MAX:
-            by_position = np.empty(hi - lo, dtype=np.int64)
-            for i in range(hi - lo):
-                by_position[position[lo + i] - lo] = lo + i
-            local = np.argsort(-scores[by_position], kind="mergesort")
-            ranks[:] = np.flatnonzero(rel[by_position[local]]) + 1
-        else:
-            for i in range(n_rel):
-                x = lo + where[i]
-                above = 0
-                for y in range(lo, hi):
-                    above += scores[y] > scores[x] or (scores[y] == scores[x] and position[y] < position[x])
-                ranks[i] = above + 1
-            ranks.sort()
+        xs = lo + np.flatnonzero(rel[lo:hi])
+        n_rel = xs.shape[0]
+        xs = xs[np.argsort(position[xs])]                       # by position, then (stably) by decreasing score
+        xs = xs[np.argsort(-scores[xs], kind="mergesort")]
+        count = np.zeros(n_rel + 1, dtype=np.int64)            # count[i]: candidates whose first one below is xs[i]
+        last_s = scores[xs[n_rel - 1]] if n_rel else 0.0
+        last_p = position[xs[n_rel - 1]] if n_rel else 0
+        for y in range(lo, hi):
+            sy = scores[y]
+            py = position[y]
+            if n_rel == 0 or not (sy > last_s or (sy == last_s and py < last_p)):
+                continue                                        # ranked below every relevant candidate
+            a = 0
+            b = n_rel - 1                                       # y ranks above xs[b]: find the first such
+            while a < b:
+                m = (a + b) // 2
+                sx = scores[xs[m]]
+                if sy > sx or (sy == sx and py < position[xs[m]]):
+                    b = m
+                else:
+                    a = m + 1
+            count[a] += 1
         s = 0.0
-        for a in range(n_rel):
-            s += (a + 1) / ranks[a]
+        above = 0
+        for i in range(n_rel):
+            above += count[i]
+            s += (i + 1) / (above + 1)
         out[q] = s / n_relevant[q]
 
 

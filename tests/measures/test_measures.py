@@ -65,18 +65,17 @@ def test_rank_within_queries_is_stable_by_query_then_score():
 
 @pytest.mark.parametrize("seed", range(4))
 def test_tie_ordered_ap_is_the_sorted_rankings_ap_bit_for_bit(seed):
-    """Ranks counted per relevant candidate, or read off a sort for many of them, give the AP of the ranking by
-    score with ties in the given order, to the bit: heavy ties, ±0, ±∞, NaN, empty queries, relevant documents
-    beyond the candidates, and queries past COUNT_TIED_MAX relevant candidates (a sort)."""
+    """Ranks counted by binary searches among the relevant candidates give the AP of the ranking by score with
+    ties in the given order, to the bit: heavy ties, ±0, ±∞, NaN, empty queries, queries without a relevant
+    candidate, relevant documents beyond the candidates, and a query of ~150 relevant candidates."""
     from pyterrier_svmmap.measures import rank_within_queries, ranked_average_precision, tie_ordered_average_precision
-    from pyterrier_svmmap.measures._kernels import COUNT_TIED_MAX
     from pyterrier_svmmap.queries import query_ids
     rng = np.random.default_rng(seed)
-    sizes = np.r_[0, 3 * COUNT_TIED_MAX, rng.integers(0, 60, size=30)]
+    sizes = np.r_[0, 192, rng.integers(0, 60, size=30)]
     offsets = np.r_[0, np.cumsum(sizes)]
     n, qid = int(offsets[-1]), query_ids(offsets)
     labels = (rng.random(n) < 0.3).astype(float)
-    labels[offsets[1]:offsets[2]] = rng.random(sizes[1]) < 0.8                  # > COUNT_TIED_MAX relevant
+    labels[offsets[1]:offsets[2]] = rng.random(sizes[1]) < 0.8                  # many relevant
     scores = np.round(rng.normal(size=n), 1) * 2.0 ** rng.integers(-40, 40)
     scores[rng.integers(0, n, 6)] = [np.inf, -np.inf, 0.0, -0.0, 0.0, -0.0]
     base = np.lexsort((rng.random(n), qid))                                     # a tie order within each query
