@@ -171,8 +171,9 @@ def function_ap(raw, rel, offsets, out):
 def tie_ordered_ap(scores, rel, position, offsets, n_relevant, out):
     """``out[q]`` = AP of query q ranked by decreasing score, ties by increasing ``position``, divided by
     ``n_relevant[q]`` (0 where that is 0), without sorting the query: its relevant candidates are put in ranking
-    order, and each candidate found, by a binary search, the first of them it ranks above; the counts' running sums
-    are their ranks. O(n log R) for R relevant of n; the precisions added in rank order, as
+    order, each candidate finds by a binary search the first of them it ranks above, and a relevant candidate's
+    rank is one more than the candidates counted at it or before. O(n log R) for R relevant of n; the precisions
+    added in rank order, as
     :func:`pyterrier_svmmap.measures.ranked_average_precision` adds them."""
     for q in range(offsets.shape[0] - 1):
         lo = offsets[q]

@@ -4,8 +4,8 @@
 NDCG, NDCG-NC, MRR, ROC, DORM and MAP, and the classification baselines' batch), imported on first use.
 
 :func:`run_shared` is the one way the losses call a batch kernel: it checks the batch, sorts every query's
-candidates by decreasing score once (:func:`~pyterrier_svmmap.measures.score_sorter`, a stable sort; the kernels would restore the stable
-order of equal scores from any other), and hands the kernel the arrays it fills.
+candidates by decreasing score once (:func:`~pyterrier_svmmap.measures.score_sorter`, a stable sort; the kernels
+would restore the stable order of equal scores from any other), and hands the kernel the arrays it fills.
 """
 from __future__ import annotations
 
@@ -47,10 +47,10 @@ def check_batch(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
 
 def run_shared(losses, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray, within: bool = False) -> list:
     """[(Δ per query, coefficients per candidate)] of the batch kernels of ``losses`` (:class:`CompiledBatch`) on one
-    batch, ``order`` (:func:`~pyterrier_svmmap.measures.score_sorter`) shared by all (what :class:`.combo.ComboLoss` uses). Blocks of whole
-    queries run on :func:`~pyterrier_svmmap.threads.current` threads, each block's score order and kernels in one
-    task; every query is computed by the same kernel whichever block it is in, so the results do not depend on the
-    number of threads. ``within``: the queries may lie inside the candidates (those outside them get 0)."""
+    batch, ``order`` (:func:`~pyterrier_svmmap.measures.score_sorter`) shared by all (what :class:`.combo.ComboLoss`
+    uses). Blocks of whole queries run on :func:`~pyterrier_svmmap.threads.current` threads, each block's score
+    order and kernels in one task; every query is computed by the same kernel whichever block it is in, so the
+    results do not depend on the number of threads. ``within``: the queries may lie inside the candidates (those outside them get 0)."""
     scores, rel, offsets = check_batch(scores, labels, offsets, within)
     n_q = len(offsets) - 1
     out = [(np.zeros(n_q), np.zeros(len(scores))) for _ in losses]
