@@ -50,7 +50,8 @@ def run_shared(losses, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarr
     batch, ``order`` (:func:`~pyterrier_svmmap.measures.score_sorter`) shared by all (what :class:`.combo.ComboLoss`
     uses). Blocks of whole queries run on :func:`~pyterrier_svmmap.threads.current` threads, each block's score
     order and kernels in one task; every query is computed by the same kernel whichever block it is in, so the
-    results do not depend on the number of threads. ``within``: the queries may lie inside the candidates (those outside them get 0)."""
+    results do not depend on the number of threads. ``within``: the queries may lie inside the candidates (those
+    outside them get 0)."""
     scores, rel, offsets = check_batch(scores, labels, offsets, within)
     n_q = len(offsets) - 1
     out = [(np.zeros(n_q), np.zeros(len(scores))) for _ in losses]
