@@ -17,10 +17,10 @@ _BUCKET_INSERTION = 48
 @njit(cache=True, nogil=True)
 def descending_order(scores, offsets, q_lo, q_hi, order):
     """``order[offsets[q]:offsets[q + 1]]`` = query q's candidates (global indices) by decreasing score, equal
-    scores by index (a stable sort), for the queries q_lo..q_hi − 1. Each query as :func:`bucket_pass` sorts
-    (here on the query's rows themselves, without gathering them); a bucket past :data:`_BUCKET_INSERTION` items
-    by :func:`sort_bucket`, so that a few scores far from the rest do not leave the others in one bucket. A
-    query's order depends on it alone."""
+    scores by index (a stable sort), for the queries q_lo..q_hi − 1. Each query is dealt by :func:`bucket_pass`
+    into as many buckets as candidates; a bucket past :data:`_BUCKET_INSERTION` items is sorted by
+    :func:`sort_bucket` (so that a few scores far from the rest do not leave the others in one bucket), a shorter
+    one by insertion. A query's order depends on it alone."""
     longest = 0
     for q in range(q_lo, q_hi):
         longest = max(longest, offsets[q + 1] - offsets[q])
@@ -29,35 +29,17 @@ def descending_order(scores, offsets, q_lo, q_hi, order):
     for q in range(q_lo, q_hi):
         lo = offsets[q]
         n = offsets[q + 1] - lo
-        top = -np.inf
-        bottom = np.inf
-        total = 0.0                                             # NaN if a score is NaN (or ±inf)
-        for i in range(lo, lo + n):
-            top = max(top, scores[i])
-            bottom = min(bottom, scores[i])
-            total += scores[i]
-        spread = top - bottom
-        scale = (n - 1) / spread if spread > 0.0 else 0.0
-        if n <= _BUCKET_INSERTION or not (total - total == 0.0 and spread < np.inf and scale < np.inf):
-            for i in range(n):
-                order[lo + i] = lo + i
-            bucket_pass(scores, order[lo:lo + n], spare[:n], ends)         # sorted there (insertion, mergesort)
+        items = order[lo:lo + n]
+        for i in range(n):
+            items[i] = lo + i
+        if not bucket_pass(scores, items, spare[:n], ends):     # sorted there (insertion, mergesort) or one score
             continue
-        ends[:n + 1] = 0
-        for i in range(lo, lo + n):
-            ends[min(int((top - scores[i]) * scale), n - 1) + 1] += 1
-        for b in range(n):
-            ends[b + 1] += ends[b]                              # ends[b]: bucket b's first slot
-        for i in range(lo, lo + n):
-            b = min(int((top - scores[i]) * scale), n - 1)
-            order[lo + ends[b]] = i
-            ends[b] += 1                                        # then: its end
         start = 0
         for b in range(n):
             if ends[b] - start > _BUCKET_INSERTION:
-                sort_bucket(scores, order[lo + start:lo + ends[b]], spare[:ends[b] - start])
+                sort_bucket(scores, items[start:ends[b]], spare[:ends[b] - start])
             elif ends[b] - start > 1:                           # (most buckets hold one item or none)
-                insertion_sort(scores, order, lo + start, lo + ends[b])
+                insertion_sort(scores, items, start, ends[b])
             start = ends[b]
 
 
