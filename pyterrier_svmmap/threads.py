@@ -202,13 +202,13 @@ def run_concurrently(task: Callable[[int], T], n_tasks: int, after: Optional[Seq
         return [task(i) for i in range(n_tasks)]
     futures: list = []
     started: List[threading.Event] = []     # one per task that has started, set when it ends
-    stop: list = []
+    stop = threading.Event()                # set by a Ctrl-C, under the lock
     lock = threading.Lock()
 
     def alone(i: int) -> Optional[T]:
         ended = threading.Event()
         with lock:                          # a task starts only before a Ctrl-C, and is then waited for
-            if stop:
+            if stop.is_set():
                 return None
             started.append(ended)
         try:
@@ -226,7 +226,7 @@ def run_concurrently(task: Callable[[int], T], n_tasks: int, after: Optional[Seq
             f.exception()
     except BaseException:                    # this thread interrupted (Ctrl-C): no task starts from now on, and
         with lock:                           # the call raises once the started ones have ended (none goes on,
-            stop.append(True)                # nor logs, after it)
+            stop.set()                       # nor logs, after it)
         for f in futures:
             f.cancel()
         for ended in started:
